@@ -1,0 +1,206 @@
+//! The one error type of icetrim: every failure a user can see, as a kind with its ClickHouse code.
+//!
+//! Printed exactly as ClickHouse prints an exception:
+//! `Code: 36. DB::Exception: <message>. (BAD_ARGUMENTS)`.
+//! Callers branch on [`Error::kind`], never on message text. Codes follow ClickHouse's
+//! `src/Common/ErrorCodes.cpp`.
+
+use std::fmt;
+
+/// What went wrong, as ClickHouse names it. The numeric code is [`ErrorKind::code`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ErrorKind {
+    /// 36: an argument, property or setting value is invalid.
+    BadArguments,
+    /// 41: a timestamp argument could not be parsed.
+    CannotParseDatetime,
+    /// 48: valid request that icetrim refuses to carry out (e.g. files outside the table location).
+    NotImplemented,
+    /// 57: `CREATE TABLE` of a name that is taken.
+    TableAlreadyExists,
+    /// 60: the table is not registered.
+    UnknownTable,
+    /// 62: the SQL text does not parse.
+    SyntaxError,
+    /// 81: the database is not known.
+    UnknownDatabase,
+    /// 107: a file the metadata needs does not exist.
+    FileDoesntExist,
+    /// 115: `SET` of a setting icetrim does not know.
+    UnknownSetting,
+    /// 117: a file's content is malformed (metadata JSON, Avro).
+    IncorrectData,
+    /// 290: a bounded loop ran out (commit retries).
+    LimitExceeded,
+    /// 344: a ClickHouse gate setting is off.
+    SupportIsDisabled,
+    /// 392: the statement is not allowed in this form.
+    QueryIsProhibited,
+    /// 394: the statement was cancelled.
+    QueryWasCancelled,
+    /// 499: object storage answered with an error.
+    StorageError,
+    /// 504: a file that must be new already exists (commit conflict).
+    FileAlreadyExists,
+    /// 49: an internal invariant broke; a bug in icetrim.
+    LogicalError,
+}
+
+impl ErrorKind {
+    /// The ClickHouse error code.
+    pub fn code(self) -> i32 {
+        match self {
+            ErrorKind::BadArguments => 36,
+            ErrorKind::CannotParseDatetime => 41,
+            ErrorKind::NotImplemented => 48,
+            ErrorKind::LogicalError => 49,
+            ErrorKind::TableAlreadyExists => 57,
+            ErrorKind::UnknownTable => 60,
+            ErrorKind::SyntaxError => 62,
+            ErrorKind::UnknownDatabase => 81,
+            ErrorKind::FileDoesntExist => 107,
+            ErrorKind::UnknownSetting => 115,
+            ErrorKind::IncorrectData => 117,
+            ErrorKind::LimitExceeded => 290,
+            ErrorKind::SupportIsDisabled => 344,
+            ErrorKind::QueryIsProhibited => 392,
+            ErrorKind::QueryWasCancelled => 394,
+            ErrorKind::StorageError => 499,
+            ErrorKind::FileAlreadyExists => 504,
+        }
+    }
+
+    /// The ClickHouse error name, e.g. `BAD_ARGUMENTS`.
+    pub fn name(self) -> &'static str {
+        match self {
+            ErrorKind::BadArguments => "BAD_ARGUMENTS",
+            ErrorKind::CannotParseDatetime => "CANNOT_PARSE_DATETIME",
+            ErrorKind::NotImplemented => "NOT_IMPLEMENTED",
+            ErrorKind::LogicalError => "LOGICAL_ERROR",
+            ErrorKind::TableAlreadyExists => "TABLE_ALREADY_EXISTS",
+            ErrorKind::UnknownTable => "UNKNOWN_TABLE",
+            ErrorKind::SyntaxError => "SYNTAX_ERROR",
+            ErrorKind::UnknownDatabase => "UNKNOWN_DATABASE",
+            ErrorKind::FileDoesntExist => "FILE_DOESNT_EXIST",
+            ErrorKind::UnknownSetting => "UNKNOWN_SETTING",
+            ErrorKind::IncorrectData => "INCORRECT_DATA",
+            ErrorKind::LimitExceeded => "LIMIT_EXCEEDED",
+            ErrorKind::SupportIsDisabled => "SUPPORT_IS_DISABLED",
+            ErrorKind::QueryIsProhibited => "QUERY_IS_PROHIBITED",
+            ErrorKind::QueryWasCancelled => "QUERY_WAS_CANCELLED",
+            ErrorKind::StorageError => "S3_ERROR",
+            ErrorKind::FileAlreadyExists => "FILE_ALREADY_EXISTS",
+        }
+    }
+}
+
+/// An icetrim error: a kind and a message that names what failed (table, file, field).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub struct Error {
+    kind: ErrorKind,
+    message: String,
+}
+
+impl Error {
+    /// An error of `kind` with `message` (no trailing period; [`Display`](fmt::Display) adds it).
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
+        let mut message = message.into();
+        while message.ends_with('.') {
+            message.pop();
+        }
+        Error { kind, message }
+    }
+
+    /// What went wrong.
+    pub fn kind(&self) -> ErrorKind {
+        self.kind
+    }
+
+    /// The ClickHouse error code.
+    pub fn code(&self) -> i32 {
+        self.kind.code()
+    }
+
+    /// The message without the `Code: N. DB::Exception:` frame.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
+    /// The same error with `context` put in front of the message: `"<context>: <message>"`.
+    pub fn context(self, context: impl fmt::Display) -> Self {
+        Error {
+            kind: self.kind,
+            message: format!("{context}: {}", self.message),
+        }
+    }
+
+    /// `BAD_ARGUMENTS`.
+    pub fn bad_arguments(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::BadArguments, message)
+    }
+
+    /// `INCORRECT_DATA`: a file's content is malformed.
+    pub fn incorrect_data(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::IncorrectData, message)
+    }
+
+    /// `NOT_IMPLEMENTED`.
+    pub fn not_implemented(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::NotImplemented, message)
+    }
+
+    /// `SYNTAX_ERROR`.
+    pub fn syntax(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::SyntaxError, message)
+    }
+
+    /// `LOGICAL_ERROR`: a broken internal invariant.
+    pub fn logical(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::LogicalError, message)
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "Code: {}. DB::Exception: {}. ({})",
+            self.kind.code(),
+            self.message,
+            self.kind.name()
+        )
+    }
+}
+
+/// icetrim's result type.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prints_like_clickhouse() {
+        let e = Error::bad_arguments("Unknown parameter 'foo' for expire_snapshots");
+        assert_eq!(
+            e.to_string(),
+            "Code: 36. DB::Exception: Unknown parameter 'foo' for expire_snapshots. (BAD_ARGUMENTS)"
+        );
+    }
+
+    #[test]
+    fn one_trailing_period_only() {
+        let e = Error::new(ErrorKind::SyntaxError, "Syntax error at end.");
+        assert_eq!(
+            e.to_string(),
+            "Code: 62. DB::Exception: Syntax error at end. (SYNTAX_ERROR)"
+        );
+    }
+
+    #[test]
+    fn context_keeps_kind() {
+        let e = Error::incorrect_data("bad magic").context("manifest s3://b/t/m.avro");
+        assert_eq!(e.kind(), ErrorKind::IncorrectData);
+        assert_eq!(e.message(), "manifest s3://b/t/m.avro: bad magic");
+    }
+}

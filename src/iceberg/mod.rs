@@ -1,0 +1,4 @@
+//! The Iceberg table format: the domain model, `metadata.json`, Avro manifests and manifest lists,
+//! finding the current metadata, and commits.
+
+pub mod spec;
