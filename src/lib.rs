@@ -6,6 +6,7 @@
 //! `iceberg/` (the spec model, metadata JSON, Avro manifests, commits) → `io/` (object storage).
 //! `engine/` ties them into sessions; `format/` renders results; `shell/` is the binary's front.
 
+pub mod clock;
 pub mod error;
 pub mod format;
 pub mod iceberg;
