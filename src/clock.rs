@@ -28,7 +28,9 @@ pub struct FixedClock {
 impl FixedClock {
     /// A clock standing at `now_ms`.
     pub fn new(now_ms: i64) -> Arc<Self> {
-        Arc::new(FixedClock { now_ms: AtomicI64::new(now_ms) })
+        Arc::new(FixedClock {
+            now_ms: AtomicI64::new(now_ms),
+        })
     }
 
     /// Move the clock to `now_ms`.

@@ -7,6 +7,7 @@
 //! `engine/` ties them into sessions; `format/` renders results; `shell/` is the binary's front.
 
 pub mod clock;
+pub mod engine;
 pub mod error;
 pub mod format;
 pub mod iceberg;
