@@ -186,20 +186,32 @@ pub fn write_ident(f: &mut fmt::Formatter<'_>, name: &str) -> fmt::Result {
 }
 
 fn is_bare_identifier(name: &str) -> bool {
+    is_plain_word(name) && !is_keyword(name)
+}
+
+fn is_plain_word(name: &str) -> bool {
     let mut chars = name.chars();
     let starts_well = chars
         .next()
         .is_some_and(|c| c.is_ascii_alphabetic() || c == '_');
-    starts_well
-        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
-        && !is_keyword(name)
+    starts_well && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
+
+/// Words that cannot stand bare where icetrim prints identifiers (found by round-tripping every
+/// sqlparser keyword through every identifier position, see `tests/sql_roundtrip.rs`).
+const RESERVED: &[&str] = &[
+    "ALL", "AND", "ANY", "ARRAY", "AS", "ASC", "BETWEEN", "BY", "CASE", "CAST", "CROSS", "CURRENT_DATE",
+    "CURRENT_TIME", "CURRENT_TIMESTAMP", "DATE", "DESC", "DISTINCT", "ELSE", "END", "EXCEPT", "EXISTS",
+    "FALSE", "FETCH", "FOR", "FORMAT", "FROM", "FULL", "GROUP", "HAVING", "IN", "INNER", "INTERSECT",
+    "INTERVAL", "INTO", "IS", "JOIN", "LEFT", "LIKE", "LIMIT", "NOT", "NULL", "OFFSET", "ON", "OR",
+    "LOCALTIME", "LOCALTIMESTAMP", "ORDER", "PREWHERE", "RIGHT", "SELECT", "SETTINGS", "SOME", "TABLE",
+    "THEN", "TIME", "TIMESTAMP", "TOP", "TRIM",
+    "TRUE", "UNION", "USING", "WHEN", "WHERE", "WINDOW", "WITH",
+];
 
 fn is_keyword(name: &str) -> bool {
     let upper = name.to_ascii_uppercase();
-    sqlparser::keywords::ALL_KEYWORDS
-        .binary_search(&upper.as_str())
-        .is_ok()
+    RESERVED.contains(&upper.as_str())
 }
 
 /// Writes a single-quoted SQL string with `\` and `'` escaped by a backslash.
@@ -229,12 +241,11 @@ fn write_list<T>(
     Ok(())
 }
 
-fn write_format(f: &mut fmt::Formatter<'_>, format: &Option<String>) -> fmt::Result {
+/// Writes ` FORMAT <name>`; a format name is bare whenever it is a plain word, keyword or not.
+pub(crate) fn write_format(f: &mut fmt::Formatter<'_>, format: &Option<String>) -> fmt::Result {
     match format {
-        Some(name) => {
-            f.write_str(" FORMAT ")?;
-            write_ident(f, name)
-        }
+        Some(name) if is_plain_word(name) => write!(f, " FORMAT {name}"),
+        Some(name) => write!(f, " FORMAT `{}`", name.replace('`', "``")),
         None => Ok(()),
     }
 }

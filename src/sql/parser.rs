@@ -297,9 +297,7 @@ fn parse_create(p: &mut Parser) -> PResult<Option<Statement>> {
     let if_not_exists = p.parse_keywords(&[Keyword::IF, Keyword::NOT, Keyword::EXISTS]);
     let name = parse_table_name(p)?;
     let columns = if p.consume_token(&Token::LParen) {
-        let columns = p.parse_comma_separated(|p| p.parse_column_def())?;
-        p.expect_token(&Token::RParen)?;
-        Some(columns.iter().map(ToString::to_string).collect())
+        Some(parse_column_list(p)?)
     } else {
         None
     };
@@ -318,6 +316,55 @@ fn parse_create(p: &mut Parser) -> PResult<Option<Statement>> {
         engine,
         settings,
     })))
+}
+
+/// The column definitions up to the closing `)`, each kept as canonical text of its tokens (types
+/// are not interpreted: `Nullable(String)`, `DateTime64(6, 'UTC')` stay as written).
+fn parse_column_list(p: &mut Parser) -> PResult<Vec<String>> {
+    let mut columns = Vec::new();
+    let mut current: Vec<Token> = Vec::new();
+    let mut depth = 0usize;
+    loop {
+        let next = p.next_token();
+        match &next.token {
+            Token::EOF => return Ok(p.expected("')' closing the column list", next)?),
+            Token::LParen => depth += 1,
+            Token::RParen | Token::Comma if depth == 0 => {
+                if !matches!(current.first(), Some(Token::Word(_))) {
+                    return Ok(p.expected("a column definition", next)?);
+                }
+                columns.push(render_tokens(&std::mem::take(&mut current)));
+                if next.token == Token::RParen {
+                    return Ok(columns);
+                }
+                continue;
+            }
+            Token::RParen => depth -= 1,
+            _ => {}
+        }
+        current.push(next.token);
+    }
+}
+
+/// Tokens as canonical text: one space between tokens, none inside parentheses or before a comma.
+fn render_tokens(tokens: &[Token]) -> String {
+    let mut out = String::new();
+    let mut previous: Option<&Token> = None;
+    for token in tokens {
+        let glued = matches!(token, Token::LParen | Token::RParen | Token::Comma)
+            || matches!(previous, Some(Token::LParen) | None);
+        if !glued {
+            out.push(' ');
+        }
+        match token {
+            Token::SingleQuotedString(value) => {
+                out.push_str(&Literal::String(value.clone()).to_string())
+            }
+            other => out.push_str(&other.to_string()),
+        }
+        previous = Some(token);
+    }
+    out
 }
 
 fn parse_engine(p: &mut Parser) -> PResult<Engine> {

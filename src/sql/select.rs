@@ -10,11 +10,11 @@
 use std::fmt;
 
 use sqlparser::ast::{
-    BinaryOperator, Expr, GroupByExpr, LimitClause, ObjectNamePart, OrderByKind, OrderBySort, Query,
+    BinaryOperator, Expr, GroupByExpr, Ident, LimitClause, ObjectNamePart, OrderByKind, OrderBySort, Query,
     SelectItem, SetExpr, TableFactor, Value,
 };
 
-use super::ast::{Literal, write_ident};
+use super::ast::{Literal, write_format, write_ident};
 use super::parser::literal_of;
 use crate::error::{Error, Result};
 
@@ -160,9 +160,64 @@ impl Select {
         let dialect = sqlparser::dialect::ClickHouseDialect {};
         let reparsed = sqlparser::parser::Parser::parse_sql(&dialect, &text)
             .map_err(|e| Error::logical(format!("reparsing '{text}': {e}")))?;
+        let mut original = original.clone();
+        forget_quoting(&mut original);
         match reparsed.as_slice() {
-            [sqlparser::ast::Statement::Query(query)] if query.as_ref() == original => Ok(()),
+            [sqlparser::ast::Statement::Query(query)] => {
+                let mut query = query.clone();
+                forget_quoting(&mut query);
+                if *query == original {
+                    return Ok(());
+                }
+                Err(unsupported("This SELECT form"))
+            }
             _ => Err(unsupported("This SELECT form")),
+        }
+    }
+}
+
+/// Clears the quote style of the identifiers the small form models (columns, the table name), so
+/// that `"a"`, `` `a` `` and `a` compare equal.
+fn forget_quoting(query: &mut Query) {
+    fn unquote(ident: &mut Ident) {
+        ident.quote_style = None;
+    }
+    fn walk_filter(expr: &mut Expr) {
+        match expr {
+            Expr::Identifier(ident) => unquote(ident),
+            Expr::BinaryOp { left, right, .. } => {
+                walk_filter(left);
+                walk_filter(right);
+            }
+            _ => {}
+        }
+    }
+    if let SetExpr::Select(select) = query.body.as_mut() {
+        for item in &mut select.projection {
+            if let SelectItem::UnnamedExpr(Expr::Identifier(ident)) = item {
+                unquote(ident);
+            }
+        }
+        if let Some(expr) = &mut select.selection {
+            walk_filter(expr);
+        }
+        for from in &mut select.from {
+            if let TableFactor::Table { name, .. } = &mut from.relation {
+                for part in &mut name.0 {
+                    if let ObjectNamePart::Identifier(ident) = part {
+                        unquote(ident);
+                    }
+                }
+            }
+        }
+    }
+    if let Some(order_by) = &mut query.order_by {
+        if let OrderByKind::Expressions(exprs) = &mut order_by.kind {
+            for order in exprs {
+                if let Expr::Identifier(ident) = &mut order.expr {
+                    unquote(ident);
+                }
+            }
         }
     }
 }
@@ -313,11 +368,7 @@ impl fmt::Display for Select {
         if let Some(limit) = self.limit {
             write!(f, " LIMIT {limit}")?;
         }
-        if let Some(format) = &self.format {
-            f.write_str(" FORMAT ")?;
-            write_ident(f, format)?;
-        }
-        Ok(())
+        write_format(f, &self.format)
     }
 }
 
