@@ -12,5 +12,8 @@ pub mod error;
 pub mod format;
 pub mod iceberg;
 pub mod io;
+pub mod plan;
+pub mod settings;
+pub mod sql;
 
 pub use error::{Error, ErrorKind, Result};
