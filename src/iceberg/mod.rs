@@ -2,3 +2,6 @@
 //! finding the current metadata, and commits.
 
 pub mod spec;
+pub mod avro;
+pub mod manifest;
+pub mod manifest_list;
