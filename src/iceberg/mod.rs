@@ -2,3 +2,4 @@
 //! finding the current metadata, and commits.
 
 pub mod spec;
+pub mod metadata;
