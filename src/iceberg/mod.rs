@@ -1,5 +1,7 @@
 //! The Iceberg table format: the domain model, `metadata.json`, Avro manifests and manifest lists,
 //! finding the current metadata, and commits.
 
-pub mod spec;
+pub mod commit;
+pub mod locate;
 pub mod metadata;
+pub mod spec;

@@ -91,12 +91,27 @@ mod tests {
     #[test]
     fn names() {
         use MetadataCompression::*;
-        assert_eq!(MetadataCompression::from_file_name("v1.metadata.json"), Some(None));
-        assert_eq!(MetadataCompression::from_file_name("/a/v1.gz.metadata.json"), Some(GzipInfix));
-        assert_eq!(MetadataCompression::from_file_name("v1.gzip.metadata.json"), Some(GzipLongInfix));
-        assert_eq!(MetadataCompression::from_file_name("v1.metadata.json.gz"), Some(GzipSuffix));
+        assert_eq!(
+            MetadataCompression::from_file_name("v1.metadata.json"),
+            Some(None)
+        );
+        assert_eq!(
+            MetadataCompression::from_file_name("/a/v1.gz.metadata.json"),
+            Some(GzipInfix)
+        );
+        assert_eq!(
+            MetadataCompression::from_file_name("v1.gzip.metadata.json"),
+            Some(GzipLongInfix)
+        );
+        assert_eq!(
+            MetadataCompression::from_file_name("v1.metadata.json.gz"),
+            Some(GzipSuffix)
+        );
         assert_eq!(MetadataCompression::from_file_name("v1.json"), Option::None);
-        assert_eq!(MetadataCompression::strip_suffix("00001-x.gz.metadata.json"), Some("00001-x"));
+        assert_eq!(
+            MetadataCompression::strip_suffix("00001-x.gz.metadata.json"),
+            Some("00001-x")
+        );
     }
 
     #[test]

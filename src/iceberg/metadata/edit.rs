@@ -74,7 +74,11 @@ impl TableMetadata {
             if let Value::Object(obj) = entry {
                 obj.insert("snapshot-id".into(), r.snapshot_id.into());
                 obj.insert("type".into(), r.kind.as_str().into());
-                set_optional(obj, "min-snapshots-to-keep", r.min_snapshots_to_keep.map(i64::from));
+                set_optional(
+                    obj,
+                    "min-snapshots-to-keep",
+                    r.min_snapshots_to_keep.map(i64::from),
+                );
                 set_optional(obj, "max-snapshot-age-ms", r.max_snapshot_age_ms);
                 set_optional(obj, "max-ref-age-ms", r.max_ref_age_ms);
             }
@@ -84,12 +88,17 @@ impl TableMetadata {
 
     /// Set `current-snapshot-id` (`-1` for none); see the module comment for `refs.main` and
     /// `snapshot-log`.
-    pub fn set_current_snapshot(&mut self, id: Option<SnapshotId>, timestamp_ms: i64) -> Result<()> {
+    pub fn set_current_snapshot(
+        &mut self,
+        id: Option<SnapshotId>,
+        timestamp_ms: i64,
+    ) -> Result<()> {
         if let Some(id) = id {
             self.require_snapshot(id, "set_current_snapshot")?;
         }
         let changed = id != self.current_snapshot_id();
-        let move_main = self.format_version() >= FormatVersion::V2 || self.json.contains_key("refs");
+        let move_main =
+            self.format_version() >= FormatVersion::V2 || self.json.contains_key("refs");
         let main = self.ref_named(MAIN_BRANCH).cloned();
         self.edit(|json| {
             json.insert("current-snapshot-id".into(), id.unwrap_or(-1).into());
@@ -143,7 +152,11 @@ impl TableMetadata {
     pub fn trim_snapshot_log_after_expired(&mut self, expired: &HashSet<SnapshotId>) -> Result<()> {
         let listed: HashSet<SnapshotId> = self.snapshots().iter().map(|s| s.snapshot_id).collect();
         let gone = |id: SnapshotId| expired.contains(&id) || !listed.contains(&id);
-        let Some(last_gone) = self.snapshot_log().iter().rposition(|e| gone(e.snapshot_id)) else {
+        let Some(last_gone) = self
+            .snapshot_log()
+            .iter()
+            .rposition(|e| gone(e.snapshot_id))
+        else {
             return Ok(());
         };
         self.edit(|json| {

@@ -62,7 +62,10 @@ fn typed_view_of_v2() {
     assert_eq!(m.ref_named("old").and_then(|r| r.max_ref_age_ms), Some(5));
     assert_eq!(m.statistics().len(), 2);
     assert!(m.statistics()[1].partition_statistics);
-    assert_eq!(m.partition_spec(0).map(|s| s.fields[0].transform.as_str()), Some("day"));
+    assert_eq!(
+        m.partition_spec(0).map(|s| s.fields[0].transform.as_str()),
+        Some("day")
+    );
     assert_eq!(m.last_sequence_number(), 2);
 }
 
@@ -117,9 +120,17 @@ fn retain_snapshots_keeps_order_and_objects() {
 #[test]
 fn snapshot_log_trim_keeps_entries_after_last_expired() {
     let mut m = parse_value(&v2_doc()).unwrap();
-    m.trim_snapshot_log_after_expired(&HashSet::from([1])).unwrap();
-    assert_eq!(m.snapshot_log().iter().map(|e| e.snapshot_id).collect::<Vec<_>>(), vec![2]);
-    m.trim_snapshot_log_after_expired(&HashSet::from([2])).unwrap();
+    m.trim_snapshot_log_after_expired(&HashSet::from([1]))
+        .unwrap();
+    assert_eq!(
+        m.snapshot_log()
+            .iter()
+            .map(|e| e.snapshot_id)
+            .collect::<Vec<_>>(),
+        vec![2]
+    );
+    m.trim_snapshot_log_after_expired(&HashSet::from([2]))
+        .unwrap();
     assert!(m.snapshot_log().is_empty());
 }
 
@@ -142,8 +153,14 @@ fn set_ref_writes_retention_only_when_some_and_keeps_vendor_keys() {
         json!({"snapshot-id": 2, "type": "branch", "x-vendor": true, "min-snapshots-to-keep": 3})
     );
     assert_eq!(m.ref_named("old"), Some(&r));
-    let missing = SnapshotRef { snapshot_id: 99, ..r };
-    assert_eq!(m.set_ref(&missing).unwrap_err().kind(), ErrorKind::LogicalError);
+    let missing = SnapshotRef {
+        snapshot_id: 99,
+        ..r
+    };
+    assert_eq!(
+        m.set_ref(&missing).unwrap_err().kind(),
+        ErrorKind::LogicalError
+    );
 }
 
 #[test]
@@ -152,7 +169,12 @@ fn set_current_snapshot_moves_main_and_logs() {
     m.set_current_snapshot(Some(1), 300).unwrap();
     assert_eq!(m.current_snapshot_id(), Some(1));
     assert_eq!(m.ref_named("main").map(|r| r.snapshot_id), Some(1));
-    assert_eq!(m.snapshot_log().last().map(|e| (e.snapshot_id, e.timestamp_ms)), Some((1, 300)));
+    assert_eq!(
+        m.snapshot_log()
+            .last()
+            .map(|e| (e.snapshot_id, e.timestamp_ms)),
+        Some((1, 300))
+    );
     m.set_current_snapshot(None, 400).unwrap();
     assert_eq!(m.json()["current-snapshot-id"], json!(-1));
     assert!(m.ref_named("main").is_none());
@@ -162,11 +184,19 @@ fn set_current_snapshot_moves_main_and_logs() {
 fn metadata_log_append_trims_and_does_not_repeat() {
     let mut m = parse_value(&v2_doc()).unwrap();
     for i in 0..5 {
-        m.append_metadata_log(&format!("v{i}.metadata.json"), i, 3).unwrap();
+        m.append_metadata_log(&format!("v{i}.metadata.json"), i, 3)
+            .unwrap();
     }
     m.append_metadata_log("v4.metadata.json", 9, 3).unwrap();
-    let files: Vec<_> = m.metadata_log().iter().map(|e| e.metadata_file.as_str()).collect();
-    assert_eq!(files, ["v2.metadata.json", "v3.metadata.json", "v4.metadata.json"]);
+    let files: Vec<_> = m
+        .metadata_log()
+        .iter()
+        .map(|e| e.metadata_file.as_str())
+        .collect();
+    assert_eq!(
+        files,
+        ["v2.metadata.json", "v3.metadata.json", "v4.metadata.json"]
+    );
 }
 
 #[test]
@@ -175,8 +205,12 @@ fn previous_versions_max_property() {
     assert_eq!(m.previous_versions_max().unwrap(), 100);
     m.set_property(PREVIOUS_VERSIONS_MAX_PROPERTY, "7").unwrap();
     assert_eq!(m.previous_versions_max().unwrap(), 7);
-    m.set_property(PREVIOUS_VERSIONS_MAX_PROPERTY, "many").unwrap();
-    assert_eq!(m.previous_versions_max().unwrap_err().kind(), ErrorKind::BadArguments);
+    m.set_property(PREVIOUS_VERSIONS_MAX_PROPERTY, "many")
+        .unwrap();
+    assert_eq!(
+        m.previous_versions_max().unwrap_err().kind(),
+        ErrorKind::BadArguments
+    );
     m.remove_property(PREVIOUS_VERSIONS_MAX_PROPERTY).unwrap();
     assert!(m.properties().is_empty());
 }
@@ -210,7 +244,10 @@ fn add_snapshot_per_format_version() {
     m.add_snapshot(&s).unwrap();
     assert_eq!(m.snapshot(3), Some(&s));
     assert_eq!(m.json()["snapshots"][2]["sequence-number"], json!(3));
-    assert_eq!(m.add_snapshot(&s).unwrap_err().kind(), ErrorKind::LogicalError);
+    assert_eq!(
+        m.add_snapshot(&s).unwrap_err().kind(),
+        ErrorKind::LogicalError
+    );
 
     let mut doc = v2_doc();
     doc["format-version"] = json!(3);

@@ -157,10 +157,7 @@ fn summary(obj: Option<Obj<'_>>) -> Result<BTreeMap<String, String>> {
             Value::Number(_) | Value::Bool(_) => Ok((k.clone(), v.to_string())),
             other => Err(obj.error(
                 k,
-                &format!(
-                    "must be a string, got {}",
-                    super::fields::type_name(other)
-                ),
+                &format!("must be a string, got {}", super::fields::type_name(other)),
             )),
         })
         .collect()
@@ -195,7 +192,9 @@ fn refs(root: &Obj<'_>, current: Option<SnapshotId>) -> Result<Vec<SnapshotRef>>
                 "branch" => RefKind::Branch,
                 "tag" => RefKind::Tag,
                 other => {
-                    return Err(r.error("type", &format!("must be 'branch' or 'tag', got '{other}'")));
+                    return Err(
+                        r.error("type", &format!("must be 'branch' or 'tag', got '{other}'"))
+                    );
                 }
             };
             let snapshot_id = r.req_i64("snapshot-id")?;
@@ -315,7 +314,9 @@ fn partition_fields(obj: &Obj<'_>, key: &str) -> Result<Vec<PartitionField>> {
                 name: f.req_str("name")?.to_string(),
                 transform: f.req_str("transform")?.to_string(),
                 source_id: f.req_i32("source-id")?,
-                field_id: f.opt_i32("field-id")?.unwrap_or(position.saturating_add(1000)),
+                field_id: f
+                    .opt_i32("field-id")?
+                    .unwrap_or(position.saturating_add(1000)),
             })
         })
         .collect()
