@@ -34,7 +34,7 @@ fn drop_first(m: &TableMetadata) -> TableMetadata {
 
 async fn committed(outcome: CommitOutcome) -> icetrim::iceberg::commit::Committed {
     match outcome {
-        CommitOutcome::Committed(c) => c,
+        CommitOutcome::Committed(c) => *c,
         CommitOutcome::Conflict { path } => panic!("unexpected conflict on {path}"),
     }
 }

@@ -183,8 +183,7 @@ fn typed_views_of_real_files() {
     let load = |prefix: &str| {
         let (name, bytes) = samples(true)
             .into_iter()
-            .filter(|(n, _)| n.starts_with(prefix))
-            .last()
+            .rfind(|(n, _)| n.starts_with(prefix))
             .unwrap_or_else(|| panic!("no sample {prefix}"));
         TableMetadata::parse(&bytes, &name).expect("parses")
     };

@@ -21,7 +21,8 @@ use bytes::Bytes;
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::iceberg::locate::{
-    LocatedMetadata, MetadataSettings, NamingScheme, file_name, locate, version_hint_path,
+    LocatedMetadata, MetadataSettings, NamingScheme, file_name, locate, same_place,
+    version_hint_path,
 };
 use crate::iceberg::metadata::{MetadataCompression, TableMetadata};
 use crate::io::{FileIO, WriteOutcome};
@@ -58,7 +59,7 @@ pub struct Committed {
 /// What [`commit`] did.
 #[derive(Debug, Clone)]
 pub enum CommitOutcome {
-    Committed(Committed),
+    Committed(Box<Committed>),
     /// Another writer took the name first; re-read and recompute.
     Conflict {
         path: String,
@@ -112,7 +113,8 @@ pub async fn commit(
     new_metadata.set_last_updated_ms(now.max(previous.last_updated_ms().saturating_add(1)))?;
     if options.update_metadata_log {
         let max = new_metadata.previous_versions_max()?;
-        new_metadata.append_metadata_log(&located.path, previous.last_updated_ms(), max)?;
+        let logged = logged_path(located);
+        new_metadata.append_metadata_log(&logged, previous.last_updated_ms(), max)?;
     }
     let bytes = new_metadata.to_file_bytes(located.compression)?;
     match io.write_if_absent(&path, Bytes::from(bytes)).await? {
@@ -120,12 +122,23 @@ pub async fn commit(
         WriteOutcome::Created => {}
     }
     let version_hint_written = advance_version_hint(io, located, &name, version).await?;
-    Ok(CommitOutcome::Committed(Committed {
+    Ok(CommitOutcome::Committed(Box::new(Committed {
         path,
         version,
         metadata: new_metadata,
         version_hint_written,
-    }))
+    })))
+}
+
+/// The previous file as `metadata-log` should name it: in the form of the metadata's own `location`
+/// (`file:///t` for pyiceberg) when that is the table's location, else as it was found.
+fn logged_path(located: &LocatedMetadata) -> String {
+    let own = located.metadata.location().trim_end_matches('/');
+    if same_place(own, &located.location) {
+        format!("{}/metadata/{}", own, file_name(&located.path))
+    } else {
+        located.path.clone()
+    }
 }
 
 fn check_same_table(located: &LocatedMetadata, new_metadata: &TableMetadata) -> Result<()> {
@@ -198,7 +211,7 @@ where
             return Ok(None);
         };
         match commit(io, &located, new_metadata, options).await? {
-            CommitOutcome::Committed(done) => return Ok(Some(done)),
+            CommitOutcome::Committed(done) => return Ok(Some(*done)),
             CommitOutcome::Conflict { path } => last_conflict = Some(path),
         }
     }

@@ -407,6 +407,11 @@ async fn list_metadata_dir(io: &FileIO, location: &str) -> Result<Vec<String>> {
 
 /// A URI reduced to its path after scheme and authority markers, for prefix comparison of listed
 /// URIs (`/t/metadata/x`) with the location's form (`file:///t/metadata`).
+/// Whether two locations name the same folder, ignoring scheme (`file://` or none) and slashes.
+pub(crate) fn same_place(a: &str, b: &str) -> bool {
+    io_relative(a).trim_end_matches('/') == io_relative(b).trim_end_matches('/')
+}
+
 fn io_relative(uri: &str) -> String {
     let rest = uri.split_once("://").map_or(uri, |(_, rest)| rest);
     rest.trim_start_matches('/').to_string()
