@@ -231,6 +231,21 @@ async fn version_hint_advanced_when_present_or_asked() {
         assert!(done.version_hint_written);
         assert_eq!(&io.read(&hint).await.expect("hint")[..], b"2");
 
+        // A hint already ahead of our commit (a faster writer) is not moved back.
+        put(&io, &hint, b"7".to_vec()).await;
+        let located = locate(&io, &loc, &MetadataSettings::default())
+            .await
+            .expect("located");
+        let done = committed(
+            commit(&io, &located, located.metadata.clone(), &opts(9))
+                .await
+                .expect("ok"),
+        )
+        .await;
+        assert_eq!(done.version, 3);
+        assert!(!done.version_hint_written);
+        assert_eq!(&io.read(&hint).await.expect("hint")[..], b"7");
+
         // No hint and not asked: none is created; asked: one is.
         let other = format!("{loc}-nohint");
         put_doc(

@@ -12,7 +12,7 @@
 //! `metadata/version-hint.text` is overwritten when it exists or the table asks for it
 //! (`iceberg_use_version_hint`), keeping the style of the existing hint (`N` or a file name); a new
 //! hint is `N` for a plain `vN.metadata.json` (what Java's Hadoop tables and ClickHouse read), the
-//! file name otherwise.
+//! file name otherwise. A hint that already names a higher version is left alone (ClickHouse's rule).
 //!
 //! Limitation: names with a random uuid (`<N>-<uuid>`) cannot collide, so two writers racing on such
 //! a table both succeed; only the `vN` scheme gets a real conflict from the store.
@@ -21,8 +21,8 @@ use bytes::Bytes;
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::iceberg::locate::{
-    LocatedMetadata, MetadataSettings, NamingScheme, file_name, locate, same_place,
-    version_hint_path,
+    LocatedMetadata, MetadataSettings, NamingScheme, file_name, hinted_file_name, locate,
+    parse_file_name, same_place, version_hint_path,
 };
 use crate::iceberg::metadata::{MetadataCompression, TableMetadata};
 use crate::io::{FileIO, WriteOutcome};
@@ -161,14 +161,19 @@ async fn advance_version_hint(
         return Ok(false);
     }
     let hint_path = version_hint_path(&located.location);
-    let existing = match &located.version_hint {
-        Some(path) => match io.read(path).await {
-            Ok(bytes) => Some(String::from_utf8_lossy(&bytes).trim().to_string()),
-            Err(e) if e.kind() == ErrorKind::FileDoesntExist => None,
-            Err(e) => return Err(e),
-        },
-        None => None,
+    let existing = match io.read(&hint_path).await {
+        Ok(bytes) => Some(String::from_utf8_lossy(&bytes).trim().to_string()),
+        Err(e) if e.kind() == ErrorKind::FileDoesntExist => None,
+        Err(e) => return Err(e),
     };
+    // Like ClickHouse, never move a hint backwards (a faster writer may have advanced it).
+    let hinted_version = existing
+        .as_deref()
+        .and_then(|h| parse_file_name(&hinted_file_name(h)))
+        .and_then(|n| n.version);
+    if hinted_version.is_some_and(|v| v > version) {
+        return Ok(false);
+    }
     let content = hint_content(existing.as_deref(), new_name, version);
     io.overwrite(&hint_path, Bytes::from(content)).await?;
     Ok(true)

@@ -64,7 +64,7 @@ impl TableMetadata {
     pub fn set_ref(&mut self, r: &SnapshotRef) -> Result<()> {
         self.require_snapshot(r.snapshot_id, "set_ref")?;
         self.edit(|json| {
-            let refs = object_member(json, "refs");
+            let refs = object_member(json, "refs")?;
             let entry = refs
                 .entry(r.name.clone())
                 .or_insert_with(|| Value::Object(Map::new()));
@@ -103,7 +103,7 @@ impl TableMetadata {
         self.edit(|json| {
             json.insert("current-snapshot-id".into(), id.unwrap_or(-1).into());
             if let (Some(id), true) = (id, changed) {
-                array_member(json, "snapshot-log").push(log_entry(id, timestamp_ms));
+                array_member(json, "snapshot-log")?.push(log_entry(id, timestamp_ms));
             }
             Ok(())
         })?;
@@ -130,7 +130,7 @@ impl TableMetadata {
         }
         let value = snapshot_json(snapshot, self.format_version())?;
         self.edit(|json| {
-            array_member(json, "snapshots").push(value);
+            array_member(json, "snapshots")?.push(value);
             Ok(())
         })
     }
@@ -204,7 +204,7 @@ impl TableMetadata {
             .last()
             .is_some_and(|e| e.metadata_file == previous_file);
         self.edit(|json| {
-            let log = array_member(json, "metadata-log");
+            let log = array_member(json, "metadata-log")?;
             if !repeated {
                 let mut entry = Map::new();
                 entry.insert("metadata-file".into(), previous_file.into());
@@ -241,7 +241,7 @@ impl TableMetadata {
 
     pub fn set_property(&mut self, key: &str, value: &str) -> Result<()> {
         self.edit(|json| {
-            object_member(json, "properties").insert(key.into(), value.into());
+            object_member(json, "properties")?.insert(key.into(), value.into());
             Ok(())
         })
     }
@@ -261,7 +261,7 @@ impl TableMetadata {
     pub fn set_statistics(&mut self, stats: &StatisticsFile) -> Result<()> {
         let key = statistics_key(stats.partition_statistics);
         self.edit(|json| {
-            let list = array_member(json, key);
+            let list = array_member(json, key)?;
             let existing = list
                 .iter_mut()
                 .find(|v| id_of(v, "snapshot-id") == Some(stats.snapshot_id));
@@ -358,27 +358,23 @@ fn retain_objects(json: &mut Json, key: &str, keep: impl Fn(&Value) -> bool) {
 }
 
 /// The array member `key`, created (or replacing a `null`) when absent.
-fn array_member<'a>(json: &'a mut Json, key: &str) -> &'a mut Vec<Value> {
-    let slot = json.entry(key).or_insert_with(|| Value::Array(Vec::new()));
+fn array_member<'a>(json: &'a mut Json, key: &str) -> Result<&'a mut Vec<Value>> {
+    let slot = json.entry(key).or_insert(Value::Null);
     if !slot.is_array() {
         *slot = Value::Array(Vec::new());
     }
-    match slot {
-        Value::Array(items) => items,
-        _ => unreachable!("slot was just made an array"),
-    }
+    slot.as_array_mut()
+        .ok_or_else(|| Error::logical(format!("'{key}' is not an array after creation")))
 }
 
 /// The object member `key`, created (or replacing a `null`) when absent.
-fn object_member<'a>(json: &'a mut Json, key: &str) -> &'a mut Json {
-    let slot = json.entry(key).or_insert_with(|| Value::Object(Map::new()));
+fn object_member<'a>(json: &'a mut Json, key: &str) -> Result<&'a mut Json> {
+    let slot = json.entry(key).or_insert(Value::Null);
     if !slot.is_object() {
         *slot = Value::Object(Map::new());
     }
-    match slot {
-        Value::Object(map) => map,
-        _ => unreachable!("slot was just made an object"),
-    }
+    slot.as_object_mut()
+        .ok_or_else(|| Error::logical(format!("'{key}' is not an object after creation")))
 }
 
 /// A snapshot as its format version writes it; the member order follows Java's writer.
