@@ -1,0 +1,254 @@
+//! Committing a new metadata file: optimistic, create-if-absent, never overwriting a metadata file.
+//!
+//! [`commit`] writes the next file of the current file's naming scheme — `v<N+1>.metadata.json`,
+//! `v<N+1>-<uuid>.metadata.json`, or `<N+1>-<uuid>.metadata.json` zero-padded to 5 digits as
+//! pyiceberg does — with the current file's compression marker, through
+//! [`FileIO::write_if_absent`]. A taken name is a [`CommitOutcome::Conflict`]: the caller re-reads
+//! and recomputes ([`commit_with_retries`] does that, then fails with `LIMIT_EXCEEDED`).
+//!
+//! Before writing, `last-updated-ms` becomes now (never below the previous file's value + 1, so
+//! selection by `last-updated-ms` also finds the new file) and, unless asked not to, the previous
+//! file joins `metadata-log` (trimmed to `write.metadata.previous-versions-max`, Java's rule).
+//! `metadata/version-hint.text` is overwritten when it exists or the table asks for it
+//! (`iceberg_use_version_hint`), keeping the style of the existing hint (`N` or a file name); a new
+//! hint is `N` for a plain `vN.metadata.json` (what Java's Hadoop tables and ClickHouse read), the
+//! file name otherwise. A hint that already names a higher version is left alone (ClickHouse's rule).
+//!
+//! Limitation: names with a random uuid (`<N>-<uuid>`) cannot collide, so two writers racing on such
+//! a table both succeed; only the `vN` scheme gets a real conflict from the store.
+
+use bytes::Bytes;
+
+use crate::error::{Error, ErrorKind, Result};
+use crate::iceberg::locate::{
+    LocatedMetadata, MetadataSettings, NamingScheme, file_name, hinted_file_name, locate,
+    parse_file_name, same_place, version_hint_path,
+};
+use crate::iceberg::metadata::{MetadataCompression, TableMetadata};
+use crate::io::{FileIO, WriteOutcome};
+
+/// Choices of a commit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CommitOptions {
+    /// Append the previous file to `metadata-log` (default true).
+    pub update_metadata_log: bool,
+    /// "Now" in milliseconds; `None` takes the system clock.
+    pub now_ms: Option<i64>,
+}
+
+impl Default for CommitOptions {
+    fn default() -> Self {
+        CommitOptions {
+            update_metadata_log: true,
+            now_ms: None,
+        }
+    }
+}
+
+/// A written metadata file.
+#[derive(Debug, Clone)]
+pub struct Committed {
+    pub path: String,
+    pub version: u64,
+    /// The metadata as written (with `last-updated-ms` and `metadata-log` updated).
+    pub metadata: TableMetadata,
+    /// Whether `version-hint.text` was written.
+    pub version_hint_written: bool,
+}
+
+/// What [`commit`] did.
+#[derive(Debug, Clone)]
+pub enum CommitOutcome {
+    Committed(Box<Committed>),
+    /// Another writer took the name first; re-read and recompute.
+    Conflict {
+        path: String,
+    },
+}
+
+/// The name (not path) and version of the file that follows `located`.
+pub fn next_file_name(located: &LocatedMetadata) -> Result<(String, u64)> {
+    located.check_writable()?;
+    let current = located.version.unwrap_or(0);
+    let next = current.checked_add(1).ok_or_else(|| {
+        Error::new(
+            ErrorKind::LimitExceeded,
+            format!(
+                "Metadata version {current} of '{}' cannot grow",
+                located.path
+            ),
+        )
+    })?;
+    let suffix = located.compression.file_suffix();
+    let name = match located.naming {
+        NamingScheme::Versioned => format!("v{next}{suffix}"),
+        NamingScheme::VersionedUuid => format!("v{next}-{}{suffix}", uuid::Uuid::new_v4()),
+        NamingScheme::Sequenced { width } => {
+            let width = width.max(5);
+            format!("{next:0width$}-{}{suffix}", uuid::Uuid::new_v4())
+        }
+        NamingScheme::Unversioned => {
+            return Err(Error::not_implemented(format!(
+                "Cannot derive the next metadata file name from '{}'",
+                located.path
+            )));
+        }
+    };
+    Ok((name, next))
+}
+
+/// Write `new_metadata` as the file after `located`; see the module comment.
+pub async fn commit(
+    io: &FileIO,
+    located: &LocatedMetadata,
+    mut new_metadata: TableMetadata,
+    options: &CommitOptions,
+) -> Result<CommitOutcome> {
+    let (name, version) = next_file_name(located)?;
+    check_same_table(located, &new_metadata)?;
+    let path = format!("{}{name}", located.metadata_dir());
+    new_metadata.set_file(&path);
+    let previous = &located.metadata;
+    let now = options.now_ms.unwrap_or_else(now_ms);
+    new_metadata.set_last_updated_ms(now.max(previous.last_updated_ms().saturating_add(1)))?;
+    if options.update_metadata_log {
+        let max = new_metadata.previous_versions_max()?;
+        let logged = logged_path(located);
+        new_metadata.append_metadata_log(&logged, previous.last_updated_ms(), max)?;
+    }
+    let bytes = new_metadata.to_file_bytes(located.compression)?;
+    match io.write_if_absent(&path, Bytes::from(bytes)).await? {
+        WriteOutcome::AlreadyExists => return Ok(CommitOutcome::Conflict { path }),
+        WriteOutcome::Created => {}
+    }
+    let version_hint_written = advance_version_hint(io, located, &name, version).await?;
+    Ok(CommitOutcome::Committed(Box::new(Committed {
+        path,
+        version,
+        metadata: new_metadata,
+        version_hint_written,
+    })))
+}
+
+/// The previous file as `metadata-log` should name it: in the form of the metadata's own `location`
+/// (`file:///t` for pyiceberg) when that is the table's location, else as it was found.
+fn logged_path(located: &LocatedMetadata) -> String {
+    let own = located.metadata.location().trim_end_matches('/');
+    if same_place(own, &located.location) {
+        format!("{}/metadata/{}", own, file_name(&located.path))
+    } else {
+        located.path.clone()
+    }
+}
+
+fn check_same_table(located: &LocatedMetadata, new_metadata: &TableMetadata) -> Result<()> {
+    match (located.metadata.table_uuid(), new_metadata.table_uuid()) {
+        (Some(a), Some(b)) if a != b => Err(Error::logical(format!(
+            "Commit to '{}' would change table-uuid from {a} to {b}",
+            located.location
+        ))),
+        _ => Ok(()),
+    }
+}
+
+async fn advance_version_hint(
+    io: &FileIO,
+    located: &LocatedMetadata,
+    new_name: &str,
+    version: u64,
+) -> Result<bool> {
+    if located.version_hint.is_none() && !located.use_version_hint {
+        return Ok(false);
+    }
+    let hint_path = version_hint_path(&located.location);
+    let existing = match io.read(&hint_path).await {
+        Ok(bytes) => Some(String::from_utf8_lossy(&bytes).trim().to_string()),
+        Err(e) if e.kind() == ErrorKind::FileDoesntExist => None,
+        Err(e) => return Err(e),
+    };
+    // Like ClickHouse, never move a hint backwards (a faster writer may have advanced it).
+    let hinted_version = existing
+        .as_deref()
+        .and_then(|h| parse_file_name(&hinted_file_name(h)))
+        .and_then(|n| n.version);
+    if hinted_version.is_some_and(|v| v > version) {
+        return Ok(false);
+    }
+    let content = hint_content(existing.as_deref(), new_name, version);
+    io.overwrite(&hint_path, Bytes::from(content)).await?;
+    Ok(true)
+}
+
+/// The new hint's text: digits when the old hint was digits (or there was none and the file is a
+/// plain `vN.metadata.json`), the file name otherwise.
+fn hint_content(existing: Option<&str>, new_name: &str, version: u64) -> String {
+    let plain = new_name == format!("v{version}{}", MetadataCompression::None.file_suffix());
+    let digits_style = match existing {
+        Some(old) if !old.is_empty() => old.bytes().all(|b| b.is_ascii_digit()),
+        _ => plain,
+    };
+    if digits_style {
+        version.to_string()
+    } else {
+        file_name(new_name).to_string()
+    }
+}
+
+/// Locate the current metadata, let `change` compute the new metadata from it, and commit; on a
+/// conflict start over, at most `max_attempts` times (then `LIMIT_EXCEEDED`). `change` returning
+/// `None` means nothing to write: `Ok(None)`.
+pub async fn commit_with_retries<F>(
+    io: &FileIO,
+    location: &str,
+    settings: &MetadataSettings,
+    max_attempts: usize,
+    options: &CommitOptions,
+    mut change: F,
+) -> Result<Option<Committed>>
+where
+    F: FnMut(&TableMetadata) -> Result<Option<TableMetadata>>,
+{
+    let mut last_conflict = None;
+    for _ in 0..max_attempts {
+        let located = locate(io, location, settings).await?;
+        located.check_writable()?;
+        let Some(new_metadata) = change(&located.metadata)? else {
+            return Ok(None);
+        };
+        match commit(io, &located, new_metadata, options).await? {
+            CommitOutcome::Committed(done) => return Ok(Some(*done)),
+            CommitOutcome::Conflict { path } => last_conflict = Some(path),
+        }
+    }
+    Err(Error::new(
+        ErrorKind::LimitExceeded,
+        format!(
+            "Cannot commit to Iceberg table at '{location}': {max_attempts} attempt(s) conflicted \
+             with concurrent writers (last taken name: {})",
+            last_conflict.as_deref().unwrap_or("none")
+        ),
+    ))
+}
+
+fn now_ms() -> i64 {
+    chrono::Utc::now().timestamp_millis()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hint_style_follows_existing_hint() {
+        assert_eq!(hint_content(None, "v4.metadata.json", 4), "4");
+        assert_eq!(
+            hint_content(None, "v4.gz.metadata.json", 4),
+            "v4.gz.metadata.json"
+        );
+        assert_eq!(hint_content(Some("3"), "v4.gz.metadata.json", 4), "4");
+        assert_eq!(
+            hint_content(Some("v3.metadata.json"), "v4.metadata.json", 4),
+            "v4.metadata.json"
+        );
+    }
+}

@@ -1,0 +1,520 @@
+//! Finding a table's current metadata file (SPEC §5), following ClickHouse's resolver
+//! (`getLatestOrExplicitMetadataFileAndVersion`) with one safety change.
+//!
+//! In order:
+//! 1. `iceberg_metadata_file_path`: that file, relative to the table location (`..` refused) or a
+//!    full path under it.
+//! 2. Otherwise list `<location>/metadata/` (direct children only). Candidates are
+//!    `v<N>.metadata.json`, `v<N>-<uuid>.metadata.json` and `<N>-<uuid>.metadata.json`, each
+//!    optionally gzip-marked (`.gz.metadata.json`, `.gzip.metadata.json`, `.metadata.json.gz`).
+//!    Temporary commit files (`<uuid>.metadata.json`) and other names are ignored.
+//!    - `iceberg_metadata_table_uuid`: only files whose `table-uuid` matches (compared on
+//!      alphanumerics, case-insensitively, as ClickHouse does); a candidate without `table-uuid` is
+//!      an error.
+//!    - `iceberg_recent_metadata_file_by_last_updated_ms_field`: the largest `last-updated-ms`
+//!      (ties: the higher version); otherwise the highest version.
+//! 3. `metadata/version-hint.text` (holding `N`, a file name, or a name without `.metadata.json`) is
+//!    consulted only when `iceberg_use_version_hint` is set, as in ClickHouse. Unlike ClickHouse,
+//!    a hint never pins an older file: it is followed only when it names a listed file of the
+//!    highest version; a stale or dangling hint is ignored (maintenance always works on the newest
+//!    committed file). A followed hint settles which file is current when names are ambiguous.
+//!
+//! Ambiguity: when the candidates mix `v…` and `NNNNN-…` names, or several files carry the chosen
+//! version, reads take the chosen file but [`LocatedMetadata::check_writable`] refuses commits
+//! (ClickHouse likewise refuses to write such tables), unless an explicit path or a followed hint
+//! names the file.
+
+use futures::{StreamExt, TryStreamExt};
+
+use crate::error::{Error, ErrorKind, Result};
+use crate::iceberg::metadata::{MetadataCompression, TableMetadata};
+use crate::io::FileIO;
+
+/// Table settings that steer the choice of the metadata file.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct MetadataSettings {
+    /// `iceberg_metadata_file_path`.
+    pub metadata_file_path: Option<String>,
+    /// `iceberg_metadata_table_uuid`.
+    pub table_uuid: Option<String>,
+    /// `iceberg_recent_metadata_file_by_last_updated_ms_field`.
+    pub by_last_updated_ms: bool,
+    /// `iceberg_use_version_hint`.
+    pub use_version_hint: bool,
+}
+
+/// How metadata files of a table are named.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum NamingScheme {
+    /// `v<N>.metadata.json` (ClickHouse, Java Hadoop tables).
+    Versioned,
+    /// `v<N>-<uuid>.metadata.json`.
+    VersionedUuid,
+    /// `<N>-<uuid>.metadata.json` with `N` zero-padded to `width` digits (pyiceberg, Java catalogs).
+    Sequenced { width: usize },
+    /// A name that carries no version (only through `iceberg_metadata_file_path`).
+    Unversioned,
+}
+
+impl NamingScheme {
+    fn family(self) -> u8 {
+        match self {
+            NamingScheme::Versioned | NamingScheme::VersionedUuid => 0,
+            NamingScheme::Sequenced { .. } => 1,
+            NamingScheme::Unversioned => 2,
+        }
+    }
+}
+
+/// What a metadata file's name says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MetadataFileName {
+    pub version: Option<u64>,
+    pub naming: NamingScheme,
+    pub compression: MetadataCompression,
+}
+
+/// Read a metadata file name (the last path segment of `name`). `None` for names that are not
+/// versioned metadata files, temporary `<uuid>.metadata.json` files included.
+pub fn parse_file_name(name: &str) -> Option<MetadataFileName> {
+    let name = file_name(name);
+    let compression = MetadataCompression::from_file_name(name)?;
+    let stem = MetadataCompression::strip_suffix(name)?;
+    let (naming, digits) = if let Some(rest) = stem.strip_prefix('v') {
+        match rest.split_once('-') {
+            Some((digits, uuid)) if is_uuid(uuid) => (NamingScheme::VersionedUuid, digits),
+            Some(_) => return None,
+            None => (NamingScheme::Versioned, rest),
+        }
+    } else {
+        let (digits, uuid) = stem.split_once('-')?;
+        if !is_uuid(uuid) {
+            return None;
+        }
+        let width = digits.len();
+        (NamingScheme::Sequenced { width }, digits)
+    };
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let version = digits.parse::<u64>().ok()?;
+    Some(MetadataFileName {
+        version: Some(version),
+        naming,
+        compression,
+    })
+}
+
+fn is_uuid(text: &str) -> bool {
+    uuid::Uuid::try_parse(text).is_ok()
+}
+
+/// The last `/`-separated segment.
+pub(crate) fn file_name(path: &str) -> &str {
+    path.rsplit('/').next().unwrap_or(path)
+}
+
+/// The current metadata file of a table, parsed.
+#[derive(Debug, Clone)]
+pub struct LocatedMetadata {
+    /// The table location as given, without a trailing slash.
+    pub location: String,
+    /// Full path of the metadata file, in the location's form.
+    pub path: String,
+    pub version: Option<u64>,
+    pub naming: NamingScheme,
+    pub compression: MetadataCompression,
+    pub metadata: TableMetadata,
+    /// Both naming schemes, or several files of this version, and nothing says which is current.
+    pub ambiguous_naming: bool,
+    /// Path of `metadata/version-hint.text` when it exists.
+    pub version_hint: Option<String>,
+    /// The table asks for a version hint (`iceberg_use_version_hint`).
+    pub use_version_hint: bool,
+}
+
+impl LocatedMetadata {
+    /// `<location>/metadata/`.
+    pub fn metadata_dir(&self) -> String {
+        metadata_dir(&self.location)
+    }
+
+    /// Refuse commits when the current file cannot be told for sure or has no version.
+    pub fn check_writable(&self) -> Result<()> {
+        if self.ambiguous_naming {
+            return Err(Error::not_implemented(format!(
+                "Cannot write to Iceberg table at '{}': its metadata folder mixes vN.metadata.json and \
+                 NNNNN-<uuid>.metadata.json names (or holds several files of version {}), so the \
+                 current metadata file is ambiguous; name it with the table setting \
+                 iceberg_metadata_file_path or with metadata/version-hint.text and \
+                 iceberg_use_version_hint = 1",
+                self.location,
+                self.version.unwrap_or(0)
+            )));
+        }
+        if self.version.is_none() {
+            return Err(Error::not_implemented(format!(
+                "Cannot write to Iceberg table at '{}': metadata file '{}' has no version in its name",
+                self.location, self.path
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// `<location>/metadata/`.
+pub fn metadata_dir(location: &str) -> String {
+    format!("{}/metadata/", location.trim_end_matches('/'))
+}
+
+/// `<location>/metadata/version-hint.text`.
+pub fn version_hint_path(location: &str) -> String {
+    format!("{}version-hint.text", metadata_dir(location))
+}
+
+/// A listed candidate.
+#[derive(Debug, Clone)]
+struct Candidate {
+    path: String,
+    name: MetadataFileName,
+    version: u64,
+}
+
+/// Find and read the current metadata file of the table at `location`.
+pub async fn locate(
+    io: &FileIO,
+    location: &str,
+    settings: &MetadataSettings,
+) -> Result<LocatedMetadata> {
+    let location = location.trim_end_matches('/').to_string();
+    let listing = list_metadata_dir(io, &location).await?;
+    let version_hint = listing
+        .iter()
+        .any(|n| n == "version-hint.text")
+        .then(|| version_hint_path(&location));
+    if let Some(explicit) = &settings.metadata_file_path {
+        let path = resolve_explicit(&location, explicit)?;
+        let name = parse_file_name(&path).unwrap_or(MetadataFileName {
+            version: None,
+            naming: NamingScheme::Unversioned,
+            compression: MetadataCompression::from_file_name(&path)
+                .unwrap_or(MetadataCompression::None),
+        });
+        let metadata = read_metadata(io, &path).await?;
+        return Ok(LocatedMetadata {
+            location,
+            path,
+            version: name.version,
+            naming: name.naming,
+            compression: name.compression,
+            metadata,
+            ambiguous_naming: false,
+            version_hint,
+            use_version_hint: settings.use_version_hint,
+        });
+    }
+    let dir = metadata_dir(&location);
+    let candidates: Vec<Candidate> = listing
+        .iter()
+        .filter_map(|n| {
+            let name = parse_file_name(n)?;
+            Some(Candidate {
+                path: format!("{dir}{n}"),
+                version: name.version?,
+                name,
+            })
+        })
+        .collect();
+    if candidates.is_empty() {
+        return Err(no_metadata(&location, None));
+    }
+    let mut chosen = choose(io, &location, candidates, settings).await?;
+    let mut hinted = false;
+    if settings.use_version_hint && version_hint.is_some() {
+        hinted = follow_hint(io, &location, &mut chosen).await?;
+    }
+    let Chosen {
+        candidate,
+        metadata,
+        ambiguous,
+        ..
+    } = chosen;
+    let metadata = match metadata {
+        Some(m) => m,
+        None => read_metadata(io, &candidate.path).await?,
+    };
+    Ok(LocatedMetadata {
+        location,
+        path: candidate.path,
+        version: Some(candidate.version),
+        naming: candidate.name.naming,
+        compression: candidate.name.compression,
+        metadata,
+        ambiguous_naming: ambiguous && !hinted,
+        version_hint,
+        use_version_hint: settings.use_version_hint,
+    })
+}
+
+/// The choice among candidates, with the metadata when it was read on the way.
+struct Chosen {
+    candidate: Candidate,
+    metadata: Option<TableMetadata>,
+    ambiguous: bool,
+    /// Every candidate of the chosen version's rivals, for the hint check.
+    rivals: Vec<Candidate>,
+}
+
+async fn choose(
+    io: &FileIO,
+    location: &str,
+    candidates: Vec<Candidate>,
+    settings: &MetadataSettings,
+) -> Result<Chosen> {
+    let needs_reading = settings.table_uuid.is_some() || settings.by_last_updated_ms;
+    let mut read: Vec<(Candidate, Option<TableMetadata>)> = if needs_reading {
+        read_all(io, candidates).await?
+    } else {
+        candidates.into_iter().map(|c| (c, None)).collect()
+    };
+    if let Some(uuid) = &settings.table_uuid {
+        let wanted = normalize_uuid(uuid);
+        let mut kept = Vec::new();
+        for (c, m) in read {
+            let Some(m) = m else { continue };
+            let Some(found) = m.table_uuid() else {
+                return Err(Error::bad_arguments(format!(
+                    "Table UUID is not specified in metadata file '{}' of the Iceberg table at '{location}'",
+                    c.path
+                )));
+            };
+            if normalize_uuid(found) == wanted {
+                kept.push((c, Some(m)));
+            }
+        }
+        if kept.is_empty() {
+            return Err(no_metadata(location, Some(uuid)));
+        }
+        read = kept;
+    }
+    let first_family = read.first().map(|(c, _)| c.name.naming.family());
+    let mixed = read
+        .iter()
+        .any(|(c, _)| Some(c.name.naming.family()) != first_family);
+    let best = if settings.by_last_updated_ms {
+        read.iter()
+            .enumerate()
+            .max_by_key(|(_, (c, m))| (m.as_ref().map(|m| m.last_updated_ms()), c.version))
+    } else {
+        read.iter().enumerate().max_by_key(|(_, (c, _))| c.version)
+    }
+    .map(|(i, _)| i)
+    .ok_or_else(|| no_metadata(location, None))?;
+    let (candidate, metadata) = read.swap_remove(best);
+    let rivals: Vec<Candidate> = read
+        .into_iter()
+        .map(|(c, _)| c)
+        .filter(|c| c.version == candidate.version)
+        .collect();
+    Ok(Chosen {
+        ambiguous: mixed || !rivals.is_empty(),
+        candidate,
+        metadata,
+        rivals,
+    })
+}
+
+/// Follow `version-hint.text` when it names the chosen file or one of its same-version rivals.
+/// Returns whether the hint settled the choice.
+async fn follow_hint(io: &FileIO, location: &str, chosen: &mut Chosen) -> Result<bool> {
+    let hint_path = version_hint_path(location);
+    let bytes = match io.read(&hint_path).await {
+        Ok(b) => b,
+        Err(e) if e.kind() == ErrorKind::FileDoesntExist => return Ok(false),
+        Err(e) => return Err(e),
+    };
+    let hinted = hinted_file_name(&String::from_utf8_lossy(&bytes));
+    if file_name(&chosen.candidate.path) == hinted {
+        return Ok(true);
+    }
+    let Some(pos) = chosen
+        .rivals
+        .iter()
+        .position(|c| file_name(&c.path) == hinted)
+    else {
+        return Ok(false);
+    };
+    let rival = chosen.rivals.swap_remove(pos);
+    let previous = std::mem::replace(&mut chosen.candidate, rival);
+    chosen.rivals.push(previous);
+    chosen.metadata = None;
+    Ok(true)
+}
+
+/// The file name a version hint stands for, as ClickHouse reads it: `N` → `vN.metadata.json`;
+/// a name ending `.metadata.json` → that name; anything else gets `.metadata.json` appended.
+pub fn hinted_file_name(hint: &str) -> String {
+    let hint = file_name(hint.trim());
+    if MetadataCompression::from_file_name(hint).is_some() {
+        hint.to_string()
+    } else if !hint.is_empty() && hint.bytes().all(|b| b.is_ascii_digit()) {
+        format!("v{hint}.metadata.json")
+    } else {
+        format!("{hint}.metadata.json")
+    }
+}
+
+async fn read_all(
+    io: &FileIO,
+    candidates: Vec<Candidate>,
+) -> Result<Vec<(Candidate, Option<TableMetadata>)>> {
+    futures::stream::iter(candidates)
+        .map(|c| async move {
+            let m = read_metadata(io, &c.path).await?;
+            Ok::<_, Error>((c, Some(m)))
+        })
+        .buffered(8)
+        .try_collect()
+        .await
+}
+
+/// Read and parse one metadata file.
+pub async fn read_metadata(io: &FileIO, path: &str) -> Result<TableMetadata> {
+    let bytes = io.read(path).await?;
+    TableMetadata::parse(&bytes, path)
+}
+
+/// Names of the files directly under `<location>/metadata/`; none when the folder is missing.
+async fn list_metadata_dir(io: &FileIO, location: &str) -> Result<Vec<String>> {
+    let dir = metadata_dir(location);
+    let prefix = dir.trim_end_matches('/');
+    let listed: Result<Vec<_>> = io.list(prefix).try_collect().await;
+    let files = match listed {
+        Ok(files) => files,
+        Err(e) if e.kind() == ErrorKind::FileDoesntExist => Vec::new(),
+        Err(e) => return Err(e),
+    };
+    let base = io_relative(prefix);
+    Ok(files
+        .into_iter()
+        .filter_map(|f| {
+            let relative = io_relative(&f.uri);
+            let rest = relative.strip_prefix(base.as_str())?.strip_prefix('/')?;
+            (!rest.is_empty() && !rest.contains('/')).then(|| rest.to_string())
+        })
+        .collect())
+}
+
+/// A URI reduced to its path after scheme and authority markers, for prefix comparison of listed
+/// URIs (`/t/metadata/x`) with the location's form (`file:///t/metadata`).
+/// Whether two locations name the same folder, ignoring scheme (`file://` or none) and slashes.
+pub(crate) fn same_place(a: &str, b: &str) -> bool {
+    io_relative(a).trim_end_matches('/') == io_relative(b).trim_end_matches('/')
+}
+
+fn io_relative(uri: &str) -> String {
+    let rest = uri.split_once("://").map_or(uri, |(_, rest)| rest);
+    rest.trim_start_matches('/').to_string()
+}
+
+fn resolve_explicit(location: &str, explicit: &str) -> Result<String> {
+    let outside = || {
+        Error::bad_arguments(format!(
+            "Explicit metadata file path '{explicit}' should be in the table path directory '{location}'"
+        ))
+    };
+    if explicit.contains("://") || explicit.starts_with('/') {
+        let path = io_relative(explicit);
+        let root = io_relative(location);
+        let under = path
+            .strip_prefix(root.as_str())
+            .is_some_and(|rest| rest.starts_with('/'));
+        return if under {
+            Ok(explicit.to_string())
+        } else {
+            Err(outside())
+        };
+    }
+    let relative = explicit.trim_start_matches("./");
+    if relative.split('/').any(|part| part == ".." || part == ".") || relative.is_empty() {
+        return Err(outside());
+    }
+    Ok(format!("{location}/{relative}"))
+}
+
+fn normalize_uuid(uuid: &str) -> String {
+    uuid.chars()
+        .filter(char::is_ascii_alphanumeric)
+        .map(|c| c.to_ascii_lowercase())
+        .collect()
+}
+
+fn no_metadata(location: &str, uuid: Option<&String>) -> Error {
+    let message = match uuid {
+        Some(uuid) => format!(
+            "The metadata file for Iceberg table with path {location} and table UUID {uuid} doesn't exist"
+        ),
+        None => format!("The metadata file for Iceberg table with path {location} doesn't exist"),
+    };
+    Error::new(ErrorKind::FileDoesntExist, message)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const UUID: &str = "0f2a0c38-5d0e-4b4b-9a4c-3c4e5b6a7d8e";
+
+    #[test]
+    fn file_names() {
+        let v = parse_file_name("/t/metadata/v12.metadata.json").unwrap();
+        assert_eq!((v.version, v.naming), (Some(12), NamingScheme::Versioned));
+        let v = parse_file_name(&format!("v3-{UUID}.gz.metadata.json")).unwrap();
+        assert_eq!(v.naming, NamingScheme::VersionedUuid);
+        assert_eq!(v.compression, MetadataCompression::GzipInfix);
+        let v = parse_file_name(&format!("00042-{UUID}.metadata.json.gz")).unwrap();
+        assert_eq!(
+            (v.version, v.naming),
+            (Some(42), NamingScheme::Sequenced { width: 5 })
+        );
+        for bad in [
+            format!("{UUID}.metadata.json"),
+            "v.metadata.json".into(),
+            "vx.metadata.json".into(),
+            "v1.json".into(),
+            "1-notauuid.metadata.json".into(),
+            "v99999999999999999999999.metadata.json".into(),
+        ] {
+            assert_eq!(parse_file_name(&bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn hint_names() {
+        assert_eq!(hinted_file_name("7\n"), "v7.metadata.json");
+        assert_eq!(
+            hinted_file_name("t/metadata/v7.gz.metadata.json"),
+            "v7.gz.metadata.json"
+        );
+        assert_eq!(
+            hinted_file_name(&format!("00003-{UUID}")),
+            format!("00003-{UUID}.metadata.json")
+        );
+    }
+
+    #[test]
+    fn explicit_paths() {
+        assert_eq!(
+            resolve_explicit("/t", "metadata/v2.metadata.json").unwrap(),
+            "/t/metadata/v2.metadata.json"
+        );
+        assert!(resolve_explicit("/t", "../x/v2.metadata.json").is_err());
+        assert!(resolve_explicit("/t", "/other/v2.metadata.json").is_err());
+        assert!(resolve_explicit("file:///t", "/t/metadata/v2.metadata.json").is_ok());
+    }
+
+    #[test]
+    fn uuid_normalisation() {
+        assert_eq!(normalize_uuid("AB-cd"), normalize_uuid("abcd"));
+    }
+}

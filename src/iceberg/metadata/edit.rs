@@ -1,0 +1,432 @@
+//! Edits of a [`TableMetadata`]: each changes only the JSON members it names and rebuilds the typed
+//! view; an edit whose result does not validate leaves the metadata unchanged.
+//!
+//! Rules (Iceberg spec, Java `TableMetadata` where the spec is silent):
+//! - `snapshot-log` after expiry keeps only the entries after the last entry whose snapshot expired
+//!   or no longer exists (Java's `updateSnapshotLog`): the log must stay a contiguous history.
+//! - `metadata-log` keeps the newest `write.metadata.previous-versions-max` entries (default 100,
+//!   at least 1). An entry equal to the last one (ClickHouse logs the file itself) is not repeated.
+//! - `set_current_snapshot` writes `-1` for none, moves `refs.main` (v2+, or when `refs` exists)
+//!   and appends to `snapshot-log` when the current snapshot changes.
+
+use std::collections::HashSet;
+
+use serde_json::{Map, Value};
+
+use super::TableMetadata;
+use crate::error::{Error, Result};
+use crate::iceberg::spec::{
+    FormatVersion, MAIN_BRANCH, RefKind, Snapshot, SnapshotId, SnapshotLogEntry, SnapshotRef,
+    StatisticsFile,
+};
+
+/// The table property bounding `metadata-log`.
+pub const PREVIOUS_VERSIONS_MAX_PROPERTY: &str = "write.metadata.previous-versions-max";
+const PREVIOUS_VERSIONS_MAX_DEFAULT: usize = 100;
+
+type Json = Map<String, Value>;
+
+impl TableMetadata {
+    /// Apply `change` to a copy of the JSON; keep it only when the result validates.
+    fn edit(&mut self, change: impl FnOnce(&mut Json) -> Result<()>) -> Result<()> {
+        let mut json = self.json.clone();
+        change(&mut json)?;
+        let view = super::view::derive(&json, &self.file)?;
+        self.json = json;
+        self.view = view;
+        Ok(())
+    }
+
+    /// Keep only the snapshots in `keep`, in their original order, each object untouched.
+    pub fn retain_snapshots(&mut self, keep: &HashSet<SnapshotId>) -> Result<()> {
+        self.edit(|json| {
+            retain_objects(json, "snapshots", |o| {
+                id_of(o, "snapshot-id").is_some_and(|id| keep.contains(&id))
+            });
+            Ok(())
+        })
+    }
+
+    /// Drop the named refs from `refs`; names not present are ignored.
+    pub fn remove_refs<S: AsRef<str>>(&mut self, names: &[S]) -> Result<()> {
+        self.edit(|json| {
+            if let Some(Value::Object(refs)) = json.get_mut("refs") {
+                for name in names {
+                    refs.shift_remove(name.as_ref());
+                }
+            }
+            Ok(())
+        })
+    }
+
+    /// Create or replace a ref. An existing ref object keeps its other members; retention fields
+    /// are written when `Some` and removed when `None`.
+    pub fn set_ref(&mut self, r: &SnapshotRef) -> Result<()> {
+        self.require_snapshot(r.snapshot_id, "set_ref")?;
+        self.edit(|json| {
+            let refs = object_member(json, "refs")?;
+            let entry = refs
+                .entry(r.name.clone())
+                .or_insert_with(|| Value::Object(Map::new()));
+            if !entry.is_object() {
+                *entry = Value::Object(Map::new());
+            }
+            if let Value::Object(obj) = entry {
+                obj.insert("snapshot-id".into(), r.snapshot_id.into());
+                obj.insert("type".into(), r.kind.as_str().into());
+                set_optional(
+                    obj,
+                    "min-snapshots-to-keep",
+                    r.min_snapshots_to_keep.map(i64::from),
+                );
+                set_optional(obj, "max-snapshot-age-ms", r.max_snapshot_age_ms);
+                set_optional(obj, "max-ref-age-ms", r.max_ref_age_ms);
+            }
+            Ok(())
+        })
+    }
+
+    /// Set `current-snapshot-id` (`-1` for none); see the module comment for `refs.main` and
+    /// `snapshot-log`.
+    pub fn set_current_snapshot(
+        &mut self,
+        id: Option<SnapshotId>,
+        timestamp_ms: i64,
+    ) -> Result<()> {
+        if let Some(id) = id {
+            self.require_snapshot(id, "set_current_snapshot")?;
+        }
+        let changed = id != self.current_snapshot_id();
+        let move_main =
+            self.format_version() >= FormatVersion::V2 || self.json.contains_key("refs");
+        let main = self.ref_named(MAIN_BRANCH).cloned();
+        self.edit(|json| {
+            json.insert("current-snapshot-id".into(), id.unwrap_or(-1).into());
+            if let (Some(id), true) = (id, changed) {
+                array_member(json, "snapshot-log")?.push(log_entry(id, timestamp_ms));
+            }
+            Ok(())
+        })?;
+        if !move_main {
+            return Ok(());
+        }
+        match id {
+            Some(id) => self.set_ref(&SnapshotRef {
+                snapshot_id: id,
+                ..main.unwrap_or_else(|| main_branch(id))
+            }),
+            None => self.remove_refs(&[MAIN_BRANCH]),
+        }
+    }
+
+    /// Append a snapshot, written as its format version wants (`sequence-number` from v2,
+    /// `first-row-id` / `added-rows` in v3, inline `manifests` only in v1).
+    pub fn add_snapshot(&mut self, snapshot: &Snapshot) -> Result<()> {
+        if self.snapshot(snapshot.snapshot_id).is_some() {
+            return Err(Error::logical(format!(
+                "add_snapshot: snapshot {} already exists in '{}'",
+                snapshot.snapshot_id, self.file
+            )));
+        }
+        let value = snapshot_json(snapshot, self.format_version())?;
+        self.edit(|json| {
+            array_member(json, "snapshots")?.push(value);
+            Ok(())
+        })
+    }
+
+    /// Replace `snapshot-log`.
+    pub fn set_snapshot_log(&mut self, entries: &[SnapshotLogEntry]) -> Result<()> {
+        self.edit(|json| {
+            let log = entries
+                .iter()
+                .map(|e| log_entry(e.snapshot_id, e.timestamp_ms))
+                .collect();
+            json.insert("snapshot-log".into(), Value::Array(log));
+            Ok(())
+        })
+    }
+
+    /// Keep only the `snapshot-log` entries after the last one whose snapshot is in `expired` or
+    /// is no longer listed.
+    pub fn trim_snapshot_log_after_expired(&mut self, expired: &HashSet<SnapshotId>) -> Result<()> {
+        let listed: HashSet<SnapshotId> = self.snapshots().iter().map(|s| s.snapshot_id).collect();
+        let gone = |id: SnapshotId| expired.contains(&id) || !listed.contains(&id);
+        let Some(last_gone) = self
+            .snapshot_log()
+            .iter()
+            .rposition(|e| gone(e.snapshot_id))
+        else {
+            return Ok(());
+        };
+        self.edit(|json| {
+            if let Some(Value::Array(log)) = json.get_mut("snapshot-log") {
+                log.drain(..=last_gone.min(log.len().saturating_sub(1)));
+            }
+            Ok(())
+        })
+    }
+
+    /// Drop `statistics` and `partition-statistics` entries of snapshots not in `keep`.
+    pub fn retain_statistics(&mut self, keep: &HashSet<SnapshotId>) -> Result<()> {
+        self.edit(|json| {
+            for key in ["statistics", "partition-statistics"] {
+                retain_objects(json, key, |o| {
+                    id_of(o, "snapshot-id").is_some_and(|id| keep.contains(&id))
+                });
+            }
+            Ok(())
+        })
+    }
+
+    /// `write.metadata.previous-versions-max`, default 100; an invalid value is `BAD_ARGUMENTS`.
+    pub fn previous_versions_max(&self) -> Result<usize> {
+        match self.property(PREVIOUS_VERSIONS_MAX_PROPERTY) {
+            None => Ok(PREVIOUS_VERSIONS_MAX_DEFAULT),
+            Some(text) => text.trim().parse::<usize>().map_err(|_| {
+                Error::bad_arguments(format!(
+                    "Invalid value '{text}' of table property '{PREVIOUS_VERSIONS_MAX_PROPERTY}': \
+                     expected a non-negative integer"
+                ))
+            }),
+        }
+    }
+
+    /// Append `previous_file` to `metadata-log` and keep the newest `max` entries (at least 1).
+    pub fn append_metadata_log(
+        &mut self,
+        previous_file: &str,
+        timestamp_ms: i64,
+        max: usize,
+    ) -> Result<()> {
+        let repeated = self
+            .metadata_log()
+            .last()
+            .is_some_and(|e| e.metadata_file == previous_file);
+        self.edit(|json| {
+            let log = array_member(json, "metadata-log")?;
+            if !repeated {
+                let mut entry = Map::new();
+                entry.insert("metadata-file".into(), previous_file.into());
+                entry.insert("timestamp-ms".into(), timestamp_ms.into());
+                log.push(Value::Object(entry));
+            }
+            let excess = log.len().saturating_sub(max.max(1));
+            log.drain(..excess);
+            Ok(())
+        })
+    }
+
+    pub fn set_last_updated_ms(&mut self, ms: i64) -> Result<()> {
+        self.edit(|json| {
+            json.insert("last-updated-ms".into(), ms.into());
+            Ok(())
+        })
+    }
+
+    pub fn set_last_sequence_number(&mut self, n: i64) -> Result<()> {
+        self.edit(|json| {
+            json.insert("last-sequence-number".into(), n.into());
+            Ok(())
+        })
+    }
+
+    /// v3 `next-row-id`.
+    pub fn set_next_row_id(&mut self, n: i64) -> Result<()> {
+        self.edit(|json| {
+            json.insert("next-row-id".into(), n.into());
+            Ok(())
+        })
+    }
+
+    pub fn set_property(&mut self, key: &str, value: &str) -> Result<()> {
+        self.edit(|json| {
+            object_member(json, "properties")?.insert(key.into(), value.into());
+            Ok(())
+        })
+    }
+
+    pub fn remove_property(&mut self, key: &str) -> Result<()> {
+        self.edit(|json| {
+            if let Some(Value::Object(props)) = json.get_mut("properties") {
+                props.shift_remove(key);
+            }
+            Ok(())
+        })
+    }
+
+    /// Create or replace the statistics entry of `stats.snapshot_id` (in `partition-statistics`
+    /// when `stats.partition_statistics`). A replaced entry keeps its other members (Puffin
+    /// `blob-metadata`, footer size); a new one holds the fields [`StatisticsFile`] knows.
+    pub fn set_statistics(&mut self, stats: &StatisticsFile) -> Result<()> {
+        let key = statistics_key(stats.partition_statistics);
+        self.edit(|json| {
+            let list = array_member(json, key)?;
+            let existing = list
+                .iter_mut()
+                .find(|v| id_of(v, "snapshot-id") == Some(stats.snapshot_id));
+            let entry = match existing {
+                Some(entry) => entry,
+                None => {
+                    list.push(Value::Object(Map::new()));
+                    list.last_mut()
+                        .ok_or_else(|| Error::logical("statistics list is empty after push"))?
+                }
+            };
+            if let Value::Object(obj) = entry {
+                obj.insert("snapshot-id".into(), stats.snapshot_id.into());
+                obj.insert("statistics-path".into(), stats.path.clone().into());
+                set_optional(obj, "file-size-in-bytes", stats.file_size_in_bytes);
+            }
+            Ok(())
+        })
+    }
+
+    /// Remove the `statistics` entry of `snapshot_id`.
+    pub fn remove_statistics(&mut self, snapshot_id: SnapshotId) -> Result<()> {
+        self.remove_statistics_in(statistics_key(false), snapshot_id)
+    }
+
+    /// Remove the `partition-statistics` entry of `snapshot_id`.
+    pub fn remove_partition_statistics(&mut self, snapshot_id: SnapshotId) -> Result<()> {
+        self.remove_statistics_in(statistics_key(true), snapshot_id)
+    }
+
+    fn remove_statistics_in(&mut self, key: &str, snapshot_id: SnapshotId) -> Result<()> {
+        self.edit(|json| {
+            retain_objects(json, key, |o| id_of(o, "snapshot-id") != Some(snapshot_id));
+            Ok(())
+        })
+    }
+
+    fn require_snapshot(&self, id: SnapshotId, what: &str) -> Result<()> {
+        match self.snapshot(id) {
+            Some(_) => Ok(()),
+            None => Err(Error::logical(format!(
+                "{what}: snapshot {id} is not in '{}'",
+                self.file
+            ))),
+        }
+    }
+}
+
+fn statistics_key(partition: bool) -> &'static str {
+    if partition {
+        "partition-statistics"
+    } else {
+        "statistics"
+    }
+}
+
+fn main_branch(id: SnapshotId) -> SnapshotRef {
+    SnapshotRef {
+        name: MAIN_BRANCH.into(),
+        kind: RefKind::Branch,
+        snapshot_id: id,
+        min_snapshots_to_keep: None,
+        max_snapshot_age_ms: None,
+        max_ref_age_ms: None,
+    }
+}
+
+fn id_of(value: &Value, key: &str) -> Option<i64> {
+    value.get(key).and_then(Value::as_i64)
+}
+
+fn log_entry(id: SnapshotId, timestamp_ms: i64) -> Value {
+    let mut entry = Map::new();
+    entry.insert("snapshot-id".into(), id.into());
+    entry.insert("timestamp-ms".into(), timestamp_ms.into());
+    Value::Object(entry)
+}
+
+fn set_optional(obj: &mut Json, key: &str, value: Option<i64>) {
+    match value {
+        Some(v) => {
+            obj.insert(key.into(), v.into());
+        }
+        None => {
+            obj.shift_remove(key);
+        }
+    }
+}
+
+fn retain_objects(json: &mut Json, key: &str, keep: impl Fn(&Value) -> bool) {
+    if let Some(Value::Array(items)) = json.get_mut(key) {
+        items.retain(|v| keep(v));
+    }
+}
+
+/// The array member `key`, created (or replacing a `null`) when absent.
+fn array_member<'a>(json: &'a mut Json, key: &str) -> Result<&'a mut Vec<Value>> {
+    let slot = json.entry(key).or_insert(Value::Null);
+    if !slot.is_array() {
+        *slot = Value::Array(Vec::new());
+    }
+    slot.as_array_mut()
+        .ok_or_else(|| Error::logical(format!("'{key}' is not an array after creation")))
+}
+
+/// The object member `key`, created (or replacing a `null`) when absent.
+fn object_member<'a>(json: &'a mut Json, key: &str) -> Result<&'a mut Json> {
+    let slot = json.entry(key).or_insert(Value::Null);
+    if !slot.is_object() {
+        *slot = Value::Object(Map::new());
+    }
+    slot.as_object_mut()
+        .ok_or_else(|| Error::logical(format!("'{key}' is not an object after creation")))
+}
+
+/// A snapshot as its format version writes it; the member order follows Java's writer.
+fn snapshot_json(s: &Snapshot, version: FormatVersion) -> Result<Value> {
+    let mut obj = Map::new();
+    obj.insert("snapshot-id".into(), s.snapshot_id.into());
+    if let Some(parent) = s.parent_snapshot_id {
+        obj.insert("parent-snapshot-id".into(), parent.into());
+    }
+    if version >= FormatVersion::V2 {
+        obj.insert("sequence-number".into(), s.sequence_number.into());
+    }
+    obj.insert("timestamp-ms".into(), s.timestamp_ms.into());
+    match (&s.manifest_list, version) {
+        (Some(list), _) => {
+            obj.insert("manifest-list".into(), list.clone().into());
+        }
+        (None, FormatVersion::V1) => {
+            obj.insert("manifests".into(), s.manifests.clone().into());
+        }
+        (None, _) => {
+            return Err(Error::logical(format!(
+                "add_snapshot: snapshot {} has no manifest list, required from format v2",
+                s.snapshot_id
+            )));
+        }
+    }
+    obj.insert("summary".into(), summary_json(s));
+    if let Some(schema_id) = s.schema_id {
+        obj.insert("schema-id".into(), schema_id.into());
+    }
+    if version >= FormatVersion::V3 {
+        let (Some(first_row_id), Some(added_rows)) = (s.first_row_id, s.added_rows) else {
+            return Err(Error::logical(format!(
+                "add_snapshot: v3 snapshot {} needs first-row-id and added-rows",
+                s.snapshot_id
+            )));
+        };
+        obj.insert("first-row-id".into(), first_row_id.into());
+        obj.insert("added-rows".into(), added_rows.into());
+    }
+    Ok(Value::Object(obj))
+}
+
+/// `summary` with `operation` first, then the rest in key order.
+fn summary_json(s: &Snapshot) -> Value {
+    let mut summary = Map::new();
+    if let Some(op) = s.operation() {
+        summary.insert("operation".into(), op.into());
+    }
+    for (k, v) in s.summary.iter().filter(|(k, _)| k.as_str() != "operation") {
+        summary.insert(k.clone(), v.clone().into());
+    }
+    Value::Object(summary)
+}

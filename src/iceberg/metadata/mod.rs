@@ -1,0 +1,195 @@
+//! `metadata.json`, format versions 1, 2 and 3, read and edited losslessly.
+//!
+//! A [`TableMetadata`] keeps the file's JSON object as parsed (serde_json with `preserve_order` and
+//! `arbitrary_precision`: member order and number text survive) next to a validated typed view
+//! ([`view`]). Reads go through the view; edits ([`edit`]) change only the JSON members they touch
+//! and then rebuild the view, so every field icetrim does not know — vendor keys, schemas, sort
+//! orders, encryption keys — is written back exactly as it was read.
+
+mod codec;
+mod edit;
+mod fields;
+mod view;
+
+use std::collections::BTreeMap;
+
+use serde_json::{Map, Value};
+
+pub use codec::{MetadataCompression, decode};
+pub use edit::PREVIOUS_VERSIONS_MAX_PROPERTY;
+pub use view::{PartitionField, PartitionSpec};
+
+use crate::error::{Error, Result};
+use crate::iceberg::spec::{
+    FormatVersion, MetadataLogEntry, Snapshot, SnapshotId, SnapshotLogEntry, SnapshotRef,
+    StatisticsFile,
+};
+use view::View;
+
+/// A parsed metadata file: the original JSON object and its typed view, always in sync.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TableMetadata {
+    /// The file it was read from (or will be written to), for messages.
+    file: String,
+    json: Map<String, Value>,
+    view: View,
+}
+
+impl TableMetadata {
+    /// Parse a metadata file's bytes (gzip is recognised by name or content). `file` names the file
+    /// in errors. Malformed JSON, a missing or mistyped field, or an unknown format version is
+    /// `INCORRECT_DATA` naming the file and the field's JSON path.
+    pub fn parse(bytes: &[u8], file: &str) -> Result<Self> {
+        let text = decode(bytes, file)?;
+        let value: Value = serde_json::from_slice(&text).map_err(|e| {
+            Error::incorrect_data(format!(
+                "Cannot parse Iceberg metadata file '{file}': invalid JSON: {e}"
+            ))
+        })?;
+        let Value::Object(json) = value else {
+            return Err(Error::incorrect_data(format!(
+                "Cannot parse Iceberg metadata file '{file}': the top level is not a JSON object"
+            )));
+        };
+        Self::from_json(json, file)
+    }
+
+    /// From an already parsed JSON object.
+    pub fn from_json(json: Map<String, Value>, file: &str) -> Result<Self> {
+        let view = view::derive(&json, file)?;
+        Ok(TableMetadata {
+            file: file.to_string(),
+            json,
+            view,
+        })
+    }
+
+    /// The JSON text, compact, members in their original order.
+    pub fn to_json_bytes(&self) -> Vec<u8> {
+        // Serialising a map of JSON values cannot fail (all keys are strings).
+        serde_json::to_vec(&self.json).unwrap_or_default()
+    }
+
+    /// The bytes of a file with `compression`.
+    pub fn to_file_bytes(&self, compression: MetadataCompression) -> Result<Vec<u8>> {
+        compression.encode(&self.to_json_bytes(), &self.file)
+    }
+
+    /// The JSON object as it stands.
+    pub fn json(&self) -> &Map<String, Value> {
+        &self.json
+    }
+
+    /// The file this metadata was read from (or is to be written to).
+    pub fn file(&self) -> &str {
+        &self.file
+    }
+
+    /// Rename the file this metadata is attributed to (after a commit).
+    pub fn set_file(&mut self, file: &str) {
+        self.file = file.to_string();
+    }
+
+    pub fn format_version(&self) -> FormatVersion {
+        self.view.format_version
+    }
+
+    /// `table-uuid`; optional in v1 only.
+    pub fn table_uuid(&self) -> Option<&str> {
+        self.view.table_uuid.as_deref()
+    }
+
+    /// `location`, as written (ClickHouse writes a bare path with a trailing slash).
+    pub fn location(&self) -> &str {
+        &self.view.location
+    }
+
+    /// `current-snapshot-id`; `None` when absent, `null` or `-1`.
+    pub fn current_snapshot_id(&self) -> Option<SnapshotId> {
+        self.view.current_snapshot_id
+    }
+
+    /// The current snapshot, when there is one and it is listed.
+    pub fn current_snapshot(&self) -> Option<&Snapshot> {
+        self.current_snapshot_id().and_then(|id| self.snapshot(id))
+    }
+
+    pub fn last_sequence_number(&self) -> i64 {
+        self.view.last_sequence_number
+    }
+
+    pub fn last_updated_ms(&self) -> i64 {
+        self.view.last_updated_ms
+    }
+
+    /// v3 `next-row-id`.
+    pub fn next_row_id(&self) -> Option<i64> {
+        self.view.next_row_id
+    }
+
+    pub fn properties(&self) -> &BTreeMap<String, String> {
+        &self.view.properties
+    }
+
+    pub fn property(&self, key: &str) -> Option<&str> {
+        self.view.properties.get(key).map(String::as_str)
+    }
+
+    /// `snapshots`, in file order.
+    pub fn snapshots(&self) -> &[Snapshot] {
+        &self.view.snapshots
+    }
+
+    pub fn snapshot(&self, id: SnapshotId) -> Option<&Snapshot> {
+        self.view.snapshots.iter().find(|s| s.snapshot_id == id)
+    }
+
+    /// Branches and tags in file order, with the implicit `main` of tables without one first.
+    pub fn refs(&self) -> &[SnapshotRef] {
+        &self.view.refs
+    }
+
+    pub fn ref_named(&self, name: &str) -> Option<&SnapshotRef> {
+        self.view.refs.iter().find(|r| r.name == name)
+    }
+
+    pub fn snapshot_log(&self) -> &[SnapshotLogEntry] {
+        &self.view.snapshot_log
+    }
+
+    pub fn metadata_log(&self) -> &[MetadataLogEntry] {
+        &self.view.metadata_log
+    }
+
+    /// `statistics` followed by `partition-statistics` (see [`StatisticsFile::partition_statistics`]).
+    pub fn statistics(&self) -> &[StatisticsFile] {
+        &self.view.statistics
+    }
+
+    pub fn partition_specs(&self) -> &[PartitionSpec] {
+        &self.view.partition_specs
+    }
+
+    pub fn partition_spec(&self, spec_id: i32) -> Option<&PartitionSpec> {
+        self.view
+            .partition_specs
+            .iter()
+            .find(|s| s.spec_id == spec_id)
+    }
+
+    pub fn default_spec_id(&self) -> i32 {
+        self.view.default_spec_id
+    }
+
+    /// The schemas as JSON (`schemas`, or the v1 legacy `schema`).
+    pub fn schemas(&self) -> &[Value] {
+        &self.view.schemas
+    }
+
+    pub fn current_schema_id(&self) -> i32 {
+        self.view.current_schema_id
+    }
+}
+
+#[cfg(test)]
+mod tests;

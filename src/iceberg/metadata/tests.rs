@@ -1,0 +1,268 @@
+//! Unit tests of parsing and edits on small inline documents; the real-file samples are exercised
+//! in `tests/metadata_lossless.rs`.
+
+use std::collections::HashSet;
+
+use serde_json::json;
+
+use super::*;
+use crate::ErrorKind;
+use crate::iceberg::spec::RefKind;
+
+fn v2_doc() -> Value {
+    json!({
+        "format-version": 2,
+        "table-uuid": "9c12d441-03fe-4693-9a96-a0705ddf69c1",
+        "location": "s3://b/t",
+        "last-sequence-number": 2,
+        "last-updated-ms": 1000,
+        "last-column-id": 1,
+        "current-schema-id": 0,
+        "schemas": [{"type": "struct", "schema-id": 0, "fields": []}],
+        "default-spec-id": 0,
+        "partition-specs": [{"spec-id": 0, "fields": [
+            {"name": "d", "transform": "day", "source-id": 1, "field-id": 1000}]}],
+        "current-snapshot-id": 2,
+        "snapshots": [
+            {"snapshot-id": 1, "sequence-number": 1, "timestamp-ms": 100,
+             "manifest-list": "s3://b/t/metadata/snap-1.avro", "summary": {"operation": "append"}},
+            {"snapshot-id": 2, "parent-snapshot-id": 1, "sequence-number": 2, "timestamp-ms": 200,
+             "manifest-list": "s3://b/t/metadata/snap-2.avro", "summary": {"operation": "append"}}
+        ],
+        "refs": {"main": {"snapshot-id": 2, "type": "branch"},
+                 "old": {"snapshot-id": 1, "type": "tag", "max-ref-age-ms": 5}},
+        "snapshot-log": [{"snapshot-id": 1, "timestamp-ms": 100}, {"snapshot-id": 2, "timestamp-ms": 200}],
+        "metadata-log": [],
+        "statistics": [{"snapshot-id": 1, "statistics-path": "s3://b/t/metadata/1.stats",
+                        "file-size-in-bytes": 10, "file-footer-size-in-bytes": 4, "blob-metadata": []}],
+        "partition-statistics": [{"snapshot-id": 2, "statistics-path": "s3://b/t/metadata/2.parquet",
+                                  "file-size-in-bytes": 7}]
+    })
+}
+
+fn parse_value(v: &Value) -> Result<TableMetadata> {
+    TableMetadata::parse(v.to_string().as_bytes(), "v7.metadata.json")
+}
+
+fn err_of(v: &Value) -> Error {
+    match parse_value(v) {
+        Ok(_) => panic!("expected an error for {v}"),
+        Err(e) => e,
+    }
+}
+
+#[test]
+fn typed_view_of_v2() {
+    let m = parse_value(&v2_doc()).unwrap();
+    assert_eq!(m.format_version(), FormatVersion::V2);
+    assert_eq!(m.current_snapshot().map(|s| s.snapshot_id), Some(2));
+    assert_eq!(m.snapshot(2).and_then(|s| s.parent_snapshot_id), Some(1));
+    assert_eq!(m.refs().len(), 2);
+    assert_eq!(m.ref_named("old").map(|r| r.kind), Some(RefKind::Tag));
+    assert_eq!(m.ref_named("old").and_then(|r| r.max_ref_age_ms), Some(5));
+    assert_eq!(m.statistics().len(), 2);
+    assert!(m.statistics()[1].partition_statistics);
+    assert_eq!(
+        m.partition_spec(0).map(|s| s.fields[0].transform.as_str()),
+        Some("day")
+    );
+    assert_eq!(m.last_sequence_number(), 2);
+}
+
+#[test]
+fn errors_name_file_and_field_path() {
+    let mut doc = v2_doc();
+    doc["snapshots"][1]["timestamp-ms"] = json!("yesterday");
+    let e = err_of(&doc);
+    assert_eq!(e.kind(), ErrorKind::IncorrectData);
+    assert!(e.message().contains("v7.metadata.json"), "{e}");
+    assert!(e.message().contains("'snapshots[1].timestamp-ms'"), "{e}");
+
+    let mut doc = v2_doc();
+    doc.as_object_mut().unwrap().remove("location");
+    assert!(err_of(&doc).message().contains("'location' is missing"));
+
+    let mut doc = v2_doc();
+    doc["refs"]["old"]["type"] = json!("label");
+    assert!(err_of(&doc).message().contains("'refs.old.type'"));
+
+    let mut doc = v2_doc();
+    doc["format-version"] = json!(4);
+    assert!(err_of(&doc).message().contains("'format-version' is 4"));
+}
+
+#[test]
+fn malformed_json_and_non_object_are_errors() {
+    for bytes in [&b"{\"format-version\": 2,"[..], b"[]", b"", b"\x1f\x8bxx"] {
+        let e = TableMetadata::parse(bytes, "bad.metadata.json").unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::IncorrectData);
+        assert!(e.message().contains("bad.metadata.json"));
+    }
+}
+
+#[test]
+fn truncated_file_never_panics() {
+    let text = v2_doc().to_string();
+    for cut in 0..text.len() {
+        assert!(TableMetadata::parse(&text.as_bytes()[..cut], "t").is_err());
+    }
+}
+
+#[test]
+fn retain_snapshots_keeps_order_and_objects() {
+    let mut m = parse_value(&v2_doc()).unwrap();
+    let before = m.json()["snapshots"][1].clone();
+    m.retain_snapshots(&HashSet::from([2])).unwrap();
+    assert_eq!(m.snapshots().len(), 1);
+    assert_eq!(m.json()["snapshots"][0], before);
+}
+
+#[test]
+fn snapshot_log_trim_keeps_entries_after_last_expired() {
+    let mut m = parse_value(&v2_doc()).unwrap();
+    m.trim_snapshot_log_after_expired(&HashSet::from([1]))
+        .unwrap();
+    assert_eq!(
+        m.snapshot_log()
+            .iter()
+            .map(|e| e.snapshot_id)
+            .collect::<Vec<_>>(),
+        vec![2]
+    );
+    m.trim_snapshot_log_after_expired(&HashSet::from([2]))
+        .unwrap();
+    assert!(m.snapshot_log().is_empty());
+}
+
+#[test]
+fn set_ref_writes_retention_only_when_some_and_keeps_vendor_keys() {
+    let mut doc = v2_doc();
+    doc["refs"]["old"]["x-vendor"] = json!(true);
+    let mut m = parse_value(&doc).unwrap();
+    let r = SnapshotRef {
+        name: "old".into(),
+        kind: RefKind::Branch,
+        snapshot_id: 2,
+        min_snapshots_to_keep: Some(3),
+        max_snapshot_age_ms: None,
+        max_ref_age_ms: None,
+    };
+    m.set_ref(&r).unwrap();
+    assert_eq!(
+        m.json()["refs"]["old"],
+        json!({"snapshot-id": 2, "type": "branch", "x-vendor": true, "min-snapshots-to-keep": 3})
+    );
+    assert_eq!(m.ref_named("old"), Some(&r));
+    let missing = SnapshotRef {
+        snapshot_id: 99,
+        ..r
+    };
+    assert_eq!(
+        m.set_ref(&missing).unwrap_err().kind(),
+        ErrorKind::LogicalError
+    );
+}
+
+#[test]
+fn set_current_snapshot_moves_main_and_logs() {
+    let mut m = parse_value(&v2_doc()).unwrap();
+    m.set_current_snapshot(Some(1), 300).unwrap();
+    assert_eq!(m.current_snapshot_id(), Some(1));
+    assert_eq!(m.ref_named("main").map(|r| r.snapshot_id), Some(1));
+    assert_eq!(
+        m.snapshot_log()
+            .last()
+            .map(|e| (e.snapshot_id, e.timestamp_ms)),
+        Some((1, 300))
+    );
+    m.set_current_snapshot(None, 400).unwrap();
+    assert_eq!(m.json()["current-snapshot-id"], json!(-1));
+    assert!(m.ref_named("main").is_none());
+}
+
+#[test]
+fn metadata_log_append_trims_and_does_not_repeat() {
+    let mut m = parse_value(&v2_doc()).unwrap();
+    for i in 0..5 {
+        m.append_metadata_log(&format!("v{i}.metadata.json"), i, 3)
+            .unwrap();
+    }
+    m.append_metadata_log("v4.metadata.json", 9, 3).unwrap();
+    let files: Vec<_> = m
+        .metadata_log()
+        .iter()
+        .map(|e| e.metadata_file.as_str())
+        .collect();
+    assert_eq!(
+        files,
+        ["v2.metadata.json", "v3.metadata.json", "v4.metadata.json"]
+    );
+}
+
+#[test]
+fn previous_versions_max_property() {
+    let mut m = parse_value(&v2_doc()).unwrap();
+    assert_eq!(m.previous_versions_max().unwrap(), 100);
+    m.set_property(PREVIOUS_VERSIONS_MAX_PROPERTY, "7").unwrap();
+    assert_eq!(m.previous_versions_max().unwrap(), 7);
+    m.set_property(PREVIOUS_VERSIONS_MAX_PROPERTY, "many")
+        .unwrap();
+    assert_eq!(
+        m.previous_versions_max().unwrap_err().kind(),
+        ErrorKind::BadArguments
+    );
+    m.remove_property(PREVIOUS_VERSIONS_MAX_PROPERTY).unwrap();
+    assert!(m.properties().is_empty());
+}
+
+#[test]
+fn statistics_edits() {
+    let mut m = parse_value(&v2_doc()).unwrap();
+    m.retain_statistics(&HashSet::from([2])).unwrap();
+    assert_eq!(m.statistics().len(), 1);
+    assert_eq!(m.json()["statistics"], json!([]));
+    let stats = StatisticsFile {
+        snapshot_id: 2,
+        path: "s3://b/t/metadata/2.stats".into(),
+        file_size_in_bytes: Some(3),
+        partition_statistics: false,
+    };
+    m.set_statistics(&stats).unwrap();
+    assert!(m.statistics().contains(&stats));
+    m.remove_statistics(2).unwrap();
+    m.remove_partition_statistics(2).unwrap();
+    assert!(m.statistics().is_empty());
+}
+
+#[test]
+fn add_snapshot_per_format_version() {
+    let mut m = parse_value(&v2_doc()).unwrap();
+    let mut s = m.snapshot(2).cloned().unwrap();
+    s.snapshot_id = 3;
+    s.parent_snapshot_id = Some(2);
+    s.sequence_number = 3;
+    m.add_snapshot(&s).unwrap();
+    assert_eq!(m.snapshot(3), Some(&s));
+    assert_eq!(m.json()["snapshots"][2]["sequence-number"], json!(3));
+    assert_eq!(
+        m.add_snapshot(&s).unwrap_err().kind(),
+        ErrorKind::LogicalError
+    );
+
+    let mut doc = v2_doc();
+    doc["format-version"] = json!(3);
+    let mut m3 = parse_value(&doc).unwrap();
+    assert!(m3.add_snapshot(&s).is_err(), "v3 needs row lineage fields");
+    s.first_row_id = Some(10);
+    s.added_rows = Some(4);
+    m3.add_snapshot(&s).unwrap();
+    assert_eq!(m3.json()["snapshots"][2]["first-row-id"], json!(10));
+}
+
+#[test]
+fn failed_edit_leaves_metadata_unchanged() {
+    let mut m = parse_value(&v2_doc()).unwrap();
+    let before = m.clone();
+    assert!(m.set_current_snapshot(Some(42), 1).is_err());
+    assert_eq!(m, before);
+}
