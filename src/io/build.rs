@@ -10,11 +10,8 @@ use std::sync::Arc;
 use object_store::ObjectStore;
 
 use super::location::{Family, StoreKey};
-use super::options::{
-    AZURE_EMULATOR_ACCOUNT, AZURE_EMULATOR_ENDPOINT, AZURE_EMULATOR_KEY, AzureOptions, GcsOptions,
-    S3Options, StorageOptions,
-};
-use crate::error::{Error, ErrorKind, Result};
+use super::options::{AzureOptions, GcsOptions, S3Options, StorageOptions};
+use crate::error::{Error, Result};
 
 /// A new client for the store `key` names.
 pub(crate) fn build_store(
@@ -30,9 +27,10 @@ pub(crate) fn build_store(
     }
 }
 
+#[cfg(any(feature = "s3", feature = "azure", feature = "gcs"))]
 fn build_failed(key: impl std::fmt::Display, e: object_store::Error) -> Error {
     Error::new(
-        ErrorKind::StorageError,
+        crate::error::ErrorKind::StorageError,
         format!("Cannot configure storage for {key}: {e}"),
     )
 }
@@ -89,6 +87,7 @@ fn build_azure(
     account: Option<&str>,
     options: &AzureOptions,
 ) -> Result<Arc<dyn ObjectStore>> {
+    use super::options::{AZURE_EMULATOR_ACCOUNT, AZURE_EMULATOR_ENDPOINT, AZURE_EMULATOR_KEY};
     use object_store::azure::MicrosoftAzureBuilder;
     let describe = || format!("azure://{container}@{}", account.unwrap_or("<default>"));
     // Options describe one account; a URI naming another account gets only the environment.
@@ -101,7 +100,11 @@ fn build_azure(
     let Some(account) = account
         .map(str::to_string)
         .or_else(|| options.account.clone())
-        .or_else(|| options.use_emulator.then(|| AZURE_EMULATOR_ACCOUNT.to_string()))
+        .or_else(|| {
+            options
+                .use_emulator
+                .then(|| AZURE_EMULATOR_ACCOUNT.to_string())
+        })
         .or_else(|| std::env::var("AZURE_STORAGE_ACCOUNT_NAME").ok())
     else {
         return Err(Error::bad_arguments(format!(
@@ -138,11 +141,7 @@ fn build_azure(
 }
 
 #[cfg(not(feature = "azure"))]
-fn build_azure(
-    container: &str,
-    _: Option<&str>,
-    _: &AzureOptions,
-) -> Result<Arc<dyn ObjectStore>> {
+fn build_azure(container: &str, _: Option<&str>, _: &AzureOptions) -> Result<Arc<dyn ObjectStore>> {
     Err(Error::not_implemented(format!(
         "azure container {container}: icetrim was built without the azure feature"
     )))
@@ -187,6 +186,14 @@ mod tests {
     }
 
     #[test]
+    fn builds_local_and_memory() {
+        let options = StorageOptions::default();
+        assert!(build_store(&key(Family::File, "", None), &options).is_ok());
+        assert!(build_store(&key(Family::Memory, "", None), &options).is_ok());
+    }
+
+    #[cfg(feature = "s3")]
+    #[test]
     fn builds_s3_with_explicit_endpoint() {
         let options = StorageOptions {
             s3: S3Options {
@@ -202,6 +209,7 @@ mod tests {
         assert!(store.is_ok());
     }
 
+    #[cfg(feature = "azure")]
     #[test]
     fn builds_azure_emulator() {
         let options = StorageOptions {

@@ -117,7 +117,10 @@ impl CountingStore {
         }
     }
 
-    fn count_pages(&self, stream: BoxStream<'static, Result<ObjectMeta>>) -> BoxStream<'static, Result<ObjectMeta>> {
+    fn count_pages(
+        &self,
+        stream: BoxStream<'static, Result<ObjectMeta>>,
+    ) -> BoxStream<'static, Result<ObjectMeta>> {
         let counter = Arc::clone(&self.counter);
         let page = self.list_page_size;
         bump(&counter.list);
@@ -142,7 +145,12 @@ impl fmt::Display for CountingStore {
 
 #[async_trait]
 impl ObjectStore for CountingStore {
-    async fn put_opts(&self, location: &Path, payload: PutPayload, opts: PutOptions) -> Result<PutResult> {
+    async fn put_opts(
+        &self,
+        location: &Path,
+        payload: PutPayload,
+        opts: PutOptions,
+    ) -> Result<PutResult> {
         bump(&self.counter.put);
         self.inner.put_opts(location, payload, opts).await
     }
@@ -184,7 +192,11 @@ impl ObjectStore for CountingStore {
         self.count_pages(self.inner.list(prefix))
     }
 
-    fn list_with_offset(&self, prefix: Option<&Path>, offset: &Path) -> BoxStream<'static, Result<ObjectMeta>> {
+    fn list_with_offset(
+        &self,
+        prefix: Option<&Path>,
+        offset: &Path,
+    ) -> BoxStream<'static, Result<ObjectMeta>> {
         self.count_pages(self.inner.list_with_offset(prefix, offset))
     }
 

@@ -177,7 +177,9 @@ impl ObjectStore for FaultyStore {
         opts: PutOptions,
     ) -> Result<PutResult> {
         let write = self.inner.put_opts(location, payload, opts);
-        self.injector.mutate(&format!("put {location}"), write).await
+        self.injector
+            .mutate(&format!("put {location}"), write)
+            .await
     }
 
     async fn put_multipart_opts(
@@ -186,7 +188,9 @@ impl ObjectStore for FaultyStore {
         opts: PutMultipartOptions,
     ) -> Result<Box<dyn MultipartUpload>> {
         let start = self.inner.put_multipart_opts(location, opts);
-        self.injector.mutate(&format!("put {location}"), start).await
+        self.injector
+            .mutate(&format!("put {location}"), start)
+            .await
     }
 
     async fn get_opts(&self, location: &Path, options: GetOptions) -> Result<GetResult> {
@@ -244,7 +248,9 @@ mod tests {
     }
 
     async fn put(store: &FaultyStore, name: &str) -> Result<PutResult> {
-        store.put(&Path::from(name), PutPayload::from_static(b"x")).await
+        store
+            .put(&Path::from(name), PutPayload::from_static(b"x"))
+            .await
     }
 
     async fn exists(store: &FaultyStore, name: &str) -> bool {

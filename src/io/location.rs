@@ -168,9 +168,9 @@ fn parse_memory(scheme: &str, rest: &str) -> Location {
 
 /// Split `//authority/path` into authority and path; errors when the authority is missing.
 fn split_authority<'a>(uri: &str, rest: &'a str) -> Result<(&'a str, &'a str)> {
-    let after = rest.strip_prefix("//").ok_or_else(|| {
-        Error::bad_arguments(format!("URI '{uri}' lacks '//' after its scheme"))
-    })?;
+    let after = rest
+        .strip_prefix("//")
+        .ok_or_else(|| Error::bad_arguments(format!("URI '{uri}' lacks '//' after its scheme")))?;
     let (authority, path) = after.split_at(after.find('/').unwrap_or(after.len()));
     if authority.is_empty() {
         return Err(Error::bad_arguments(format!(

@@ -228,7 +228,12 @@ impl FileIO {
             Err(e) => return futures::stream::once(async move { Err(e) }).boxed(),
         };
         let owned_prefix = prefix_uri.to_string();
-        let top = async move { store.list_with_delimiter(Some(&path)).await.map(|r| (store, r)) };
+        let top = async move {
+            store
+                .list_with_delimiter(Some(&path))
+                .await
+                .map(|r| (store, r))
+        };
         futures::stream::once(top)
             .map_ok(move |(store, top)| {
                 let files = futures::stream::iter(top.objects.into_iter().map(Ok));
@@ -274,7 +279,10 @@ async fn delete_batch(
             .collect();
     }
     // A request-level failure: keys the store confirmed are done, the rest share the error.
-    let confirmed: Vec<ObjectPath> = answers.iter().filter_map(|a| a.as_ref().ok().cloned()).collect();
+    let confirmed: Vec<ObjectPath> = answers
+        .iter()
+        .filter_map(|a| a.as_ref().ok().cloned())
+        .collect();
     let failure = answers
         .into_iter()
         .find_map(|a| a.err())

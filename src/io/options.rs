@@ -74,7 +74,11 @@ pub struct GcsOptions {
 }
 
 fn mask(secret: &Option<String>) -> &'static str {
-    if secret.is_some() { "<hidden>" } else { "<none>" }
+    if secret.is_some() {
+        "<hidden>"
+    } else {
+        "<none>"
+    }
 }
 
 impl fmt::Debug for StorageOptions {
@@ -495,7 +499,10 @@ mod tests {
         assert_eq!(options.access_key.as_deref(), Some("KEY"));
 
         let (location, options) = azure(&["http://127.0.0.1:10000/devstoreaccount1", "c", "t"]);
-        assert_eq!(location, "abfss://c@devstoreaccount1.dfs.core.windows.net/t");
+        assert_eq!(
+            location,
+            "abfss://c@devstoreaccount1.dfs.core.windows.net/t"
+        );
         assert!(options.allow_http);
     }
 
