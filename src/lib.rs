@@ -9,5 +9,6 @@
 pub mod error;
 pub mod iceberg;
 pub mod io;
+pub mod maintain;
 
 pub use error::{Error, ErrorKind, Result};
