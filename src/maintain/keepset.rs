@@ -67,7 +67,10 @@ impl PathInterner {
             return Ok(*id);
         }
         let id = u32::try_from(self.keys.len()).map_err(|_| {
-            Error::new(ErrorKind::LimitExceeded, "more than 2^32 distinct file paths")
+            Error::new(
+                ErrorKind::LimitExceeded,
+                "more than 2^32 distinct file paths",
+            )
         })?;
         let key: Arc<str> = Arc::from(key);
         self.keys.push(Arc::clone(&key));
@@ -276,8 +279,14 @@ impl ExpiryFileCounts {
     pub fn metrics(&self, dry_run: bool) -> [(&'static str, i64); 7] {
         [
             ("deleted_data_files_count", self.data_files),
-            ("deleted_position_delete_files_count", self.position_delete_files),
-            ("deleted_equality_delete_files_count", self.equality_delete_files),
+            (
+                "deleted_position_delete_files_count",
+                self.position_delete_files,
+            ),
+            (
+                "deleted_equality_delete_files_count",
+                self.equality_delete_files,
+            ),
             ("deleted_manifest_files_count", self.manifest_files),
             ("deleted_manifest_lists_count", self.manifest_lists),
             ("deleted_statistics_files_count", self.statistics_files),
@@ -343,7 +352,10 @@ impl FileDecision {
 
     /// Total number of candidates.
     pub fn len(&self) -> usize {
-        Self::DELETION_ORDER.iter().map(|c| self.files(*c).len()).sum()
+        Self::DELETION_ORDER
+            .iter()
+            .map(|c| self.files(*c).len())
+            .sum()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -380,27 +392,52 @@ pub fn decide_files(
     let keep = keep_set(graph, expired, &plan, contents)?;
     let mut claimed: HashSet<PathId> = HashSet::new();
     let mut decision = FileDecision::default();
-    let mut claim = |category: FileCategory, path: PathId, size: Option<i64>, d: &mut FileDecision| {
-        if !keep.contains(&path) && claimed.insert(path) {
-            d.files_mut(category).push(FileCandidate { path, size });
-        }
-    };
+    let mut claim =
+        |category: FileCategory, path: PathId, size: Option<i64>, d: &mut FileDecision| {
+            if !keep.contains(&path) && claimed.insert(path) {
+                d.files_mut(category).push(FileCandidate { path, size });
+            }
+        };
     for manifest in &plan.candidate_manifests {
         for e in &read(contents, manifest.path)?.entries {
-            claim(FileCategory::of_content(e.content), e.path, Some(e.file_size), &mut decision);
+            claim(
+                FileCategory::of_content(e.content),
+                e.path,
+                Some(e.file_size),
+                &mut decision,
+            );
         }
     }
     for manifest in &plan.candidate_manifests {
-        claim(FileCategory::Manifest, manifest.path, Some(manifest.length), &mut decision);
+        claim(
+            FileCategory::Manifest,
+            manifest.path,
+            Some(manifest.length),
+            &mut decision,
+        );
     }
     let (_, expiring) = split(graph, expired);
     for s in &expiring {
         if let Some(list) = s.manifest_list {
-            claim(FileCategory::ManifestList, list, s.manifest_list_size, &mut decision);
+            claim(
+                FileCategory::ManifestList,
+                list,
+                s.manifest_list_size,
+                &mut decision,
+            );
         }
     }
-    for st in graph.statistics.iter().filter(|st| expired.contains(&st.snapshot_id)) {
-        claim(FileCategory::StatisticsFile, st.path, st.size, &mut decision);
+    for st in graph
+        .statistics
+        .iter()
+        .filter(|st| expired.contains(&st.snapshot_id))
+    {
+        claim(
+            FileCategory::StatisticsFile,
+            st.path,
+            st.size,
+            &mut decision,
+        );
     }
     Ok(decision)
 }
@@ -428,7 +465,12 @@ fn keep_set(
     }
     for manifest in &plan.retained_manifests {
         let entries = &read(contents, *manifest)?.entries;
-        keep.extend(entries.iter().filter(|e| e.status.is_live()).map(|e| e.path));
+        keep.extend(
+            entries
+                .iter()
+                .filter(|e| e.status.is_live())
+                .map(|e| e.path),
+        );
     }
     keep.extend(
         graph

@@ -100,12 +100,23 @@ fn all_candidates(d: &FileDecision) -> Vec<PathId> {
 /// The keep set, computed naively from the definition.
 fn naive_keep(w: &World) -> HashSet<PathId> {
     let mut keep = HashSet::new();
-    for s in w.table.graph.snapshots.iter().filter(|s| !w.expired.contains(&s.snapshot_id)) {
+    for s in w
+        .table
+        .graph
+        .snapshots
+        .iter()
+        .filter(|s| !w.expired.contains(&s.snapshot_id))
+    {
         keep.extend(s.manifest_list);
         for m in &s.manifests {
             keep.insert(m.path);
             if let Some(c) = w.table.contents.get(&m.path) {
-                keep.extend(c.entries.iter().filter(|e| e.status.is_live()).map(|e| e.path));
+                keep.extend(
+                    c.entries
+                        .iter()
+                        .filter(|e| e.status.is_live())
+                        .map(|e| e.path),
+                );
             }
         }
     }
@@ -120,12 +131,22 @@ fn naive_keep(w: &World) -> HashSet<PathId> {
 /// Everything the expired snapshots name: lists, manifests, statistics, and every entry of the
 /// manifests no retained snapshot lists (a retained manifest's entries are not up for deletion).
 fn expired_graph(w: &World) -> HashSet<PathId> {
-    let retained_manifests: HashSet<PathId> = w.table.graph.snapshots.iter()
+    let retained_manifests: HashSet<PathId> = w
+        .table
+        .graph
+        .snapshots
+        .iter()
         .filter(|s| !w.expired.contains(&s.snapshot_id))
         .flat_map(|s| s.manifests.iter().map(|m| m.path))
         .collect();
     let mut named = HashSet::new();
-    for s in w.table.graph.snapshots.iter().filter(|s| w.expired.contains(&s.snapshot_id)) {
+    for s in w
+        .table
+        .graph
+        .snapshots
+        .iter()
+        .filter(|s| w.expired.contains(&s.snapshot_id))
+    {
         named.extend(s.manifest_list);
         for m in &s.manifests {
             named.insert(m.path);

@@ -52,7 +52,11 @@ impl Table {
 
     fn stats(&mut self, snapshot_id: i64, path: &str, size: Option<i64>) {
         let path = self.id(path);
-        self.graph.statistics.push(StatisticsRef { snapshot_id, path, size });
+        self.graph.statistics.push(StatisticsRef {
+            snapshot_id,
+            path,
+            size,
+        });
     }
 
     fn decide(&self, expired: &[i64]) -> FileDecision {
@@ -107,7 +111,10 @@ fn a_file_still_listed_by_retained_snapshots_is_not_deleted() {
     let t = three_appends();
     let plan = t.plan(&[1]);
     assert!(plan.candidate_manifests.is_empty());
-    assert!(plan.retained_manifests.is_empty(), "nothing to protect, nothing to read");
+    assert!(
+        plan.retained_manifests.is_empty(),
+        "nothing to protect, nothing to read"
+    );
     let d = t.decide(&[1]);
     assert_eq!(t.names(&d.manifest_lists), vec!["snap-1"]);
     assert_eq!(d.len(), 1);
@@ -177,7 +184,10 @@ fn categories_come_from_the_entry_content_and_the_first_one_seen_wins() {
             ("both", EqualityDeletes, Added),
         ],
     );
-    t.manifest("m2", &[("both", PositionDeletes, Added), ("d", Data, Added)]);
+    t.manifest(
+        "m2",
+        &[("both", PositionDeletes, Added), ("d", Data, Added)],
+    );
     t.manifest("m3", &[]);
     t.snapshot(1, "snap-1", &["m1", "m2"]);
     t.snapshot(2, "snap-2", &["m3"]);
@@ -264,7 +274,14 @@ fn a_manifest_that_was_not_read_is_a_logical_error() {
 #[test]
 fn deletion_order_is_leaf_first_and_totals_add_known_sizes() {
     let mut t = Table::default();
-    t.manifest("m1", &[("d", Data, Added), ("eq", EqualityDeletes, Added), ("pos", PositionDeletes, Added)]);
+    t.manifest(
+        "m1",
+        &[
+            ("d", Data, Added),
+            ("eq", EqualityDeletes, Added),
+            ("pos", PositionDeletes, Added),
+        ],
+    );
     t.manifest("m2", &[]);
     t.snapshot(1, "snap-1", &["m1"]);
     t.snapshot(2, "snap-2", &["m2"]);

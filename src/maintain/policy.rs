@@ -236,7 +236,11 @@ fn policy_mode(
         if !graph.contains_key(&r.snapshot_id) {
             continue; // only `main` survives dangling; it retains nothing
         }
-        add(&mut reasons, r.snapshot_id, KeepReason::RefHead(r.name.clone()));
+        add(
+            &mut reasons,
+            r.snapshot_id,
+            KeepReason::RefHead(r.name.clone()),
+        );
         match r.kind {
             RefKind::Branch => {
                 let walk = BranchWalk {
@@ -248,7 +252,13 @@ fn policy_mode(
                         .max_snapshot_age_ms
                         .unwrap_or(input.policy.max_snapshot_age_ms),
                 };
-                walk.run(graph, r.snapshot_id, input.now_ms, &mut reasons, &mut reachable);
+                walk.run(
+                    graph,
+                    r.snapshot_id,
+                    input.now_ms,
+                    &mut reasons,
+                    &mut reachable,
+                );
                 main_walked |= r.name == MAIN_BRANCH;
             }
             RefKind::Tag => {
@@ -267,7 +277,8 @@ fn policy_mode(
     }
     for s in input.snapshots {
         let unreferenced = !reachable.contains(&s.snapshot_id) && !tagged.contains(&s.snapshot_id);
-        let young = age(input.now_ms, s.timestamp_ms) <= i128::from(input.policy.max_snapshot_age_ms);
+        let young =
+            age(input.now_ms, s.timestamp_ms) <= i128::from(input.policy.max_snapshot_age_ms);
         if unreferenced && young {
             add(&mut reasons, s.snapshot_id, KeepReason::UnreferencedYoung);
         }
@@ -339,7 +350,11 @@ impl BranchWalk<'_> {
                 let within_min_keep = kept < i64::from(self.min_keep);
                 let young = age(now_ms, snapshot.timestamp_ms) <= i128::from(self.max_age_ms);
                 if within_min_keep {
-                    add(reasons, id, KeepReason::BranchMinKeep(self.name.to_string()));
+                    add(
+                        reasons,
+                        id,
+                        KeepReason::BranchMinKeep(self.name.to_string()),
+                    );
                 }
                 if young {
                     add(reasons, id, KeepReason::BranchYoung(self.name.to_string()));
@@ -401,7 +416,11 @@ fn id_mode(input: &ExpiryInput<'_>, graph: &Graph<'_>, ids: &[SnapshotId]) -> Re
     let mut reasons = Reasons::new();
     for r in input.refs {
         if graph.contains_key(&r.snapshot_id) {
-            add(&mut reasons, r.snapshot_id, KeepReason::RefHead(r.name.clone()));
+            add(
+                &mut reasons,
+                r.snapshot_id,
+                KeepReason::RefHead(r.name.clone()),
+            );
         }
     }
     add_current(input, graph, &mut reasons);

@@ -65,7 +65,11 @@ fn history() -> impl Strategy<Value = History> {
                 if refs.iter().any(|r| r.name == REF_NAMES[name]) {
                     continue;
                 }
-                let kind = if is_branch { RefKind::Branch } else { RefKind::Tag };
+                let kind = if is_branch {
+                    RefKind::Branch
+                } else {
+                    RefKind::Tag
+                };
                 let mut r = reference(REF_NAMES[name], kind, id_of(target, n));
                 r.min_snapshots_to_keep = min_keep;
                 r.max_snapshot_age_ms = max_age;

@@ -149,7 +149,11 @@ fn dangling_main_stays_and_the_current_ancestry_is_walked_instead() {
 
 #[test]
 fn ref_age_exactly_max_is_kept_one_more_ms_is_removed() {
-    let snapshots = vec![snap(1, None, NOW), snap(2, None, NOW - 500), snap(3, None, NOW - 501)];
+    let snapshots = vec![
+        snap(1, None, NOW),
+        snap(2, None, NOW - 500),
+        snap(3, None, NOW - 501),
+    ];
     let mut case = Case::new(
         snapshots,
         vec![branch("main", 1), branch("b2", 2), tag("t3", 3)],
@@ -177,7 +181,10 @@ fn a_refs_own_max_ref_age_wins() {
     let mut case = Case::new(snapshots, vec![branch("main", 1), short, long], Some(1));
     case.policy.max_ref_age_ms = 0;
     let d = case.decide();
-    assert!(matches!(ref_fate(&d, "short"), RefFate::Removed(RefRemoval::AgedOut { .. })));
+    assert!(matches!(
+        ref_fate(&d, "short"),
+        RefFate::Removed(RefRemoval::AgedOut { .. })
+    ));
     assert_eq!(ref_fate(&d, "long"), &RefFate::Kept);
     assert!(kept_with(&d, 2, &KeepReason::Tag("long".into())));
 }
@@ -208,7 +215,11 @@ fn branch_snapshot_age_exactly_max_is_kept_one_more_ms_expires() {
 #[test]
 fn walk_stops_at_the_first_snapshot_failing_both_even_if_older_ones_are_young() {
     // Clock skew: 1 is "young" but behind the old 2.
-    let snapshots = vec![snap(1, None, NOW), snap(2, Some(1), NOW - 5 * DAY), snap(3, Some(2), NOW)];
+    let snapshots = vec![
+        snap(1, None, NOW),
+        snap(2, Some(1), NOW - 5 * DAY),
+        snap(3, Some(2), NOW),
+    ];
     let d = Case::new(snapshots, vec![branch("main", 3)], Some(3)).decide();
     assert_eq!(d.retained, ids(&[3]));
     assert_eq!(fate(&d, 1), &SnapshotFate::Expired(ExpireReason::Aged));
@@ -227,7 +238,11 @@ fn a_branchs_own_retention_fields_win_for_that_branch() {
     assert!(kept_with(&d, 2, &KeepReason::BranchMinKeep("b".into())));
 
     // And its own max age.
-    let snapshots = vec![snap(1, None, NOW - 50), snap(2, Some(1), NOW - 40), snap(3, None, NOW)];
+    let snapshots = vec![
+        snap(1, None, NOW - 50),
+        snap(2, Some(1), NOW - 40),
+        snap(3, None, NOW),
+    ];
     let mut b = branch("b", 2);
     b.max_snapshot_age_ms = Some(50);
     let mut case = Case::new(snapshots, vec![branch("main", 3), b], Some(3));
@@ -246,7 +261,10 @@ fn a_tag_keeps_exactly_its_snapshot_not_its_ancestors() {
     let d = Case::new(snapshots, vec![branch("main", 3), tag("t", 2)], Some(3)).decide();
     assert!(kept_with(&d, 2, &KeepReason::Tag("t".into())));
     assert!(kept_with(&d, 2, &KeepReason::RefHead("t".into())));
-    assert_eq!(fate(&d, 1), &SnapshotFate::Expired(ExpireReason::UnreferencedAged));
+    assert_eq!(
+        fate(&d, 1),
+        &SnapshotFate::Expired(ExpireReason::UnreferencedAged)
+    );
 }
 
 #[test]
@@ -260,14 +278,21 @@ fn unreferenced_snapshots_are_kept_while_young_boundary_inclusive() {
     ];
     let d = Case::new(snapshots, vec![branch("main", 2)], Some(2)).decide();
     assert!(kept_with(&d, 3, &KeepReason::UnreferencedYoung));
-    assert_eq!(fate(&d, 4), &SnapshotFate::Expired(ExpireReason::UnreferencedAged));
+    assert_eq!(
+        fate(&d, 4),
+        &SnapshotFate::Expired(ExpireReason::UnreferencedAged)
+    );
     assert_eq!(fate(&d, 1), &SnapshotFate::Expired(ExpireReason::Aged));
 }
 
 #[test]
 fn ancestors_beyond_the_walk_expire_by_branch_rules_not_the_unreferenced_rule() {
     // 1 is young but behind old 2 on main: it is on main's ancestry, so it expires (Aged).
-    let snapshots = vec![snap(1, None, NOW - 10), snap(2, Some(1), NOW - 5 * DAY), snap(3, Some(2), NOW)];
+    let snapshots = vec![
+        snap(1, None, NOW - 10),
+        snap(2, Some(1), NOW - 5 * DAY),
+        snap(3, Some(2), NOW),
+    ];
     let d = Case::new(snapshots, vec![branch("main", 3)], Some(3)).decide();
     assert!(!kept_with(&d, 1, &KeepReason::UnreferencedYoung));
     assert!(d.expired.contains(&1));
@@ -276,13 +301,20 @@ fn ancestors_beyond_the_walk_expire_by_branch_rules_not_the_unreferenced_rule() 
 #[test]
 fn snapshots_only_on_a_removed_ref_follow_the_unreferenced_rule() {
     // b: 1 ← 2 (head 2 aged out). 1 young, 2 old.
-    let snapshots = vec![snap(1, None, NOW - 10), snap(2, Some(1), NOW - 5 * DAY), snap(3, None, NOW)];
+    let snapshots = vec![
+        snap(1, None, NOW - 10),
+        snap(2, Some(1), NOW - 5 * DAY),
+        snap(3, None, NOW),
+    ];
     let mut b = branch("b", 2);
     b.max_ref_age_ms = Some(DAY);
     let d = Case::new(snapshots, vec![branch("main", 3), b], Some(3)).decide();
     assert!(matches!(ref_fate(&d, "b"), RefFate::Removed(_)));
     assert!(kept_with(&d, 1, &KeepReason::UnreferencedYoung));
-    assert_eq!(fate(&d, 2), &SnapshotFate::Expired(ExpireReason::UnreferencedAged));
+    assert_eq!(
+        fate(&d, 2),
+        &SnapshotFate::Expired(ExpireReason::UnreferencedAged)
+    );
 }
 
 #[test]
@@ -337,7 +369,11 @@ fn the_fuse_protects_in_id_mode() {
 
 #[test]
 fn a_parent_cycle_ends_the_walk() {
-    let snapshots = vec![snap(1, Some(2), NOW - 9 * DAY), snap(2, Some(1), NOW - 9 * DAY), snap(3, Some(3), NOW)];
+    let snapshots = vec![
+        snap(1, Some(2), NOW - 9 * DAY),
+        snap(2, Some(1), NOW - 9 * DAY),
+        snap(3, Some(3), NOW),
+    ];
     let mut case = Case::new(snapshots, vec![branch("main", 2)], Some(2));
     case.policy.min_snapshots_to_keep = 5;
     let d = case.decide();
@@ -375,7 +411,10 @@ fn id_mode_expires_exactly_the_named_snapshots_and_keeps_every_ref() {
     case.mode = ExpiryMode::Ids(vec![1, 3, 1]);
     let d = case.decide();
     assert_eq!(d.expired, ids(&[1, 3]));
-    assert_eq!(fate(&d, 3), &SnapshotFate::Expired(ExpireReason::NamedInIds));
+    assert_eq!(
+        fate(&d, 3),
+        &SnapshotFate::Expired(ExpireReason::NamedInIds)
+    );
     assert!(kept_with(&d, 2, &KeepReason::NotNamed));
     assert!(kept_with(&d, 2, &KeepReason::RefHead("t".into())));
     assert!(d.refs.iter().all(|r| r.fate == RefFate::Kept));
@@ -396,10 +435,16 @@ fn id_error(case: &mut Case, named: Vec<i64>) -> Error {
 #[test]
 fn id_mode_refuses_referenced_and_missing_ids_in_clickhouse_order() {
     let referenced = |id: i64| {
-        format!("expire_snapshots cannot expire snapshot {id} because it is referenced by current snapshot, branch, or tag")
+        format!(
+            "expire_snapshots cannot expire snapshot {id} because it is referenced by current snapshot, branch, or tag"
+        )
     };
     let missing = |id: i64| format!("expire_snapshots snapshot id {id} does not exist");
-    let mut case = Case::new(old_chain(5), vec![branch("main", 5), branch("b", 3), tag("t", 2)], Some(4));
+    let mut case = Case::new(
+        old_chain(5),
+        vec![branch("main", 5), branch("b", 3), tag("t", 2)],
+        Some(4),
+    );
     assert_eq!(id_error(&mut case, vec![1, 4]).message(), referenced(4));
     assert_eq!(id_error(&mut case, vec![5]).message(), referenced(5));
     assert_eq!(id_error(&mut case, vec![3]).message(), referenced(3));
@@ -430,7 +475,11 @@ fn duplicate_snapshot_ids_or_ref_names_are_incorrect_data() {
 
 #[test]
 fn extreme_timestamps_do_not_overflow() {
-    let snapshots = vec![snap(1, None, i64::MIN), snap(2, Some(1), i64::MAX), snap(3, Some(2), 0)];
+    let snapshots = vec![
+        snap(1, None, i64::MIN),
+        snap(2, Some(1), i64::MAX),
+        snap(3, Some(2), 0),
+    ];
     let mut b = tag("t", 1);
     b.max_ref_age_ms = Some(0);
     let mut case = Case::new(snapshots, vec![branch("main", 3), b], Some(3));
@@ -439,7 +488,10 @@ fn extreme_timestamps_do_not_overflow() {
     let d = case.decide();
     assert!(matches!(
         ref_fate(&d, "t"),
-        RefFate::Removed(RefRemoval::AgedOut { age_ms: i64::MAX, max_ref_age_ms: 0 })
+        RefFate::Removed(RefRemoval::AgedOut {
+            age_ms: i64::MAX,
+            max_ref_age_ms: 0
+        })
     ));
     assert_eq!(d.retained.len() + d.expired.len(), 3);
 }

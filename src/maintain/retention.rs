@@ -133,7 +133,10 @@ fn parse_min_keep(value: &str) -> Result<i32> {
 }
 
 fn parse_age(key: &str, value: &str) -> Result<i64> {
-    let expected = format!("an integer number of milliseconds in range [0, {}]", i64::MAX);
+    let expected = format!(
+        "an integer number of milliseconds in range [0, {}]",
+        i64::MAX
+    );
     parse_integer(value)
         .and_then(|n| i64::try_from(n).ok())
         .filter(|n| *n >= 0)
@@ -248,7 +251,9 @@ mod tests {
 
     #[test]
     fn invalid_property_values_are_bad_arguments_naming_property_and_value() {
-        for value in ["", "abc", "12abc", " 5", "5 ", "1.5", "1e3", "-", "+", "0x10"] {
+        for value in [
+            "", "abc", "12abc", " 5", "5 ", "1.5", "1e3", "-", "+", "0x10",
+        ] {
             assert_bad_property(PROP_MIN_SNAPSHOTS_TO_KEEP, value);
             assert_bad_property(PROP_MAX_SNAPSHOT_AGE_MS, value);
             assert_bad_property(PROP_MAX_REF_AGE_MS, value);
@@ -261,7 +266,10 @@ mod tests {
         // Overflow.
         assert_bad_property(PROP_MIN_SNAPSHOTS_TO_KEEP, "2147483648");
         assert_bad_property(PROP_MAX_SNAPSHOT_AGE_MS, "9223372036854775808");
-        assert_bad_property(PROP_MAX_REF_AGE_MS, "99999999999999999999999999999999999999999");
+        assert_bad_property(
+            PROP_MAX_REF_AGE_MS,
+            "99999999999999999999999999999999999999999",
+        );
     }
 
     #[test]
@@ -291,18 +299,27 @@ mod tests {
             assert_eq!(err.kind(), ErrorKind::BadArguments);
         }
         let bad = [
-            (TablePolicy {
-                min_snapshots_to_keep: 0,
-                ..TablePolicy::default()
-            }, SETTING_MIN_SNAPSHOTS_TO_KEEP),
-            (TablePolicy {
-                max_snapshot_age_ms: -1,
-                ..TablePolicy::default()
-            }, SETTING_MAX_SNAPSHOT_AGE_MS),
-            (TablePolicy {
-                max_ref_age_ms: -1,
-                ..TablePolicy::default()
-            }, SETTING_MAX_REF_AGE_MS),
+            (
+                TablePolicy {
+                    min_snapshots_to_keep: 0,
+                    ..TablePolicy::default()
+                },
+                SETTING_MIN_SNAPSHOTS_TO_KEEP,
+            ),
+            (
+                TablePolicy {
+                    max_snapshot_age_ms: -1,
+                    ..TablePolicy::default()
+                },
+                SETTING_MAX_SNAPSHOT_AGE_MS,
+            ),
+            (
+                TablePolicy {
+                    max_ref_age_ms: -1,
+                    ..TablePolicy::default()
+                },
+                SETTING_MAX_REF_AGE_MS,
+            ),
         ];
         for (settings, name) in bad {
             let err = effective_policy(settings, &none, None, None).unwrap_err();
