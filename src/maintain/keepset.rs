@@ -97,6 +97,61 @@ impl PathInterner {
     }
 }
 
+/// A set of [`PathId`]s as a bitset: ids are dense, so membership is an index, not a hash.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PathSet {
+    words: Vec<u64>,
+    len: usize,
+}
+
+impl PathSet {
+    /// Add `id`; true when it was not there yet.
+    pub fn insert(&mut self, id: PathId) -> bool {
+        let (word, bit) = (id.index() / 64, 1u64 << (id.index() % 64));
+        if word >= self.words.len() {
+            self.words.resize(word + 1, 0);
+        }
+        match self.words.get_mut(word) {
+            Some(w) if *w & bit == 0 => {
+                *w |= bit;
+                self.len += 1;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    pub fn contains(&self, id: &PathId) -> bool {
+        self.words
+            .get(id.index() / 64)
+            .is_some_and(|w| w & (1u64 << (id.index() % 64)) != 0)
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+impl Extend<PathId> for PathSet {
+    fn extend<I: IntoIterator<Item = PathId>>(&mut self, ids: I) {
+        for id in ids {
+            self.insert(id);
+        }
+    }
+}
+
+impl FromIterator<PathId> for PathSet {
+    fn from_iter<I: IntoIterator<Item = PathId>>(ids: I) -> Self {
+        let mut set = PathSet::default();
+        set.extend(ids);
+        set
+    }
+}
+
 /// A manifest as a manifest list (or a v1 snapshot's inline `manifests`) names it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ManifestRef {
@@ -188,20 +243,20 @@ fn split<'g>(
 /// expired snapshot ids. Pure and cheap; [`decide_files`] recomputes it.
 pub fn plan_manifest_reads(graph: &FileGraph, expired: &BTreeSet<SnapshotId>) -> ManifestReadPlan {
     let (retained, expiring) = split(graph, expired);
-    let retained_lists: HashSet<PathId> = retained.iter().filter_map(|s| s.manifest_list).collect();
+    let retained_lists: PathSet = retained.iter().filter_map(|s| s.manifest_list).collect();
     let retained_manifests: Vec<PathId> = unique(
         retained
             .iter()
             .flat_map(|s| s.manifests.iter().map(|m| m.path)),
     );
-    let retained_set: HashSet<PathId> = retained_manifests.iter().copied().collect();
+    let retained_set: PathSet = retained_manifests.iter().copied().collect();
     let candidate_manifest_lists = unique(
         expiring
             .iter()
             .filter_map(|s| s.manifest_list)
             .filter(|l| !retained_lists.contains(l)),
     );
-    let mut seen = HashSet::new();
+    let mut seen = PathSet::default();
     let candidate_manifests: Vec<ManifestRef> = expiring
         .iter()
         .flat_map(|s| s.manifests.iter())
@@ -220,7 +275,7 @@ pub fn plan_manifest_reads(graph: &FileGraph, expired: &BTreeSet<SnapshotId>) ->
 }
 
 fn unique(ids: impl Iterator<Item = PathId>) -> Vec<PathId> {
-    let mut seen = HashSet::new();
+    let mut seen = PathSet::default();
     ids.filter(|id| seen.insert(*id)).collect()
 }
 
@@ -390,7 +445,7 @@ pub fn decide_files(
 ) -> Result<FileDecision> {
     let plan = plan_manifest_reads(graph, expired);
     let keep = keep_set(graph, expired, &plan, contents)?;
-    let mut claimed: HashSet<PathId> = HashSet::new();
+    let mut claimed = PathSet::default();
     let mut decision = FileDecision::default();
     let mut claim =
         |category: FileCategory, path: PathId, size: Option<i64>, d: &mut FileDecision| {
@@ -456,9 +511,9 @@ fn keep_set(
     expired: &BTreeSet<SnapshotId>,
     plan: &ManifestReadPlan,
     contents: &ManifestContents,
-) -> Result<HashSet<PathId>> {
+) -> Result<PathSet> {
     let (retained, _) = split(graph, expired);
-    let mut keep: HashSet<PathId> = HashSet::new();
+    let mut keep = PathSet::default();
     for s in &retained {
         keep.extend(s.manifest_list);
         keep.extend(s.manifests.iter().map(|m| m.path));
@@ -512,7 +567,7 @@ pub fn after_failed_deletes(
             held.manifests.insert(m.path);
         }
     }
-    let candidate_lists: HashSet<PathId> = decision.manifest_lists.iter().map(|f| f.path).collect();
+    let candidate_lists: PathSet = decision.manifest_lists.iter().map(|f| f.path).collect();
     let (_, expiring) = split(graph, expired);
     for s in expiring {
         let Some(list) = s.manifest_list.filter(|l| candidate_lists.contains(l)) else {

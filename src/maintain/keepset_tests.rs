@@ -106,6 +106,28 @@ fn the_interner_gives_one_id_per_distinct_key() {
 }
 
 #[test]
+fn the_path_set_is_a_set() {
+    let mut p = PathInterner::new();
+    let ids: Vec<PathId> = (0..200)
+        .map(|i| p.intern(&format!("k{i}")).unwrap())
+        .collect();
+    let mut set = PathSet::default();
+    assert!(set.is_empty());
+    assert!(set.insert(ids[130]));
+    assert!(!set.insert(ids[130]));
+    assert!(set.insert(ids[0]));
+    assert!(set.insert(ids[63]));
+    assert!(set.insert(ids[64]));
+    assert_eq!(set.len(), 4);
+    for (i, id) in ids.iter().enumerate() {
+        assert_eq!(set.contains(id), [0, 63, 64, 130].contains(&i), "{i}");
+    }
+    let collected: PathSet = [ids[5], ids[5], ids[199]].into_iter().collect();
+    assert_eq!(collected.len(), 2);
+    assert!(collected.contains(&ids[199]) && !collected.contains(&ids[198]));
+}
+
+#[test]
 fn a_file_still_listed_by_retained_snapshots_is_not_deleted() {
     // seeds/000: expiring the oldest snapshot must not touch files every later one lists.
     let t = three_appends();

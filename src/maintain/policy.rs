@@ -166,29 +166,89 @@ impl ExpiryDecision {
 /// Decide which snapshots and refs expiry lets go. Errors only on duplicate ids/names
 /// (`INCORRECT_DATA`) and, in id mode, on protected or missing ids (`BAD_ARGUMENTS`).
 pub fn decide_expiry(input: &ExpiryInput<'_>) -> Result<ExpiryDecision> {
-    let graph = index_snapshots(input.snapshots)?;
+    let graph = Graph::new(input.snapshots)?;
     check_unique_ref_names(input.refs)?;
-    let (reasons, refs, reachable) = match input.mode {
-        ExpiryMode::Policy => policy_mode(input, &graph),
-        ExpiryMode::Ids(ids) => (id_mode(input, &graph, ids)?, kept_refs(input.refs), None),
+    let mut state = State::new(graph.len());
+    let refs = match input.mode {
+        ExpiryMode::Policy => policy_mode(input, &graph, &mut state),
+        ExpiryMode::Ids(ids) => {
+            id_mode(input, &graph, ids, &mut state)?;
+            kept_refs(input.refs)
+        }
     };
-    Ok(assemble(input, reasons, refs, reachable.as_ref()))
+    let by_policy = matches!(input.mode, ExpiryMode::Policy);
+    Ok(assemble(input, state, refs, by_policy))
 }
 
-type Graph<'a> = HashMap<SnapshotId, &'a Snapshot>;
-type Reasons = HashMap<SnapshotId, BTreeSet<KeepReason>>;
+/// The snapshots by dense index, with each parent resolved to an index once.
+struct Graph<'a> {
+    snapshots: &'a [Snapshot],
+    index: HashMap<SnapshotId, usize>,
+    parent: Vec<Option<usize>>,
+}
 
-fn index_snapshots(snapshots: &[Snapshot]) -> Result<Graph<'_>> {
-    let mut graph = HashMap::with_capacity(snapshots.len());
-    for s in snapshots {
-        if graph.insert(s.snapshot_id, s).is_some() {
-            return Err(Error::incorrect_data(format!(
-                "snapshot id {} appears more than once in 'snapshots'",
-                s.snapshot_id
-            )));
+impl<'a> Graph<'a> {
+    fn new(snapshots: &'a [Snapshot]) -> Result<Self> {
+        let mut index = HashMap::with_capacity(snapshots.len());
+        for (i, s) in snapshots.iter().enumerate() {
+            if index.insert(s.snapshot_id, i).is_some() {
+                return Err(Error::incorrect_data(format!(
+                    "snapshot id {} appears more than once in 'snapshots'",
+                    s.snapshot_id
+                )));
+            }
+        }
+        let parent = snapshots
+            .iter()
+            .map(|s| s.parent_snapshot_id.and_then(|p| index.get(&p).copied()))
+            .collect();
+        Ok(Graph {
+            snapshots,
+            index,
+            parent,
+        })
+    }
+
+    fn len(&self) -> usize {
+        self.snapshots.len()
+    }
+
+    fn find(&self, id: SnapshotId) -> Option<usize> {
+        self.index.get(&id).copied()
+    }
+
+    fn timestamp(&self, i: usize) -> i64 {
+        self.snapshots.get(i).map_or(i64::MIN, |s| s.timestamp_ms)
+    }
+}
+
+/// Per-snapshot working state, by graph index.
+struct State {
+    reasons: Vec<Vec<KeepReason>>,
+    /// Reached from a remaining branch head (rule 4's "on a branch's ancestry").
+    reachable: Vec<bool>,
+    tagged: Vec<bool>,
+    /// `visit[i] == walk` when the current walk has been at `i` (cycle guard without allocation).
+    visit: Vec<u32>,
+    walk: u32,
+}
+
+impl State {
+    fn new(n: usize) -> Self {
+        State {
+            reasons: vec![Vec::new(); n],
+            reachable: vec![false; n],
+            tagged: vec![false; n],
+            visit: vec![0; n],
+            walk: 0,
         }
     }
-    Ok(graph)
+
+    fn add(&mut self, i: usize, reason: KeepReason) {
+        if let Some(r) = self.reasons.get_mut(i) {
+            r.push(reason);
+        }
+    }
 }
 
 fn check_unique_ref_names(refs: &[SnapshotRef]) -> Result<()> {
@@ -209,22 +269,12 @@ fn age(now_ms: i64, timestamp_ms: i64) -> i128 {
     i128::from(now_ms) - i128::from(timestamp_ms)
 }
 
-fn add(reasons: &mut Reasons, id: SnapshotId, reason: KeepReason) {
-    reasons.entry(id).or_default().insert(reason);
-}
-
-fn policy_mode(
-    input: &ExpiryInput<'_>,
-    graph: &Graph<'_>,
-) -> (Reasons, Vec<RefVerdict>, Option<HashSet<SnapshotId>>) {
+fn policy_mode(input: &ExpiryInput<'_>, graph: &Graph<'_>, state: &mut State) -> Vec<RefVerdict> {
     let refs: Vec<RefVerdict> = input
         .refs
         .iter()
         .map(|r| judge_ref(r, graph, &input.policy, input.now_ms))
         .collect();
-    let mut reasons = Reasons::new();
-    let mut reachable = HashSet::new();
-    let mut tagged = HashSet::new();
     let mut main_walked = false;
     let surviving = input
         .refs
@@ -233,14 +283,10 @@ fn policy_mode(
         .filter(|(_, v)| v.fate == RefFate::Kept)
         .map(|(r, _)| r);
     for r in surviving {
-        if !graph.contains_key(&r.snapshot_id) {
+        let Some(head) = graph.find(r.snapshot_id) else {
             continue; // only `main` survives dangling; it retains nothing
-        }
-        add(
-            &mut reasons,
-            r.snapshot_id,
-            KeepReason::RefHead(r.name.clone()),
-        );
+        };
+        state.add(head, KeepReason::RefHead(r.name.clone()));
         match r.kind {
             RefKind::Branch => {
                 let walk = BranchWalk {
@@ -252,50 +298,47 @@ fn policy_mode(
                         .max_snapshot_age_ms
                         .unwrap_or(input.policy.max_snapshot_age_ms),
                 };
-                walk.run(
-                    graph,
-                    r.snapshot_id,
-                    input.now_ms,
-                    &mut reasons,
-                    &mut reachable,
-                );
+                walk.run(graph, head, input.now_ms, state);
                 main_walked |= r.name == MAIN_BRANCH;
             }
             RefKind::Tag => {
-                add(&mut reasons, r.snapshot_id, KeepReason::Tag(r.name.clone()));
-                tagged.insert(r.snapshot_id);
+                state.add(head, KeepReason::Tag(r.name.clone()));
+                if let Some(t) = state.tagged.get_mut(head) {
+                    *t = true;
+                }
             }
         }
     }
-    if let Some(current) = input.current_snapshot_id.filter(|_| !main_walked) {
+    let implicit_main = input.current_snapshot_id.filter(|_| !main_walked);
+    if let Some(current) = implicit_main.and_then(|id| graph.find(id)) {
         let walk = BranchWalk {
             name: MAIN_BRANCH,
             min_keep: input.policy.min_snapshots_to_keep,
             max_age_ms: input.policy.max_snapshot_age_ms,
         };
-        walk.run(graph, current, input.now_ms, &mut reasons, &mut reachable);
+        walk.run(graph, current, input.now_ms, state);
     }
-    for s in input.snapshots {
-        let unreferenced = !reachable.contains(&s.snapshot_id) && !tagged.contains(&s.snapshot_id);
-        let young =
-            age(input.now_ms, s.timestamp_ms) <= i128::from(input.policy.max_snapshot_age_ms);
-        if unreferenced && young {
-            add(&mut reasons, s.snapshot_id, KeepReason::UnreferencedYoung);
+    let max_age = i128::from(input.policy.max_snapshot_age_ms);
+    for (i, s) in graph.snapshots.iter().enumerate() {
+        let referenced =
+            state.reachable.get(i) == Some(&true) || state.tagged.get(i) == Some(&true);
+        if !referenced && age(input.now_ms, s.timestamp_ms) <= max_age {
+            state.add(i, KeepReason::UnreferencedYoung);
         }
     }
-    add_current(input, graph, &mut reasons);
-    (reasons, refs, Some(reachable))
+    add_current(input, graph, state);
+    refs
 }
 
 fn judge_ref(r: &SnapshotRef, graph: &Graph<'_>, policy: &TablePolicy, now_ms: i64) -> RefVerdict {
     let fate = if r.name == MAIN_BRANCH {
         RefFate::Kept
     } else {
-        match graph.get(&r.snapshot_id) {
+        match graph.find(r.snapshot_id) {
             None => RefFate::Removed(RefRemoval::Dangling),
             Some(head) => {
                 let max_ref_age_ms = r.max_ref_age_ms.unwrap_or(policy.max_ref_age_ms);
-                let age_ms = age(now_ms, head.timestamp_ms);
+                let age_ms = age(now_ms, graph.timestamp(head));
                 if age_ms > i128::from(max_ref_age_ms) {
                     let age_ms = i64::try_from(age_ms).unwrap_or(i64::MAX);
                     RefFate::Removed(RefRemoval::AgedOut {
@@ -325,39 +368,33 @@ struct BranchWalk<'n> {
 
 impl BranchWalk<'_> {
     /// Walk from `head` through parents, adding keep reasons while the branch retains, and marking
-    /// every snapshot reached (to the root, a missing parent, or a cycle) in `reachable`.
-    fn run(
-        &self,
-        graph: &Graph<'_>,
-        head: SnapshotId,
-        now_ms: i64,
-        reasons: &mut Reasons,
-        reachable: &mut HashSet<SnapshotId>,
-    ) {
-        let mut seen = HashSet::new();
+    /// every snapshot reached (to the root, a missing parent, or a cycle) reachable.
+    fn run(&self, graph: &Graph<'_>, head: usize, now_ms: i64, state: &mut State) {
+        state.walk = state.walk.wrapping_add(1);
+        if state.walk == 0 {
+            state.visit.iter_mut().for_each(|v| *v = 0);
+            state.walk = 1;
+        }
         let mut kept: i64 = 0;
         let mut retaining = true;
         let mut cursor = Some(head);
-        while let Some(id) = cursor {
-            let Some(snapshot) = graph.get(&id) else {
-                break;
-            };
-            if !seen.insert(id) {
-                break; // a cycle
+        while let Some(i) = cursor {
+            match state.visit.get_mut(i) {
+                Some(v) if *v != state.walk => *v = state.walk,
+                _ => break, // a cycle (or an index out of range, which cannot happen)
             }
-            let newly_reached = reachable.insert(id);
+            let newly_reached = state.reachable.get(i) == Some(&false);
+            if let Some(r) = state.reachable.get_mut(i) {
+                *r = true;
+            }
             if retaining {
                 let within_min_keep = kept < i64::from(self.min_keep);
-                let young = age(now_ms, snapshot.timestamp_ms) <= i128::from(self.max_age_ms);
+                let young = age(now_ms, graph.timestamp(i)) <= i128::from(self.max_age_ms);
                 if within_min_keep {
-                    add(
-                        reasons,
-                        id,
-                        KeepReason::BranchMinKeep(self.name.to_string()),
-                    );
+                    state.add(i, KeepReason::BranchMinKeep(self.name.to_string()));
                 }
                 if young {
-                    add(reasons, id, KeepReason::BranchYoung(self.name.to_string()));
+                    state.add(i, KeepReason::BranchYoung(self.name.to_string()));
                 }
                 if within_min_keep || young {
                     kept += 1;
@@ -368,16 +405,14 @@ impl BranchWalk<'_> {
             if !retaining && !newly_reached {
                 break; // an earlier walk already marked the rest of this ancestry
             }
-            cursor = snapshot.parent_snapshot_id;
+            cursor = graph.parent.get(i).copied().flatten();
         }
     }
 }
 
-fn add_current(input: &ExpiryInput<'_>, graph: &Graph<'_>, reasons: &mut Reasons) {
-    if let Some(current) = input.current_snapshot_id
-        && graph.contains_key(&current)
-    {
-        add(reasons, current, KeepReason::Current);
+fn add_current(input: &ExpiryInput<'_>, graph: &Graph<'_>, state: &mut State) {
+    if let Some(current) = input.current_snapshot_id.and_then(|id| graph.find(id)) {
+        state.add(current, KeepReason::Current);
     }
 }
 
@@ -392,52 +427,50 @@ fn kept_refs(refs: &[SnapshotRef]) -> Vec<RefVerdict> {
         .collect()
 }
 
-fn id_mode(input: &ExpiryInput<'_>, graph: &Graph<'_>, ids: &[SnapshotId]) -> Result<Reasons> {
+fn id_mode(
+    input: &ExpiryInput<'_>,
+    graph: &Graph<'_>,
+    ids: &[SnapshotId],
+    state: &mut State,
+) -> Result<()> {
     let protected: HashSet<SnapshotId> = input
         .refs
         .iter()
         .map(|r| r.snapshot_id)
         .chain(input.current_snapshot_id)
         .collect();
-    if let Some(id) = ids
-        .iter()
-        .find(|id| graph.contains_key(id) && protected.contains(id))
-    {
+    let exists = |id: &SnapshotId| graph.find(*id).is_some();
+    if let Some(id) = ids.iter().find(|id| exists(id) && protected.contains(id)) {
         return Err(Error::bad_arguments(format!(
             "expire_snapshots cannot expire snapshot {id} because it is referenced by current snapshot, branch, or tag"
         )));
     }
-    if let Some(id) = ids.iter().find(|id| !graph.contains_key(id)) {
+    if let Some(id) = ids.iter().find(|id| !exists(id)) {
         return Err(Error::bad_arguments(format!(
             "expire_snapshots snapshot id {id} does not exist"
         )));
     }
-    let named: HashSet<SnapshotId> = ids.iter().copied().collect();
-    let mut reasons = Reasons::new();
     for r in input.refs {
-        if graph.contains_key(&r.snapshot_id) {
-            add(
-                &mut reasons,
-                r.snapshot_id,
-                KeepReason::RefHead(r.name.clone()),
-            );
+        if let Some(head) = graph.find(r.snapshot_id) {
+            state.add(head, KeepReason::RefHead(r.name.clone()));
         }
     }
-    add_current(input, graph, &mut reasons);
-    for s in input.snapshots {
+    add_current(input, graph, state);
+    let named: HashSet<SnapshotId> = ids.iter().copied().collect();
+    for (i, s) in graph.snapshots.iter().enumerate() {
         if !named.contains(&s.snapshot_id) {
-            add(&mut reasons, s.snapshot_id, KeepReason::NotNamed);
+            state.add(i, KeepReason::NotNamed);
         }
     }
-    Ok(reasons)
+    Ok(())
 }
 
 /// Apply the fuse and turn the keep reasons into verdicts and the two id sets.
 fn assemble(
     input: &ExpiryInput<'_>,
-    mut reasons: Reasons,
+    state: State,
     refs: Vec<RefVerdict>,
-    reachable: Option<&HashSet<SnapshotId>>,
+    by_policy: bool,
 ) -> ExpiryDecision {
     let mut decision = ExpiryDecision {
         snapshots: Vec::with_capacity(input.snapshots.len()),
@@ -445,26 +478,24 @@ fn assemble(
         retained: BTreeSet::new(),
         expired: BTreeSet::new(),
     };
-    for s in input.snapshots {
+    let reached = state.reachable;
+    for ((s, mut reasons), reachable) in input.snapshots.iter().zip(state.reasons).zip(reached) {
         let id = s.snapshot_id;
-        if let Some(before) = input.expire_before_ms
-            && s.timestamp_ms >= before
-        {
-            add(&mut reasons, id, KeepReason::ProtectedByExpireBefore);
+        if input.expire_before_ms.is_some_and(|b| s.timestamp_ms >= b) {
+            reasons.push(KeepReason::ProtectedByExpireBefore);
         }
-        let fate = match reasons.remove(&id) {
-            Some(kept) if !kept.is_empty() => {
-                decision.retained.insert(id);
-                SnapshotFate::Kept(kept.into_iter().collect())
-            }
-            _ => {
-                decision.expired.insert(id);
-                SnapshotFate::Expired(match reachable {
-                    None => ExpireReason::NamedInIds,
-                    Some(r) if r.contains(&id) => ExpireReason::Aged,
-                    Some(_) => ExpireReason::UnreferencedAged,
-                })
-            }
+        let fate = if reasons.is_empty() {
+            decision.expired.insert(id);
+            SnapshotFate::Expired(match (by_policy, reachable) {
+                (false, _) => ExpireReason::NamedInIds,
+                (true, true) => ExpireReason::Aged,
+                (true, false) => ExpireReason::UnreferencedAged,
+            })
+        } else {
+            decision.retained.insert(id);
+            reasons.sort();
+            reasons.dedup();
+            SnapshotFate::Kept(reasons)
         };
         decision.snapshots.push(SnapshotVerdict {
             snapshot_id: id,
