@@ -12,6 +12,7 @@ pub mod error;
 pub mod format;
 pub mod iceberg;
 pub mod io;
+pub mod maintain;
 pub mod plan;
 pub mod settings;
 pub mod sql;
