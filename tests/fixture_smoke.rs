@@ -456,3 +456,66 @@ fn py_v2_for_clickhouse_accepts_execute() {
     );
     assert_eq!(rows[6][1], "1");
 }
+
+fn statistics_paths(entries: &Value) -> BTreeMap<i64, String> {
+    let list = entries.as_array().expect("statistics list");
+    let pair = |e: &Value| {
+        let snapshot = e["snapshot"].as_i64().expect("snapshot");
+        (snapshot, e["path"].as_str().expect("path").to_string())
+    };
+    list.iter().map(pair).collect()
+}
+
+/// Also shows the oracle reports files the metadata references but the disk lacks.
+#[test]
+fn py_v2_statistics_references_stats_files_and_oracle_reports_missing_files() {
+    let (fixture, oracle, _now) = build_and_check("py_v2_statistics", false);
+    for (key, fact) in [
+        ("statistics", "statistics_files"),
+        ("partition_statistics", "partition_statistics_files"),
+    ] {
+        let expected: BTreeMap<i64, String> = fixture.facts[fact]
+            .as_object()
+            .expect("stats map")
+            .iter()
+            .map(|(label, path)| {
+                (
+                    fixture.snapshot_id(label),
+                    path.as_str().expect("path").into(),
+                )
+            })
+            .collect();
+        assert_eq!(expected.len(), 2, "{fact}");
+        assert_eq!(statistics_paths(&oracle[key]), expected, "{key}");
+    }
+    let manifests_of = |label: &str| {
+        let id = fixture.snapshot_id(label).to_string();
+        sorted_strings(&oracle["snapshot_files"][id.as_str()]["manifests"])
+    };
+    let older = manifests_of("a5");
+    let added_by_a6: Vec<String> = manifests_of("a6")
+        .into_iter()
+        .filter(|m| !older.contains(m))
+        .collect();
+    assert_eq!(added_by_a6.len(), 1, "a fast append adds one manifest");
+    let manifest = added_by_a6[0].clone();
+    let a2 = fixture.snapshot_id("a2");
+    let manifest_list = oracle["snapshots"]
+        .as_array()
+        .and_then(|all| all.iter().find(|s| s["id"].as_i64() == Some(a2)))
+        .and_then(|s| s["manifest_list"].as_str())
+        .expect("manifest list of a2")
+        .to_string();
+    let stats = fixture.facts["statistics_files"]["a6"]
+        .as_str()
+        .expect("stats")
+        .to_string();
+    let data = fixture.data_file("a3").display().to_string();
+    let mut removed = vec![manifest, manifest_list, stats, data];
+    for path in &removed {
+        std::fs::remove_file(path).expect("remove a referenced file");
+    }
+    removed.sort();
+    let after = oracle_inspect(&fixture.metadata_path());
+    assert_eq!(sorted_strings(&after["missing"]), removed);
+}

@@ -8,8 +8,9 @@ usage:
 `inspect` reads the table with pyiceberg's StaticTable: snapshots, refs, for every ref the files
 `scan(snapshot_id).plan_files()` plans (data files and their delete files), for every snapshot the
 live (ADDED/EXISTING) entries of its manifests, counts from `inspect.entries()` and
-`inspect.manifests()`, the row count of `scan().to_arrow()` for main, and `missing`: every
-referenced file (manifest lists, manifests, live entries of every snapshot) absent from disk. Paths
+`inspect.manifests()`, the row count of `scan().to_arrow()` for main, the statistics and
+partition-statistics files, and `missing`: every referenced file (manifest lists, manifests, live
+entries of every snapshot, statistics files) absent from disk. Paths
 are local absolute paths (`file://` stripped). A part pyiceberg cannot answer becomes an `error`
 field instead of failing the whole report.
 
@@ -41,12 +42,17 @@ def _content_name(content) -> str:
 
 
 def _snapshot_entries(table, snapshot):
-    """Live entries of one snapshot's manifests, read without planning."""
+    """Live entries of one snapshot's manifests, read without planning; a missing manifest list or
+    manifest is skipped (the `missing` check reports it)."""
     io = table.io
     manifests = []
     files = []
+    if not os.path.exists(local_path(snapshot.manifest_list)):
+        return {"manifest_list": local_path(snapshot.manifest_list), "manifests": [], "files": []}
     for manifest in snapshot.manifests(io):
         manifests.append(local_path(manifest.manifest_path))
+        if not os.path.exists(local_path(manifest.manifest_path)):
+            continue
         for entry in manifest.fetch_manifest_entry(io, discard_deleted=True):
             files.append(
                 {
@@ -98,6 +104,12 @@ def inspect(metadata_path: str) -> dict:
         ],
         "snapshot_log": [{"id": e.snapshot_id, "ts": e.timestamp_ms} for e in meta.snapshot_log],
         "metadata_log": [{"file": local_path(e.metadata_file), "ts": e.timestamp_ms} for e in meta.metadata_log],
+        "statistics": [
+            {"snapshot": st.snapshot_id, "path": local_path(st.statistics_path)} for st in meta.statistics
+        ],
+        "partition_statistics": [
+            {"snapshot": st.snapshot_id, "path": local_path(st.statistics_path)} for st in meta.partition_statistics
+        ],
         "refs": {
             name: {
                 "type": ref.snapshot_ref_type.value,
@@ -129,6 +141,8 @@ def _missing(report) -> list:
         referenced.update(f["path"] for f in snapshot["files"])
     for snapshot in report["snapshots"]:
         referenced.add(snapshot["manifest_list"])
+    for key in ("statistics", "partition_statistics"):
+        referenced.update(st["path"] for st in report[key])
     return sorted(p for p in referenced if not os.path.exists(p))
 
 
