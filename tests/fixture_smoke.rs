@@ -519,3 +519,39 @@ fn py_v2_statistics_references_stats_files_and_oracle_reports_missing_files() {
     let after = oracle_inspect(&fixture.metadata_path());
     assert_eq!(sorted_strings(&after["missing"]), removed);
 }
+
+/// ClickHouse 26.9 counts old strays by name, and (unlike icetrim, SPEC §4) also those under
+/// `_`/`.` folders; the young stray is inside its default 3-day window.
+#[test]
+fn py_v2_for_clickhouse_orphans_as_clickhouse_counts_them() {
+    let (fixture, _oracle, _now) = build_and_check("py_v2_for_clickhouse", true);
+    let mut expected: BTreeMap<String, i64> = BTreeMap::new();
+    for orphan in fixture.facts["orphans"].as_array().expect("orphans") {
+        if orphan["kind"] != "young" {
+            let category = orphan["category"].as_str().expect("category");
+            *expected.entry(category.to_string()).or_default() += 1;
+        }
+    }
+    let rows = clickhouse(
+        &fixture.table_dir(),
+        "ALTER TABLE t EXECUTE remove_orphan_files(dry_run = 1)",
+    )
+    .expect("ClickHouse runs remove_orphan_files on the renamed table");
+    let count = |metric: &str| -> i64 {
+        let row = rows.iter().find(|r| r[0] == metric).expect("metric row");
+        row[1].parse().expect("integer metric")
+    };
+    for (category, metric) in [
+        ("data", "deleted_data_files_count"),
+        ("position_delete", "deleted_position_delete_files_count"),
+        ("equality_delete", "deleted_equality_delete_files_count"),
+        ("manifest", "deleted_manifest_files_count"),
+        ("manifest_list", "deleted_manifest_lists_count"),
+        ("metadata", "deleted_metadata_files_count"),
+        ("statistics", "deleted_statistics_files_count"),
+    ] {
+        let want = expected.get(category).copied().unwrap_or(0);
+        assert_eq!(count(metric), want, "{metric}");
+    }
+    assert_eq!(rows.len(), 9);
+}

@@ -10,9 +10,9 @@ usage:
 live (ADDED/EXISTING) entries of its manifests, counts from `inspect.entries()` and
 `inspect.manifests()`, the row count of `scan().to_arrow()` for main, the statistics and
 partition-statistics files, and `missing`: every referenced file (manifest lists, manifests, live
-entries of every snapshot, statistics files) absent from disk. Paths
-are local absolute paths (`file://` stripped). A part pyiceberg cannot answer becomes an `error`
-field instead of failing the whole report.
+entries of every snapshot, statistics files) absent from disk. Paths are local absolute paths
+(`file://` stripped). A part pyiceberg cannot answer (e.g. planning after a data file was deleted)
+goes into an `errors` map instead of failing the whole report; `missing` is always computed.
 
 `clickhouse` attaches `<table_dir>` as table `t` (ENGINE = IcebergLocal) in one chdb session, runs the
 statements in order and prints `{"ok": true, "columns": [...], "rows": [[text, ...], ...]}` for the
