@@ -5,6 +5,7 @@ pub mod procedures;
 pub mod registry;
 pub mod result;
 pub mod runtime;
+pub mod table;
 
 pub use result::{ExpireMetrics, Metrics, OrphanMetrics, QueryResult};
 pub use runtime::Runtime;

@@ -4,17 +4,24 @@
 use std::sync::Arc;
 
 use crate::clock::{Clock, SystemClock};
+use crate::io::FileIO;
 
 /// Shared services for executing statements.
 #[derive(Debug, Clone)]
 pub struct Runtime {
     pub clock: Arc<dyn Clock>,
+    /// Storage to use for every table instead of the one its engine names (embedders that bring
+    /// their own object store; tests that inject faults).
+    pub io_override: Option<FileIO>,
 }
 
 impl Runtime {
     /// A runtime on `clock`.
     pub fn new(clock: Arc<dyn Clock>) -> Self {
-        Runtime { clock }
+        Runtime {
+            clock,
+            io_override: None,
+        }
     }
 }
 

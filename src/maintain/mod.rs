@@ -12,3 +12,4 @@ pub mod keepset;
 pub mod orphans;
 pub mod policy;
 pub mod retention;
+pub mod target;

@@ -1,0 +1,167 @@
+//! Opening a registered table for maintenance: its engine arguments become a storage client, a
+//! location and the metadata-file settings.
+
+use super::registry::{EngineArg, TableDef};
+use super::runtime::Runtime;
+use crate::error::{Error, Result};
+use crate::iceberg::locate::MetadataSettings;
+use crate::io::{FileIO, StorageOptions};
+use crate::maintain::target::MaintenanceTarget;
+use crate::settings::Settings;
+
+/// The table `def`, ready for a procedure run with the session's `settings`.
+pub fn open_table(
+    runtime: &Runtime,
+    settings: &Settings,
+    def: &TableDef,
+) -> Result<MaintenanceTarget> {
+    let args = string_args(def)?;
+    let (location, io) = match def.engine.as_str() {
+        "IcebergLocal" => {
+            let [path] = args.as_slice() else {
+                return Err(Error::bad_arguments(format!(
+                    "IcebergLocal expects one argument (the table path), table {}.{} has {}",
+                    def.database,
+                    def.name,
+                    args.len()
+                )));
+            };
+            (
+                path.clone(),
+                runtime.io_override.clone().unwrap_or_else(FileIO::local),
+            )
+        }
+        "IcebergS3" => {
+            let (location, options) = StorageOptions::from_s3_engine_args(&args)?;
+            (
+                location,
+                runtime
+                    .io_override
+                    .clone()
+                    .unwrap_or_else(|| FileIO::new(options)),
+            )
+        }
+        "IcebergAzure" => {
+            let (location, options) = StorageOptions::from_azure_engine_args(&args)?;
+            (
+                location,
+                runtime
+                    .io_override
+                    .clone()
+                    .unwrap_or_else(|| FileIO::new(options)),
+            )
+        }
+        other => {
+            return Err(Error::bad_arguments(format!(
+                "Unknown table engine {other}"
+            )));
+        }
+    };
+    Ok(MaintenanceTarget {
+        io,
+        location,
+        metadata_settings: metadata_settings(def)?,
+        table_name: format!("{}.{}", def.database, def.name),
+        settings: settings.clone(),
+        now_ms: runtime.clock.now_ms(),
+    })
+}
+
+fn string_args(def: &TableDef) -> Result<Vec<String>> {
+    def.args
+        .iter()
+        .map(|a| match a {
+            EngineArg::Str(s) => Ok(s.clone()),
+            EngineArg::NoSign if def.engine == "IcebergS3" => Ok("NOSIGN".to_string()),
+            EngineArg::NoSign => Err(Error::bad_arguments(format!(
+                "NOSIGN is not an argument of {}",
+                def.engine
+            ))),
+        })
+        .collect()
+}
+
+fn flag(def: &TableDef, name: &str) -> Result<bool> {
+    match def
+        .settings
+        .get(name)
+        .map(|v| v.trim().to_ascii_lowercase())
+    {
+        None => Ok(false),
+        Some(v) if v == "1" || v == "true" => Ok(true),
+        Some(v) if v == "0" || v == "false" => Ok(false),
+        Some(v) => Err(Error::bad_arguments(format!(
+            "Table setting {name} must be 0 or 1, got '{v}'"
+        ))),
+    }
+}
+
+fn metadata_settings(def: &TableDef) -> Result<MetadataSettings> {
+    let text = |name: &str| def.settings.get(name).filter(|v| !v.is_empty()).cloned();
+    Ok(MetadataSettings {
+        metadata_file_path: text("iceberg_metadata_file_path"),
+        table_uuid: text("iceberg_metadata_table_uuid"),
+        by_last_updated_ms: flag(def, "iceberg_recent_metadata_file_by_last_updated_ms_field")?,
+        use_version_hint: flag(def, "iceberg_use_version_hint")?,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    fn local(path: &str, settings: &[(&str, &str)]) -> TableDef {
+        TableDef {
+            database: "default".into(),
+            name: "t".into(),
+            engine: "IcebergLocal".into(),
+            args: vec![EngineArg::Str(path.into())],
+            settings: settings
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect::<BTreeMap<_, _>>(),
+            columns: None,
+        }
+    }
+
+    #[test]
+    fn local_table_with_settings() {
+        let def = local(
+            "/data/t",
+            &[
+                ("iceberg_use_version_hint", "1"),
+                ("iceberg_metadata_file_path", "v3.metadata.json"),
+            ],
+        );
+        let t = open_table(&Runtime::default(), &Settings::new(), &def).unwrap();
+        assert_eq!(t.location, "/data/t");
+        assert!(t.metadata_settings.use_version_hint);
+        assert_eq!(
+            t.metadata_settings.metadata_file_path.as_deref(),
+            Some("v3.metadata.json")
+        );
+        assert_eq!(t.table_name, "default.t");
+    }
+
+    #[test]
+    fn bad_flag_is_named() {
+        let def = local("/data/t", &[("iceberg_use_version_hint", "maybe")]);
+        let e = open_table(&Runtime::default(), &Settings::new(), &def).unwrap_err();
+        assert!(e.message().contains("iceberg_use_version_hint"), "{e}");
+    }
+
+    #[test]
+    fn s3_table_location() {
+        let def = TableDef {
+            engine: "IcebergS3".into(),
+            args: vec![
+                EngineArg::Str("s3://bucket/wh/t/".into()),
+                EngineArg::NoSign,
+            ],
+            ..local("", &[])
+        };
+        let t = open_table(&Runtime::default(), &Settings::new(), &def).unwrap();
+        assert!(t.location.starts_with("s3://bucket/wh/t"), "{}", t.location);
+    }
+}
