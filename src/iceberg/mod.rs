@@ -1,7 +1,7 @@
 //! The Iceberg table format: the domain model, `metadata.json`, Avro manifests and manifest lists,
 //! finding the current metadata, and commits.
 
-pub mod spec;
 pub mod avro;
 pub mod manifest;
 pub mod manifest_list;
+pub mod spec;
