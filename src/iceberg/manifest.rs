@@ -17,10 +17,8 @@ pub use crate::iceberg::avro::manifest_writer::{ManifestWriter, NewManifest, Wri
 
 use crate::error::Result;
 use crate::iceberg::avro::container::Container;
-use crate::iceberg::avro::cursor::Malformed;
-use crate::iceberg::avro::entry_value::entry_from_value;
+use crate::iceberg::avro::entry_decode::decode_entry;
 use crate::iceberg::avro::projection::EntryPlan;
-use crate::iceberg::avro::value::decode_value;
 use crate::iceberg::manifest_list::ManifestFile;
 use crate::iceberg::spec::{DataContent, EntryStatus, FormatVersion, ManifestContent, SnapshotId};
 
@@ -217,23 +215,14 @@ pub fn read_manifest(bytes: &[u8], file_name: &str) -> Result<Manifest> {
     let container = Container::open(bytes, file_name)?;
     EntryPlan::new(&container.header.schema).map_err(|m| container.error(m))?;
     let node = container.header.schema.clone();
+    let record = node
+        .as_record()
+        .ok_or_else(|| container.error("manifest schema is not a record"))?;
     let mut entries = Vec::new();
-    let mut bad_entry = None;
-    let decoded = container.for_each_datum(|c| {
-        let value = decode_value(c, &node)?;
-        match entry_from_value(value) {
-            Ok(e) => entries.push(e),
-            Err(m) => {
-                bad_entry = Some(format!("entry {}: {m}", entries.len()));
-                return Err(Malformed("entry does not fit the Iceberg manifest schema"));
-            }
-        }
+    container.for_each_datum(|c| {
+        entries.push(decode_entry(c, record)?);
         Ok(())
-    });
-    if let Some(m) = bad_entry {
-        return Err(container.error(m));
-    }
-    decoded?;
+    })?;
     let header = container.header;
     Ok(Manifest {
         metadata: header.metadata,

@@ -13,12 +13,13 @@
 //! Layout: `cursor` (binary primitives, skipping), `schema` (writer schema tree), `codec`,
 //! `container` (file header and blocks), `value`/`encode` (generic datums), `iceberg_schema`
 //! (the spec's schemas per format version), `partition` (partition tuple type and summaries),
-//! `projection` (the hot path), `entry_value` (typed entries ↔ datums), `manifest_writer`.
+//! `projection` (the hot path), `entry_decode` (datum → typed entry), `entry_value` (typed entry → datum), `manifest_writer`.
 
 pub mod codec;
 pub mod container;
 pub mod cursor;
 pub mod encode;
+pub mod entry_decode;
 pub mod entry_value;
 pub mod iceberg_schema;
 pub mod manifest_writer;
