@@ -250,7 +250,9 @@ fn fastavro_and_pyiceberg_read_what_we_write() {
     let list_path = dir.path().join("snap-55-0-x.avro");
     std::fs::write(
         &list_path,
-        write_manifest_list(&meta, &[mf], Codec::Deflate).expect("list"),
+        write_manifest_list(&meta, &[mf], Codec::Deflate)
+            .expect("list")
+            .bytes,
     )
     .expect("write list");
 

@@ -246,7 +246,7 @@ fn manifest_lists_round_trip_every_version_and_codec() {
             first_row_id: Some(500),
         };
         for codec in CODECS {
-            let bytes = write_manifest_list(&meta, &manifests, codec).unwrap();
+            let bytes = write_manifest_list(&meta, &manifests, codec).unwrap().bytes;
             assert_eq!(
                 read_manifest_list(&bytes, "snap-42.avro").unwrap(),
                 manifests,
@@ -254,6 +254,26 @@ fn manifest_lists_round_trip_every_version_and_codec() {
             );
         }
     }
+}
+
+#[test]
+fn v3_list_assigns_first_row_ids_to_data_manifests() {
+    let mut manifests: Vec<_> = (0..4).map(|i| list_entry(i, FormatVersion::V3)).collect();
+    manifests.iter_mut().for_each(|m| m.first_row_id = None);
+    manifests[2].first_row_id = Some(77);
+    let meta = ManifestListMeta {
+        format_version: FormatVersion::V3,
+        snapshot_id: 42,
+        parent_snapshot_id: None,
+        sequence_number: 3,
+        first_row_id: Some(1000),
+    };
+    let written = write_manifest_list(&meta, &manifests, Codec::Deflate).unwrap();
+    let back = read_manifest_list(&written.bytes, "snap.avro").unwrap();
+    // 0: data, gets 1000 and uses 30 rows; 1: deletes, none; 2: keeps 77; 3: deletes, none.
+    let ids: Vec<_> = back.iter().map(|m| m.first_row_id).collect();
+    assert_eq!(ids, [Some(1000), None, Some(77), None]);
+    assert_eq!(written.next_row_id, Some(1030));
 }
 
 #[test]
@@ -324,11 +344,17 @@ fn inheritance_follows_the_spec() {
             (f.sequence_number, f.data_file.first_row_id)
         );
     }
-    // Entry 0 (ADDED, no first_row_id) gets 5000; entry 3 (ADDED, row id 3000 written) keeps it.
+    // Entry 0 (ADDED, no first_row_id) gets 5000; entry 3 (row id 3000 written) keeps it.
     assert_eq!(projected[0].sequence_number, Some(12));
     assert_eq!(projected[0].file_sequence_number, Some(12));
     assert_eq!(projected[0].first_row_id, Some(5000));
     assert_eq!(projected[3].first_row_id, Some(3000));
+    // Entry 4 (EXISTING, null) follows entry 0's records; entry 2 (DELETED) gets none.
+    assert_eq!(
+        projected[4].first_row_id,
+        Some(5000 + projected[0].record_count)
+    );
+    assert_eq!(projected[2].first_row_id, None);
     // EXISTING and DELETED entries keep their written sequence numbers.
     assert_eq!(projected[1].sequence_number, Some(1));
     assert_eq!(projected[2].sequence_number, Some(2));

@@ -4,10 +4,11 @@
 //! Inheritance (Iceberg spec, "Sequence Number Inheritance" and "First Row ID Inheritance"): a null
 //! `snapshot_id` takes the manifest's `added_snapshot_id`; a null `sequence_number` or
 //! `file_sequence_number` takes the manifest's `sequence_number` when the entry is ADDED, or when the
-//! manifest's sequence number is 0 (v1: every sequence number is 0). In v3, an ADDED data entry with a
-//! null `first_row_id` gets the manifest's `first_row_id` plus the record counts of the earlier such
-//! entries of the same manifest. Readers return raw values; callers apply [`inherit`] with the
-//! manifest-list entry in hand.
+//! manifest's sequence number is 0 (v1: every sequence number is 0). In v3, when the manifest has a
+//! `first_row_id`, a live (ADDED or EXISTING) data entry with a null `first_row_id` gets the manifest's
+//! `first_row_id` plus the record counts of the earlier such entries of the same manifest (spec "First
+//! Row ID Inheritance"; Java's `ManifestReader` also skips DELETED entries). Readers return raw values;
+//! callers apply [`inherit`] with the manifest-list entry in hand.
 
 use std::collections::BTreeMap;
 
@@ -287,7 +288,7 @@ pub fn inherit<E: Inheritable>(entries: &mut [E], manifest: &ManifestFile) {
     for e in entries {
         let added = e.status() == EntryStatus::Added;
         let takes_sequence = added || manifest.sequence_number == 0;
-        let assigns_row_id = added && e.content() == DataContent::Data;
+        let assigns_row_id = e.status().is_live() && e.content() == DataContent::Data;
         let records = e.record_count();
         let [
             snapshot_id,
