@@ -320,6 +320,13 @@ fn writer_counts_and_summaries() {
     assert!(p[0].contains_null);
     assert_eq!(p[1].lower_bound, Some(19_000i32.to_le_bytes().to_vec()));
     assert_eq!(p[1].upper_bound, Some(19_008i32.to_le_bytes().to_vec()));
+    // v1 has no delete manifests.
+    let v1_deletes = NewManifest {
+        format_version: FormatVersion::V1,
+        content: ManifestContent::Deletes,
+        ..opts.clone()
+    };
+    assert!(ManifestWriter::new(&v1_deletes).is_err());
     // A data manifest refuses a delete file.
     let mut w = ManifestWriter::new(&opts).unwrap();
     let mut bad = entry(1, FormatVersion::V2);
@@ -376,4 +383,42 @@ fn inheritance_follows_the_spec() {
         v1.iter()
             .all(|e| e.first_row_id.is_none() && e.snapshot_id.is_some())
     );
+}
+
+#[test]
+fn delete_manifests_round_trip_with_v3_fields() {
+    let opts = NewManifest {
+        format_version: FormatVersion::V3,
+        content: ManifestContent::Deletes,
+        table_schema_json: SCHEMA,
+        partition_spec_json: SPEC,
+        partition_spec_id: 0,
+        codec: Codec::Zstandard,
+    };
+    let mut w = ManifestWriter::new(&opts).unwrap();
+    let mut e = entry(1, FormatVersion::V3);
+    e.data_file.content = DataContent::PositionDeletes;
+    e.data_file.file_format = "PUFFIN".into();
+    e.data_file.referenced_data_file = Some("s3://bucket/t/data/f-0.parquet".into());
+    e.data_file.content_offset = Some(4);
+    e.data_file.content_size_in_bytes = Some(40);
+    let mut eq = entry(2, FormatVersion::V3);
+    eq.data_file.content = DataContent::EqualityDeletes;
+    eq.data_file.equality_ids = Some(vec![1, 2]);
+    w.add(&e).unwrap();
+    w.add(&eq).unwrap();
+    let written = w.finish().unwrap();
+    assert_eq!(written.content, ManifestContent::Deletes);
+    let m = read_manifest(&written.bytes, "d.avro").unwrap();
+    assert_eq!(m.content(), ManifestContent::Deletes);
+    assert_eq!(m.meta_str("content"), Some("deletes"));
+    let back: Vec<_> = m.entries.into_iter().map(normalized).collect();
+    assert_eq!(back, vec![e, eq]);
+    let p = read_manifest_projected(&written.bytes, "d.avro").unwrap();
+    assert_eq!(p[0].content, DataContent::PositionDeletes);
+    assert_eq!(
+        p[0].referenced_data_file.as_deref(),
+        Some("s3://bucket/t/data/f-0.parquet")
+    );
+    assert_eq!(p[1].content, DataContent::EqualityDeletes);
 }

@@ -75,29 +75,38 @@ fn time<T>(label: &str, entries: usize, runs: usize, mut f: impl FnMut() -> T) -
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let n: usize = std::env::args().nth(1).map_or(Ok(100_000), |a| a.parse())?;
-    let opts = NewManifest {
-        format_version: FormatVersion::V2,
-        content: ManifestContent::Data,
-        table_schema_json: SCHEMA,
-        partition_spec_json: SPEC,
-        partition_spec_id: 0,
-        codec: Codec::Deflate,
+    let entries: Vec<ManifestEntry> = (0..n as i64).map(entry).collect();
+    let write = |codec: Codec| -> Result<Vec<u8>, icetrim::Error> {
+        let opts = NewManifest {
+            format_version: FormatVersion::V2,
+            content: ManifestContent::Data,
+            table_schema_json: SCHEMA,
+            partition_spec_json: SPEC,
+            partition_spec_id: 0,
+            codec,
+        };
+        let mut w = ManifestWriter::new(&opts)?;
+        entries.iter().try_for_each(|e| w.add(e))?;
+        Ok(w.finish()?.bytes)
     };
-    let mut w = ManifestWriter::new(&opts)?;
-    let start = Instant::now();
-    for i in 0..n as i64 {
-        w.add(&entry(i))?;
-    }
-    let bytes = w.finish()?.bytes;
+    let bytes = write(Codec::Deflate)?;
+    let plain = write(Codec::Null)?;
     println!(
-        "wrote {n} entries, {} bytes (deflate) in {:.2?}",
+        "{n} entries: {} bytes deflate, {} bytes uncompressed",
         bytes.len(),
-        start.elapsed()
+        plain.len()
     );
 
+    time("write (ours, deflate)", n, 1, || {
+        write(Codec::Deflate).map(|b| b.len())
+    });
     let projected = time("projection (ours)", n, 5, || {
         let mut rows = 0i64;
         for_each_projected(&bytes, "bench.avro", |e| rows += e.record_count).map(|_| rows)
+    });
+    time("projection, null codec", n, 5, || {
+        let mut rows = 0i64;
+        for_each_projected(&plain, "bench.avro", |e| rows += e.record_count).map(|_| rows)
     });
     let full = time("full decode (ours)", n, 3, || {
         read_manifest(&bytes, "bench.avro").map(|m| m.entries.len())
