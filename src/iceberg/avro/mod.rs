@@ -14,7 +14,8 @@
 //! Layout: `cursor` (binary primitives, skipping), `schema` (writer schema tree), `codec`,
 //! `container` (file header and blocks), `value`/`encode` (generic datums), `iceberg_schema`
 //! (the spec's schemas per format version), `partition` (partition tuple type and summaries),
-//! `projection` (the hot path), `entry_decode` (datum → typed entry), `entry_value` (typed entry → datum), `manifest_writer`.
+//! `projection` (the hot path), `entry_decode` (datum → typed entry), `entry_value` (typed entry →
+//! datum), `manifest_writer`.
 
 pub mod codec;
 pub mod container;
