@@ -70,7 +70,9 @@ fn list() -> Vec<u8> {
         sequence_number: 1,
         first_row_id: None,
     };
-    write_manifest_list(&meta, &[m.clone(), m], Codec::Null).unwrap()
+    write_manifest_list(&meta, &[m.clone(), m], Codec::Null)
+        .unwrap()
+        .bytes
 }
 
 /// Runs every reader; each must fail with INCORRECT_DATA naming the file, or succeed.

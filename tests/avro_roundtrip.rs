@@ -246,7 +246,7 @@ fn manifest_lists_round_trip_every_version_and_codec() {
             first_row_id: Some(500),
         };
         for codec in CODECS {
-            let bytes = write_manifest_list(&meta, &manifests, codec).unwrap();
+            let bytes = write_manifest_list(&meta, &manifests, codec).unwrap().bytes;
             assert_eq!(
                 read_manifest_list(&bytes, "snap-42.avro").unwrap(),
                 manifests,
@@ -254,6 +254,26 @@ fn manifest_lists_round_trip_every_version_and_codec() {
             );
         }
     }
+}
+
+#[test]
+fn v3_list_assigns_first_row_ids_to_data_manifests() {
+    let mut manifests: Vec<_> = (0..4).map(|i| list_entry(i, FormatVersion::V3)).collect();
+    manifests.iter_mut().for_each(|m| m.first_row_id = None);
+    manifests[2].first_row_id = Some(77);
+    let meta = ManifestListMeta {
+        format_version: FormatVersion::V3,
+        snapshot_id: 42,
+        parent_snapshot_id: None,
+        sequence_number: 3,
+        first_row_id: Some(1000),
+    };
+    let written = write_manifest_list(&meta, &manifests, Codec::Deflate).unwrap();
+    let back = read_manifest_list(&written.bytes, "snap.avro").unwrap();
+    // 0: data, gets 1000 and uses 30 rows; 1: deletes, none; 2: keeps 77; 3: deletes, none.
+    let ids: Vec<_> = back.iter().map(|m| m.first_row_id).collect();
+    assert_eq!(ids, [Some(1000), None, Some(77), None]);
+    assert_eq!(written.next_row_id, Some(1030));
 }
 
 #[test]
@@ -300,6 +320,13 @@ fn writer_counts_and_summaries() {
     assert!(p[0].contains_null);
     assert_eq!(p[1].lower_bound, Some(19_000i32.to_le_bytes().to_vec()));
     assert_eq!(p[1].upper_bound, Some(19_008i32.to_le_bytes().to_vec()));
+    // v1 has no delete manifests.
+    let v1_deletes = NewManifest {
+        format_version: FormatVersion::V1,
+        content: ManifestContent::Deletes,
+        ..opts.clone()
+    };
+    assert!(ManifestWriter::new(&v1_deletes).is_err());
     // A data manifest refuses a delete file.
     let mut w = ManifestWriter::new(&opts).unwrap();
     let mut bad = entry(1, FormatVersion::V2);
@@ -324,11 +351,17 @@ fn inheritance_follows_the_spec() {
             (f.sequence_number, f.data_file.first_row_id)
         );
     }
-    // Entry 0 (ADDED, no first_row_id) gets 5000; entry 3 (ADDED, row id 3000 written) keeps it.
+    // Entry 0 (ADDED, no first_row_id) gets 5000; entry 3 (row id 3000 written) keeps it.
     assert_eq!(projected[0].sequence_number, Some(12));
     assert_eq!(projected[0].file_sequence_number, Some(12));
     assert_eq!(projected[0].first_row_id, Some(5000));
     assert_eq!(projected[3].first_row_id, Some(3000));
+    // Entry 4 (EXISTING, null) follows entry 0's records; entry 2 (DELETED) gets none.
+    assert_eq!(
+        projected[4].first_row_id,
+        Some(5000 + projected[0].record_count)
+    );
+    assert_eq!(projected[2].first_row_id, None);
     // EXISTING and DELETED entries keep their written sequence numbers.
     assert_eq!(projected[1].sequence_number, Some(1));
     assert_eq!(projected[2].sequence_number, Some(2));
@@ -350,4 +383,42 @@ fn inheritance_follows_the_spec() {
         v1.iter()
             .all(|e| e.first_row_id.is_none() && e.snapshot_id.is_some())
     );
+}
+
+#[test]
+fn delete_manifests_round_trip_with_v3_fields() {
+    let opts = NewManifest {
+        format_version: FormatVersion::V3,
+        content: ManifestContent::Deletes,
+        table_schema_json: SCHEMA,
+        partition_spec_json: SPEC,
+        partition_spec_id: 0,
+        codec: Codec::Zstandard,
+    };
+    let mut w = ManifestWriter::new(&opts).unwrap();
+    let mut e = entry(1, FormatVersion::V3);
+    e.data_file.content = DataContent::PositionDeletes;
+    e.data_file.file_format = "PUFFIN".into();
+    e.data_file.referenced_data_file = Some("s3://bucket/t/data/f-0.parquet".into());
+    e.data_file.content_offset = Some(4);
+    e.data_file.content_size_in_bytes = Some(40);
+    let mut eq = entry(2, FormatVersion::V3);
+    eq.data_file.content = DataContent::EqualityDeletes;
+    eq.data_file.equality_ids = Some(vec![1, 2]);
+    w.add(&e).unwrap();
+    w.add(&eq).unwrap();
+    let written = w.finish().unwrap();
+    assert_eq!(written.content, ManifestContent::Deletes);
+    let m = read_manifest(&written.bytes, "d.avro").unwrap();
+    assert_eq!(m.content(), ManifestContent::Deletes);
+    assert_eq!(m.meta_str("content"), Some("deletes"));
+    let back: Vec<_> = m.entries.into_iter().map(normalized).collect();
+    assert_eq!(back, vec![e, eq]);
+    let p = read_manifest_projected(&written.bytes, "d.avro").unwrap();
+    assert_eq!(p[0].content, DataContent::PositionDeletes);
+    assert_eq!(
+        p[0].referenced_data_file.as_deref(),
+        Some("s3://bucket/t/data/f-0.parquet")
+    );
+    assert_eq!(p[1].content, DataContent::EqualityDeletes);
 }

@@ -4,10 +4,11 @@
 //! Inheritance (Iceberg spec, "Sequence Number Inheritance" and "First Row ID Inheritance"): a null
 //! `snapshot_id` takes the manifest's `added_snapshot_id`; a null `sequence_number` or
 //! `file_sequence_number` takes the manifest's `sequence_number` when the entry is ADDED, or when the
-//! manifest's sequence number is 0 (v1: every sequence number is 0). In v3, an ADDED data entry with a
-//! null `first_row_id` gets the manifest's `first_row_id` plus the record counts of the earlier such
-//! entries of the same manifest. Readers return raw values; callers apply [`inherit`] with the
-//! manifest-list entry in hand.
+//! manifest's sequence number is 0 (v1: every sequence number is 0). In v3, when the manifest has a
+//! `first_row_id`, a live (ADDED or EXISTING) data entry with a null `first_row_id` gets the manifest's
+//! `first_row_id` plus the record counts of the earlier such entries of the same manifest (spec "First
+//! Row ID Inheritance"; Java's `ManifestReader` also skips DELETED entries). Readers return raw values;
+//! callers apply [`inherit`] with the manifest-list entry in hand.
 
 use std::collections::BTreeMap;
 
@@ -17,9 +18,8 @@ pub use crate::iceberg::avro::manifest_writer::{ManifestWriter, NewManifest, Wri
 
 use crate::error::Result;
 use crate::iceberg::avro::container::Container;
-use crate::iceberg::avro::entry_value::entry_from_value;
+use crate::iceberg::avro::entry_decode::decode_entry;
 use crate::iceberg::avro::projection::EntryPlan;
-use crate::iceberg::avro::value::decode_value;
 use crate::iceberg::manifest_list::ManifestFile;
 use crate::iceberg::spec::{DataContent, EntryStatus, FormatVersion, ManifestContent, SnapshotId};
 
@@ -216,16 +216,14 @@ pub fn read_manifest(bytes: &[u8], file_name: &str) -> Result<Manifest> {
     let container = Container::open(bytes, file_name)?;
     EntryPlan::new(&container.header.schema).map_err(|m| container.error(m))?;
     let node = container.header.schema.clone();
-    let mut values = Vec::new();
+    let record = node
+        .as_record()
+        .ok_or_else(|| container.error("manifest schema is not a record"))?;
+    let mut entries = Vec::new();
     container.for_each_datum(|c| {
-        values.push(decode_value(c, &node)?);
+        entries.push(decode_entry(c, record)?);
         Ok(())
     })?;
-    let entries = values
-        .into_iter()
-        .enumerate()
-        .map(|(i, v)| entry_from_value(v).map_err(|m| container.error(format!("entry {i}: {m}"))))
-        .collect::<Result<Vec<_>>>()?;
     let header = container.header;
     Ok(Manifest {
         metadata: header.metadata,
@@ -290,7 +288,7 @@ pub fn inherit<E: Inheritable>(entries: &mut [E], manifest: &ManifestFile) {
     for e in entries {
         let added = e.status() == EntryStatus::Added;
         let takes_sequence = added || manifest.sequence_number == 0;
-        let assigns_row_id = added && e.content() == DataContent::Data;
+        let assigns_row_id = e.status().is_live() && e.content() == DataContent::Data;
         let records = e.record_count();
         let [
             snapshot_id,

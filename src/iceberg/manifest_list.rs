@@ -6,6 +6,10 @@
 //! and 0. The list is small, so it is decoded generically and converted. Writing uses the exact Iceberg
 //! schema of the format version and header keys `snapshot-id`, `parent-snapshot-id`,
 //! `sequence-number` (v2+), `first-row-id` (v3), `format-version`.
+//!
+//! First row id assignment (v3, spec "First Row ID Assignment"): existing values are kept, delete
+//! manifests get none, and each data manifest without one gets the next id, starting at the
+//! snapshot's `first-row-id` and advancing by its `existing_rows_count + added_rows_count`.
 
 use apache_avro::types::Value;
 
@@ -260,12 +264,22 @@ fn manifest_file_to_value(m: &ManifestFile) -> Value {
     ])
 }
 
-/// Writes a manifest list of `manifests` with Iceberg's schema for `meta.format_version`.
+/// A written manifest list.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WrittenManifestList {
+    pub bytes: Vec<u8>,
+    /// v3: the row id after the last one assigned (the table's new `next-row-id`); the snapshot's
+    /// `added-rows` is this minus `first-row-id`.
+    pub next_row_id: Option<i64>,
+}
+
+/// Writes a manifest list of `manifests` with Iceberg's schema for `meta.format_version`, assigning
+/// v3 first row ids.
 pub fn write_manifest_list(
     meta: &ManifestListMeta,
     manifests: &[ManifestFile],
     codec: Codec,
-) -> Result<Vec<u8>> {
+) -> Result<WrittenManifestList> {
     let version = meta.format_version;
     if version == FormatVersion::V1 {
         if let Some(m) = manifests
@@ -303,10 +317,21 @@ pub fn write_manifest_list(
         .map(|(k, v)| (k, v.into_bytes()))
         .collect();
     let mut writer = ContainerWriter::new(&schema_json, &metadata, codec);
+    let mut next_row_id = meta.first_row_id.filter(|_| version >= FormatVersion::V3);
     for m in manifests {
-        write_one(&mut writer, &node, m)?;
+        let mut m = m.clone();
+        if let (Some(next), ManifestContent::Data, None) = (next_row_id, m.content, m.first_row_id)
+        {
+            m.first_row_id = Some(next);
+            let rows = m.existing_rows_count.unwrap_or(0) + m.added_rows_count.unwrap_or(0);
+            next_row_id = Some(next.saturating_add(rows.max(0)));
+        }
+        write_one(&mut writer, &node, &m)?;
     }
-    writer.finish()
+    Ok(WrittenManifestList {
+        bytes: writer.finish()?,
+        next_row_id,
+    })
 }
 
 fn write_one(writer: &mut ContainerWriter, node: &Node, m: &ManifestFile) -> Result<()> {

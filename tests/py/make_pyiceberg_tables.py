@@ -1,6 +1,7 @@
 """Build small pyiceberg tables under a warehouse folder for the Avro interop test.
 
-Table `db.plain`: two appends and a delete (copy-on-write). Table `db.parted`: identity-partitioned, two appends. Usage: python make_pyiceberg_tables.py WAREHOUSE_DIR
+Table `db.plain`: two appends and a delete (copy-on-write). Table `db.parted`: identity-partitioned, two appends.
+Table `db.v1`: format version 1, partitioned, two appends. Usage: python make_pyiceberg_tables.py WAREHOUSE_DIR
 """
 import sys
 
@@ -36,4 +37,7 @@ spec = PartitionSpec(
 parted = catalog.create_table("db.parted", schema=schema, partition_spec=spec)
 parted.append(batch(range(0, 12)))
 parted.append(batch(range(12, 20)))
+v1 = catalog.create_table("db.v1", schema=schema, partition_spec=spec, properties={"format-version": "1"})
+v1.append(batch(range(0, 6)))
+v1.append(batch(range(6, 9)))
 print("ok")

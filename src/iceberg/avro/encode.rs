@@ -27,16 +27,20 @@ pub fn write_bytes(out: &mut Vec<u8>, b: &[u8]) {
 
 /// Writes `value` as type `node`; the error names the path of the value that does not fit.
 pub fn encode_value(out: &mut Vec<u8>, node: &Node, value: &Value) -> Result<(), String> {
-    encode_at(out, node, value, "")
+    encode_at(out, node, value).map_err(|e| {
+        let (path, msg) = e.split_once(": ").unwrap_or(("", &e));
+        let path = path.strip_prefix('.').unwrap_or(path);
+        let path = if path.is_empty() { "<root>" } else { path };
+        format!("value at {path} {msg}")
+    })
 }
 
-fn mismatch(path: &str, node: &Node, value: &Value) -> String {
+fn mismatch(node: &Node, value: &Value) -> String {
     let what = match node {
         Node::Record(r) => format!("record {}", r.name),
         other => format!("{other:?}").chars().take(40).collect(),
     };
-    let path = if path.is_empty() { "<root>" } else { path };
-    format!("value at {path} does not fit Avro type {what}: {value:?}")
+    format!(": does not fit Avro type {what}: {value:?}")
 }
 
 fn as_i64(value: &Value) -> Option<i64> {
@@ -80,9 +84,9 @@ fn accepts(node: &Node, value: &Value) -> bool {
     }
 }
 
-fn encode_at(out: &mut Vec<u8>, node: &Node, value: &Value, path: &str) -> Result<(), String> {
+fn encode_at(out: &mut Vec<u8>, node: &Node, value: &Value) -> Result<(), String> {
     if let (Value::Union(_, inner), false) = (value, matches!(node, Node::Union(_))) {
-        return encode_at(out, node, inner, path);
+        return encode_at(out, node, inner);
     }
     match (node, value) {
         (Node::Null, Value::Null) => {}
@@ -98,21 +102,21 @@ fn encode_at(out: &mut Vec<u8>, node: &Node, value: &Value, path: &str) -> Resul
         (Node::String, Value::String(s)) => write_bytes(out, s.as_bytes()),
         (Node::Fixed { size, .. }, v) => match fixed_bytes(v) {
             Some(b) if b.len() == *size => out.extend_from_slice(&b),
-            _ => return Err(mismatch(path, node, value)),
+            _ => return Err(mismatch(node, value)),
         },
         (Node::Enum { symbols, .. }, Value::Enum(_, s) | Value::String(s)) => {
             let i = symbols
                 .iter()
                 .position(|x| x == s)
-                .ok_or_else(|| mismatch(path, node, value))?;
+                .ok_or_else(|| mismatch(node, value))?;
             write_long(out, i as i64);
         }
-        (Node::Union(branches), value) => encode_union(out, branches, value, path)?,
+        (Node::Union(branches), value) => encode_union(out, branches, value)?,
         (Node::Array(items), Value::Array(values)) => {
             if !values.is_empty() {
                 write_long(out, values.len() as i64);
                 for (i, v) in values.iter().enumerate() {
-                    encode_at(out, items, v, &format!("{path}[{i}]"))?;
+                    encode_at(out, items, v).map_err(|e| format!("[{i}]{e}"))?;
                 }
             }
             out.push(0);
@@ -124,50 +128,41 @@ fn encode_at(out: &mut Vec<u8>, node: &Node, value: &Value, path: &str) -> Resul
                 sorted.sort_by(|a, b| a.0.cmp(b.0));
                 for (k, v) in sorted {
                     write_bytes(out, k.as_bytes());
-                    encode_at(out, items, v, &format!("{path}[{k}]"))?;
+                    encode_at(out, items, v).map_err(|e| format!("[{k}]{e}"))?;
                 }
             }
             out.push(0);
         }
         (Node::Record(record), Value::Record(fields)) => {
             for f in &record.fields {
-                let sub = if path.is_empty() {
-                    f.name.clone()
-                } else {
-                    format!("{path}.{}", f.name)
-                };
-                match fields.iter().find(|(n, _)| *n == f.name) {
-                    Some((_, v)) => encode_at(out, &f.node, v, &sub)?,
-                    None => encode_at(out, &f.node, &Value::Null, &sub)?,
-                }
+                let v = fields
+                    .iter()
+                    .find(|(n, _)| *n == f.name)
+                    .map_or(&Value::Null, |(_, v)| v);
+                encode_at(out, &f.node, v).map_err(|e| format!(".{}{e}", f.name))?;
             }
         }
-        _ => return Err(mismatch(path, node, value)),
+        _ => return Err(mismatch(node, value)),
     }
     Ok(())
 }
 
-fn encode_union(
-    out: &mut Vec<u8>,
-    branches: &[Node],
-    value: &Value,
-    path: &str,
-) -> Result<(), String> {
+fn encode_union(out: &mut Vec<u8>, branches: &[Node], value: &Value) -> Result<(), String> {
     if let Value::Union(i, inner) = value {
         if let Some(branch) = branches.get(*i as usize) {
             if accepts(branch, inner) {
                 write_long(out, i64::from(*i));
-                return encode_at(out, branch, inner, path);
+                return encode_at(out, branch, inner);
             }
         }
-        return encode_union(out, branches, inner, path);
+        return encode_union(out, branches, inner);
     }
     let index = branches
         .iter()
         .position(|b| accepts(b, value))
-        .ok_or_else(|| mismatch(path, &Node::Union(branches.to_vec()), value))?;
+        .ok_or_else(|| mismatch(&Node::Union(branches.to_vec()), value))?;
     write_long(out, index as i64);
-    encode_at(out, &branches[index], value, path)
+    encode_at(out, &branches[index], value)
 }
 
 #[cfg(test)]

@@ -70,6 +70,11 @@ fn content_name(content: ManifestContent) -> &'static str {
 impl ManifestWriter {
     /// A new manifest with Iceberg's schema for the format version and the spec's partition type.
     pub fn new(opts: &NewManifest<'_>) -> Result<Self> {
+        if opts.format_version == FormatVersion::V1 && opts.content == ManifestContent::Deletes {
+            return Err(Error::bad_arguments(
+                "format version 1 has no delete manifests",
+            ));
+        }
         let fields = partition_fields(opts.partition_spec_json, opts.table_schema_json)?;
         let schema_json = manifest_entry_schema(opts.format_version, partition_record(&fields)?);
         let spec: Json = serde_json::from_str(opts.partition_spec_json)
