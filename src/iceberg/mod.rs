@@ -2,6 +2,9 @@
 //! finding the current metadata, and commits.
 
 pub mod avro;
+pub mod commit;
+pub mod locate;
 pub mod manifest;
 pub mod manifest_list;
+pub mod metadata;
 pub mod spec;
