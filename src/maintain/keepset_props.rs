@@ -210,6 +210,17 @@ proptest! {
     }
 
     #[test]
+    fn the_candidates_do_not_depend_on_snapshot_order(w in world(), seed in any::<u64>()) {
+        use rand::{SeedableRng, rngs::SmallRng, seq::SliceRandom};
+        let base: HashSet<PathId> = all_candidates(&decide(&w)).into_iter().collect();
+        let mut graph = w.table.graph.clone();
+        graph.snapshots.shuffle(&mut SmallRng::seed_from_u64(seed));
+        let d = decide_files(&graph, &w.expired, &w.table.contents).expect("decision");
+        let shuffled: HashSet<PathId> = all_candidates(&d).into_iter().collect();
+        prop_assert_eq!(base, shuffled);
+    }
+
+    #[test]
     fn expiring_nothing_deletes_nothing(w in world()) {
         let none = BTreeSet::new();
         prop_assert_eq!(plan_manifest_reads(&w.table.graph, &none), ManifestReadPlan::default());
