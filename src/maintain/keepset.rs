@@ -42,6 +42,7 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 use crate::error::{Error, Result};
 use crate::iceberg::spec::{DataContent, EntryStatus, ManifestContent, SnapshotId};
 
+use super::orphans::relative_path;
 pub use super::paths::{PathId, PathInterner, PathSet};
 
 /// A manifest as a manifest list (or a v1 snapshot's inline `manifests`) names it.
@@ -318,6 +319,29 @@ impl FileDecision {
             })
     }
 
+    /// The candidates not strictly below `table_root_key` (SPEC §3: expiry refuses to delete
+    /// them): how many, and the keys of the first `limit`, in deletion order.
+    pub fn outside_location<'p>(
+        &self,
+        paths: &'p PathInterner,
+        table_root_key: &str,
+        limit: usize,
+    ) -> (usize, Vec<&'p str>) {
+        let mut count = 0;
+        let mut first = Vec::new();
+        for (_, f) in self.deletion_order() {
+            let key = paths.resolve(f.path);
+            let inside = key.is_some_and(|k| relative_path(table_root_key, k).is_some());
+            if !inside {
+                count += 1;
+                if first.len() < limit {
+                    first.push(key.unwrap_or("<unknown path id>"));
+                }
+            }
+        }
+        (count, first)
+    }
+
     /// This decision without the manifests and manifest lists in `held`.
     pub fn without(&self, held: &HeldFiles) -> FileDecision {
         let mut out = self.clone();
@@ -336,57 +360,49 @@ pub fn decide_files(
     contents: &ManifestContents,
 ) -> Result<FileDecision> {
     let plan = plan_manifest_reads(graph, expired);
-    let keep = keep_set(graph, expired, &plan, contents)?;
-    let mut claimed = PathSet::default();
-    let mut decision = FileDecision::default();
-    let mut claim =
-        |category: FileCategory, path: PathId, size: Option<i64>, d: &mut FileDecision| {
-            if !keep.contains(&path) && claimed.insert(path) {
-                d.files_mut(category).push(FileCandidate { path, size });
-            }
-        };
+    let mut out = Claims {
+        keep: keep_set(graph, expired, &plan, contents)?,
+        claimed: PathSet::default(),
+        decision: FileDecision::default(),
+    };
     for manifest in &plan.candidate_manifests {
         for e in &read(contents, manifest.path)?.entries {
-            claim(
-                FileCategory::of_content(e.content),
-                e.path,
-                Some(e.file_size),
-                &mut decision,
-            );
+            let category = FileCategory::of_content(e.content);
+            out.claim(category, e.path, Some(e.file_size));
         }
     }
     for manifest in &plan.candidate_manifests {
-        claim(
-            FileCategory::Manifest,
-            manifest.path,
-            Some(manifest.length),
-            &mut decision,
-        );
+        out.claim(FileCategory::Manifest, manifest.path, Some(manifest.length));
     }
     let (_, expiring) = split(graph, expired);
     for s in &expiring {
         if let Some(list) = s.manifest_list {
-            claim(
-                FileCategory::ManifestList,
-                list,
-                s.manifest_list_size,
-                &mut decision,
-            );
+            out.claim(FileCategory::ManifestList, list, s.manifest_list_size);
         }
     }
-    for st in graph
-        .statistics
-        .iter()
-        .filter(|st| expired.contains(&st.snapshot_id))
-    {
-        claim(
-            FileCategory::StatisticsFile,
-            st.path,
-            st.size,
-            &mut decision,
-        );
+    for st in &graph.statistics {
+        if expired.contains(&st.snapshot_id) {
+            out.claim(FileCategory::StatisticsFile, st.path, st.size);
+        }
     }
-    Ok(decision)
+    Ok(out.decision)
+}
+
+/// Candidates being collected: each path once, none from the keep set.
+struct Claims {
+    keep: PathSet,
+    claimed: PathSet,
+    decision: FileDecision,
+}
+
+impl Claims {
+    fn claim(&mut self, category: FileCategory, path: PathId, size: Option<i64>) {
+        if !self.keep.contains(&path) && self.claimed.insert(path) {
+            self.decision
+                .files_mut(category)
+                .push(FileCandidate { path, size });
+        }
+    }
 }
 
 fn read(contents: &ManifestContents, manifest: PathId) -> Result<&ManifestEntries> {

@@ -363,3 +363,36 @@ fn a_failed_manifest_delete_keeps_the_lists_naming_it() {
 
 #[path = "keepset_props.rs"]
 mod props;
+
+#[test]
+fn candidates_outside_the_table_location_are_reported() {
+    let mut t = Table::default();
+    t.manifest(
+        "s3://b/t/metadata/m1.avro",
+        &[
+            ("s3://b/t/data/a", Data, Added),
+            ("s3://b/elsewhere/x", Data, Added),
+            ("s3://b/t2/y", Data, Added),
+        ],
+    );
+    t.manifest("s3://b/t/metadata/m2.avro", &[]);
+    t.snapshot(
+        1,
+        "s3://b/t/metadata/snap-1.avro",
+        &["s3://b/t/metadata/m1.avro"],
+    );
+    t.snapshot(
+        2,
+        "s3://b/t/metadata/snap-2.avro",
+        &["s3://b/t/metadata/m2.avro"],
+    );
+    let d = t.decide(&[1]);
+    assert_eq!(d.len(), 5);
+    let (count, first) = d.outside_location(&t.paths, "s3://b/t/", 1);
+    assert_eq!((count, first), (2, vec!["s3://b/elsewhere/x"]));
+    assert_eq!(
+        d.outside_location(&t.paths, "s3://b/t", 10).1,
+        vec!["s3://b/elsewhere/x", "s3://b/t2/y"]
+    );
+    assert_eq!(d.outside_location(&t.paths, "s3://b", 10).0, 0);
+}
