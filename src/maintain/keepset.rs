@@ -19,7 +19,9 @@
 //!   live can protect it. So: candidate manifests are always read; retained manifests are read
 //!   only when there is at least one candidate manifest, and then all of them (no cheaper rule is
 //!   provably safe on metadata from outside: sequence numbers and `added_snapshot_id` do not bound
-//!   which paths a manifest may list).
+//!   which paths a manifest may list). Like Java, this assumes a manifest list or statistics path
+//!   is never also a retained snapshot's content file: without candidate manifests, retained
+//!   manifests are not read, so such a (nonsensical) overlap would go unseen.
 //! - **B** [`decide_files`], after reading those manifests: the keep set, and the candidates grouped
 //!   by category, each path once, with sizes for EXPLAIN totals.
 //!
