@@ -246,7 +246,9 @@ proptest! {
     fn failed_deletes_hold_exactly_what_names_them(w in world(), picks in prop::collection::vec(any::<prop::sample::Index>(), 0..4)) {
         let d = decide(&w);
         let all = all_candidates(&d);
-        prop_assume!(!all.is_empty());
+        if all.is_empty() {
+            return Ok(()); // nothing to fail
+        }
         let failed: HashSet<PathId> = picks.iter().map(|i| all[i.index(all.len())]).collect();
         let held = after_failed_deletes(&w.table.graph, &w.expired, &d, &w.table.contents, &failed);
         let names_failed = |m: &PathId| w.table.contents.get(m)
