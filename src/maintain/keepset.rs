@@ -19,7 +19,9 @@
 //!   live can protect it. So: candidate manifests are always read; retained manifests are read
 //!   only when there is at least one candidate manifest, and then all of them (no cheaper rule is
 //!   provably safe on metadata from outside: sequence numbers and `added_snapshot_id` do not bound
-//!   which paths a manifest may list).
+//!   which paths a manifest may list). Like Java, this assumes a manifest list or statistics path
+//!   is never also a retained snapshot's content file: without candidate manifests, retained
+//!   manifests are not read, so such a (nonsensical) overlap would go unseen.
 //! - **B** [`decide_files`], after reading those manifests: the keep set, and the candidates grouped
 //!   by category, each path once, with sizes for EXPLAIN totals.
 //!
@@ -28,129 +30,22 @@
 //! counted under the first one seen, walking candidate manifests in the order the expired snapshots
 //! and their manifest lists give them, and each manifest's entries in order.
 //!
+//! The caller must have read the manifest list of **every retained snapshot**: one that cannot be
+//! read must fail the statement, never be passed as an empty list (the keep set would miss its
+//! files). An expired snapshot's manifest list or a candidate manifest that is already gone may be
+//! passed empty; its files are then left to orphan removal.
+//!
 //! Deletion order is leaf first ([`FileDecision::deletion_order`]); after failed deletes,
 //! [`after_failed_deletes`] says which manifests and manifest lists must then be kept (a manifest
 //! naming a file that could not be deleted, and a list naming such a manifest, stay — SPEC §3).
 
 use std::collections::{BTreeSet, HashMap, HashSet};
-use std::sync::Arc;
 
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{Error, Result};
 use crate::iceberg::spec::{DataContent, EntryStatus, ManifestContent, SnapshotId};
 
-/// An interned path key.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct PathId(u32);
-
-impl PathId {
-    /// The id's index in its interner.
-    pub fn index(self) -> usize {
-        self.0 as usize
-    }
-}
-
-/// Path keys ↔ [`PathId`]s; one allocation per distinct key, shared by both directions.
-#[derive(Debug, Default, Clone)]
-pub struct PathInterner {
-    ids: HashMap<Arc<str>, PathId>,
-    keys: Vec<Arc<str>>,
-}
-
-impl PathInterner {
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// The id of `key`, adding it if new. Fails only past 2^32 distinct keys.
-    pub fn intern(&mut self, key: &str) -> Result<PathId> {
-        if let Some(id) = self.ids.get(key) {
-            return Ok(*id);
-        }
-        let id = u32::try_from(self.keys.len()).map_err(|_| {
-            Error::new(
-                ErrorKind::LimitExceeded,
-                "more than 2^32 distinct file paths",
-            )
-        })?;
-        let key: Arc<str> = Arc::from(key);
-        self.keys.push(Arc::clone(&key));
-        self.ids.insert(key, PathId(id));
-        Ok(PathId(id))
-    }
-
-    /// The id of `key`, if interned.
-    pub fn get(&self, key: &str) -> Option<PathId> {
-        self.ids.get(key).copied()
-    }
-
-    /// The key of `id`; `None` for an id from another interner.
-    pub fn resolve(&self, id: PathId) -> Option<&str> {
-        self.keys.get(id.index()).map(|k| &**k)
-    }
-
-    pub fn len(&self) -> usize {
-        self.keys.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.keys.is_empty()
-    }
-}
-
-/// A set of [`PathId`]s as a bitset: ids are dense, so membership is an index, not a hash.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct PathSet {
-    words: Vec<u64>,
-    len: usize,
-}
-
-impl PathSet {
-    /// Add `id`; true when it was not there yet.
-    pub fn insert(&mut self, id: PathId) -> bool {
-        let (word, bit) = (id.index() / 64, 1u64 << (id.index() % 64));
-        if word >= self.words.len() {
-            self.words.resize(word + 1, 0);
-        }
-        match self.words.get_mut(word) {
-            Some(w) if *w & bit == 0 => {
-                *w |= bit;
-                self.len += 1;
-                true
-            }
-            _ => false,
-        }
-    }
-
-    pub fn contains(&self, id: &PathId) -> bool {
-        self.words
-            .get(id.index() / 64)
-            .is_some_and(|w| w & (1u64 << (id.index() % 64)) != 0)
-    }
-
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-}
-
-impl Extend<PathId> for PathSet {
-    fn extend<I: IntoIterator<Item = PathId>>(&mut self, ids: I) {
-        for id in ids {
-            self.insert(id);
-        }
-    }
-}
-
-impl FromIterator<PathId> for PathSet {
-    fn from_iter<I: IntoIterator<Item = PathId>>(ids: I) -> Self {
-        let mut set = PathSet::default();
-        set.extend(ids);
-        set
-    }
-}
+use super::orphans::relative_path;
+pub use super::paths::{PathId, PathInterner, PathSet};
 
 /// A manifest as a manifest list (or a v1 snapshot's inline `manifests`) names it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -426,6 +321,29 @@ impl FileDecision {
             })
     }
 
+    /// The candidates not strictly below `table_root_key` (SPEC §3: expiry refuses to delete
+    /// them): how many, and the keys of the first `limit`, in deletion order.
+    pub fn outside_location<'p>(
+        &self,
+        paths: &'p PathInterner,
+        table_root_key: &str,
+        limit: usize,
+    ) -> (usize, Vec<&'p str>) {
+        let mut count = 0;
+        let mut first = Vec::new();
+        for (_, f) in self.deletion_order() {
+            let key = paths.resolve(f.path);
+            let inside = key.is_some_and(|k| relative_path(table_root_key, k).is_some());
+            if !inside {
+                count += 1;
+                if first.len() < limit {
+                    first.push(key.unwrap_or("<unknown path id>"));
+                }
+            }
+        }
+        (count, first)
+    }
+
     /// This decision without the manifests and manifest lists in `held`.
     pub fn without(&self, held: &HeldFiles) -> FileDecision {
         let mut out = self.clone();
@@ -444,57 +362,49 @@ pub fn decide_files(
     contents: &ManifestContents,
 ) -> Result<FileDecision> {
     let plan = plan_manifest_reads(graph, expired);
-    let keep = keep_set(graph, expired, &plan, contents)?;
-    let mut claimed = PathSet::default();
-    let mut decision = FileDecision::default();
-    let mut claim =
-        |category: FileCategory, path: PathId, size: Option<i64>, d: &mut FileDecision| {
-            if !keep.contains(&path) && claimed.insert(path) {
-                d.files_mut(category).push(FileCandidate { path, size });
-            }
-        };
+    let mut out = Claims {
+        keep: keep_set(graph, expired, &plan, contents)?,
+        claimed: PathSet::default(),
+        decision: FileDecision::default(),
+    };
     for manifest in &plan.candidate_manifests {
         for e in &read(contents, manifest.path)?.entries {
-            claim(
-                FileCategory::of_content(e.content),
-                e.path,
-                Some(e.file_size),
-                &mut decision,
-            );
+            let category = FileCategory::of_content(e.content);
+            out.claim(category, e.path, Some(e.file_size));
         }
     }
     for manifest in &plan.candidate_manifests {
-        claim(
-            FileCategory::Manifest,
-            manifest.path,
-            Some(manifest.length),
-            &mut decision,
-        );
+        out.claim(FileCategory::Manifest, manifest.path, Some(manifest.length));
     }
     let (_, expiring) = split(graph, expired);
     for s in &expiring {
         if let Some(list) = s.manifest_list {
-            claim(
-                FileCategory::ManifestList,
-                list,
-                s.manifest_list_size,
-                &mut decision,
-            );
+            out.claim(FileCategory::ManifestList, list, s.manifest_list_size);
         }
     }
-    for st in graph
-        .statistics
-        .iter()
-        .filter(|st| expired.contains(&st.snapshot_id))
-    {
-        claim(
-            FileCategory::StatisticsFile,
-            st.path,
-            st.size,
-            &mut decision,
-        );
+    for st in &graph.statistics {
+        if expired.contains(&st.snapshot_id) {
+            out.claim(FileCategory::StatisticsFile, st.path, st.size);
+        }
     }
-    Ok(decision)
+    Ok(out.decision)
+}
+
+/// Candidates being collected: each path once, none from the keep set.
+struct Claims {
+    keep: PathSet,
+    claimed: PathSet,
+    decision: FileDecision,
+}
+
+impl Claims {
+    fn claim(&mut self, category: FileCategory, path: PathId, size: Option<i64>) {
+        if !self.keep.contains(&path) && self.claimed.insert(path) {
+            self.decision
+                .files_mut(category)
+                .push(FileCandidate { path, size });
+        }
+    }
 }
 
 fn read(contents: &ManifestContents, manifest: PathId) -> Result<&ManifestEntries> {

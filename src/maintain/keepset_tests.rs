@@ -1,6 +1,7 @@
 //! Tests of [`super`]: the keep-set rules one by one, then properties over random file graphs.
 
 use super::*;
+use crate::error::ErrorKind;
 use DataContent::{Data, EqualityDeletes, PositionDeletes};
 use EntryStatus::{Added, Deleted, Existing};
 
@@ -89,42 +90,6 @@ fn three_appends() -> Table {
     t.snapshot(2, "snap-2", &["m1", "m2"]);
     t.snapshot(3, "snap-3", &["m1", "m2", "m3"]);
     t
-}
-
-#[test]
-fn the_interner_gives_one_id_per_distinct_key() {
-    let mut p = PathInterner::new();
-    let a = p.intern("s3://b/t/a").unwrap();
-    let b = p.intern("s3://b/t/b").unwrap();
-    assert_eq!(p.intern("s3://b/t/a").unwrap(), a);
-    assert_ne!(a, b);
-    assert_eq!(p.len(), 2);
-    assert_eq!(p.resolve(b), Some("s3://b/t/b"));
-    assert_eq!(p.get("s3://b/t/a"), Some(a));
-    assert_eq!(p.get("s3://b/t/c"), None);
-    assert_eq!(PathInterner::new().resolve(a), None);
-}
-
-#[test]
-fn the_path_set_is_a_set() {
-    let mut p = PathInterner::new();
-    let ids: Vec<PathId> = (0..200)
-        .map(|i| p.intern(&format!("k{i}")).unwrap())
-        .collect();
-    let mut set = PathSet::default();
-    assert!(set.is_empty());
-    assert!(set.insert(ids[130]));
-    assert!(!set.insert(ids[130]));
-    assert!(set.insert(ids[0]));
-    assert!(set.insert(ids[63]));
-    assert!(set.insert(ids[64]));
-    assert_eq!(set.len(), 4);
-    for (i, id) in ids.iter().enumerate() {
-        assert_eq!(set.contains(id), [0, 63, 64, 130].contains(&i), "{i}");
-    }
-    let collected: PathSet = [ids[5], ids[5], ids[199]].into_iter().collect();
-    assert_eq!(collected.len(), 2);
-    assert!(collected.contains(&ids[199]) && !collected.contains(&ids[198]));
 }
 
 #[test]
@@ -398,3 +363,36 @@ fn a_failed_manifest_delete_keeps_the_lists_naming_it() {
 
 #[path = "keepset_props.rs"]
 mod props;
+
+#[test]
+fn candidates_outside_the_table_location_are_reported() {
+    let mut t = Table::default();
+    t.manifest(
+        "s3://b/t/metadata/m1.avro",
+        &[
+            ("s3://b/t/data/a", Data, Added),
+            ("s3://b/elsewhere/x", Data, Added),
+            ("s3://b/t2/y", Data, Added),
+        ],
+    );
+    t.manifest("s3://b/t/metadata/m2.avro", &[]);
+    t.snapshot(
+        1,
+        "s3://b/t/metadata/snap-1.avro",
+        &["s3://b/t/metadata/m1.avro"],
+    );
+    t.snapshot(
+        2,
+        "s3://b/t/metadata/snap-2.avro",
+        &["s3://b/t/metadata/m2.avro"],
+    );
+    let d = t.decide(&[1]);
+    assert_eq!(d.len(), 5);
+    let (count, first) = d.outside_location(&t.paths, "s3://b/t/", 1);
+    assert_eq!((count, first), (2, vec!["s3://b/elsewhere/x"]));
+    assert_eq!(
+        d.outside_location(&t.paths, "s3://b/t", 10).1,
+        vec!["s3://b/elsewhere/x", "s3://b/t2/y"]
+    );
+    assert_eq!(d.outside_location(&t.paths, "s3://b", 10).0, 0);
+}

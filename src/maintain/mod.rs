@@ -4,12 +4,14 @@
 //! - [`policy`]: which snapshots and refs `expire_snapshots` lets go, and why (SPEC §3);
 //! - [`keepset`]: which files go with them, planned in two phases so the caller reads only the
 //!   manifests that matter (SPEC §3 "Files", "Order");
+//! - [`paths`]: interned path keys and bitsets of them, for the keep set;
 //! - [`orphans`]: how `remove_orphan_files` classifies a listed file (SPEC §4).
 //!
 //! The executors that read metadata, commit and delete call these and act on their answers.
 
 pub mod keepset;
 pub mod orphans;
+pub mod paths;
 pub mod policy;
 pub mod retention;
 pub mod target;

@@ -11,8 +11,10 @@
 //! 2. Each remaining branch: walk head → `parent-snapshot-id`; keep while `kept < min_keep` or
 //!    `now - ts <= max_age` (the ref's own fields win); stop at the first snapshot failing both,
 //!    at a missing parent, or at a cycle (metadata is outside data).
-//!    As ClickHouse does, when no `main` branch was walked (no `main` ref, or it is dangling), the
-//!    current snapshot's ancestry is walked with the table policy as an implicit `main`.
+//!    As ClickHouse does, when no `main` branch was walked (no `main` ref, a dangling one, or a
+//!    `main` that is a tag), the current snapshot's ancestry is walked with the table policy as an
+//!    implicit `main`. A ref's retention fields are used as given (the metadata reader validates
+//!    them); a ref's head is kept whatever they say.
 //! 3. Each remaining tag keeps exactly its snapshot.
 //! 4. A snapshot reachable from no remaining branch head (nor the implicit `main`) and no tag —
 //!    staged, rolled back, or only on a removed ref — is kept while `now - ts <= table max age`
@@ -157,7 +159,7 @@ impl ExpiryDecision {
             .filter(|r| matches!(r.fate, RefFate::Removed(_)))
     }
 
-    /// The verdict on snapshot `id`.
+    /// The verdict on snapshot `id` (a linear search; for EXPLAIN and tests).
     pub fn verdict(&self, id: SnapshotId) -> Option<&SnapshotVerdict> {
         self.snapshots.iter().find(|v| v.snapshot_id == id)
     }

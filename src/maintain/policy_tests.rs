@@ -336,6 +336,20 @@ fn no_refs_walks_the_current_ancestry_as_main() {
 }
 
 #[test]
+fn a_main_that_is_a_tag_is_not_a_branch_walk() {
+    // As ClickHouse: a `main` that is not a walked branch leaves the current ancestry to walk.
+    let mut case = Case::new(old_chain(4), vec![tag("main", 2)], Some(4));
+    case.policy.min_snapshots_to_keep = 2;
+    case.policy.max_ref_age_ms = 0;
+    let d = case.decide();
+    assert_eq!(ref_fate(&d, "main"), &RefFate::Kept);
+    assert!(kept_with(&d, 2, &KeepReason::Tag("main".into())));
+    assert!(kept_with(&d, 3, &KeepReason::BranchMinKeep("main".into())));
+    assert_eq!(d.retained, ids(&[2, 3, 4]));
+    assert_eq!(fate(&d, 1), &SnapshotFate::Expired(ExpireReason::Aged));
+}
+
+#[test]
 fn no_current_and_no_refs_leaves_only_the_unreferenced_rule() {
     let snapshots = vec![snap(1, None, NOW - 9 * DAY), snap(2, Some(1), NOW)];
     let d = Case::new(snapshots, vec![], None).decide();

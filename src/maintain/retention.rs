@@ -327,4 +327,32 @@ mod tests {
             assert!(err.message().contains(name), "{}", err.message());
         }
     }
+
+    proptest::proptest! {
+        #[test]
+        fn arguments_win_and_valid_values_round_trip(
+            keep in 1i32..=i32::MAX,
+            age in 0i64..=i64::MAX,
+            ref_age in 0i64..=i64::MAX,
+            retain in proptest::option::of(1i32..=i32::MAX),
+            period in proptest::option::of(0i64..=i64::MAX),
+        ) {
+            let pr = props(&[
+                (PROP_MIN_SNAPSHOTS_TO_KEEP, &keep.to_string()),
+                (PROP_MAX_SNAPSHOT_AGE_MS, &age.to_string()),
+                (PROP_MAX_REF_AGE_MS, &ref_age.to_string()),
+            ]);
+            let p = effective_policy(TablePolicy::default(), &pr, retain, period).unwrap();
+            proptest::prop_assert_eq!(p.min_snapshots_to_keep, retain.unwrap_or(keep));
+            proptest::prop_assert_eq!(p.max_snapshot_age_ms, period.unwrap_or(age));
+            proptest::prop_assert_eq!(p.max_ref_age_ms, ref_age);
+        }
+
+        #[test]
+        fn any_other_text_is_rejected_not_misread(value in "\\PC{0,12}") {
+            let valid = value.parse::<i64>().is_ok_and(|n| n >= 0);
+            let result = policy(&[(PROP_MAX_SNAPSHOT_AGE_MS, value.as_str())]);
+            proptest::prop_assert_eq!(result.is_ok(), valid, "{:?}", value);
+        }
+    }
 }

@@ -1,0 +1,163 @@
+//! Interned path keys: [`PathInterner`] maps each distinct key (already normalised for identity by
+//! `io::path_key`) to a dense [`PathId`], storing the key once; [`PathSet`] is a bitset of ids, so
+//! the keep-set arithmetic of [`super::keepset`] is index operations, not string hashing.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use crate::error::{Error, ErrorKind, Result};
+
+/// An interned path key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct PathId(u32);
+
+impl PathId {
+    /// The id's index in its interner.
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+/// Path keys ↔ [`PathId`]s; one allocation per distinct key, shared by both directions.
+#[derive(Debug, Default, Clone)]
+pub struct PathInterner {
+    ids: HashMap<Arc<str>, PathId>,
+    keys: Vec<Arc<str>>,
+}
+
+impl PathInterner {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The id of `key`, adding it if new. Fails only past 2^32 distinct keys.
+    pub fn intern(&mut self, key: &str) -> Result<PathId> {
+        if let Some(id) = self.ids.get(key) {
+            return Ok(*id);
+        }
+        let id = u32::try_from(self.keys.len()).map_err(|_| {
+            Error::new(
+                ErrorKind::LimitExceeded,
+                "more than 2^32 distinct file paths",
+            )
+        })?;
+        let key: Arc<str> = Arc::from(key);
+        self.keys.push(Arc::clone(&key));
+        self.ids.insert(key, PathId(id));
+        Ok(PathId(id))
+    }
+
+    /// The id of `key`, if interned.
+    pub fn get(&self, key: &str) -> Option<PathId> {
+        self.ids.get(key).copied()
+    }
+
+    /// The key of `id`; `None` for an id from another interner.
+    pub fn resolve(&self, id: PathId) -> Option<&str> {
+        self.keys.get(id.index()).map(|k| &**k)
+    }
+
+    pub fn len(&self) -> usize {
+        self.keys.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.keys.is_empty()
+    }
+}
+
+/// A set of [`PathId`]s as a bitset: ids are dense, so membership is an index, not a hash.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PathSet {
+    words: Vec<u64>,
+    len: usize,
+}
+
+impl PathSet {
+    /// Add `id`; true when it was not there yet.
+    pub fn insert(&mut self, id: PathId) -> bool {
+        let (word, bit) = (id.index() / 64, 1u64 << (id.index() % 64));
+        if word >= self.words.len() {
+            self.words.resize(word + 1, 0);
+        }
+        match self.words.get_mut(word) {
+            Some(w) if *w & bit == 0 => {
+                *w |= bit;
+                self.len += 1;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    pub fn contains(&self, id: &PathId) -> bool {
+        self.words
+            .get(id.index() / 64)
+            .is_some_and(|w| w & (1u64 << (id.index() % 64)) != 0)
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+impl Extend<PathId> for PathSet {
+    fn extend<I: IntoIterator<Item = PathId>>(&mut self, ids: I) {
+        for id in ids {
+            self.insert(id);
+        }
+    }
+}
+
+impl FromIterator<PathId> for PathSet {
+    fn from_iter<I: IntoIterator<Item = PathId>>(ids: I) -> Self {
+        let mut set = PathSet::default();
+        set.extend(ids);
+        set
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_interner_gives_one_id_per_distinct_key() {
+        let mut p = PathInterner::new();
+        let a = p.intern("s3://b/t/a").unwrap();
+        let b = p.intern("s3://b/t/b").unwrap();
+        assert_eq!(p.intern("s3://b/t/a").unwrap(), a);
+        assert_ne!(a, b);
+        assert_eq!(p.len(), 2);
+        assert_eq!(p.resolve(b), Some("s3://b/t/b"));
+        assert_eq!(p.get("s3://b/t/a"), Some(a));
+        assert_eq!(p.get("s3://b/t/c"), None);
+        assert_eq!(PathInterner::new().resolve(a), None);
+    }
+
+    #[test]
+    fn the_path_set_is_a_set() {
+        let mut p = PathInterner::new();
+        let ids: Vec<PathId> = (0..200)
+            .map(|i| p.intern(&format!("k{i}")).unwrap())
+            .collect();
+        let mut set = PathSet::default();
+        assert!(set.is_empty());
+        assert!(set.insert(ids[130]));
+        assert!(!set.insert(ids[130]));
+        assert!(set.insert(ids[0]));
+        assert!(set.insert(ids[63]));
+        assert!(set.insert(ids[64]));
+        assert_eq!(set.len(), 4);
+        for (i, id) in ids.iter().enumerate() {
+            assert_eq!(set.contains(id), [0, 63, 64, 130].contains(&i), "{i}");
+        }
+        let collected: PathSet = [ids[5], ids[5], ids[199]].into_iter().collect();
+        assert_eq!(collected.len(), 2);
+        assert!(collected.contains(&ids[199]) && !collected.contains(&ids[198]));
+    }
+}
