@@ -4,22 +4,23 @@
 use super::registry::TableDef;
 use super::result::QueryResult;
 use super::runtime::Runtime;
-use crate::error::{Error, Result};
+use super::table::open_table;
+use crate::error::Result;
+use crate::maintain::{expire, orphan_scan};
 use crate::plan::ProcedureCall;
 use crate::settings::Settings;
 
 /// Run `call` on `table`. With `explain`, return the plan and change nothing.
 pub async fn run_procedure(
-    _runtime: &Runtime,
-    _settings: &Settings,
+    runtime: &Runtime,
+    settings: &Settings,
     table: &TableDef,
     call: ProcedureCall,
-    _explain: bool,
+    explain: bool,
 ) -> Result<QueryResult> {
-    Err(Error::not_implemented(format!(
-        "{} on table {}.{} is being integrated",
-        call.procedure_name(),
-        table.database,
-        table.name
-    )))
+    let target = open_table(runtime, settings, table)?;
+    match call {
+        ProcedureCall::Expire(options) => expire::run(&target, &options, explain).await,
+        ProcedureCall::Orphans(options) => orphan_scan::run(&target, &options, explain).await,
+    }
 }

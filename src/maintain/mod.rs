@@ -9,7 +9,9 @@
 //!
 //! The executors that read metadata, commit and delete call these and act on their answers.
 
+pub mod expire;
 pub mod keepset;
+pub mod orphan_scan;
 pub mod orphans;
 pub mod paths;
 pub mod policy;
