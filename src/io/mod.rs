@@ -48,7 +48,28 @@ struct Inner {
     /// Families whose stores are built on demand from `options`.
     families: Vec<Family>,
     stores: Mutex<HashMap<StoreKey, Arc<dyn ObjectStore>>>,
-    counter: Option<Arc<RequestCounter>>,
+    /// Wrappers put around every store, innermost first.
+    layers: Vec<Layer>,
+}
+
+/// A store wrapper applied to every store of a `FileIO`.
+#[derive(Clone)]
+enum Layer {
+    Count(Arc<RequestCounter>),
+    Faults(Arc<FaultInjector>),
+}
+
+impl Layer {
+    fn wrap(&self, key: &StoreKey, store: Arc<dyn ObjectStore>) -> Arc<dyn ObjectStore> {
+        match self {
+            Layer::Count(counter) => Arc::new(CountingStore::new(
+                store,
+                Arc::clone(counter),
+                ops::list_page_size(key.family),
+            )),
+            Layer::Faults(injector) => Arc::new(FaultyStore::new(store, Arc::clone(injector))),
+        }
+    }
 }
 
 impl std::fmt::Debug for FileIO {
@@ -76,7 +97,7 @@ impl FileIO {
                 options,
                 families,
                 stores: Mutex::new(stores),
-                counter: None,
+                layers: Vec::new(),
             }),
         }
     }
@@ -127,26 +148,44 @@ impl FileIO {
     /// The same stores, with every request (from now on, through the returned `FileIO`)
     /// counted into `counter`.
     pub fn with_request_counter(&self, counter: Arc<RequestCounter>) -> Self {
+        self.with_layer(Layer::Count(counter))
+    }
+
+    /// The same stores, obeying `injector` (through the returned `FileIO`): for crash tests.
+    pub fn with_faults(&self, injector: Arc<FaultInjector>) -> Self {
+        self.with_layer(Layer::Faults(injector))
+    }
+
+    fn with_layer(&self, layer: Layer) -> Self {
         let stores = match self.inner.stores.lock() {
             Ok(stores) => stores
                 .iter()
-                .map(|(key, store)| (key.clone(), counted(key, store, &counter)))
+                .map(|(key, store)| (key.clone(), layer.wrap(key, Arc::clone(store))))
                 .collect(),
             Err(_) => HashMap::new(),
         };
+        let mut layers = self.inner.layers.clone();
+        layers.push(layer);
         FileIO {
             inner: Arc::new(Inner {
                 options: self.inner.options.clone(),
                 families: self.inner.families.clone(),
                 stores: Mutex::new(stores),
-                counter: Some(counter),
+                layers,
             }),
         }
     }
 
-    /// The request counts, when counting.
+    /// The counts of the last request counter added, when counting.
     pub fn request_counts(&self) -> Option<RequestCounts> {
-        self.inner.counter.as_ref().map(|c| c.snapshot())
+        self.inner
+            .layers
+            .iter()
+            .rev()
+            .find_map(|layer| match layer {
+                Layer::Count(counter) => Some(counter.snapshot()),
+                Layer::Faults(_) => None,
+            })
     }
 
     /// Map a URI to the object path within its store.
@@ -189,8 +228,8 @@ impl FileIO {
             )));
         }
         let mut store = build::build_store(&key, &self.inner.options)?;
-        if let Some(counter) = &self.inner.counter {
-            store = counted(&key, &store, counter);
+        for layer in &self.inner.layers {
+            store = layer.wrap(&key, store);
         }
         stores.insert(key, Arc::clone(&store));
         Ok(store)
@@ -217,16 +256,4 @@ fn store_key(key: &StoreKey, options: &StorageOptions) -> StoreKey {
         });
     }
     key
-}
-
-fn counted(
-    key: &StoreKey,
-    store: &Arc<dyn ObjectStore>,
-    counter: &Arc<RequestCounter>,
-) -> Arc<dyn ObjectStore> {
-    Arc::new(CountingStore::new(
-        Arc::clone(store),
-        Arc::clone(counter),
-        ops::list_page_size(key.family),
-    ))
 }
