@@ -227,7 +227,8 @@ impl FileIO {
                 served.join(", ")
             )));
         }
-        let mut store = build::build_store(&key, &self.inner.options)?;
+        let mut store = build::build_store(&key, &self.inner.options)
+            .map_err(|e| e.context(format!("Cannot access '{uri}'")))?;
         for layer in &self.inner.layers {
             store = layer.wrap(&key, store);
         }
@@ -256,4 +257,76 @@ fn store_key(key: &StoreKey, options: &StorageOptions) -> StoreKey {
         });
     }
     key
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn store(io: &FileIO, uri: &str) -> Arc<dyn ObjectStore> {
+        match io.resolve(uri) {
+            Ok((_, _, store)) => store,
+            Err(e) => panic!("{uri}: {e}"),
+        }
+    }
+
+    fn emulator_options() -> StorageOptions {
+        StorageOptions {
+            s3: S3Options {
+                access_key_id: Some("k".into()),
+                secret_access_key: Some("s".into()),
+                endpoint: Some("http://127.0.0.1:9".into()),
+                allow_http: true,
+                ..Default::default()
+            },
+            azure: AzureOptions {
+                account: Some("acct".into()),
+                access_key: Some(AZURE_EMULATOR_KEY.into()),
+                ..Default::default()
+            },
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn one_store_per_bucket() {
+        let io = FileIO::new(emulator_options());
+        let a = store(&io, "s3://b/t/x");
+        assert!(Arc::ptr_eq(&a, &store(&io, "s3a://b/other")));
+        assert!(Arc::ptr_eq(&a, &store(&io, "s3n://b//t/x")));
+        assert!(!Arc::ptr_eq(&a, &store(&io, "s3://c/t/x")));
+        let az = store(&io, "abfss://cont@acct.dfs.core.windows.net/t");
+        assert!(Arc::ptr_eq(&az, &store(&io, "az://cont/t")));
+        assert!(Arc::ptr_eq(
+            &az,
+            &store(&io, "wasbs://cont@acct.blob.core.windows.net/t")
+        ));
+        assert!(!Arc::ptr_eq(&az, &store(&io, "az://other/t")));
+    }
+
+    #[test]
+    fn memory_is_shared_by_clones_and_layers() {
+        let io = FileIO::memory();
+        let a = store(&io, "memory:///x");
+        assert!(Arc::ptr_eq(&a, &store(&io.clone(), "memory://y")));
+        let counted = io.with_request_counter(RequestCounter::new());
+        assert!(counted.request_counts().is_some());
+        assert!(io.request_counts().is_none());
+    }
+
+    #[test]
+    fn refuses_families_it_was_not_given() {
+        let io = FileIO::new(emulator_options());
+        for uri in ["/etc/passwd", "file:///etc/passwd", "memory://x"] {
+            let err = io
+                .resolve(uri)
+                .err()
+                .map(|e| e.to_string())
+                .unwrap_or_default();
+            assert!(err.contains(uri), "{uri}: {err}");
+        }
+        let local = FileIO::local();
+        let err = local.resolve("s3://b/x").err().map(|e| e.to_string());
+        assert!(err.is_some_and(|e| e.contains("s3://b/x")));
+    }
 }
