@@ -288,6 +288,7 @@ mod tests {
         }
     }
 
+    #[cfg(all(feature = "s3", feature = "azure"))]
     #[test]
     fn one_store_per_bucket() {
         let io = FileIO::new(emulator_options());
