@@ -76,7 +76,7 @@ start() {
   setsid "$moto" -H 127.0.0.1 -p "$s3_port" >"$log_dir/moto.log" 2>&1 < /dev/null &
   moto_pid=$!
   setsid "$azurite" --blobHost 127.0.0.1 --blobPort "$az_port" --location "$az_dir" \
-    --skipApiVersionCheck --silent >"$log_dir/azurite.log" 2>&1 < /dev/null &
+    --skipApiVersionCheck --silent --disableTelemetry >"$log_dir/azurite.log" 2>&1 < /dev/null &
   az_pid=$!
 
   local s3_endpoint="http://127.0.0.1:$s3_port"

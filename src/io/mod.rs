@@ -48,7 +48,28 @@ struct Inner {
     /// Families whose stores are built on demand from `options`.
     families: Vec<Family>,
     stores: Mutex<HashMap<StoreKey, Arc<dyn ObjectStore>>>,
-    counter: Option<Arc<RequestCounter>>,
+    /// Wrappers put around every store, innermost first.
+    layers: Vec<Layer>,
+}
+
+/// A store wrapper applied to every store of a `FileIO`.
+#[derive(Clone)]
+enum Layer {
+    Count(Arc<RequestCounter>),
+    Faults(Arc<FaultInjector>),
+}
+
+impl Layer {
+    fn wrap(&self, key: &StoreKey, store: Arc<dyn ObjectStore>) -> Arc<dyn ObjectStore> {
+        match self {
+            Layer::Count(counter) => Arc::new(CountingStore::new(
+                store,
+                Arc::clone(counter),
+                ops::list_page_size(key.family),
+            )),
+            Layer::Faults(injector) => Arc::new(FaultyStore::new(store, Arc::clone(injector))),
+        }
+    }
 }
 
 impl std::fmt::Debug for FileIO {
@@ -76,7 +97,7 @@ impl FileIO {
                 options,
                 families,
                 stores: Mutex::new(stores),
-                counter: None,
+                layers: Vec::new(),
             }),
         }
     }
@@ -127,26 +148,44 @@ impl FileIO {
     /// The same stores, with every request (from now on, through the returned `FileIO`)
     /// counted into `counter`.
     pub fn with_request_counter(&self, counter: Arc<RequestCounter>) -> Self {
+        self.with_layer(Layer::Count(counter))
+    }
+
+    /// The same stores, obeying `injector` (through the returned `FileIO`): for crash tests.
+    pub fn with_faults(&self, injector: Arc<FaultInjector>) -> Self {
+        self.with_layer(Layer::Faults(injector))
+    }
+
+    fn with_layer(&self, layer: Layer) -> Self {
         let stores = match self.inner.stores.lock() {
             Ok(stores) => stores
                 .iter()
-                .map(|(key, store)| (key.clone(), counted(key, store, &counter)))
+                .map(|(key, store)| (key.clone(), layer.wrap(key, Arc::clone(store))))
                 .collect(),
             Err(_) => HashMap::new(),
         };
+        let mut layers = self.inner.layers.clone();
+        layers.push(layer);
         FileIO {
             inner: Arc::new(Inner {
                 options: self.inner.options.clone(),
                 families: self.inner.families.clone(),
                 stores: Mutex::new(stores),
-                counter: Some(counter),
+                layers,
             }),
         }
     }
 
-    /// The request counts, when counting.
+    /// The counts of the last request counter added, when counting.
     pub fn request_counts(&self) -> Option<RequestCounts> {
-        self.inner.counter.as_ref().map(|c| c.snapshot())
+        self.inner
+            .layers
+            .iter()
+            .rev()
+            .find_map(|layer| match layer {
+                Layer::Count(counter) => Some(counter.snapshot()),
+                Layer::Faults(_) => None,
+            })
     }
 
     /// Map a URI to the object path within its store.
@@ -188,9 +227,10 @@ impl FileIO {
                 served.join(", ")
             )));
         }
-        let mut store = build::build_store(&key, &self.inner.options)?;
-        if let Some(counter) = &self.inner.counter {
-            store = counted(&key, &store, counter);
+        let mut store = build::build_store(&key, &self.inner.options)
+            .map_err(|e| e.context(format!("Cannot access '{uri}'")))?;
+        for layer in &self.inner.layers {
+            store = layer.wrap(&key, store);
         }
         stores.insert(key, Arc::clone(&store));
         Ok(store)
@@ -219,14 +259,75 @@ fn store_key(key: &StoreKey, options: &StorageOptions) -> StoreKey {
     key
 }
 
-fn counted(
-    key: &StoreKey,
-    store: &Arc<dyn ObjectStore>,
-    counter: &Arc<RequestCounter>,
-) -> Arc<dyn ObjectStore> {
-    Arc::new(CountingStore::new(
-        Arc::clone(store),
-        Arc::clone(counter),
-        ops::list_page_size(key.family),
-    ))
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn store(io: &FileIO, uri: &str) -> Arc<dyn ObjectStore> {
+        match io.resolve(uri) {
+            Ok((_, _, store)) => store,
+            Err(e) => panic!("{uri}: {e}"),
+        }
+    }
+
+    fn emulator_options() -> StorageOptions {
+        StorageOptions {
+            s3: S3Options {
+                access_key_id: Some("k".into()),
+                secret_access_key: Some("s".into()),
+                endpoint: Some("http://127.0.0.1:9".into()),
+                allow_http: true,
+                ..Default::default()
+            },
+            azure: AzureOptions {
+                account: Some("acct".into()),
+                access_key: Some(AZURE_EMULATOR_KEY.into()),
+                ..Default::default()
+            },
+            ..Default::default()
+        }
+    }
+
+    #[cfg(all(feature = "s3", feature = "azure"))]
+    #[test]
+    fn one_store_per_bucket() {
+        let io = FileIO::new(emulator_options());
+        let a = store(&io, "s3://b/t/x");
+        assert!(Arc::ptr_eq(&a, &store(&io, "s3a://b/other")));
+        assert!(Arc::ptr_eq(&a, &store(&io, "s3n://b//t/x")));
+        assert!(!Arc::ptr_eq(&a, &store(&io, "s3://c/t/x")));
+        let az = store(&io, "abfss://cont@acct.dfs.core.windows.net/t");
+        assert!(Arc::ptr_eq(&az, &store(&io, "az://cont/t")));
+        assert!(Arc::ptr_eq(
+            &az,
+            &store(&io, "wasbs://cont@acct.blob.core.windows.net/t")
+        ));
+        assert!(!Arc::ptr_eq(&az, &store(&io, "az://other/t")));
+    }
+
+    #[test]
+    fn memory_is_shared_by_clones_and_layers() {
+        let io = FileIO::memory();
+        let a = store(&io, "memory:///x");
+        assert!(Arc::ptr_eq(&a, &store(&io.clone(), "memory://y")));
+        let counted = io.with_request_counter(RequestCounter::new());
+        assert!(counted.request_counts().is_some());
+        assert!(io.request_counts().is_none());
+    }
+
+    #[test]
+    fn refuses_families_it_was_not_given() {
+        let io = FileIO::new(emulator_options());
+        for uri in ["/etc/passwd", "file:///etc/passwd", "memory://x"] {
+            let err = io
+                .resolve(uri)
+                .err()
+                .map(|e| e.to_string())
+                .unwrap_or_default();
+            assert!(err.contains(uri), "{uri}: {err}");
+        }
+        let local = FileIO::local();
+        let err = local.resolve("s3://b/x").err().map(|e| e.to_string());
+        assert!(err.is_some_and(|e| e.contains("s3://b/x")));
+    }
 }

@@ -6,9 +6,10 @@
 //! local disk answer NotFound, which is mapped to success). Bulk deletes go out in the service's
 //! batch size (S3 1000 keys a request, Azure 256) with several batches in flight.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::ops::Range;
 use std::sync::Arc;
+use std::time::Duration;
 
 use bytes::Bytes;
 use futures::{StreamExt, TryStreamExt, stream::BoxStream};
@@ -23,6 +24,8 @@ use crate::error::{Error, ErrorKind, Result};
 
 /// Batches of one bulk delete in flight at once.
 const DELETE_BATCHES_IN_FLIGHT: usize = 8;
+/// Attempts per batch when the whole request fails.
+const DELETE_ATTEMPTS: u32 = 3;
 
 /// A listed (or inspected) file.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -255,51 +258,203 @@ struct Target {
     path: ObjectPath,
 }
 
-/// Delete one batch with one `delete_stream` call. Stores answer each key in order, or fail the
-/// whole request with one error; either way every target gets an outcome.
+/// Delete one batch, one `delete_stream` call per attempt. Stores answer each key in order
+/// (final: per-key errors are not retried), or fail the whole request with one error (a dropped
+/// connection: azurite under load); deleting is idempotent, so the keys the store did not
+/// confirm are sent again, up to [`DELETE_ATTEMPTS`] times. Every target gets an outcome.
 async fn delete_batch(
     store: Arc<dyn ObjectStore>,
     batch: Vec<Target>,
 ) -> Vec<(usize, object_store::Result<()>)> {
-    let paths: Vec<object_store::Result<ObjectPath>> =
-        batch.iter().map(|t| Ok(t.path.clone())).collect();
-    let answers: Vec<object_store::Result<ObjectPath>> = store
-        .delete_stream(futures::stream::iter(paths).boxed())
-        .collect()
-        .await;
-    let gone = |answer: object_store::Result<ObjectPath>| match answer {
+    let mut pending = batch;
+    let mut outcomes = Vec::with_capacity(pending.len());
+    for attempt in 1..=DELETE_ATTEMPTS {
+        let paths: Vec<object_store::Result<ObjectPath>> =
+            pending.iter().map(|t| Ok(t.path.clone())).collect();
+        let answers: Vec<object_store::Result<ObjectPath>> = store
+            .delete_stream(futures::stream::iter(paths).boxed())
+            .collect()
+            .await;
+        if answers.len() == pending.len() {
+            let answered = pending
+                .iter()
+                .map(|t| t.index)
+                .zip(answers.into_iter().map(gone));
+            outcomes.extend(answered);
+            return outcomes;
+        }
+        let mut failure = None;
+        let mut confirmed = HashSet::new();
+        for answer in answers {
+            match answer {
+                Ok(path) => {
+                    confirmed.insert(path);
+                }
+                Err(e) => failure = failure.or(Some(e)),
+            }
+        }
+        let (done, rest): (Vec<Target>, Vec<Target>) = pending
+            .into_iter()
+            .partition(|t| confirmed.contains(&t.path));
+        outcomes.extend(done.into_iter().map(|t| (t.index, Ok(()))));
+        pending = rest;
+        if pending.is_empty() || attempt == DELETE_ATTEMPTS {
+            let message = failure.map_or_else(
+                || "the store answered for only part of the batch".to_string(),
+                |e| e.to_string(),
+            );
+            outcomes.extend(pending.iter().map(|t| {
+                let error = object_store::Error::Generic {
+                    store: "bulk delete",
+                    source: message.clone().into(),
+                };
+                (t.index, Err(error))
+            }));
+            return outcomes;
+        }
+        tokio::time::sleep(Duration::from_millis(100 * attempt as u64)).await;
+    }
+    outcomes
+}
+
+/// A missing key counts as deleted.
+fn gone(answer: object_store::Result<ObjectPath>) -> object_store::Result<()> {
+    match answer {
         Ok(_) | Err(object_store::Error::NotFound { .. }) => Ok(()),
         Err(e) => Err(e),
-    };
-    if answers.len() == batch.len() {
-        return batch
-            .iter()
-            .map(|t| t.index)
-            .zip(answers.into_iter().map(gone))
-            .collect();
     }
-    // A request-level failure: keys the store confirmed are done, the rest share the error.
-    let confirmed: Vec<ObjectPath> = answers
-        .iter()
-        .filter_map(|a| a.as_ref().ok().cloned())
-        .collect();
-    let failure = answers
-        .into_iter()
-        .find_map(|a| a.err())
-        .map(|e| e.to_string())
-        .unwrap_or_else(|| "the store answered for only part of the batch".to_string());
-    batch
-        .into_iter()
-        .map(|t| {
-            let outcome = if confirmed.contains(&t.path) {
-                Ok(())
-            } else {
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicU32, Ordering};
+
+    use async_trait::async_trait;
+    use object_store::memory::InMemory;
+    use object_store::{
+        CopyOptions, GetOptions, GetResult, ListResult, MultipartUpload, PutMultipartOptions,
+        PutResult,
+    };
+
+    use super::*;
+
+    /// Memory store whose first `failures` delete requests fail as a whole after deleting the
+    /// first key (a connection dropped mid-batch).
+    #[derive(Debug)]
+    struct DroppingStore {
+        inner: Arc<InMemory>,
+        failures: AtomicU32,
+    }
+
+    impl std::fmt::Display for DroppingStore {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("DroppingStore")
+        }
+    }
+
+    #[async_trait]
+    impl ObjectStore for DroppingStore {
+        async fn put_opts(
+            &self,
+            location: &ObjectPath,
+            payload: PutPayload,
+            opts: PutOptions,
+        ) -> object_store::Result<PutResult> {
+            self.inner.put_opts(location, payload, opts).await
+        }
+
+        async fn put_multipart_opts(
+            &self,
+            location: &ObjectPath,
+            opts: PutMultipartOptions,
+        ) -> object_store::Result<Box<dyn MultipartUpload>> {
+            self.inner.put_multipart_opts(location, opts).await
+        }
+
+        async fn get_opts(
+            &self,
+            location: &ObjectPath,
+            options: GetOptions,
+        ) -> object_store::Result<GetResult> {
+            self.inner.get_opts(location, options).await
+        }
+
+        fn delete_stream(
+            &self,
+            locations: BoxStream<'static, object_store::Result<ObjectPath>>,
+        ) -> BoxStream<'static, object_store::Result<ObjectPath>> {
+            let fail = self
+                .failures
+                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+                .is_ok();
+            let deleted = self.inner.delete_stream(locations);
+            if !fail {
+                return deleted;
+            }
+            let dropped = futures::stream::once(async {
                 Err(object_store::Error::Generic {
-                    store: "bulk delete",
-                    source: failure.clone().into(),
+                    store: "DroppingStore",
+                    source: "connection dropped".into(),
                 })
-            };
-            (t.index, outcome)
-        })
-        .collect()
+            });
+            deleted.take(1).chain(dropped).boxed()
+        }
+
+        fn list(
+            &self,
+            prefix: Option<&ObjectPath>,
+        ) -> BoxStream<'static, object_store::Result<ObjectMeta>> {
+            self.inner.list(prefix)
+        }
+
+        async fn list_with_delimiter(
+            &self,
+            prefix: Option<&ObjectPath>,
+        ) -> object_store::Result<ListResult> {
+            self.inner.list_with_delimiter(prefix).await
+        }
+
+        async fn copy_opts(
+            &self,
+            from: &ObjectPath,
+            to: &ObjectPath,
+            options: CopyOptions,
+        ) -> object_store::Result<()> {
+            self.inner.copy_opts(from, to, options).await
+        }
+    }
+
+    async fn run(failures: u32) -> (Vec<bool>, Arc<InMemory>) {
+        let inner = Arc::new(InMemory::new());
+        let mut batch = Vec::new();
+        for (index, name) in ["a", "b", "c", "d"].into_iter().enumerate() {
+            let path = ObjectPath::from(name);
+            let written = inner.put(&path, PutPayload::from_static(b"x")).await;
+            assert!(written.is_ok());
+            batch.push(Target { index, path });
+        }
+        let store = Arc::new(DroppingStore {
+            inner: Arc::clone(&inner),
+            failures: AtomicU32::new(failures),
+        });
+        let mut outcomes = delete_batch(store, batch).await;
+        outcomes.sort_by_key(|(index, _)| *index);
+        (outcomes.iter().map(|(_, r)| r.is_ok()).collect(), inner)
+    }
+
+    #[tokio::test]
+    async fn dropped_batches_are_sent_again() {
+        let (ok, inner) = run(DELETE_ATTEMPTS - 1).await;
+        assert_eq!(ok, [true, true, true, true]);
+        assert_eq!(inner.list(None).count().await, 0);
+    }
+
+    #[tokio::test]
+    async fn batches_that_keep_dropping_fail_the_unconfirmed_keys() {
+        // Each attempt deletes one key before the connection drops; the last key is never sent
+        // successfully.
+        let (ok, inner) = run(DELETE_ATTEMPTS + 5).await;
+        assert_eq!(ok, [true, true, true, false]);
+        assert_eq!(inner.list(None).count().await, 1);
+    }
 }

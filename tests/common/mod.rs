@@ -10,7 +10,8 @@ use icetrim::io::{
 
 const NOT_RUNNING: &str = "emulators not running: run scripts/test.sh";
 
-fn emulator_var(name: &str) -> String {
+/// An emulator setting from `target/emulators.env`; panics when the emulators are not running.
+pub fn emulator_var(name: &str) -> String {
     match std::env::var(name) {
         Ok(value) if !value.is_empty() => value,
         _ => panic!("{NOT_RUNNING} ({name} is not set)"),
