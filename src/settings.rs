@@ -359,8 +359,11 @@ fn to_bool(literal: &Literal) -> Result<bool> {
 }
 
 fn to_uint(literal: &Literal) -> Result<u64> {
-    let out_of_range =
-        |v: &dyn std::fmt::Display| Error::bad_arguments(format!("Field value {v} is out of range of unsigned long type"));
+    let out_of_range = |v: &dyn std::fmt::Display| {
+        Error::bad_arguments(format!(
+            "Field value {v} is out of range of unsigned long type"
+        ))
+    };
     match literal {
         Literal::Bool(b) => Ok(u64::from(*b)),
         Literal::String(text) => text.parse::<u64>().map_err(|_| {
@@ -414,13 +417,18 @@ mod tests {
 
     #[test]
     fn unknown_setting_is_clickhouse_text() {
-        let err = Settings::new().set("foo", &number("1")).expect_err("unknown");
+        let err = Settings::new()
+            .set("foo", &number("1"))
+            .expect_err("unknown");
         assert_eq!(err.kind(), ErrorKind::UnknownSetting);
         assert_eq!(err.message(), "Unknown setting 'foo'");
         let err = Settings::new()
             .set("iceberg_use_version_hint", &number("1"))
             .expect_err("table setting");
-        assert!(err.message().starts_with("Unknown setting 'iceberg_use_version_hint'"));
+        assert!(
+            err.message()
+                .starts_with("Unknown setting 'iceberg_use_version_hint'")
+        );
     }
 
     #[test]
@@ -428,9 +436,12 @@ mod tests {
         let mut s = Settings::new();
         s.set("allow_insert_into_iceberg", &number("0")).unwrap();
         assert!(!s.allow_insert_into_iceberg());
-        s.set("allow_insert_into_iceberg", &Literal::String("TRUE".into())).unwrap();
+        s.set("allow_insert_into_iceberg", &Literal::String("TRUE".into()))
+            .unwrap();
         assert!(s.allow_insert_into_iceberg());
-        let err = s.set("allow_insert_into_iceberg", &number("2")).unwrap_err();
+        let err = s
+            .set("allow_insert_into_iceberg", &number("2"))
+            .unwrap_err();
         assert_eq!(err.message(), "Field value 2 is out of range of bool type");
         let err = s
             .set("allow_insert_into_iceberg", &Literal::String("abc".into()))
@@ -449,14 +460,21 @@ mod tests {
         s.set(name, &Literal::Bool(true)).unwrap();
         assert_eq!(s.orphan_files_older_than_seconds(), 1);
         let err = s.set(name, &number("-1")).unwrap_err();
-        assert_eq!(err.message(), "Field value -1 is out of range of unsigned long type");
+        assert_eq!(
+            err.message(),
+            "Field value -1 is out of range of unsigned long type"
+        );
         assert!(s.set(name, &Literal::String("abc".into())).is_err());
     }
 
     #[test]
     fn time_zone_is_validated() {
         let mut s = Settings::new();
-        s.set("session_timezone", &Literal::String("America/New_York".into())).unwrap();
+        s.set(
+            "session_timezone",
+            &Literal::String("America/New_York".into()),
+        )
+        .unwrap();
         assert_eq!(
             s.session_time_zone(),
             SessionTimeZone::Named(chrono_tz::America::New_York)

@@ -75,9 +75,18 @@ fn expire_binds_every_argument() {
     assert_eq!(options.snapshot_ids, Some(vec![1, -2, i64::MAX]));
     assert!(!options.dry_run);
     assert_eq!(expire("expire_snapshots()"), ExpireOptions::default());
-    assert_eq!(expire("expire_snapshots(snapshot_ids = [])").snapshot_ids, Some(vec![]));
-    assert_eq!(expire("expire_snapshots(retain_last = 2147483647)").retain_last, Some(i32::MAX));
-    assert_eq!(expire("expire_snapshots(expire_before => '1717200000')").expire_before_ms, Some(1_717_200_000_000));
+    assert_eq!(
+        expire("expire_snapshots(snapshot_ids = [])").snapshot_ids,
+        Some(vec![])
+    );
+    assert_eq!(
+        expire("expire_snapshots(retain_last = 2147483647)").retain_last,
+        Some(i32::MAX)
+    );
+    assert_eq!(
+        expire("expire_snapshots(expire_before => '1717200000')").expire_before_ms,
+        Some(1_717_200_000_000)
+    );
 }
 
 #[test]
@@ -96,7 +105,9 @@ fn expire_dry_run_forms() {
         let options = expire(&format!("expire_snapshots(dry_run = {value})"));
         assert_eq!(options.dry_run, expected, "{value}");
     }
-    for value in ["'0'", "'1'", "'yes'", "''", "NULL", "[1]", "0.0", "1.5", "'x'"] {
+    for value in [
+        "'0'", "'1'", "'yes'", "''", "NULL", "[1]", "0.0", "1.5", "'x'",
+    ] {
         let e = error(&format!("expire_snapshots(dry_run = {value})"));
         assert_eq!(
             e.message(),
@@ -109,18 +120,42 @@ fn expire_dry_run_forms() {
 #[test]
 fn retention_period_messages() {
     assert_bad_arguments(&[
-        ("expire_snapshots(retention_period = '3x')", "expire_snapshots: invalid duration '3x' for 'retention_period'"),
-        ("expire_snapshots(retention_period = 'd')", "expire_snapshots: invalid duration 'd' for 'retention_period'"),
-        ("expire_snapshots(retention_period = '3 d')", "expire_snapshots: invalid duration '3 d' for 'retention_period'"),
-        ("expire_snapshots(retention_period = '3D')", "expire_snapshots: invalid duration '3D' for 'retention_period'"),
-        ("expire_snapshots(retention_period = '   ')", "expire_snapshots: invalid duration '   ' for 'retention_period'"),
+        (
+            "expire_snapshots(retention_period = '3x')",
+            "expire_snapshots: invalid duration '3x' for 'retention_period'",
+        ),
+        (
+            "expire_snapshots(retention_period = 'd')",
+            "expire_snapshots: invalid duration 'd' for 'retention_period'",
+        ),
+        (
+            "expire_snapshots(retention_period = '3 d')",
+            "expire_snapshots: invalid duration '3 d' for 'retention_period'",
+        ),
+        (
+            "expire_snapshots(retention_period = '3D')",
+            "expire_snapshots: invalid duration '3D' for 'retention_period'",
+        ),
+        (
+            "expire_snapshots(retention_period = '   ')",
+            "expire_snapshots: invalid duration '   ' for 'retention_period'",
+        ),
         (
             "expire_snapshots(retention_period = '99999999999999999d')",
             "expire_snapshots: invalid duration '99999999999999999d' for 'retention_period'",
         ),
-        ("expire_snapshots(retention_period = '')", "expire_snapshots 'retention_period' cannot be empty"),
-        ("expire_snapshots(retention_period = '-3d')", "expire_snapshots expects 'retention_period' to be non-negative"),
-        ("expire_snapshots(retention_period = '-3')", "expire_snapshots expects 'retention_period' to be non-negative"),
+        (
+            "expire_snapshots(retention_period = '')",
+            "expire_snapshots 'retention_period' cannot be empty",
+        ),
+        (
+            "expire_snapshots(retention_period = '-3d')",
+            "expire_snapshots expects 'retention_period' to be non-negative",
+        ),
+        (
+            "expire_snapshots(retention_period = '-3')",
+            "expire_snapshots expects 'retention_period' to be non-negative",
+        ),
         (
             "expire_snapshots(retention_period = 3)",
             "expire_snapshots expects 'retention_period' to be a duration string like '3d', '12h', '30m', '15s' or '250ms'",
@@ -131,28 +166,70 @@ fn retention_period_messages() {
 #[test]
 fn retain_last_and_snapshot_ids_messages() {
     assert_bad_arguments(&[
-        ("expire_snapshots(retain_last = 0)", "expire_snapshots expects 'retain_last' to be positive"),
-        ("expire_snapshots(retain_last = -1)", "expire_snapshots expects 'retain_last' to be positive"),
-        ("expire_snapshots(retain_last = -99999999999)", "expire_snapshots expects 'retain_last' to be positive"),
-        ("expire_snapshots(retain_last = '2')", "expire_snapshots expects 'retain_last' to be an integer literal"),
-        ("expire_snapshots(retain_last = 2.5)", "expire_snapshots expects 'retain_last' to be an integer literal"),
-        ("expire_snapshots(retain_last = true)", "expire_snapshots expects 'retain_last' to be an integer literal"),
+        (
+            "expire_snapshots(retain_last = 0)",
+            "expire_snapshots expects 'retain_last' to be positive",
+        ),
+        (
+            "expire_snapshots(retain_last = -1)",
+            "expire_snapshots expects 'retain_last' to be positive",
+        ),
+        (
+            "expire_snapshots(retain_last = -99999999999)",
+            "expire_snapshots expects 'retain_last' to be positive",
+        ),
+        (
+            "expire_snapshots(retain_last = '2')",
+            "expire_snapshots expects 'retain_last' to be an integer literal",
+        ),
+        (
+            "expire_snapshots(retain_last = 2.5)",
+            "expire_snapshots expects 'retain_last' to be an integer literal",
+        ),
+        (
+            "expire_snapshots(retain_last = true)",
+            "expire_snapshots expects 'retain_last' to be an integer literal",
+        ),
         (
             "expire_snapshots(retain_last = 18446744073709551616)",
             "expire_snapshots expects 'retain_last' to be an integer literal",
         ),
-        ("expire_snapshots(retain_last = 2147483648)", "expire_snapshots 'retain_last' is too large: 2147483648"),
+        (
+            "expire_snapshots(retain_last = 2147483648)",
+            "expire_snapshots 'retain_last' is too large: 2147483648",
+        ),
         (
             "expire_snapshots(retain_last = 18446744073709551615)",
             "expire_snapshots 'retain_last' is too large: 18446744073709551615",
         ),
-        ("expire_snapshots(snapshot_ids = 1)", "expire_snapshots expects 'snapshot_ids' to be an array literal"),
-        ("expire_snapshots(snapshot_ids = '[1]')", "expire_snapshots expects 'snapshot_ids' to be an array literal"),
-        ("expire_snapshots(snapshot_ids = (1, 2))", "expire_snapshots expects 'snapshot_ids' to be an array literal"),
-        ("expire_snapshots(snapshot_ids = ['a'])", "expire_snapshots expects 'snapshot_ids' to be an integer literal"),
-        ("expire_snapshots(snapshot_ids = [1.5])", "expire_snapshots expects 'snapshot_ids' to be an integer literal"),
-        ("expire_snapshots(snapshot_ids = [[1]])", "expire_snapshots expects 'snapshot_ids' to be an integer literal"),
-        ("expire_snapshots(snapshot_ids = [NULL])", "expire_snapshots expects 'snapshot_ids' to be an integer literal"),
+        (
+            "expire_snapshots(snapshot_ids = 1)",
+            "expire_snapshots expects 'snapshot_ids' to be an array literal",
+        ),
+        (
+            "expire_snapshots(snapshot_ids = '[1]')",
+            "expire_snapshots expects 'snapshot_ids' to be an array literal",
+        ),
+        (
+            "expire_snapshots(snapshot_ids = (1, 2))",
+            "expire_snapshots expects 'snapshot_ids' to be an array literal",
+        ),
+        (
+            "expire_snapshots(snapshot_ids = ['a'])",
+            "expire_snapshots expects 'snapshot_ids' to be an integer literal",
+        ),
+        (
+            "expire_snapshots(snapshot_ids = [1.5])",
+            "expire_snapshots expects 'snapshot_ids' to be an integer literal",
+        ),
+        (
+            "expire_snapshots(snapshot_ids = [[1]])",
+            "expire_snapshots expects 'snapshot_ids' to be an integer literal",
+        ),
+        (
+            "expire_snapshots(snapshot_ids = [NULL])",
+            "expire_snapshots expects 'snapshot_ids' to be an integer literal",
+        ),
         (
             "expire_snapshots(snapshot_ids = [9223372036854775808])",
             "expire_snapshots 'snapshot_ids' is too large: 9223372036854775808",
@@ -171,24 +248,78 @@ fn retain_last_and_snapshot_ids_messages() {
 #[test]
 fn argument_shape_messages() {
     assert_bad_arguments(&[
-        ("expire_snapshots(foo = 1)", "Unknown parameter 'foo' for expire_snapshots"),
-        ("expire_snapshots(DRY_RUN = 1)", "Unknown parameter 'DRY_RUN' for expire_snapshots"),
-        ("expire_snapshots(foo = 1, foo = 1)", "Unknown parameter 'foo' for expire_snapshots"),
-        ("remove_orphan_files(foo = 1)", "Unknown parameter 'foo' for remove_orphan_files"),
-        ("expire_snapshots('2020-01-01', '2020-01-01')", "expire_snapshots accepts at most 1 positional argument(s)"),
-        ("remove_orphan_files('2020-01-01', '2020-01-01')", "remove_orphan_files accepts at most 1 positional argument(s)"),
-        ("expire_snapshots(expire_before = '2020-01-01', expire_before = '2020-01-01')", "Duplicate parameter 'expire_before' for expire_snapshots()"),
-        ("expire_snapshots('2020-01-01', expire_before = '2020-01-01')", "Duplicate parameter 'expire_before' for expire_snapshots()"),
-        ("remove_orphan_files(dry_run = 1, dry_run = 1)", "Duplicate parameter 'dry_run' for remove_orphan_files()"),
-        ("expire_snapshots(dry_run = 1, '2020-01-01')", "Positional arguments must precede named arguments in expire_snapshots()"),
-        ("remove_orphan_files(dry_run = 1, '2020-01-01')", "Positional arguments must precede named arguments in remove_orphan_files()"),
-        ("expire_snapshots(now())", "Argument 1 to expire_snapshots() must be a literal value"),
-        ("expire_snapshots(dry_run = 1 + 1)", "Argument 1 to expire_snapshots() must be a literal value"),
-        ("expire_snapshots(dry_run = -(1))", "Argument 1 to expire_snapshots() must be a literal value"),
-        ("expire_snapshots(x = 1 = 2)", "Argument 1 to expire_snapshots() must be a literal value"),
-        ("expire_snapshots(dry_run = 1, x = [now()])", "Argument 2 to expire_snapshots() must be a literal value"),
-        ("remove_orphan_files(now())", "Argument 1 to remove_orphan_files() must be a literal value"),
-        ("EXPIRE_SNAPSHOTS()", "Unknown EXECUTE command 'EXPIRE_SNAPSHOTS' for Iceberg table"),
+        (
+            "expire_snapshots(foo = 1)",
+            "Unknown parameter 'foo' for expire_snapshots",
+        ),
+        (
+            "expire_snapshots(DRY_RUN = 1)",
+            "Unknown parameter 'DRY_RUN' for expire_snapshots",
+        ),
+        (
+            "expire_snapshots(foo = 1, foo = 1)",
+            "Unknown parameter 'foo' for expire_snapshots",
+        ),
+        (
+            "remove_orphan_files(foo = 1)",
+            "Unknown parameter 'foo' for remove_orphan_files",
+        ),
+        (
+            "expire_snapshots('2020-01-01', '2020-01-01')",
+            "expire_snapshots accepts at most 1 positional argument(s)",
+        ),
+        (
+            "remove_orphan_files('2020-01-01', '2020-01-01')",
+            "remove_orphan_files accepts at most 1 positional argument(s)",
+        ),
+        (
+            "expire_snapshots(expire_before = '2020-01-01', expire_before = '2020-01-01')",
+            "Duplicate parameter 'expire_before' for expire_snapshots()",
+        ),
+        (
+            "expire_snapshots('2020-01-01', expire_before = '2020-01-01')",
+            "Duplicate parameter 'expire_before' for expire_snapshots()",
+        ),
+        (
+            "remove_orphan_files(dry_run = 1, dry_run = 1)",
+            "Duplicate parameter 'dry_run' for remove_orphan_files()",
+        ),
+        (
+            "expire_snapshots(dry_run = 1, '2020-01-01')",
+            "Positional arguments must precede named arguments in expire_snapshots()",
+        ),
+        (
+            "remove_orphan_files(dry_run = 1, '2020-01-01')",
+            "Positional arguments must precede named arguments in remove_orphan_files()",
+        ),
+        (
+            "expire_snapshots(now())",
+            "Argument 1 to expire_snapshots() must be a literal value",
+        ),
+        (
+            "expire_snapshots(dry_run = 1 + 1)",
+            "Argument 1 to expire_snapshots() must be a literal value",
+        ),
+        (
+            "expire_snapshots(dry_run = -(1))",
+            "Argument 1 to expire_snapshots() must be a literal value",
+        ),
+        (
+            "expire_snapshots(x = 1 = 2)",
+            "Argument 1 to expire_snapshots() must be a literal value",
+        ),
+        (
+            "expire_snapshots(dry_run = 1, x = [now()])",
+            "Argument 2 to expire_snapshots() must be a literal value",
+        ),
+        (
+            "remove_orphan_files(now())",
+            "Argument 1 to remove_orphan_files() must be a literal value",
+        ),
+        (
+            "EXPIRE_SNAPSHOTS()",
+            "Unknown EXECUTE command 'EXPIRE_SNAPSHOTS' for Iceberg table",
+        ),
         ("foo()", "Unknown EXECUTE command 'foo' for Iceberg table"),
     ]);
 }
@@ -197,17 +328,47 @@ fn argument_shape_messages() {
 fn per_argument_order_matches_clickhouse() {
     assert_bad_arguments(&[
         // The first argument's problem wins, whatever it is.
-        ("expire_snapshots(1, 2, 3)", "Parameter 'expire_before' for expire_snapshots has wrong type (got UInt64, expected String)"),
-        ("expire_snapshots(5, now())", "Parameter 'expire_before' for expire_snapshots has wrong type (got UInt64, expected String)"),
-        ("expire_snapshots(expire_before = now(), foo = 1)", "Argument 1 to expire_snapshots() must be a literal value"),
-        ("expire_snapshots(foo = 1, expire_before = 5)", "Unknown parameter 'foo' for expire_snapshots"),
-        ("expire_snapshots(expire_before = 5, foo = 1)", "Parameter 'expire_before' for expire_snapshots has wrong type (got UInt64, expected String)"),
+        (
+            "expire_snapshots(1, 2, 3)",
+            "Parameter 'expire_before' for expire_snapshots has wrong type (got UInt64, expected String)",
+        ),
+        (
+            "expire_snapshots(5, now())",
+            "Parameter 'expire_before' for expire_snapshots has wrong type (got UInt64, expected String)",
+        ),
+        (
+            "expire_snapshots(expire_before = now(), foo = 1)",
+            "Argument 1 to expire_snapshots() must be a literal value",
+        ),
+        (
+            "expire_snapshots(foo = 1, expire_before = 5)",
+            "Unknown parameter 'foo' for expire_snapshots",
+        ),
+        (
+            "expire_snapshots(expire_before = 5, foo = 1)",
+            "Parameter 'expire_before' for expire_snapshots has wrong type (got UInt64, expected String)",
+        ),
         // Then values in a fixed order.
-        ("expire_snapshots(retain_last = 0, retention_period = 'x')", "expire_snapshots: invalid duration 'x' for 'retention_period'"),
-        ("expire_snapshots(snapshot_ids = ['a'], retain_last = 0)", "expire_snapshots expects 'retain_last' to be positive"),
-        ("expire_snapshots(dry_run = 'x', snapshot_ids = ['a'])", "expire_snapshots expects 'snapshot_ids' to be an integer literal"),
-        ("expire_snapshots(snapshot_ids = 'a', retention_period = '1d')", "expire_snapshots expects 'snapshot_ids' to be an array literal"),
-        ("remove_orphan_files(older_than = '2099-01-01', location = '/x')", "older_than must not be in the future; a future value would bypass the in-progress-write safety window"),
+        (
+            "expire_snapshots(retain_last = 0, retention_period = 'x')",
+            "expire_snapshots: invalid duration 'x' for 'retention_period'",
+        ),
+        (
+            "expire_snapshots(snapshot_ids = ['a'], retain_last = 0)",
+            "expire_snapshots expects 'retain_last' to be positive",
+        ),
+        (
+            "expire_snapshots(dry_run = 'x', snapshot_ids = ['a'])",
+            "expire_snapshots expects 'snapshot_ids' to be an integer literal",
+        ),
+        (
+            "expire_snapshots(snapshot_ids = 'a', retention_period = '1d')",
+            "expire_snapshots expects 'snapshot_ids' to be an array literal",
+        ),
+        (
+            "remove_orphan_files(older_than = '2099-01-01', location = '/x')",
+            "older_than must not be in the future; a future value would bypass the in-progress-write safety window",
+        ),
     ]);
     let e = error("expire_snapshots(dry_run = 'x', expire_before = 'junk')");
     assert_eq!(e.kind(), ErrorKind::CannotParseDatetime);
@@ -228,22 +389,49 @@ fn wrong_type_names_follow_clickhouse() {
         let e = error(&format!("expire_snapshots(expire_before = {value})"));
         assert_eq!(
             e.message(),
-            format!("Parameter 'expire_before' for expire_snapshots has wrong type (got {type_name}, expected String)")
+            format!(
+                "Parameter 'expire_before' for expire_snapshots has wrong type (got {type_name}, expected String)"
+            )
         );
     }
     assert_bad_arguments(&[
-        ("remove_orphan_files(dry_run = 'x')", "Parameter 'dry_run' for remove_orphan_files has wrong type (got String, expected UInt64)"),
-        ("remove_orphan_files(dry_run = -1)", "Parameter 'dry_run' for remove_orphan_files has wrong type (got Int64, expected UInt64)"),
-        ("remove_orphan_files(dry_run = true)", "Parameter 'dry_run' for remove_orphan_files has wrong type (got Bool, expected UInt64)"),
-        ("remove_orphan_files(dry_run = 1.0)", "Parameter 'dry_run' for remove_orphan_files has wrong type (got Float64, expected UInt64)"),
-        ("remove_orphan_files(location = 5)", "Parameter 'location' for remove_orphan_files has wrong type (got UInt64, expected String)"),
-        ("remove_orphan_files(5)", "Parameter 'older_than' for remove_orphan_files has wrong type (got UInt64, expected String)"),
+        (
+            "remove_orphan_files(dry_run = 'x')",
+            "Parameter 'dry_run' for remove_orphan_files has wrong type (got String, expected UInt64)",
+        ),
+        (
+            "remove_orphan_files(dry_run = -1)",
+            "Parameter 'dry_run' for remove_orphan_files has wrong type (got Int64, expected UInt64)",
+        ),
+        (
+            "remove_orphan_files(dry_run = true)",
+            "Parameter 'dry_run' for remove_orphan_files has wrong type (got Bool, expected UInt64)",
+        ),
+        (
+            "remove_orphan_files(dry_run = 1.0)",
+            "Parameter 'dry_run' for remove_orphan_files has wrong type (got Float64, expected UInt64)",
+        ),
+        (
+            "remove_orphan_files(location = 5)",
+            "Parameter 'location' for remove_orphan_files has wrong type (got UInt64, expected String)",
+        ),
+        (
+            "remove_orphan_files(5)",
+            "Parameter 'older_than' for remove_orphan_files has wrong type (got UInt64, expected String)",
+        ),
     ]);
 }
 
 #[test]
 fn timestamps_fail_as_cannot_parse_datetime() {
-    for value in ["'2026-13-01'", "'garbage'", "''", "'-1'", "' 2020-01-01'", "'2020-01-01 00:00'"] {
+    for value in [
+        "'2026-13-01'",
+        "'garbage'",
+        "''",
+        "'-1'",
+        "' 2020-01-01'",
+        "'2020-01-01 00:00'",
+    ] {
         for call in [
             format!("expire_snapshots({value})"),
             format!("remove_orphan_files(older_than = {value})"),
@@ -251,7 +439,10 @@ fn timestamps_fail_as_cannot_parse_datetime() {
             let e = error(&call);
             assert_eq!(e.kind(), ErrorKind::CannotParseDatetime, "{call}");
             assert_eq!(e.code(), 41);
-            assert!(e.message().starts_with("Cannot parse datetime"), "{call}: {e}");
+            assert!(
+                e.message().starts_with("Cannot parse datetime"),
+                "{call}: {e}"
+            );
         }
     }
 }
@@ -286,10 +477,22 @@ fn orphan_options() {
         Some(NOW_MS)
     );
     assert_bad_arguments(&[
-        ("remove_orphan_files(location = '/etc')", "location must be a relative path under the table root, got '/etc'"),
-        ("remove_orphan_files(location = '../x')", "location must be a relative path under the table root, got '../x'"),
-        ("remove_orphan_files(location = 'data/../x')", "location must be a relative path under the table root, got 'data/../x'"),
-        ("remove_orphan_files(location = 'a/..')", "location must be a relative path under the table root, got 'a/..'"),
+        (
+            "remove_orphan_files(location = '/etc')",
+            "location must be a relative path under the table root, got '/etc'",
+        ),
+        (
+            "remove_orphan_files(location = '../x')",
+            "location must be a relative path under the table root, got '../x'",
+        ),
+        (
+            "remove_orphan_files(location = 'data/../x')",
+            "location must be a relative path under the table root, got 'data/../x'",
+        ),
+        (
+            "remove_orphan_files(location = 'a/..')",
+            "location must be a relative path under the table root, got 'a/..'",
+        ),
         (
             "remove_orphan_files(older_than = '2026-01-01 00:00:01')",
             "older_than must not be in the future; a future value would bypass the in-progress-write safety window",
@@ -332,5 +535,11 @@ fn gates_refuse_with_support_is_disabled() {
         assert_eq!(e.message(), message);
     }
     // One procedure's gate does not close the other.
-    assert!(check_gates("remove_orphan_files", &set("allow_experimental_expire_snapshots", "0")).is_ok());
+    assert!(
+        check_gates(
+            "remove_orphan_files",
+            &set("allow_experimental_expire_snapshots", "0")
+        )
+        .is_ok()
+    );
 }

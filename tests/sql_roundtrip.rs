@@ -46,7 +46,9 @@ fn alter_execute_forms() {
         "ALTER TABLE `select` EXECUTE expire_snapshots(x = -5, y = NULL, z = (1, 'a'), w = [])",
     );
     verified_stmt("ALTER TABLE t EXECUTE expire_snapshots() FORMAT JSON");
-    verified_stmt("EXPLAIN ALTER TABLE t EXECUTE remove_orphan_files(location = 'data') FORMAT TSV");
+    verified_stmt(
+        "EXPLAIN ALTER TABLE t EXECUTE remove_orphan_files(location = 'data') FORMAT TSV",
+    );
 }
 
 #[test]
@@ -117,7 +119,11 @@ fn other_statement_forms() {
     ) else {
         panic!("not a SET");
     };
-    assert_eq!(settings.len(), 2, "sqlparser's ClickHouse dialect would read one");
+    assert_eq!(
+        settings.len(),
+        2,
+        "sqlparser's ClickHouse dialect would read one"
+    );
 }
 
 #[test]
@@ -140,7 +146,9 @@ fn select_forms() {
     );
     assert_eq!(select.filter.len(), 3);
     assert_eq!(select.limit, Some(10));
-    verified_stmt("SELECT name FROM system.iceberg_refs WHERE a < 1 AND b <= -2 AND c > 1.5 ORDER BY name ASC");
+    verified_stmt(
+        "SELECT name FROM system.iceberg_refs WHERE a < 1 AND b <= -2 AND c > 1.5 ORDER BY name ASC",
+    );
 }
 
 #[test]
@@ -187,7 +195,10 @@ fn foreign_statements_are_not_implemented() {
     }
     let e = error_of("CREATE TABLE t (id Int64) ENGINE = MergeTree ORDER BY id");
     assert_eq!(e.kind(), ErrorKind::NotImplemented);
-    assert!(e.message().contains("Engine MergeTree is not supported"), "{e}");
+    assert!(
+        e.message().contains("Engine MergeTree is not supported"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -195,12 +206,14 @@ fn syntax_errors_carry_position_line_and_column() {
     let e = error_of("ALTER TABLE t EXECUTE expire_snapshots(dry_run = 1");
     assert_eq!(e.kind(), ErrorKind::SyntaxError);
     assert!(
-        e.message().starts_with("Syntax error: failed at position 51 (line 1, col 51): "),
+        e.message()
+            .starts_with("Syntax error: failed at position 51 (line 1, col 51): "),
         "{e}"
     );
     let e = error_of("ALTER TABLE t EXECUTE expire_snapshots(dry_run = 1))");
     assert!(
-        e.message().starts_with("Syntax error: failed at position 52 (line 1, col 52): "),
+        e.message()
+            .starts_with("Syntax error: failed at position 52 (line 1, col 52): "),
         "{e}"
     );
     let e = match parse_statement_at("SET a = 1,\n  b = ", 7) {
@@ -240,7 +253,7 @@ fn two_execute_clauses_are_prohibited() {
 /// parses back to the same statement.
 #[test]
 fn every_keyword_round_trips_as_an_identifier() {
-    use icetrim::sql::{AlterExecute, Arg, Comparison, CompareOp, OrderKey, Select, TableName};
+    use icetrim::sql::{AlterExecute, Arg, CompareOp, Comparison, OrderKey, Select, TableName};
     let mut failures = Vec::new();
     for keyword in sqlparser::keywords::ALL_KEYWORDS {
         for word in [keyword.to_string(), keyword.to_ascii_lowercase()] {

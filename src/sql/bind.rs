@@ -45,17 +45,41 @@ struct Param {
 }
 
 const EXPIRE_PARAMS: [Param; 5] = [
-    Param { name: "expire_before", ty: ParamType::String },
-    Param { name: "retention_period", ty: ParamType::Any },
-    Param { name: "retain_last", ty: ParamType::Any },
-    Param { name: "snapshot_ids", ty: ParamType::Any },
-    Param { name: "dry_run", ty: ParamType::Any },
+    Param {
+        name: "expire_before",
+        ty: ParamType::String,
+    },
+    Param {
+        name: "retention_period",
+        ty: ParamType::Any,
+    },
+    Param {
+        name: "retain_last",
+        ty: ParamType::Any,
+    },
+    Param {
+        name: "snapshot_ids",
+        ty: ParamType::Any,
+    },
+    Param {
+        name: "dry_run",
+        ty: ParamType::Any,
+    },
 ];
 
 const ORPHAN_PARAMS: [Param; 3] = [
-    Param { name: "older_than", ty: ParamType::String },
-    Param { name: "location", ty: ParamType::String },
-    Param { name: "dry_run", ty: ParamType::UInt64 },
+    Param {
+        name: "older_than",
+        ty: ParamType::String,
+    },
+    Param {
+        name: "location",
+        ty: ParamType::String,
+    },
+    Param {
+        name: "dry_run",
+        ty: ParamType::UInt64,
+    },
 ];
 
 /// Refuses a procedure whose ClickHouse gate setting is off (`SUPPORT_IS_DISABLED`). Unknown
@@ -180,9 +204,18 @@ fn bind_expire(args: &[Arg], context: &BindContext) -> Result<ExpireOptions> {
         .get("retention_period")
         .map(|v| retention_period(v))
         .transpose()?;
-    let retain_last = values.get("retain_last").map(|v| retain_last(v)).transpose()?;
-    let snapshot_ids = values.get("snapshot_ids").map(|v| snapshot_ids(v)).transpose()?;
-    let dry_run = values.get("dry_run").map(|v| expire_dry_run(v)).transpose()?;
+    let retain_last = values
+        .get("retain_last")
+        .map(|v| retain_last(v))
+        .transpose()?;
+    let snapshot_ids = values
+        .get("snapshot_ids")
+        .map(|v| snapshot_ids(v))
+        .transpose()?;
+    let dry_run = values
+        .get("dry_run")
+        .map(|v| expire_dry_run(v))
+        .transpose()?;
     if snapshot_ids.is_some() && (retention_period_ms.is_some() || retain_last.is_some()) {
         return Err(Error::bad_arguments(
             "expire_snapshots argument 'snapshot_ids' cannot be combined with 'retention_period' \
@@ -228,7 +261,9 @@ fn retain_last(value: &Literal) -> Result<i32> {
         ));
     }
     i32::try_from(count).map_err(|_| {
-        Error::bad_arguments(format!("expire_snapshots 'retain_last' is too large: {count}"))
+        Error::bad_arguments(format!(
+            "expire_snapshots 'retain_last' is too large: {count}"
+        ))
     })
 }
 
@@ -247,7 +282,9 @@ fn snapshot_ids(value: &Literal) -> Result<Vec<i64>> {
                 )
             })?;
             i64::try_from(id).map_err(|_| {
-                Error::bad_arguments(format!("expire_snapshots 'snapshot_ids' is too large: {id}"))
+                Error::bad_arguments(format!(
+                    "expire_snapshots 'snapshot_ids' is too large: {id}"
+                ))
             })
         })
         .collect()
@@ -263,7 +300,9 @@ fn expire_dry_run(value: &Literal) -> Result<bool> {
         other => other.as_integer().map(|v| v != 0),
     };
     flag.ok_or_else(|| {
-        Error::bad_arguments("expire_snapshots expects 'dry_run' to be a boolean or integer literal")
+        Error::bad_arguments(
+            "expire_snapshots expects 'dry_run' to be a boolean or integer literal",
+        )
     })
 }
 

@@ -198,9 +198,20 @@ mod tests {
     #[test]
     fn overflow_is_invalid() {
         assert_eq!(parse_duration_ms("9223372036854775807ms"), Ok(i64::MAX));
-        assert_eq!(parse_duration_ms("9223372036854775s"), Ok(9_223_372_036_854_775_000));
-        assert_eq!(parse_duration_ms("292471208y"), Ok(292_471_208 * 31_536_000_000));
-        for bad in ["9223372036854776s", "106751991168d", "292471209y", "292471208y36w"] {
+        assert_eq!(
+            parse_duration_ms("9223372036854775s"),
+            Ok(9_223_372_036_854_775_000)
+        );
+        assert_eq!(
+            parse_duration_ms("292471208y"),
+            Ok(292_471_208 * 31_536_000_000)
+        );
+        for bad in [
+            "9223372036854776s",
+            "106751991168d",
+            "292471209y",
+            "292471208y36w",
+        ] {
             assert_eq!(parse_duration_ms(bad), Err(DurationError::Invalid), "{bad}");
         }
     }
@@ -210,6 +221,9 @@ mod tests {
         assert_eq!(format_duration_ms(0), "0s");
         assert_eq!(format_duration_ms(131_400_000), "1d12h30m");
         assert_eq!(format_duration_ms(5_415_250), "1h30m15s250ms");
-        assert_eq!(parse_duration_ms(&format_duration_ms(i64::MAX)), Ok(i64::MAX));
+        assert_eq!(
+            parse_duration_ms(&format_duration_ms(i64::MAX)),
+            Ok(i64::MAX)
+        );
     }
 }

@@ -431,7 +431,10 @@ fn parse_show(p: &mut Parser, format: Option<String>) -> PResult<Option<Statemen
     if keyword(&next, Keyword::TABLES) {
         p.next_token();
         p.next_token();
-        let from_db = if p.parse_one_of_keywords(&[Keyword::FROM, Keyword::IN]).is_some() {
+        let from_db = if p
+            .parse_one_of_keywords(&[Keyword::FROM, Keyword::IN])
+            .is_some()
+        {
             Some(p.parse_identifier()?.value)
         } else {
             None
@@ -530,7 +533,11 @@ fn syntax_error(sql: &str, first_line: usize, message: &str, location: Location)
         let column = sql.rsplit('\n').next().map_or(0, |l| l.chars().count()) as u64 + 1;
         (sql.chars().count() + 1, line, column)
     } else {
-        (char_offset(sql, location) + 1, location.line, location.column)
+        (
+            char_offset(sql, location) + 1,
+            location.line,
+            location.column,
+        )
     };
     let line = line as usize + first_line - 1;
     Error::syntax(format!(

@@ -10,8 +10,8 @@
 use std::fmt;
 
 use sqlparser::ast::{
-    BinaryOperator, Expr, GroupByExpr, Ident, LimitClause, ObjectNamePart, OrderByKind, OrderBySort, Query,
-    SelectItem, SetExpr, TableFactor, Value,
+    BinaryOperator, Expr, GroupByExpr, Ident, LimitClause, ObjectNamePart, OrderByKind,
+    OrderBySort, Query, SelectItem, SetExpr, TableFactor, Value,
 };
 
 use super::ast::{Literal, write_format, write_ident};
@@ -243,7 +243,10 @@ fn convert_from(select: &sqlparser::ast::Select) -> Result<SystemTable> {
     if !from.joins.is_empty() {
         return Err(unsupported("JOIN"));
     }
-    let TableFactor::Table { name, args: None, .. } = &from.relation else {
+    let TableFactor::Table {
+        name, args: None, ..
+    } = &from.relation
+    else {
         return Err(unsupported(format!("FROM {}", from.relation)));
     };
     let parts: Vec<&str> = name
@@ -312,7 +315,9 @@ fn convert_order_by(kind: &OrderByKind) -> Result<Vec<OrderKey>> {
                 None => None,
                 Some(OrderBySort::Asc) => Some(true),
                 Some(OrderBySort::Desc) => Some(false),
-                Some(OrderBySort::Using(_)) => return Err(unsupported(format!("ORDER BY {order}"))),
+                Some(OrderBySort::Using(_)) => {
+                    return Err(unsupported(format!("ORDER BY {order}")));
+                }
             };
             match (&order.expr, order.options.nulls_first) {
                 (Expr::Identifier(column), None) => Ok(OrderKey {

@@ -142,7 +142,10 @@ mod tests {
     use super::*;
 
     fn texts(script: &str) -> Vec<String> {
-        split_statements(script).into_iter().map(|(t, _)| t).collect()
+        split_statements(script)
+            .into_iter()
+            .map(|(t, _)| t)
+            .collect()
     }
 
     #[test]

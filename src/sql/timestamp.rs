@@ -129,7 +129,10 @@ pub fn parse_timestamp_ms(text: &str, zone: &SessionTimeZone) -> Result<i64> {
         return local_instant(text, local, zone);
     }
     let offset = parse_offset(suffix).ok_or_else(|| {
-        cannot_parse(text, "a time zone suffix must be 'Z' or '+hh:mm' / '-hh:mm'")
+        cannot_parse(
+            text,
+            "a time zone suffix must be 'Z' or '+hh:mm' / '-hh:mm'",
+        )
     })?;
     let utc: DateTime<FixedOffset> = offset
         .from_local_datetime(&local)
@@ -304,7 +307,10 @@ mod tests {
         ] {
             let err = parse_timestamp_ms(bad, &utc()).expect_err(bad);
             assert_eq!(err.kind(), ErrorKind::CannotParseDatetime, "{bad}");
-            assert!(err.message().starts_with(&format!("Cannot parse datetime '{bad}'")));
+            assert!(
+                err.message()
+                    .starts_with(&format!("Cannot parse datetime '{bad}'"))
+            );
         }
     }
 
