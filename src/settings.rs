@@ -33,13 +33,12 @@ pub struct SettingDef {
     pub doc: &'static str,
 }
 
-/// A setting's value.
+/// A setting's default value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SettingValue {
     Bool(bool),
     UInt(u64),
-    /// Index into the owning [`Settings`]' string storage is not needed: string settings keep their
-    /// text in [`Settings`]; the default of every string setting is `''`.
+    /// The empty string (the default of every String setting).
     EmptyString,
 }
 
@@ -209,6 +208,16 @@ impl Settings {
     /// The known settings of this registry.
     pub fn definitions(&self) -> &'static [SettingDef] {
         self.registry
+    }
+
+    /// Applies `SET a = 1, b = 2` all or nothing: every assignment is validated before any is kept.
+    pub fn set_all(&mut self, assignments: &[(String, Literal)]) -> Result<()> {
+        let mut updated = self.clone();
+        for (name, value) in assignments {
+            updated.set(name, value)?;
+        }
+        *self = updated;
+        Ok(())
     }
 
     /// Sets `name` from a SQL literal, validating it.
@@ -486,6 +495,19 @@ mod tests {
         let err = s.set("session_timezone", &number("5")).unwrap_err();
         assert_eq!(err.message(), "Bad get: has UInt64, requested String");
         assert_eq!(s.get_string("session_timezone"), "America/New_York");
+    }
+
+    #[test]
+    fn set_all_is_all_or_nothing() {
+        let mut s = Settings::new();
+        let assignments = vec![
+            ("iceberg_delete_concurrency".to_string(), number("3")),
+            ("foo".to_string(), number("1")),
+        ];
+        assert!(s.set_all(&assignments).is_err());
+        assert_eq!(s.delete_concurrency(), 32);
+        s.set_all(&assignments[..1]).unwrap();
+        assert_eq!(s.delete_concurrency(), 3);
     }
 
     #[test]

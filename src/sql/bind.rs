@@ -347,3 +347,59 @@ fn normalize_location(location: &str) -> Result<Option<String>> {
         .collect();
     Ok((!kept.is_empty()).then(|| kept.join("/")))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn named(name: &str, literal: Literal) -> Arg {
+        Arg {
+            name: Some(name.to_string()),
+            value: ArgValue::Literal(literal),
+        }
+    }
+
+    #[test]
+    fn location_normalisation() {
+        assert_eq!(normalize_location(""), Ok(None));
+        assert_eq!(normalize_location("./"), Ok(None));
+        assert_eq!(normalize_location("./data/"), Ok(Some("data".into())));
+        assert_eq!(normalize_location("a//./b"), Ok(Some("a/b".into())));
+        assert!(normalize_location("/etc").is_err());
+        assert!(normalize_location("a/../b").is_err());
+        assert!(normalize_location("..").is_err());
+    }
+
+    #[test]
+    fn positional_argument_binds_to_the_first_parameter() {
+        let args = [Arg {
+            name: None,
+            value: ArgValue::Literal(Literal::String("x".into())),
+        }];
+        let values = collect(EXPIRE, &EXPIRE_PARAMS, &args).unwrap();
+        assert_eq!(
+            values.keys().copied().collect::<Vec<_>>(),
+            ["expire_before"]
+        );
+        let values = collect(ORPHANS, &ORPHAN_PARAMS, &args).unwrap();
+        assert_eq!(values.keys().copied().collect::<Vec<_>>(), ["older_than"]);
+    }
+
+    #[test]
+    fn orphan_dry_run_accepts_any_unsigned_integer() {
+        let context = BindContext {
+            now_ms: 0,
+            time_zone: SessionTimeZone::System,
+        };
+        let call = |value: &str| {
+            bind(
+                ORPHANS,
+                &[named("dry_run", Literal::Number(value.into()))],
+                &context,
+            )
+        };
+        assert_eq!(call("0").map(|c| c.dry_run()), Ok(false));
+        assert_eq!(call("18446744073709551615").map(|c| c.dry_run()), Ok(true));
+        assert!(call("18446744073709551616").is_err());
+    }
+}

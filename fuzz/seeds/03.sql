@@ -1,0 +1,1 @@
+ALTER TABLE events EXECUTE expire_snapshots(retention_period = '3d', retain_last = 10);

@@ -1,0 +1,1 @@
+ALTER TABLE events EXECUTE expire_snapshots;

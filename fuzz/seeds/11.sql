@@ -1,0 +1,1 @@
+CREATE TABLE events ENGINE = IcebergLocal('/data/warehouse/events');

@@ -1,0 +1,1 @@
+CREATE TABLE t (id Int64) ENGINE = MergeTree ORDER BY id;

@@ -1,0 +1,1 @@
+SET session_timezone = 'America/New_York';

@@ -1,0 +1,1 @@
+SELECT * FROM system.iceberg_refs WHERE database != 'system' ORDER BY name;

@@ -1,0 +1,1 @@
+INSERT INTO events VALUES (1);

@@ -1,0 +1,1 @@
+ALTER TABLE t EXECUTE expire_snapshots(retention_period = '1h30m15s250ms', snapshot_ids = [1, -2], dry_run = 'TRUE')

@@ -1,0 +1,1 @@
+ALTER TABLE t EXECUTE remove_orphan_files(older_than = '2024-03-10 02:30:00', location = './data//x/')

@@ -1,0 +1,2 @@
+SET x = 'a\'b''c'; /* c; /* n */ */ USE `d;b`; -- x;
+SHOW TABLES # y;
