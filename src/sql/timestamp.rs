@@ -48,6 +48,19 @@ impl SessionTimeZone {
             .map_or(SessionTimeZone::System, SessionTimeZone::Named)
     }
 
+    /// `ms` since the epoch as ClickHouse prints a `DateTime64(3)` in this zone:
+    /// `YYYY-MM-DD hh:mm:ss.mmm`. Out-of-range instants print as the raw number.
+    pub fn format_ms(&self, ms: i64) -> String {
+        let Some(utc) = chrono::DateTime::<chrono::Utc>::from_timestamp_millis(ms) else {
+            return ms.to_string();
+        };
+        const FORMAT: &str = "%Y-%m-%d %H:%M:%S%.3f";
+        match self {
+            SessionTimeZone::Named(tz) => utc.with_timezone(tz).format(FORMAT).to_string(),
+            SessionTimeZone::System => utc.with_timezone(&chrono::Local).format(FORMAT).to_string(),
+        }
+    }
+
     /// The instant (Unix ms) of a wall-clock time in this zone, DST gap and fold resolved as the
     /// module comment says.
     pub fn local_to_utc_ms(&self, local: NaiveDateTime) -> Option<i64> {
@@ -319,5 +332,19 @@ mod tests {
         assert_eq!(SessionTimeZone::from_setting("America/New_York"), Ok(ny()));
         let err = SessionTimeZone::from_setting("Nowhere/Zone").expect_err("bad zone");
         assert_eq!(err.message(), "Invalid time zone: Nowhere/Zone");
+    }
+}
+
+#[cfg(test)]
+mod format_tests {
+    use super::*;
+
+    #[test]
+    fn formats_in_the_zone() {
+        let utc = SessionTimeZone::Named(chrono_tz::UTC);
+        assert_eq!(utc.format_ms(1_717_200_000_123), "2024-06-01 00:00:00.123");
+        let ny = SessionTimeZone::Named(chrono_tz::America::New_York);
+        assert_eq!(ny.format_ms(1_717_200_000_000), "2024-05-31 20:00:00.000");
+        assert_eq!(utc.format_ms(i64::MAX), i64::MAX.to_string());
     }
 }
