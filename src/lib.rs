@@ -14,6 +14,7 @@ pub mod iceberg;
 pub mod io;
 pub mod plan;
 pub mod settings;
+pub mod shell;
 pub mod sql;
 
 pub use error::{Error, ErrorKind, Result};
