@@ -349,3 +349,21 @@ fn empty_input_does_nothing() {
     assert_eq!(stdout(&output), "");
     assert_eq!(stderr(&output), "");
 }
+
+#[test]
+fn empty_results_print_as_clickhouse_prints_them() {
+    let expected = [
+        ("PrettyCompact", ""),
+        ("Pretty", ""),
+        ("Vertical", ""),
+        ("JSONEachRow", ""),
+        ("TabSeparated", ""),
+        ("TabSeparatedWithNames", "name\n"),
+        ("CSVWithNames", "\"name\"\n"),
+    ];
+    for (format, text) in expected {
+        let output = query(&format!("SHOW TABLES FORMAT {format}"));
+        assert!(output.status.success());
+        assert_eq!(stdout(&output), text, "{format}");
+    }
+}

@@ -153,20 +153,24 @@ pub fn handles(sql: &str) -> bool {
     let Ok(tokens) = Tokenizer::new(&ClickHouseDialect {}, sql).tokenize() else {
         return false;
     };
-    let mut words = tokens
+    let tokens: Vec<&Token> = tokens
         .iter()
         .filter(|t| !matches!(t, Token::Whitespace(_)))
-        .map(|t| match t {
-            Token::Word(w) if w.quote_style.is_none() => w.value.to_ascii_uppercase(),
-            _ => String::new(),
-        });
-    let mut first = words.next();
-    if first.as_deref() == Some("EXPLAIN") {
-        first = words.next();
+        .collect();
+    let keyword = |i: usize, word: &str| {
+        matches!(tokens.get(i), Some(Token::Word(w)) if w.quote_style.is_none()
+            && w.value.eq_ignore_ascii_case(word))
+    };
+    let is_name = |i: usize| matches!(tokens.get(i), Some(Token::Word(_)));
+    let mut at = usize::from(keyword(0, "EXPLAIN"));
+    if !(keyword(at, "ALTER") && keyword(at + 1, "TABLE") && is_name(at + 2)) {
+        return false;
     }
-    first.as_deref() == Some("ALTER")
-        && words.next().as_deref() == Some("TABLE")
-        && words.any(|w| w == "EXECUTE")
+    at += 3;
+    if matches!(tokens.get(at), Some(Token::Period)) && is_name(at + 1) {
+        at += 2;
+    }
+    keyword(at, "EXECUTE")
 }
 
 /// A connection-like context: the current database and settings, over an [`Engine`]'s tables.

@@ -60,7 +60,10 @@ impl Output {
         for warning in &result.warnings {
             self.note(&format!("Warning: {warning}"));
         }
-        if result.is_empty_set() {
+        // ClickHouse prints no frame at all for an empty result in the Pretty formats (observed
+        // through chdb); the renderer draws an empty frame, so it is skipped here.
+        let pretty = matches!(format, OutputFormat::Pretty | OutputFormat::PrettyCompact);
+        if result.is_empty_set() || (pretty && result.rows.is_empty()) {
             return Ok(());
         }
         self.print(&format.render(&result.columns, &result.rows, elapsed_seconds))
