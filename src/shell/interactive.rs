@@ -26,6 +26,8 @@ pub struct ShellOptions {
     pub history_file: Option<PathBuf>,
     /// Go on with the remaining statements of an input after an error.
     pub ignore_error: bool,
+    /// Show progress while a statement runs (`--progress`; not drawn yet).
+    pub progress: bool,
 }
 
 /// Runs the shell until the user leaves; returns the exit code (0).

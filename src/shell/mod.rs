@@ -94,6 +94,7 @@ fn try_main(args: &Args, out: &mut Output) -> Result<u8, Failure> {
             format: format.unwrap_or(OutputFormat::PrettyCompact),
             history_file: args.history_file.clone().or_else(default_history_file),
             ignore_error: args.ignore_error,
+            progress: args.show_progress(),
         };
         return Ok(interactive::run(&runtime, &mut session, &options, out)?);
     }
@@ -105,6 +106,7 @@ fn try_main(args: &Args, out: &mut Output) -> Result<u8, Failure> {
         format: format.unwrap_or(OutputFormat::TabSeparated),
         time: args.time,
         ignore_error: args.ignore_error,
+        progress: args.show_progress(),
     };
     Ok(script::run(&runtime, &mut session, &sql, options, out)?)
 }

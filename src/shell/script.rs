@@ -19,6 +19,8 @@ pub struct ScriptOptions {
     pub time: bool,
     /// Go on after an error.
     pub ignore_error: bool,
+    /// Show progress while a statement runs (`--progress`; not drawn yet).
+    pub progress: bool,
 }
 
 /// Runs `sql`; returns the exit code: 0, or the exit code of the last error (see
