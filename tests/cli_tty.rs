@@ -2,7 +2,7 @@
 //! server per test, a unique session name, killed at the end), keys are sent with `send-keys`, the
 //! screen is read with `capture-pane`. Needs `tmux` (scripts/test-env.sh installs it).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -12,9 +12,10 @@ const TIMEOUT: Duration = Duration::from_secs(15);
 
 static NEXT: AtomicUsize = AtomicUsize::new(0);
 
-/// icetrim in a tmux pane of its own tmux server.
+/// icetrim in a tmux pane of its own tmux server (its socket inside the pane's temporary home,
+/// so nothing is left behind).
 struct Pane {
-    socket: String,
+    socket: PathBuf,
     target: String,
     home: tempfile::TempDir,
 }
@@ -34,7 +35,7 @@ impl Pane {
             home.path().display()
         );
         let pane = Pane {
-            socket: id.clone(),
+            socket: home.path().join("tmux.sock"),
             target: id.clone(),
             home,
         };
@@ -57,7 +58,9 @@ impl Pane {
 
     fn tmux(&self, args: &[&str]) -> String {
         let output = Command::new("tmux")
-            .args(["-L", &self.socket, "-f", "/dev/null"])
+            .arg("-S")
+            .arg(&self.socket)
+            .args(["-f", "/dev/null"])
             .args(args)
             .output()
             .expect("tmux runs (install it: scripts/test-env.sh)");
@@ -128,7 +131,9 @@ impl Pane {
 impl Drop for Pane {
     fn drop(&mut self) {
         let _ = Command::new("tmux")
-            .args(["-L", &self.socket, "kill-server"])
+            .arg("-S")
+            .arg(&self.socket)
+            .arg("kill-server")
             .output();
     }
 }

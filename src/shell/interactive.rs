@@ -123,12 +123,7 @@ fn run_input(
 ) -> Result<(), OutputError> {
     for (text, line) in split_statements(input) {
         let started = Instant::now();
-        let outcome = runtime.block_on(async {
-            tokio::select! {
-                result = session.execute_one(&text, line) => Some(result),
-                _ = tokio::signal::ctrl_c() => None,
-            }
-        });
+        let outcome = run_cancellable(runtime, session.execute_one(&text, line));
         let elapsed = started.elapsed().as_secs_f64();
         match outcome {
             None => {
@@ -147,6 +142,17 @@ fn run_input(
         }
     }
     Ok(())
+}
+
+/// Runs `work` until it finishes or Ctrl-C (SIGINT) arrives; `None` when cancelled, the work then
+/// dropped where it stood.
+pub fn run_cancellable<F: Future>(runtime: &Runtime, work: F) -> Option<F::Output> {
+    runtime.block_on(async {
+        tokio::select! {
+            output = work => Some(output),
+            _ = tokio::signal::ctrl_c() => None,
+        }
+    })
 }
 
 fn print_result(
@@ -185,6 +191,27 @@ mod tests {
         assert!(!ends_with_terminator("SET a = 'x;"));
         assert!(!ends_with_terminator("SHOW TABLES -- ;"));
         assert!(!ends_with_terminator("SHOW TABLES /* ; */"));
+    }
+
+    #[test]
+    fn ctrl_c_cancels_running_work() {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        assert_eq!(run_cancellable(&runtime, async { 5 }), Some(5));
+        let pid = std::process::id().to_string();
+        let interrupter = std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(300));
+            std::process::Command::new("kill")
+                .args(["-INT", &pid])
+                .status()
+        });
+        let started = Instant::now();
+        let outcome = run_cancellable(&runtime, std::future::pending::<()>());
+        assert_eq!(outcome, None);
+        assert!(started.elapsed() < std::time::Duration::from_secs(10));
+        assert!(interrupter.join().unwrap().unwrap().success());
     }
 
     #[test]
