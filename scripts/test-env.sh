@@ -4,6 +4,7 @@
 #                     azure-storage-blob
 #   .cache/node/      the azurite Azure Storage emulator (npm)
 #   .cache/pip/       pip's download cache
+# and tmux (apt) for the interactive shell's tests (tests/cli_tty.rs).
 # Prints nothing on success but the final line "test env ready".
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -22,5 +23,8 @@ fi
 if [ ! -x .cache/node/node_modules/.bin/azurite-blob ]; then
   mkdir -p .cache/node
   (cd .cache/node && npm install --silent --no-audit --no-fund azurite >/dev/null)
+fi
+if ! command -v tmux >/dev/null; then
+  (apt-get update -qq && apt-get install -y -qq tmux) >/dev/null
 fi
 echo "test env ready"

@@ -14,6 +14,8 @@ pub enum ErrorKind {
     BadArguments,
     /// 41: a timestamp argument could not be parsed.
     CannotParseDatetime,
+    /// 47: a column name in a `SELECT` that the table does not have.
+    UnknownIdentifier,
     /// 48: valid request that icetrim refuses to carry out (e.g. files outside the table location).
     NotImplemented,
     /// 57: `CREATE TABLE` of a name that is taken.
@@ -54,6 +56,7 @@ impl ErrorKind {
         match self {
             ErrorKind::BadArguments => 36,
             ErrorKind::CannotParseDatetime => 41,
+            ErrorKind::UnknownIdentifier => 47,
             ErrorKind::NotImplemented => 48,
             ErrorKind::LogicalError => 49,
             ErrorKind::TableAlreadyExists => 57,
@@ -78,6 +81,7 @@ impl ErrorKind {
         match self {
             ErrorKind::BadArguments => "BAD_ARGUMENTS",
             ErrorKind::CannotParseDatetime => "CANNOT_PARSE_DATETIME",
+            ErrorKind::UnknownIdentifier => "UNKNOWN_IDENTIFIER",
             ErrorKind::NotImplemented => "NOT_IMPLEMENTED",
             ErrorKind::LogicalError => "LOGICAL_ERROR",
             ErrorKind::TableAlreadyExists => "TABLE_ALREADY_EXISTS",

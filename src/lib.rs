@@ -15,6 +15,7 @@ pub mod io;
 pub mod maintain;
 pub mod plan;
 pub mod settings;
+pub mod shell;
 pub mod sql;
 
 pub use error::{Error, ErrorKind, Result};

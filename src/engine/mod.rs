@@ -1,11 +1,18 @@
 //! Sessions over the pipeline: the table registry, statement execution, results.
+//!
+//! [`Engine`] and [`Session`] are the embedding API; [`handles`] tells a host engine which
+//! statements to route to icetrim.
 
+pub mod ddl;
 pub mod introspect;
 pub mod procedures;
 pub mod registry;
 pub mod result;
 pub mod runtime;
+pub mod select_eval;
+pub mod session;
 pub mod table;
 
 pub use result::{ExpireMetrics, Metrics, OrphanMetrics, QueryResult};
 pub use runtime::Runtime;
+pub use session::{DEFAULT_DATABASE, Engine, EngineBuilder, Session, handles};

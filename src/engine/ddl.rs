@@ -1,0 +1,265 @@
+//! Table definitions from `CREATE TABLE`, and back: the `SHOW CREATE TABLE` text.
+//!
+//! Engine arguments are checked against the signatures of SPEC §1 (`IcebergLocal(path)`,
+//! `IcebergS3(url [, NOSIGN | key, secret [, token]])`, `IcebergAzure(conn|url, container, path
+//! [, account, key])`), all string literals. Table settings are validated with
+//! [`Settings::table_from_pairs`] and stored as their normalized text (`1`/`0` for Bool, digits for
+//! UInt, the raw text for String); [`table_settings`] reads them back. Column definitions are kept one
+//! per line as the parser printed them.
+//!
+//! `SHOW CREATE TABLE` prints what ClickHouse 26.9 prints (observed through chdb): the qualified name,
+//! the column list one backquoted column a line, `ENGINE = ...` and `SETTINGS ...` each on a line,
+//! with secrets masked ([`TableDef::masked_args`]).
+
+use std::collections::BTreeMap;
+
+use super::registry::{EngineArg, TableDef};
+use crate::error::{Error, Result};
+use crate::settings::{SettingType, Settings, TABLE_SETTINGS};
+use crate::sql::{self, CreateTable, EngineName, Literal, TableName};
+
+/// The definition `create` registers, in `current_database` unless it names one.
+pub fn table_def(create: &CreateTable, current_database: &str) -> Result<TableDef> {
+    let engine = create.engine.name;
+    let args = create
+        .engine
+        .args
+        .iter()
+        .enumerate()
+        .map(|(i, arg)| engine_arg(engine, i, arg))
+        .collect::<Result<Vec<_>>>()?;
+    check_arity(engine, &args)?;
+    let validated = Settings::table_from_pairs(&create.settings)?;
+    let settings: BTreeMap<String, String> = create
+        .settings
+        .iter()
+        .filter_map(|(name, _)| Some((name.clone(), validated.get_text(name)?)))
+        .collect();
+    Ok(TableDef {
+        database: create
+            .name
+            .database
+            .clone()
+            .unwrap_or_else(|| current_database.to_string()),
+        name: create.name.table.clone(),
+        engine: engine.as_str().to_string(),
+        args,
+        settings,
+        columns: create.columns.as_ref().map(|columns| columns.join("\n")),
+    })
+}
+
+/// The table settings of `def` as typed [`Settings`] (defaults for those not given).
+pub fn table_settings(def: &TableDef) -> Result<Settings> {
+    let pairs: Vec<(String, Literal)> = def
+        .settings
+        .iter()
+        .map(|(name, text)| (name.clone(), Literal::String(text.clone())))
+        .collect();
+    Settings::table_from_pairs(&pairs).map_err(|e| {
+        e.context(format!(
+            "Table {}.{} has an invalid setting",
+            def.database, def.name
+        ))
+    })
+}
+
+fn engine_arg(engine: EngineName, index: usize, arg: &sql::EngineArg) -> Result<EngineArg> {
+    match arg {
+        sql::EngineArg::Literal(Literal::String(text)) => Ok(EngineArg::Str(text.clone())),
+        sql::EngineArg::NoSign if engine == EngineName::IcebergS3 && index == 1 => {
+            Ok(EngineArg::NoSign)
+        }
+        sql::EngineArg::NoSign => Err(Error::bad_arguments(format!(
+            "NOSIGN is only accepted as the second argument of IcebergS3, found it as argument {} \
+             of {}",
+            index + 1,
+            engine.as_str()
+        ))),
+        sql::EngineArg::Literal(other) => Err(Error::bad_arguments(format!(
+            "Argument {} of {} must be a string literal, got {other}",
+            index + 1,
+            engine.as_str()
+        ))),
+    }
+}
+
+fn check_arity(engine: EngineName, args: &[EngineArg]) -> Result<()> {
+    let no_sign = matches!(args.get(1), Some(EngineArg::NoSign));
+    let (ok, signature) = match engine {
+        EngineName::IcebergLocal => (args.len() == 1, "IcebergLocal(path)"),
+        EngineName::IcebergS3 => (
+            if no_sign {
+                args.len() == 2
+            } else {
+                matches!(args.len(), 1 | 3 | 4)
+            },
+            "IcebergS3(url [, NOSIGN | access_key_id, secret_access_key [, session_token]])",
+        ),
+        EngineName::IcebergAzure => (
+            matches!(args.len(), 3 | 5),
+            "IcebergAzure(connection_string | storage_account_url, container, blobpath \
+             [, account_name, account_key])",
+        ),
+    };
+    if ok {
+        return Ok(());
+    }
+    Err(Error::bad_arguments(format!(
+        "Storage {} got {} argument(s); its signature is {signature}",
+        engine.as_str(),
+        args.len()
+    )))
+}
+
+/// The `SHOW CREATE TABLE` text of `def`, secrets masked.
+pub fn show_create(def: &TableDef) -> String {
+    let name = TableName {
+        database: Some(def.database.clone()),
+        table: def.name.clone(),
+    };
+    let mut out = format!("CREATE TABLE {name}");
+    if let Some(columns) = &def.columns {
+        let lines: Vec<String> = columns
+            .lines()
+            .map(|column| format!("    {}", quote_column_name(column)))
+            .collect();
+        out.push_str(&format!("\n(\n{}\n)", lines.join(",\n")));
+    }
+    let args: Vec<String> = def
+        .masked_args()
+        .iter()
+        .map(|arg| match arg {
+            EngineArg::Str(text) => Literal::String(text.clone()).to_string(),
+            EngineArg::NoSign => "NOSIGN".to_string(),
+        })
+        .collect();
+    out.push_str(&format!("\nENGINE = {}({})", def.engine, args.join(", ")));
+    if !def.settings.is_empty() {
+        let settings: Vec<String> = def
+            .settings
+            .iter()
+            .map(|(name, text)| format!("{name} = {}", setting_literal(name, text)))
+            .collect();
+        out.push_str(&format!("\nSETTINGS {}", settings.join(", ")));
+    }
+    out
+}
+
+/// A column definition with its name backquoted, as ClickHouse prints it (`id Int64` →
+/// `` `id` Int64 ``); a name that is already quoted stays as written.
+fn quote_column_name(column: &str) -> String {
+    if column.starts_with('`') || column.starts_with('"') {
+        return column.to_string();
+    }
+    match column.split_once(' ') {
+        Some((name, rest)) => format!("`{name}` {rest}"),
+        None => format!("`{column}`"),
+    }
+}
+
+fn setting_literal(name: &str, text: &str) -> String {
+    let is_string = TABLE_SETTINGS
+        .iter()
+        .any(|def| def.name == name && def.ty == SettingType::String);
+    if is_string {
+        Literal::String(text.to_string()).to_string()
+    } else {
+        text.to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::ErrorKind;
+    use crate::sql::{Statement, parse_statement};
+
+    fn create(sql: &str) -> CreateTable {
+        match parse_statement(sql).unwrap() {
+            Statement::CreateTable(create) => create,
+            other => panic!("not a CREATE TABLE: {other}"),
+        }
+    }
+
+    #[test]
+    fn show_create_matches_clickhouse_layout() {
+        let def = table_def(
+            &create(
+                "CREATE TABLE t (id Int64, s String) ENGINE = IcebergLocal('/tmp/chx/t') \
+                 SETTINGS iceberg_use_version_hint = true",
+            ),
+            "default",
+        )
+        .unwrap();
+        assert_eq!(
+            show_create(&def),
+            "CREATE TABLE default.t\n(\n    `id` Int64,\n    `s` String\n)\n\
+             ENGINE = IcebergLocal('/tmp/chx/t')\nSETTINGS iceberg_use_version_hint = 1"
+        );
+        assert!(
+            table_settings(&def)
+                .unwrap()
+                .get_bool("iceberg_use_version_hint")
+        );
+    }
+
+    #[test]
+    fn show_create_masks_secrets_and_quotes_strings() {
+        let def = table_def(
+            &create(
+                "CREATE TABLE db.u ENGINE = IcebergS3('s3://b/t/', 'AKIA', 'secret', 'tok') \
+                 SETTINGS iceberg_metadata_file_path = 'metadata/v2.metadata.json'",
+            ),
+            "default",
+        )
+        .unwrap();
+        assert_eq!(def.database, "db");
+        let text = show_create(&def);
+        assert_eq!(
+            text,
+            "CREATE TABLE db.u\nENGINE = IcebergS3('s3://b/t/', 'AKIA', '[HIDDEN]', '[HIDDEN]')\n\
+             SETTINGS iceberg_metadata_file_path = 'metadata/v2.metadata.json'"
+        );
+        assert!(!text.contains("secret"));
+    }
+
+    #[test]
+    fn nosign_and_arity() {
+        let def = table_def(
+            &create("CREATE TABLE t ENGINE = IcebergS3('s3://b/t/', NOSIGN)"),
+            "x",
+        )
+        .unwrap();
+        assert_eq!(def.args[1], EngineArg::NoSign);
+        assert_eq!(def.database, "x");
+        for bad in [
+            "CREATE TABLE t ENGINE = IcebergS3('s3://b/t/', 'k')",
+            "CREATE TABLE t ENGINE = IcebergLocal('/a', '/b')",
+            "CREATE TABLE t ENGINE = IcebergAzure('c', 'd')",
+            "CREATE TABLE t ENGINE = IcebergLocal(5)",
+            "CREATE TABLE t ENGINE = IcebergS3('s3://b/t/', 'k', NOSIGN)",
+        ] {
+            let e = table_def(&create(bad), "default").unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::BadArguments, "{bad}");
+        }
+    }
+
+    #[test]
+    fn table_settings_are_validated() {
+        let e = table_def(
+            &create("CREATE TABLE t ENGINE = IcebergLocal('/a') SETTINGS nope = 1"),
+            "default",
+        )
+        .unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::UnknownSetting);
+        let e = table_def(
+            &create(
+                "CREATE TABLE t ENGINE = IcebergLocal('/a') SETTINGS iceberg_format_version = 7",
+            ),
+            "default",
+        )
+        .unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::BadArguments);
+    }
+}

@@ -1,0 +1,390 @@
+//! The embedding API: an [`Engine`] (the table registry and the runtime, shared) and its
+//! [`Session`]s (current database and settings, each its own), which run statements.
+//!
+//! A script runs statement by statement and stops at the first error. Each statement fails before
+//! any I/O when its text, `FORMAT`, table, gates or arguments are wrong. Databases: there is no
+//! `CREATE DATABASE`; a database exists when it is `default`, the session's current one, or holds a
+//! table (`CREATE TABLE db.t` brings `db` into being). `USE` and `SHOW TABLES FROM` of any other name
+//! fail with `UNKNOWN_DATABASE` as in ClickHouse.
+
+use std::ops::ControlFlow;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use sqlparser::dialect::ClickHouseDialect;
+use sqlparser::tokenizer::{Token, Tokenizer};
+use tokio::sync::Mutex;
+
+use super::ddl;
+use super::introspect::system_table_rows;
+use super::procedures::run_procedure;
+use super::registry::Registry;
+use super::result::QueryResult;
+use super::runtime::Runtime;
+use super::select_eval;
+use crate::clock::Clock;
+use crate::error::{Error, ErrorKind, Result};
+use crate::format::{Column, OutputFormat, Value};
+use crate::settings::Settings;
+use crate::sql::{
+    AlterExecute, BindContext, Literal, Select, Statement, TableName, bind, check_gates,
+    parse_statement_at, split_statements,
+};
+
+/// The database a session starts in.
+pub const DEFAULT_DATABASE: &str = "default";
+
+/// What the sessions of one engine share.
+#[derive(Debug)]
+struct Shared {
+    registry: Mutex<Registry>,
+    runtime: Runtime,
+    defaults: Settings,
+}
+
+/// An icetrim engine: the registered tables and the runtime (clock) its sessions share.
+///
+/// ```
+/// use icetrim::engine::Engine;
+/// use icetrim::format::Value;
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> icetrim::Result<()> {
+/// let engine = Engine::builder().setting("session_timezone", "UTC").build()?;
+/// let mut session = engine.session();
+/// session
+///     .execute("SET iceberg_delete_concurrency = 4; CREATE TABLE t ENGINE = IcebergLocal('/tmp/x')")
+///     .await?;
+/// let results = engine.session().execute("SHOW TABLES").await?;
+/// assert_eq!(results[0].rows, vec![vec![Value::Str("t".into())]]);
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Debug, Clone)]
+pub struct Engine {
+    shared: Arc<Shared>,
+}
+
+/// Builds an [`Engine`]: where tables are remembered, the clock, default settings.
+#[derive(Debug, Default)]
+pub struct EngineBuilder {
+    data_path: Option<PathBuf>,
+    clock: Option<Arc<dyn Clock>>,
+    settings: Vec<(String, String)>,
+}
+
+impl EngineBuilder {
+    /// Persist the table registry under `dir` (created if missing). Without it, tables live in
+    /// memory only.
+    pub fn data_path(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.data_path = Some(dir.into());
+        self
+    }
+
+    /// Use `clock` for "now" (default: the system clock).
+    pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = Some(clock);
+        self
+    }
+
+    /// A default for session setting `name`, given as text the way a command line gives it
+    /// (`"1"`, `"true"`, `"UTC"`); validated by [`build`](Self::build).
+    pub fn setting(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.settings.push((name.into(), value.into()));
+        self
+    }
+
+    /// The engine. Fails on an unknown or invalid setting, or a data path that cannot be read.
+    pub fn build(self) -> Result<Engine> {
+        let mut defaults = Settings::new();
+        for (name, value) in &self.settings {
+            defaults.set(name, &Literal::String(value.clone()))?;
+        }
+        let registry = match &self.data_path {
+            Some(dir) => Registry::open(dir)?,
+            None => Registry::in_memory(),
+        };
+        let runtime = match self.clock {
+            Some(clock) => Runtime::new(clock),
+            None => Runtime::default(),
+        };
+        Ok(Engine {
+            shared: Arc::new(Shared {
+                registry: Mutex::new(registry),
+                runtime,
+                defaults,
+            }),
+        })
+    }
+}
+
+impl Engine {
+    /// A builder with an in-memory registry, the system clock and default settings.
+    pub fn builder() -> EngineBuilder {
+        EngineBuilder::default()
+    }
+
+    /// A new session in database `default` with the engine's default settings.
+    pub fn session(&self) -> Session {
+        Session {
+            shared: Arc::clone(&self.shared),
+            settings: self.shared.defaults.clone(),
+            database: DEFAULT_DATABASE.to_string(),
+        }
+    }
+
+    /// The runtime the sessions share.
+    pub fn runtime(&self) -> &Runtime {
+        &self.shared.runtime
+    }
+}
+
+/// Whether `sql` (one statement) is for icetrim when it sits beside a host engine: `ALTER TABLE …
+/// EXECUTE …` or `EXPLAIN ALTER TABLE … EXECUTE …`, well-formed or not (so that icetrim reports
+/// the errors in its own statements). Everything else belongs to the host.
+///
+/// ```
+/// assert!(icetrim::engine::handles("ALTER TABLE t EXECUTE expire_snapshots()"));
+/// assert!(icetrim::engine::handles("explain alter table db.t execute nonsense("));
+/// assert!(!icetrim::engine::handles("ALTER TABLE t DROP COLUMN c"));
+/// assert!(!icetrim::engine::handles("SELECT 1"));
+/// ```
+pub fn handles(sql: &str) -> bool {
+    let Ok(tokens) = Tokenizer::new(&ClickHouseDialect {}, sql).tokenize() else {
+        return false;
+    };
+    let tokens: Vec<&Token> = tokens
+        .iter()
+        .filter(|t| !matches!(t, Token::Whitespace(_)))
+        .collect();
+    let keyword = |i: usize, word: &str| {
+        matches!(tokens.get(i), Some(Token::Word(w)) if w.quote_style.is_none()
+            && w.value.eq_ignore_ascii_case(word))
+    };
+    let is_name = |i: usize| matches!(tokens.get(i), Some(Token::Word(_)));
+    let mut at = usize::from(keyword(0, "EXPLAIN"));
+    if !(keyword(at, "ALTER") && keyword(at + 1, "TABLE") && is_name(at + 2)) {
+        return false;
+    }
+    at += 3;
+    if matches!(tokens.get(at), Some(Token::Period)) && is_name(at + 1) {
+        at += 2;
+    }
+    keyword(at, "EXECUTE")
+}
+
+/// A connection-like context: the current database and settings, over an [`Engine`]'s tables.
+///
+/// ```
+/// use icetrim::engine::Engine;
+/// use icetrim::ErrorKind;
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> icetrim::Result<()> {
+/// let mut session = Engine::builder().build()?.session();
+/// session
+///     .execute("CREATE TABLE s3t ENGINE = IcebergS3('s3://b/t/', 'AKIA', 'secret')")
+///     .await?;
+/// let shown = session.execute("SHOW CREATE TABLE s3t").await?;
+/// assert_eq!(
+///     shown[0].rows[0][0].to_string(),
+///     "CREATE TABLE default.s3t\nENGINE = IcebergS3('s3://b/t/', 'AKIA', '[HIDDEN]')"
+/// );
+/// let error = session.execute("SET no_such_setting = 1").await.unwrap_err();
+/// assert_eq!(error.kind(), ErrorKind::UnknownSetting);
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Debug)]
+pub struct Session {
+    shared: Arc<Shared>,
+    settings: Settings,
+    database: String,
+}
+
+impl Session {
+    /// The current database (`USE db` changes it).
+    pub fn current_database(&self) -> &str {
+        &self.database
+    }
+
+    /// The session's settings (`SET` changes them).
+    pub fn settings(&self) -> &Settings {
+        &self.settings
+    }
+
+    /// Runs every statement of `sql` in order; the first error stops the script and is returned
+    /// (the results before it are dropped: use [`execute_each`](Self::execute_each) to keep them).
+    pub async fn execute(&mut self, sql: &str) -> Result<Vec<QueryResult>> {
+        let mut results = Vec::new();
+        let mut failure = None;
+        let _stopped = self
+            .execute_each(sql, |_, result| match result {
+                Ok(result) => {
+                    results.push(result);
+                    ControlFlow::Continue(())
+                }
+                Err(error) => {
+                    failure = Some(error);
+                    ControlFlow::Break(())
+                }
+            })
+            .await;
+        match failure {
+            Some(error) => Err(error),
+            None => Ok(results),
+        }
+    }
+
+    /// Runs the statements of `sql` in order, handing each statement's text and outcome to
+    /// `on_result`, which decides whether to go on (errors included: return `Continue` to ignore
+    /// one). Returns `Break` when `on_result` stopped the script.
+    pub async fn execute_each<F>(&mut self, sql: &str, mut on_result: F) -> ControlFlow<()>
+    where
+        F: FnMut(&str, Result<QueryResult>) -> ControlFlow<()>,
+    {
+        for (text, line) in split_statements(sql) {
+            let result = self.execute_one(&text, line).await;
+            on_result(&text, result)?;
+        }
+        ControlFlow::Continue(())
+    }
+
+    /// Parses and runs one statement whose text starts on line `first_line` of its script (for
+    /// syntax error positions).
+    pub async fn execute_one(&mut self, text: &str, first_line: usize) -> Result<QueryResult> {
+        let statement = parse_statement_at(text, first_line)?;
+        self.execute_statement(&statement).await
+    }
+
+    /// Runs `sql` when it is an icetrim statement ([`handles`]); `None` leaves it to the host.
+    pub async fn try_handle(&mut self, sql: &str) -> Option<Result<QueryResult>> {
+        if !handles(sql) {
+            return None;
+        }
+        Some(self.execute_one(sql.trim(), 1).await)
+    }
+
+    /// Runs a parsed statement.
+    pub async fn execute_statement(&mut self, statement: &Statement) -> Result<QueryResult> {
+        let format = statement
+            .format()
+            .map(OutputFormat::from_name)
+            .transpose()?;
+        let mut result = match statement {
+            Statement::AlterExecute(alter) => self.alter_execute(alter, false).await?,
+            Statement::Explain(alter) => self.alter_execute(alter, true).await?,
+            Statement::CreateTable(create) => {
+                let def = ddl::table_def(create, &self.database)?;
+                self.shared
+                    .registry
+                    .lock()
+                    .await
+                    .create(def, create.if_not_exists)?;
+                QueryResult::empty()
+            }
+            Statement::DropTable { if_exists, name } => {
+                let database = self.database_of(name);
+                self.shared
+                    .registry
+                    .lock()
+                    .await
+                    .drop_table(&database, &name.table, *if_exists)?;
+                QueryResult::empty()
+            }
+            Statement::ShowTables { from_db, .. } => self.show_tables(from_db.as_deref()).await?,
+            Statement::ShowCreateTable { name, .. } => {
+                let registry = self.shared.registry.lock().await;
+                let def = registry.get(&self.database_of(name), &name.table)?;
+                QueryResult::table(
+                    vec![Column::new("statement", "String")],
+                    vec![vec![Value::Str(ddl::show_create(def))]],
+                )
+            }
+            Statement::Use(database) => {
+                self.check_database(database).await?;
+                self.database = database.clone();
+                QueryResult::empty()
+            }
+            Statement::Set(pairs) => {
+                let mut settings = self.settings.clone();
+                for (name, value) in pairs {
+                    settings.set(name, value)?;
+                }
+                self.settings = settings;
+                QueryResult::empty()
+            }
+            Statement::Select(select) => self.select(select).await?,
+        };
+        result.format = format;
+        Ok(result)
+    }
+
+    fn database_of(&self, name: &TableName) -> String {
+        name.database
+            .clone()
+            .unwrap_or_else(|| self.database.clone())
+    }
+
+    async fn check_database(&self, database: &str) -> Result<()> {
+        let known = database == DEFAULT_DATABASE
+            || database == self.database
+            || !self
+                .shared
+                .registry
+                .lock()
+                .await
+                .tables_in(database)
+                .is_empty();
+        if known {
+            return Ok(());
+        }
+        Err(Error::new(
+            ErrorKind::UnknownDatabase,
+            format!("Database {database} does not exist"),
+        ))
+    }
+
+    async fn show_tables(&self, from_db: Option<&str>) -> Result<QueryResult> {
+        let database = from_db.unwrap_or(&self.database);
+        self.check_database(database).await?;
+        let registry = self.shared.registry.lock().await;
+        let mut names: Vec<String> = registry
+            .tables_in(database)
+            .into_iter()
+            .map(|def| def.name.clone())
+            .collect();
+        names.sort();
+        Ok(QueryResult::table(
+            vec![Column::new("name", "String")],
+            names.into_iter().map(|n| vec![Value::Str(n)]).collect(),
+        ))
+    }
+
+    async fn select(&self, select: &Select) -> Result<QueryResult> {
+        let defs: Vec<_> = self.shared.registry.lock().await.all().cloned().collect();
+        let (columns, rows) =
+            system_table_rows(&self.shared.runtime, &self.settings, select.table, &defs).await?;
+        let (columns, rows) = select_eval::evaluate(select, columns, rows)?;
+        Ok(QueryResult::table(columns, rows))
+    }
+
+    /// `ALTER TABLE … EXECUTE` (or its `EXPLAIN`): table, gates and arguments are checked before the
+    /// procedure touches storage.
+    async fn alter_execute(&self, alter: &AlterExecute, explain: bool) -> Result<QueryResult> {
+        let def = self
+            .shared
+            .registry
+            .lock()
+            .await
+            .get(&self.database_of(&alter.table), &alter.table.table)?
+            .clone();
+        check_gates(&alter.procedure, &self.settings)?;
+        let context = BindContext {
+            now_ms: self.shared.runtime.clock.now_ms(),
+            time_zone: self.settings.session_time_zone(),
+        };
+        let call = bind(&alter.procedure, &alter.args, &context)?;
+        run_procedure(&self.shared.runtime, &self.settings, &def, call, explain).await
+    }
+}

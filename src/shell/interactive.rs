@@ -1,0 +1,232 @@
+//! The interactive shell: rustyline line editing with a history file, statements that may span
+//! lines and run at `;`, the current database in the prompt, Ctrl-C to drop the line being typed or
+//! to cancel the running statement, Ctrl-D / `exit` / `quit` / `q` to leave. Output as
+//! clickhouse-client prints it: the result (PrettyCompact unless told otherwise), then
+//! "N rows in set. Elapsed: 0.001 sec." ("Ok." first when there is no result set).
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use rustyline::DefaultEditor;
+use rustyline::config::Config;
+use rustyline::error::ReadlineError;
+use tokio::runtime::Runtime;
+
+use super::output::{Output, OutputError};
+use crate::engine::{QueryResult, Session};
+use crate::format::OutputFormat;
+use crate::sql::split_statements;
+
+/// How the shell runs.
+#[derive(Debug, Clone)]
+pub struct ShellOptions {
+    /// Format of results without a `FORMAT` clause.
+    pub format: OutputFormat,
+    /// Where the history is kept (`None`: not kept).
+    pub history_file: Option<PathBuf>,
+    /// Go on with the remaining statements of an input after an error.
+    pub ignore_error: bool,
+    /// Show progress while a statement runs (`--progress`; not drawn yet).
+    pub progress: bool,
+}
+
+/// Runs the shell until the user leaves; returns the exit code (0).
+pub fn run(
+    runtime: &Runtime,
+    session: &mut Session,
+    options: &ShellOptions,
+    out: &mut Output,
+) -> Result<u8, OutputError> {
+    let config = Config::builder().auto_add_history(false).build();
+    let mut editor = DefaultEditor::with_config(config).map_err(readline_error)?;
+    if let Some(file) = &options.history_file {
+        let _ = editor.load_history(file);
+    }
+    out.print(&format!(
+        "icetrim {}. Statements end with ';'. Leave with exit, quit or Ctrl-D.\n\n",
+        env!("CARGO_PKG_VERSION")
+    ))?;
+    let mut buffer = String::new();
+    loop {
+        let prompt = prompt(session.current_database(), !buffer.is_empty());
+        match editor.readline(&prompt) {
+            Ok(line) => {
+                if buffer.is_empty() && is_exit_command(&line) {
+                    break;
+                }
+                if !buffer.is_empty() {
+                    buffer.push('\n');
+                }
+                buffer.push_str(&line);
+                if buffer.trim().is_empty() {
+                    buffer.clear();
+                    continue;
+                }
+                if !ends_with_terminator(&buffer) {
+                    continue;
+                }
+                let input = std::mem::take(&mut buffer);
+                let _ = editor.add_history_entry(input.as_str());
+                if let Some(file) = &options.history_file {
+                    let _ = editor.save_history(file);
+                }
+                run_input(runtime, session, &input, options, out)?;
+            }
+            Err(ReadlineError::Interrupted) => buffer.clear(),
+            Err(ReadlineError::Eof) => break,
+            Err(other) => return Err(readline_error(other)),
+        }
+    }
+    out.print("Bye.\n")?;
+    Ok(0)
+}
+
+fn readline_error(error: ReadlineError) -> OutputError {
+    match error {
+        ReadlineError::Io(e) => OutputError::from(e),
+        other => OutputError::Io(std::io::Error::other(other.to_string())),
+    }
+}
+
+/// `icetrim (db) :) `, or `:-] ` aligned under it on continuation lines.
+pub fn prompt(database: &str, continuation: bool) -> String {
+    let head = format!("icetrim ({database}) ");
+    if continuation {
+        format!("{}:-] ", " ".repeat(head.chars().count()))
+    } else {
+        format!("{head}:) ")
+    }
+}
+
+/// `exit`, `quit`, `q` (any case, optionally with `;`).
+pub fn is_exit_command(line: &str) -> bool {
+    let word = line.trim().trim_end_matches(';').trim();
+    ["exit", "quit", "q", "logout"]
+        .iter()
+        .any(|w| word.eq_ignore_ascii_case(w))
+}
+
+/// Whether `input` ends with a `;` that terminates a statement (not one inside a string or a
+/// comment): appending a fresh word must then start a statement of its own.
+pub fn ends_with_terminator(input: &str) -> bool {
+    const PROBE: &str = "icetrim_probe";
+    let probed = format!("{input}\n{PROBE}");
+    matches!(split_statements(&probed).last(), Some((text, _)) if text == PROBE)
+}
+
+fn run_input(
+    runtime: &Runtime,
+    session: &mut Session,
+    input: &str,
+    options: &ShellOptions,
+    out: &mut Output,
+) -> Result<(), OutputError> {
+    for (text, line) in split_statements(input) {
+        let started = Instant::now();
+        let outcome = run_cancellable(runtime, session.execute_one(&text, line));
+        let elapsed = started.elapsed().as_secs_f64();
+        match outcome {
+            None => {
+                out.note("Query was cancelled.");
+                out.print("\n")?;
+                return Ok(());
+            }
+            Some(Ok(result)) => print_result(out, &result, options.format, elapsed)?,
+            Some(Err(error)) => {
+                out.error(&error);
+                out.print("\n")?;
+                if !options.ignore_error {
+                    return Ok(());
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Runs `work` until it finishes or Ctrl-C (SIGINT) arrives; `None` when cancelled, the work then
+/// dropped where it stood.
+pub fn run_cancellable<F: Future>(runtime: &Runtime, work: F) -> Option<F::Output> {
+    runtime.block_on(async {
+        tokio::select! {
+            output = work => Some(output),
+            _ = tokio::signal::ctrl_c() => None,
+        }
+    })
+}
+
+fn print_result(
+    out: &mut Output,
+    result: &QueryResult,
+    default_format: OutputFormat,
+    elapsed: f64,
+) -> Result<(), OutputError> {
+    let rows = result.rows.len();
+    if result.is_empty_set() || rows == 0 {
+        for warning in &result.warnings {
+            out.note(&format!("Warning: {warning}"));
+        }
+        return out.print(&format!(
+            "Ok.\n\n0 rows in set. Elapsed: {elapsed:.3} sec.\n\n"
+        ));
+    }
+    out.print_result(result, result.format.unwrap_or(default_format), elapsed)?;
+    let noun = if rows == 1 { "row" } else { "rows" };
+    out.print(&format!(
+        "\n{rows} {noun} in set. Elapsed: {elapsed:.3} sec.\n\n"
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn terminator_outside_strings_and_comments_only() {
+        assert!(ends_with_terminator("SHOW TABLES;"));
+        assert!(ends_with_terminator("SHOW\nTABLES ;  "));
+        assert!(ends_with_terminator("SET a = 1; SHOW TABLES;"));
+        assert!(!ends_with_terminator("SHOW TABLES"));
+        assert!(!ends_with_terminator("SET a = 1; SHOW TABLES"));
+        assert!(!ends_with_terminator("SET a = 'x;"));
+        assert!(!ends_with_terminator("SHOW TABLES -- ;"));
+        assert!(!ends_with_terminator("SHOW TABLES /* ; */"));
+    }
+
+    #[test]
+    fn ctrl_c_cancels_running_work() {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        assert_eq!(run_cancellable(&runtime, async { 5 }), Some(5));
+        let pid = std::process::id().to_string();
+        let interrupter = std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(300));
+            std::process::Command::new("kill")
+                .args(["-INT", &pid])
+                .status()
+        });
+        let started = Instant::now();
+        let outcome = run_cancellable(&runtime, std::future::pending::<()>());
+        assert_eq!(outcome, None);
+        assert!(started.elapsed() < std::time::Duration::from_secs(10));
+        assert!(interrupter.join().unwrap().unwrap().success());
+    }
+
+    #[test]
+    fn exit_words() {
+        for word in ["exit", "QUIT", " q ", "exit;", "logout"] {
+            assert!(is_exit_command(word), "{word}");
+        }
+        assert!(!is_exit_command("exits"));
+        assert!(!is_exit_command("SHOW TABLES"));
+    }
+
+    #[test]
+    fn prompts_align() {
+        assert_eq!(prompt("default", false), "icetrim (default) :) ");
+        assert_eq!(prompt("default", true), "                  :-] ");
+        assert_eq!(prompt("db", false).len() - 3, prompt("db", true).len() - 4);
+    }
+}

@@ -1,0 +1,142 @@
+//! The `icetrim` binary's front: the command line, script mode (`-q` or piped standard input) and
+//! the interactive shell (standard input on a terminal).
+//!
+//! Exit status: 0 on success; after an error, its ClickHouse code modulo 256 as clickhouse-client
+//! does (1 when that would be 0); with `--ignore-error`, the last error's. A closed standard output
+//! (`| head`) ends the program quietly with 0. Command-line mistakes exit with 2 (clap).
+
+pub mod args;
+pub mod interactive;
+pub mod output;
+pub mod script;
+
+use std::io::{IsTerminal, Read};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Parser;
+
+pub use args::Args;
+use output::{Output, OutputError};
+
+use crate::engine::Engine;
+use crate::error::{Error, ErrorKind};
+use crate::format::OutputFormat;
+
+/// The binary's `main`: parses the command line, runs, and turns the outcome into the exit status.
+pub fn main() -> ExitCode {
+    ExitCode::from(run(Args::parse()))
+}
+
+/// Runs icetrim as the command line `args` asks; returns the exit status.
+pub fn run(args: Args) -> u8 {
+    let mut out = Output::new();
+    match try_main(&args, &mut out) {
+        Ok(code) => code,
+        Err(Failure::Error(error)) => {
+            out.error(&error);
+            exit_code(&error)
+        }
+        Err(Failure::Output(OutputError::BrokenPipe)) => 0,
+        Err(Failure::Output(OutputError::Io(error))) => {
+            out.note(&format!("Cannot write output: {error}"));
+            1
+        }
+    }
+}
+
+/// The exit status for `error`: its code modulo 256, never 0.
+pub fn exit_code(error: &Error) -> u8 {
+    match u8::try_from(error.code().rem_euclid(256)) {
+        Ok(0) | Err(_) => 1,
+        Ok(code) => code,
+    }
+}
+
+/// Why the program stops early.
+#[derive(Debug)]
+enum Failure {
+    Error(Error),
+    Output(OutputError),
+}
+
+impl From<Error> for Failure {
+    fn from(error: Error) -> Self {
+        Failure::Error(error)
+    }
+}
+
+impl From<OutputError> for Failure {
+    fn from(error: OutputError) -> Self {
+        Failure::Output(error)
+    }
+}
+
+fn try_main(args: &Args, out: &mut Output) -> Result<u8, Failure> {
+    let format = args
+        .format
+        .as_deref()
+        .map(OutputFormat::from_name)
+        .transpose()?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Error::logical(format!("Cannot start the async runtime: {e}")))?;
+    let mut builder = Engine::builder();
+    if let Some(path) = &args.path {
+        builder = builder.data_path(path);
+    }
+    let engine = builder.build()?;
+    let mut session = engine.session();
+    let interactive = args.query.is_none() && std::io::stdin().is_terminal();
+    if interactive {
+        let options = interactive::ShellOptions {
+            format: format.unwrap_or(OutputFormat::PrettyCompact),
+            history_file: args.history_file.clone().or_else(default_history_file),
+            ignore_error: args.ignore_error,
+            progress: args.show_progress(),
+        };
+        return Ok(interactive::run(&runtime, &mut session, &options, out)?);
+    }
+    let sql = match &args.query {
+        Some(query) => query.clone(),
+        None => read_stdin()?,
+    };
+    let options = script::ScriptOptions {
+        format: format.unwrap_or(OutputFormat::TabSeparated),
+        time: args.time,
+        ignore_error: args.ignore_error,
+        progress: args.show_progress(),
+    };
+    Ok(script::run(&runtime, &mut session, &sql, options, out)?)
+}
+
+fn read_stdin() -> Result<String, Error> {
+    let mut sql = String::new();
+    std::io::stdin().read_to_string(&mut sql).map_err(|e| {
+        Error::new(
+            ErrorKind::BadArguments,
+            format!("Cannot read statements from standard input: {e}"),
+        )
+    })?;
+    Ok(sql)
+}
+
+fn default_history_file() -> Option<PathBuf> {
+    std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".icetrim_history"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exit_codes_are_clickhouse_codes_modulo_256() {
+        assert_eq!(exit_code(&Error::bad_arguments("x")), 36);
+        assert_eq!(
+            exit_code(&Error::new(ErrorKind::SupportIsDisabled, "x")),
+            (344 % 256) as u8
+        );
+        assert_eq!(exit_code(&Error::new(ErrorKind::StorageError, "x")), 243);
+    }
+}

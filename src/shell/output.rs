@@ -1,0 +1,94 @@
+//! Writing results and errors: standard output through a handle whose broken pipe ends the
+//! program quietly, errors on standard error (red on a colour terminal unless `NO_COLOR`).
+
+use std::io::{self, IsTerminal, Write};
+
+use crate::engine::QueryResult;
+use crate::error::Error;
+use crate::format::OutputFormat;
+
+/// Why output stopped.
+#[derive(Debug)]
+pub enum OutputError {
+    /// The reader went away (`| head`): a clean exit.
+    BrokenPipe,
+    /// Any other write failure.
+    Io(io::Error),
+}
+
+impl From<io::Error> for OutputError {
+    fn from(error: io::Error) -> Self {
+        if error.kind() == io::ErrorKind::BrokenPipe {
+            OutputError::BrokenPipe
+        } else {
+            OutputError::Io(error)
+        }
+    }
+}
+
+/// Standard output and error of the shell.
+#[derive(Debug)]
+pub struct Output {
+    color_errors: bool,
+}
+
+impl Output {
+    /// Output on the process's standard streams; errors coloured when standard error is a terminal
+    /// and `NO_COLOR` is unset or empty.
+    pub fn new() -> Self {
+        let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+        Output {
+            color_errors: io::stderr().is_terminal() && !no_color,
+        }
+    }
+
+    /// Writes `text` to standard output and flushes it.
+    pub fn print(&mut self, text: &str) -> Result<(), OutputError> {
+        let mut out = io::stdout().lock();
+        out.write_all(text.as_bytes())?;
+        out.flush()?;
+        Ok(())
+    }
+
+    /// Writes a result in `format` (nothing for a statement without a result set).
+    pub fn print_result(
+        &mut self,
+        result: &QueryResult,
+        format: OutputFormat,
+        elapsed_seconds: f64,
+    ) -> Result<(), OutputError> {
+        for warning in &result.warnings {
+            self.note(&format!("Warning: {warning}"));
+        }
+        // ClickHouse prints no frame at all for an empty result in the Pretty formats (observed
+        // through chdb); the renderer draws an empty frame, so it is skipped here.
+        let pretty = matches!(format, OutputFormat::Pretty | OutputFormat::PrettyCompact);
+        if result.is_empty_set() || (pretty && result.rows.is_empty()) {
+            return Ok(());
+        }
+        self.print(&format.render(&result.columns, &result.rows, elapsed_seconds))
+    }
+
+    /// Writes an error as ClickHouse does: `Code: N. DB::Exception: …. (NAME)`.
+    pub fn error(&mut self, error: &Error) {
+        if self.color_errors {
+            self.note(&format!("\x1b[31m{error}\x1b[0m"));
+        } else {
+            self.note(&error.to_string());
+        }
+    }
+
+    /// Writes a line to standard error; failures to do so are ignored (there is nowhere to report
+    /// them).
+    pub fn note(&mut self, line: &str) {
+        let mut err = io::stderr().lock();
+        let _ = writeln!(err, "{line}");
+        let _ = err.flush();
+    }
+}
+
+impl Default for Output {
+    fn default() -> Self {
+        Output::new()
+    }
+}

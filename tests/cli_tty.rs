@@ -1,0 +1,249 @@
+//! The interactive shell in a real pseudo-terminal: icetrim runs inside a tmux pane (a private tmux
+//! server per test, a unique session name, killed at the end), keys are sent with `send-keys`, the
+//! screen is read with `capture-pane`. Needs `tmux` (scripts/test-env.sh installs it).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_icetrim");
+const TIMEOUT: Duration = Duration::from_secs(15);
+
+static NEXT: AtomicUsize = AtomicUsize::new(0);
+
+/// icetrim in a tmux pane of its own tmux server (its socket inside the pane's temporary home,
+/// so nothing is left behind).
+struct Pane {
+    socket: PathBuf,
+    target: String,
+    home: tempfile::TempDir,
+}
+
+impl Pane {
+    /// Starts the shell with `HOME` in a fresh temporary folder; `color` leaves `NO_COLOR` unset.
+    fn start(color: bool) -> Pane {
+        let id = format!(
+            "icetrim-tty-{}-{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::SeqCst)
+        );
+        let home = tempfile::tempdir().expect("temp home");
+        let no_color = if color { "" } else { "NO_COLOR=1" };
+        let command = format!(
+            "env -u NO_COLOR HOME='{}' TERM=xterm-256color {no_color} '{BIN}'; echo \"[exit $?]\"; sleep 60",
+            home.path().display()
+        );
+        let pane = Pane {
+            socket: home.path().join("tmux.sock"),
+            target: id.clone(),
+            home,
+        };
+        pane.tmux(&[
+            "new-session",
+            "-d",
+            "-s",
+            &id,
+            "-x",
+            "160",
+            "-y",
+            "50",
+            "sh",
+            "-c",
+            &command,
+        ]);
+        pane.wait_for("icetrim (default) :) ", 1);
+        pane
+    }
+
+    fn tmux(&self, args: &[&str]) -> String {
+        let output = Command::new("tmux")
+            .arg("-S")
+            .arg(&self.socket)
+            .args(["-f", "/dev/null"])
+            .args(args)
+            .output()
+            .expect("tmux runs (install it: scripts/test-env.sh)");
+        assert!(
+            output.status.success(),
+            "tmux {args:?}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    }
+
+    /// Types `text` literally. A `;` ending a tmux argument would separate tmux commands, so a
+    /// trailing `;` is sent as its key code.
+    fn type_text(&self, text: &str) {
+        let (body, semicolon) = match text.strip_suffix(';') {
+            Some(body) => (body, true),
+            None => (text, false),
+        };
+        if !body.is_empty() {
+            self.tmux(&["send-keys", "-t", &self.target, "-l", body]);
+        }
+        if semicolon {
+            self.tmux(&["send-keys", "-t", &self.target, "-H", "3b"]);
+        }
+    }
+
+    /// Presses named keys (`Enter`, `Up`, `C-c`, `C-d`).
+    fn press(&self, key: &str) {
+        self.tmux(&["send-keys", "-t", &self.target, key]);
+    }
+
+    /// Types a line and presses Enter.
+    fn line(&self, text: &str) {
+        self.type_text(text);
+        self.press("Enter");
+    }
+
+    /// The whole pane, scroll-back included, with colour escapes when `escapes`.
+    fn screen(&self, escapes: bool) -> String {
+        let mut args = vec!["capture-pane", "-p", "-J", "-S", "-", "-t", &self.target];
+        if escapes {
+            args.push("-e");
+        }
+        self.tmux(&args)
+    }
+
+    /// Waits until `needle` is on the screen `times` times; returns the screen.
+    fn wait_for(&self, needle: &str, times: usize) -> String {
+        let started = Instant::now();
+        loop {
+            let screen = self.screen(false);
+            if screen.matches(needle).count() >= times {
+                return screen;
+            }
+            assert!(
+                started.elapsed() < TIMEOUT,
+                "waited for {times} x {needle:?}; screen:\n{screen}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn home(&self) -> &Path {
+        self.home.path()
+    }
+}
+
+impl Drop for Pane {
+    fn drop(&mut self) {
+        let _ = Command::new("tmux")
+            .arg("-S")
+            .arg(&self.socket)
+            .arg("kill-server")
+            .output();
+    }
+}
+
+#[test]
+fn multi_line_statements_run_at_the_semicolon() {
+    let pane = Pane::start(false);
+    pane.line("CREATE TABLE db2.t");
+    pane.wait_for(":-] ", 1);
+    pane.line("  ENGINE = IcebergLocal('/tmp/x')");
+    pane.wait_for(":-] ", 2);
+    let screen = pane.screen(false);
+    assert!(
+        !screen.contains("Ok."),
+        "nothing ran before the ';':\n{screen}"
+    );
+    pane.line(";");
+    pane.wait_for("0 rows in set. Elapsed: ", 1);
+    pane.line("USE db2;");
+    pane.wait_for("icetrim (db2) :) ", 1);
+    pane.line("SHOW TABLES;");
+    let screen = pane.wait_for("1 row in set. Elapsed: ", 1);
+    assert!(
+        screen.contains("   ┌─name─┐\n1. │ t    │\n   └──────┘\n"),
+        "{screen}"
+    );
+    assert!(
+        screen.contains("Ok.\n\n0 rows in set. Elapsed: 0.0"),
+        "{screen}"
+    );
+}
+
+#[test]
+fn format_clause_and_two_statements_on_one_line() {
+    let pane = Pane::start(false);
+    pane.line("CREATE TABLE a ENGINE = IcebergLocal('/a'); SHOW TABLES FORMAT JSONEachRow;");
+    let screen = pane.wait_for("1 row in set.", 1);
+    assert!(screen.contains("{\"name\":\"a\"}"), "{screen}");
+}
+
+#[test]
+fn up_arrow_recalls_history_and_the_history_file_keeps_it() {
+    let pane = Pane::start(false);
+    pane.line("CREATE TABLE h ENGINE = IcebergLocal('/h');");
+    pane.wait_for("0 rows in set.", 1);
+    pane.line("SHOW TABLES FORMAT CSV;");
+    pane.wait_for("\"h\"", 1);
+    pane.press("Up");
+    pane.press("Enter");
+    pane.wait_for("\"h\"", 2);
+    let history =
+        std::fs::read_to_string(pane.home().join(".icetrim_history")).expect("history file");
+    assert!(history.contains("SHOW TABLES FORMAT CSV;"), "{history}");
+    assert!(history.contains("CREATE TABLE h"), "{history}");
+}
+
+#[test]
+fn ctrl_c_drops_the_half_typed_statement() {
+    let pane = Pane::start(false);
+    pane.type_text("SHOW TAB");
+    pane.press("C-c");
+    pane.line("CREATE TABLE c ENGINE = IcebergLocal('/c')");
+    pane.wait_for(":-] ", 1);
+    pane.press("C-c");
+    pane.wait_for("icetrim (default) :) ", 3);
+    pane.line("SHOW TABLES FORMAT CSV;");
+    let screen = pane.wait_for("0 rows in set.", 1);
+    assert!(!screen.contains("Code:"), "{screen}");
+    assert!(
+        !screen.contains("\"c\""),
+        "the cancelled CREATE did not run:\n{screen}"
+    );
+}
+
+#[test]
+fn errors_are_shown_in_red_and_the_shell_goes_on() {
+    let pane = Pane::start(true);
+    pane.line("USE nodb;");
+    pane.wait_for("(UNKNOWN_DATABASE)", 1);
+    let coloured = pane.screen(true);
+    assert!(
+        coloured.contains(
+            "\u{1b}[31mCode: 81. DB::Exception: Database nodb does not exist. (UNKNOWN_DATABASE)"
+        ),
+        "{coloured:?}"
+    );
+    pane.line("SET nope = 1;");
+    pane.wait_for(
+        "Code: 115. DB::Exception: Unknown setting 'nope'. (UNKNOWN_SETTING)",
+        1,
+    );
+    pane.wait_for("icetrim (default) :) ", 3);
+}
+
+#[test]
+fn no_color_keeps_errors_plain() {
+    let pane = Pane::start(false);
+    pane.line("USE nodb;");
+    pane.wait_for("(UNKNOWN_DATABASE)", 1);
+    assert!(!pane.screen(true).contains("\u{1b}[31m"));
+}
+
+#[test]
+fn exit_and_ctrl_d_leave_with_bye() {
+    let pane = Pane::start(false);
+    pane.line("exit");
+    let screen = pane.wait_for("[exit 0]", 1);
+    assert!(screen.contains("Bye.\n[exit 0]"), "{screen}");
+    let pane = Pane::start(false);
+    pane.press("C-d");
+    let screen = pane.wait_for("[exit 0]", 1);
+    assert!(screen.contains("Bye."), "{screen}");
+}
