@@ -2,7 +2,7 @@
 //!
 //! A [`TableMetadata`] keeps the file's JSON object as parsed (serde_json with `preserve_order` and
 //! `arbitrary_precision`: member order and number text survive) next to a validated typed view
-//! ([`view`]). Reads go through the view; edits ([`edit`]) change only the JSON members they touch
+//! ([`view`]). Reads go through the view; edits (`edit.rs`) change only the JSON members they touch
 //! and then rebuild the view, so every field icetrim does not know — vendor keys, schemas, sort
 //! orders, encryption keys — is written back exactly as it was read.
 
