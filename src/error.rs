@@ -22,6 +22,8 @@ pub enum ErrorKind {
     UnknownTable,
     /// 62: the SQL text does not parse.
     SyntaxError,
+    /// 73: `FORMAT` names a format icetrim does not print.
+    UnknownFormat,
     /// 81: the database is not known.
     UnknownDatabase,
     /// 107: a file the metadata needs does not exist.
@@ -57,6 +59,7 @@ impl ErrorKind {
             ErrorKind::TableAlreadyExists => 57,
             ErrorKind::UnknownTable => 60,
             ErrorKind::SyntaxError => 62,
+            ErrorKind::UnknownFormat => 73,
             ErrorKind::UnknownDatabase => 81,
             ErrorKind::FileDoesntExist => 107,
             ErrorKind::UnknownSetting => 115,
@@ -80,6 +83,7 @@ impl ErrorKind {
             ErrorKind::TableAlreadyExists => "TABLE_ALREADY_EXISTS",
             ErrorKind::UnknownTable => "UNKNOWN_TABLE",
             ErrorKind::SyntaxError => "SYNTAX_ERROR",
+            ErrorKind::UnknownFormat => "UNKNOWN_FORMAT",
             ErrorKind::UnknownDatabase => "UNKNOWN_DATABASE",
             ErrorKind::FileDoesntExist => "FILE_DOESNT_EXIST",
             ErrorKind::UnknownSetting => "UNKNOWN_SETTING",

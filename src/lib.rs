@@ -6,8 +6,15 @@
 //! `iceberg/` (the spec model, metadata JSON, Avro manifests, commits) → `io/` (object storage).
 //! `engine/` ties them into sessions; `format/` renders results; `shell/` is the binary's front.
 
+pub mod clock;
+pub mod engine;
 pub mod error;
+pub mod format;
 pub mod iceberg;
 pub mod io;
+pub mod maintain;
+pub mod plan;
+pub mod settings;
+pub mod sql;
 
 pub use error::{Error, ErrorKind, Result};

@@ -5,3 +5,6 @@ pub mod commit;
 pub mod locate;
 pub mod metadata;
 pub mod spec;
+pub mod avro;
+pub mod manifest;
+pub mod manifest_list;

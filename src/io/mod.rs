@@ -1,167 +1,232 @@
 //! Storage: turns the URIs Iceberg metadata names (`/abs/path`, `file://`, `s3://`, `abfss://`,
-//! `memory://`, …) into an object_store plus a path, and offers the few operations maintenance
-//! needs: read, create-if-absent write, overwrite, delete (a missing file counts as deleted), and
-//! recursive listing with size and last-modified.
+//! `gs://`, `memory://`, …) into an object_store plus a path, and offers the operations
+//! maintenance needs: read (whole, range), head, create-if-absent write, overwrite, delete (a
+//! missing file counts as deleted), bulk delete, and streaming recursive listing with size and
+//! last-modified (plainly or fanned out over the first directory level).
 //!
-//! Everything above this module speaks full URIs (strings, as written in metadata); nothing above
-//! it sees `object_store` types.
+//! A [`FileIO`] serves the URIs of the store families it was configured for and keeps one client
+//! per store (bucket, or account and container), built on first use. Path identity
+//! ([`path_key`], [`is_under`]), credentials ([`StorageOptions`]), request counting
+//! ([`RequestCounter`]) and fault injection ([`FaultyStore`]) live in the submodules.
+//!
+//! Everything above this module speaks full URIs (strings, as written in metadata); only tests
+//! and embedders that inject a store see `object_store` types.
 
-use std::sync::Arc;
+mod build;
+mod counting;
+mod faulty;
+mod location;
+mod ops;
+mod options;
+mod path_key;
 
-use bytes::Bytes;
-use futures::{StreamExt, TryStreamExt, stream::BoxStream};
-use object_store::{
-    ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload, path::Path as ObjectPath,
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use object_store::{ObjectStore, path::Path as ObjectPath};
+
+pub use counting::{CountingStore, RequestCounter, RequestCounts};
+pub use faulty::{Fault, FaultInjector, FaultyStore};
+pub use location::{Family, Location, StoreKey};
+pub use ops::{DeleteOutcome, FileInfo, WriteOutcome};
+pub use options::{
+    AZURE_EMULATOR_ACCOUNT, AZURE_EMULATOR_ENDPOINT, AZURE_EMULATOR_KEY, AzureOptions, GcsOptions,
+    S3Options, StorageOptions, parse_connection_string,
 };
+pub use path_key::{is_under, path_key};
 
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{Error, Result};
 
-/// A listed file.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FileInfo {
-    /// Full URI, in the same scheme and authority as the listed prefix.
-    pub uri: String,
-    pub size: u64,
-    /// Milliseconds since the epoch; `None` when the store did not say.
-    pub last_modified_ms: Option<i64>,
-}
-
-/// The outcome of a create-if-absent write.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum WriteOutcome {
-    Created,
-    AlreadyExists,
-}
-
-/// One store and the URI prefix (`scheme://authority`, or `""` for local paths) it serves.
+/// Object storage for a set of URI families, one cached client per store.
 #[derive(Clone)]
 pub struct FileIO {
-    store: Arc<dyn ObjectStore>,
-    /// `file` for local disk, `memory`, `s3`, ...
-    scheme: String,
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    options: StorageOptions,
+    /// Families whose stores are built on demand from `options`.
+    families: Vec<Family>,
+    stores: Mutex<HashMap<StoreKey, Arc<dyn ObjectStore>>>,
+    counter: Option<Arc<RequestCounter>>,
 }
 
 impl std::fmt::Debug for FileIO {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let stores: Vec<String> = match self.inner.stores.lock() {
+            Ok(stores) => stores.keys().map(ToString::to_string).collect(),
+            Err(_) => Vec::new(),
+        };
         f.debug_struct("FileIO")
-            .field("scheme", &self.scheme)
+            .field("families", &self.inner.families)
+            .field("stores", &stores)
+            .field("options", &self.inner.options)
             .finish()
     }
 }
 
 impl FileIO {
+    fn with_parts(
+        options: StorageOptions,
+        families: Vec<Family>,
+        stores: HashMap<StoreKey, Arc<dyn ObjectStore>>,
+    ) -> Self {
+        FileIO {
+            inner: Arc::new(Inner {
+                options,
+                families,
+                stores: Mutex::new(stores),
+                counter: None,
+            }),
+        }
+    }
+
     /// Local disk: serves absolute paths and `file://` URIs.
     pub fn local() -> Self {
-        FileIO {
-            store: Arc::new(object_store::local::LocalFileSystem::new()),
-            scheme: "file".into(),
-        }
+        Self::with_parts(
+            StorageOptions::default(),
+            vec![Family::File],
+            HashMap::new(),
+        )
     }
 
-    /// A fresh in-memory store serving `memory://` URIs (tests).
+    /// A fresh in-memory store serving every `memory://` URI; clones share it.
     pub fn memory() -> Self {
+        let store: Arc<dyn ObjectStore> = Arc::new(object_store::memory::InMemory::new());
+        Self::with_parts(
+            StorageOptions::default(),
+            Vec::new(),
+            HashMap::from([(memory_key(), store)]),
+        )
+    }
+
+    /// Remote stores (S3, Azure, GCS) configured by `options`; one client per bucket or
+    /// container, built on first use. Local paths and `memory://` are refused.
+    pub fn new(options: StorageOptions) -> Self {
+        Self::with_parts(
+            options,
+            vec![Family::S3, Family::Azure, Family::Gcs],
+            HashMap::new(),
+        )
+    }
+
+    /// Serve the store that `base_uri` names (`memory://`, `/`, `s3://bucket`,
+    /// `abfss://c@account.dfs.core.windows.net`, ...) with `store`; nothing else is served.
+    /// For tests that inject a [`FaultyStore`] or any other wrapper.
+    pub fn from_store(base_uri: &str, store: Arc<dyn ObjectStore>) -> Result<Self> {
+        let location = Location::parse(base_uri)?;
+        let options = StorageOptions::default();
+        let key = store_key(&location.store, &options);
+        Ok(Self::with_parts(
+            options,
+            Vec::new(),
+            HashMap::from([(key, store)]),
+        ))
+    }
+
+    /// The same stores, with every request (from now on, through the returned `FileIO`)
+    /// counted into `counter`.
+    pub fn with_request_counter(&self, counter: Arc<RequestCounter>) -> Self {
+        let stores = match self.inner.stores.lock() {
+            Ok(stores) => stores
+                .iter()
+                .map(|(key, store)| (key.clone(), counted(key, store, &counter)))
+                .collect(),
+            Err(_) => HashMap::new(),
+        };
         FileIO {
-            store: Arc::new(object_store::memory::InMemory::new()),
-            scheme: "memory".into(),
+            inner: Arc::new(Inner {
+                options: self.inner.options.clone(),
+                families: self.inner.families.clone(),
+                stores: Mutex::new(stores),
+                counter: Some(counter),
+            }),
         }
     }
 
-    /// Map a URI to the object path within this store.
+    /// The request counts, when counting.
+    pub fn request_counts(&self) -> Option<RequestCounts> {
+        self.inner.counter.as_ref().map(|c| c.snapshot())
+    }
+
+    /// Map a URI to the object path within its store.
     pub fn object_path(&self, uri: &str) -> Result<ObjectPath> {
-        let rest = match self.scheme.as_str() {
-            "file" => uri.strip_prefix("file://").unwrap_or(uri),
-            "memory" => uri
-                .strip_prefix("memory://")
-                .ok_or_else(|| Error::bad_arguments(format!("not a memory:// path: {uri}")))?,
-            other => {
-                return Err(Error::not_implemented(format!(
-                    "storage scheme '{other}' for {uri}"
-                )));
-            }
-        };
-        ObjectPath::parse(rest.trim_start_matches('/'))
-            .map_err(|e| Error::bad_arguments(format!("invalid path '{uri}': {e}")))
+        Location::parse(uri)?.object_path()
     }
 
-    fn uri_of(&self, path: &ObjectPath) -> String {
-        match self.scheme.as_str() {
-            "file" => format!("/{path}"),
-            s => format!("{s}://{path}"),
+    /// The parsed location, its object path and the store that serves it.
+    pub(crate) fn resolve(
+        &self,
+        uri: &str,
+    ) -> Result<(Location, ObjectPath, Arc<dyn ObjectStore>)> {
+        let location = Location::parse(uri)?;
+        let path = location.object_path()?;
+        let store = self.store_for(&location.store, uri)?;
+        Ok((location, path, store))
+    }
+
+    fn store_for(&self, key: &StoreKey, uri: &str) -> Result<Arc<dyn ObjectStore>> {
+        let key = store_key(key, &self.inner.options);
+        let mut stores = self
+            .inner
+            .stores
+            .lock()
+            .map_err(|_| Error::logical("FileIO store cache poisoned"))?;
+        if let Some(store) = stores.get(&key) {
+            return Ok(Arc::clone(store));
         }
-    }
-
-    /// Read a whole file.
-    pub async fn read(&self, uri: &str) -> Result<Bytes> {
-        let path = self.object_path(uri)?;
-        let got = self
-            .store
-            .get(&path)
-            .await
-            .map_err(|e| storage_error("read", uri, e))?;
-        got.bytes().await.map_err(|e| storage_error("read", uri, e))
-    }
-
-    /// Write a file only if no file has that name.
-    pub async fn write_if_absent(&self, uri: &str, data: Bytes) -> Result<WriteOutcome> {
-        let path = self.object_path(uri)?;
-        let opts = PutOptions {
-            mode: PutMode::Create,
-            ..Default::default()
-        };
-        match self
-            .store
-            .put_opts(&path, PutPayload::from(data), opts)
-            .await
-        {
-            Ok(_) => Ok(WriteOutcome::Created),
-            Err(object_store::Error::AlreadyExists { .. }) => Ok(WriteOutcome::AlreadyExists),
-            Err(e) => Err(storage_error("write", uri, e)),
+        if !self.inner.families.contains(&key.family) {
+            let served: Vec<String> = self
+                .inner
+                .families
+                .iter()
+                .map(ToString::to_string)
+                .chain(stores.keys().map(ToString::to_string))
+                .collect();
+            return Err(Error::bad_arguments(format!(
+                "Cannot access '{uri}': this table's storage serves only {}",
+                served.join(", ")
+            )));
         }
-    }
-
-    /// Write a file, replacing any file of that name.
-    pub async fn overwrite(&self, uri: &str, data: Bytes) -> Result<()> {
-        let path = self.object_path(uri)?;
-        self.store
-            .put(&path, PutPayload::from(data))
-            .await
-            .map(|_| ())
-            .map_err(|e| storage_error("write", uri, e))
-    }
-
-    /// Delete a file; a file that is already gone counts as deleted.
-    pub async fn delete(&self, uri: &str) -> Result<()> {
-        let path = self.object_path(uri)?;
-        match self.store.delete(&path).await {
-            Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
-            Err(e) => Err(storage_error("delete", uri, e)),
+        let mut store = build::build_store(&key, &self.inner.options)?;
+        if let Some(counter) = &self.inner.counter {
+            store = counted(&key, &store, counter);
         }
-    }
-
-    /// Every file under `prefix_uri` (a directory), recursively.
-    pub fn list(&self, prefix_uri: &str) -> BoxStream<'_, Result<FileInfo>> {
-        let prefix = match self.object_path(prefix_uri) {
-            Ok(p) => p,
-            Err(e) => return futures::stream::once(async move { Err(e) }).boxed(),
-        };
-        let owned_prefix = prefix_uri.to_string();
-        self.store
-            .list(Some(&prefix))
-            .map_ok(move |meta| FileInfo {
-                uri: self.uri_of(&meta.location),
-                size: meta.size,
-                last_modified_ms: Some(meta.last_modified.timestamp_millis()),
-            })
-            .map_err(move |e| storage_error("list", &owned_prefix, e))
-            .boxed()
+        stores.insert(key, Arc::clone(&store));
+        Ok(store)
     }
 }
 
-fn storage_error(op: &str, uri: &str, e: object_store::Error) -> Error {
-    let kind = match e {
-        object_store::Error::NotFound { .. } => ErrorKind::FileDoesntExist,
-        object_store::Error::AlreadyExists { .. } => ErrorKind::FileAlreadyExists,
-        _ => ErrorKind::StorageError,
-    };
-    Error::new(kind, format!("Cannot {op} '{uri}': {e}"))
+fn memory_key() -> StoreKey {
+    StoreKey {
+        family: Family::Memory,
+        bucket: String::new(),
+        account: None,
+    }
+}
+
+/// The cache key: an Azure URI without an account means the configured (or emulator) account.
+fn store_key(key: &StoreKey, options: &StorageOptions) -> StoreKey {
+    let mut key = key.clone();
+    if key.family == Family::Azure && key.account.is_none() {
+        key.account = options.azure.account.clone().or_else(|| {
+            options
+                .azure
+                .use_emulator
+                .then(|| AZURE_EMULATOR_ACCOUNT.to_string())
+        });
+    }
+    key
+}
+
+fn counted(
+    key: &StoreKey,
+    store: &Arc<dyn ObjectStore>,
+    counter: &Arc<RequestCounter>,
+) -> Arc<dyn ObjectStore> {
+    Arc::new(CountingStore::new(
+        Arc::clone(store),
+        Arc::clone(counter),
+        ops::list_page_size(key.family),
+    ))
 }

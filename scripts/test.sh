@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Runs every test of icetrim on a fresh machine: installs the test environment (Python venv with
+# pyiceberg, chdb, moto; azurite from npm — all inside the project's ignored folders), starts the S3
+# and Azure emulators on loopback, runs `cargo test` for everything, and stops the emulators.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+scripts/test-env.sh
+export ICETRIM_PYTHON="$root/.venv/bin/python"
+scripts/emulators.sh start
+trap 'scripts/emulators.sh stop' EXIT
+set -a
+# shellcheck disable=SC1091
+source target/emulators.env
+set +a
+cargo test --all-targets "$@"
+cargo test --doc

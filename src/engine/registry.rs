@@ -1,0 +1,324 @@
+//! The table registry: which tables a session knows, by `database.name`, with their engine
+//! (where the table lives and how to reach it) and table settings.
+//!
+//! In memory by default; with a data path, persisted as one JSON file per table
+//! (`<path>/tables/<db>/<name>.json`, mode 0600 since it can hold credentials). `DROP TABLE`
+//! forgets a table and never touches its files.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, ErrorKind, Result};
+
+/// The text ClickHouse prints in place of a secret.
+pub const HIDDEN: &str = "[HIDDEN]";
+
+/// An engine argument: a string literal, or the bare keyword `NOSIGN`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum EngineArg {
+    Str(String),
+    NoSign,
+}
+
+/// A registered table.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TableDef {
+    pub database: String,
+    pub name: String,
+    /// `IcebergLocal`, `IcebergS3` or `IcebergAzure`.
+    pub engine: String,
+    pub args: Vec<EngineArg>,
+    /// Table settings (`SETTINGS name = value`), values as text.
+    pub settings: BTreeMap<String, String>,
+    /// The column list as written, if any (kept for `SHOW CREATE TABLE`).
+    pub columns: Option<String>,
+}
+
+impl TableDef {
+    /// The engine arguments with secrets replaced by `[HIDDEN]` (as ClickHouse does): S3 secret and token; Azure
+    /// account key and any `AccountKey=`/`SharedAccessSignature=` in a connection string.
+    pub fn masked_args(&self) -> Vec<EngineArg> {
+        self.args
+            .iter()
+            .enumerate()
+            .map(|(i, a)| match (self.engine.as_str(), a) {
+                ("IcebergS3", EngineArg::Str(_)) if i >= 2 => EngineArg::Str(HIDDEN.into()),
+                ("IcebergAzure", EngineArg::Str(_)) if i == 4 => EngineArg::Str(HIDDEN.into()),
+                ("IcebergAzure", EngineArg::Str(s)) if i == 0 => {
+                    EngineArg::Str(mask_connection_string(s))
+                }
+                _ => a.clone(),
+            })
+            .collect()
+    }
+}
+
+fn mask_connection_string(s: &str) -> String {
+    s.split(';')
+        .map(|part| match part.split_once('=') {
+            Some((k, _))
+                if k.eq_ignore_ascii_case("AccountKey")
+                    || k.eq_ignore_ascii_case("SharedAccessSignature") =>
+            {
+                format!("{k}={HIDDEN}")
+            }
+            _ => part.to_string(),
+        })
+        .collect::<Vec<_>>()
+        .join(";")
+}
+
+/// Where tables are remembered.
+#[derive(Debug, Default)]
+pub struct Registry {
+    tables: BTreeMap<(String, String), TableDef>,
+    dir: Option<PathBuf>,
+}
+
+impl Registry {
+    /// A registry that lives in memory only.
+    pub fn in_memory() -> Self {
+        Registry::default()
+    }
+
+    /// A registry persisted under `data_path`, loading what is there.
+    pub fn open(data_path: &Path) -> Result<Self> {
+        let dir = data_path.join("tables");
+        std::fs::create_dir_all(&dir).map_err(|e| io_error("create", &dir, e))?;
+        let mut tables = BTreeMap::new();
+        for db in read_dir(&dir)? {
+            if !db.is_dir() {
+                continue;
+            }
+            for file in read_dir(&db)? {
+                if file.extension().and_then(|e| e.to_str()) != Some("json") {
+                    continue;
+                }
+                let text = std::fs::read(&file).map_err(|e| io_error("read", &file, e))?;
+                let def: TableDef = serde_json::from_slice(&text).map_err(|e| {
+                    Error::incorrect_data(format!(
+                        "Cannot read table definition {}: {e}",
+                        file.display()
+                    ))
+                })?;
+                tables.insert((def.database.clone(), def.name.clone()), def);
+            }
+        }
+        Ok(Registry {
+            tables,
+            dir: Some(dir),
+        })
+    }
+
+    /// The table `db.name`.
+    pub fn get(&self, database: &str, name: &str) -> Result<&TableDef> {
+        self.tables
+            .get(&(database.to_string(), name.to_string()))
+            .ok_or_else(|| {
+                Error::new(
+                    ErrorKind::UnknownTable,
+                    format!("Table {database}.{name} does not exist"),
+                )
+            })
+    }
+
+    /// Register a table. `if_not_exists` makes a taken name a no-op instead of an error.
+    pub fn create(&mut self, def: TableDef, if_not_exists: bool) -> Result<()> {
+        let key = (def.database.clone(), def.name.clone());
+        if self.tables.contains_key(&key) {
+            if if_not_exists {
+                return Ok(());
+            }
+            return Err(Error::new(
+                ErrorKind::TableAlreadyExists,
+                format!("Table {}.{} already exists", def.database, def.name),
+            ));
+        }
+        if let Some(dir) = &self.dir {
+            persist(dir, &def)?;
+        }
+        self.tables.insert(key, def);
+        Ok(())
+    }
+
+    /// Forget a table (its files are never touched). `if_exists` makes a missing name a no-op.
+    pub fn drop_table(&mut self, database: &str, name: &str, if_exists: bool) -> Result<()> {
+        let key = (database.to_string(), name.to_string());
+        if self.tables.remove(&key).is_none() {
+            if if_exists {
+                return Ok(());
+            }
+            return Err(Error::new(
+                ErrorKind::UnknownTable,
+                format!("Table {database}.{name} does not exist"),
+            ));
+        }
+        if let Some(dir) = &self.dir {
+            let file = table_file(dir, database, name);
+            match std::fs::remove_file(&file) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(io_error("remove", &file, e)),
+            }
+        }
+        Ok(())
+    }
+
+    /// Tables of `database`, by name.
+    pub fn tables_in(&self, database: &str) -> Vec<&TableDef> {
+        self.tables
+            .values()
+            .filter(|d| d.database == database)
+            .collect()
+    }
+
+    /// Every table.
+    pub fn all(&self) -> impl Iterator<Item = &TableDef> {
+        self.tables.values()
+    }
+}
+
+fn table_file(dir: &Path, database: &str, name: &str) -> PathBuf {
+    dir.join(encode_component(database))
+        .join(format!("{}.json", encode_component(name)))
+}
+
+/// Table and database names may hold any character; file names may not hold `/` or start with `.`.
+fn encode_component(s: &str) -> String {
+    percent_encoding::utf8_percent_encode(s, percent_encoding::NON_ALPHANUMERIC).to_string()
+}
+
+fn persist(dir: &Path, def: &TableDef) -> Result<()> {
+    let file = table_file(dir, &def.database, &def.name);
+    if let Some(parent) = file.parent() {
+        std::fs::create_dir_all(parent).map_err(|e| io_error("create", parent, e))?;
+    }
+    let text = serde_json::to_vec_pretty(def)
+        .map_err(|e| Error::logical(format!("Cannot serialize table definition: {e}")))?;
+    write_private(&file, &text).map_err(|e| io_error("write", &file, e))
+}
+
+#[cfg(unix)]
+fn write_private(file: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let tmp = file.with_extension("json.tmp");
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(&tmp)?;
+    f.write_all(bytes)?;
+    f.sync_all()?;
+    std::fs::rename(&tmp, file)
+}
+
+#[cfg(not(unix))]
+fn write_private(file: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    std::fs::write(file, bytes)
+}
+
+fn read_dir(dir: &Path) -> Result<Vec<PathBuf>> {
+    let entries = std::fs::read_dir(dir).map_err(|e| io_error("list", dir, e))?;
+    let mut out = Vec::new();
+    for entry in entries {
+        out.push(entry.map_err(|e| io_error("list", dir, e))?.path());
+    }
+    out.sort();
+    Ok(out)
+}
+
+fn io_error(op: &str, path: &Path, e: std::io::Error) -> Error {
+    Error::new(
+        ErrorKind::StorageError,
+        format!("Cannot {op} {}: {e}", path.display()),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn def(db: &str, name: &str) -> TableDef {
+        TableDef {
+            database: db.into(),
+            name: name.into(),
+            engine: "IcebergS3".into(),
+            args: vec![
+                EngineArg::Str("s3://b/t/".into()),
+                EngineArg::Str("AKIA".into()),
+                EngineArg::Str("secret".into()),
+            ],
+            settings: BTreeMap::new(),
+            columns: None,
+        }
+    }
+
+    #[test]
+    fn create_get_drop_in_memory() {
+        let mut r = Registry::in_memory();
+        r.create(def("default", "t"), false).unwrap();
+        assert_eq!(r.get("default", "t").unwrap().name, "t");
+        let e = r.create(def("default", "t"), false).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::TableAlreadyExists);
+        r.create(def("default", "t"), true).unwrap();
+        r.drop_table("default", "t", false).unwrap();
+        assert_eq!(
+            r.get("default", "t").unwrap_err().kind(),
+            ErrorKind::UnknownTable
+        );
+        assert_eq!(
+            r.drop_table("default", "t", false).unwrap_err().kind(),
+            ErrorKind::UnknownTable
+        );
+        r.drop_table("default", "t", true).unwrap();
+    }
+
+    #[test]
+    fn persists_privately_and_reloads() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut r = Registry::open(dir.path()).unwrap();
+        r.create(def("db/x", "we.ird"), false).unwrap();
+        let again = Registry::open(dir.path()).unwrap();
+        assert_eq!(again.get("db/x", "we.ird").unwrap(), &def("db/x", "we.ird"));
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let f = table_file(&dir.path().join("tables"), "db/x", "we.ird");
+            let mode = std::fs::metadata(f).unwrap().permissions().mode();
+            assert_eq!(mode & 0o777, 0o600);
+        }
+        let mut again = again;
+        again.drop_table("db/x", "we.ird", false).unwrap();
+        assert!(
+            Registry::open(dir.path())
+                .unwrap()
+                .get("db/x", "we.ird")
+                .is_err()
+        );
+    }
+
+    #[test]
+    fn masks_secrets() {
+        let masked = def("d", "t").masked_args();
+        assert_eq!(masked[0], EngineArg::Str("s3://b/t/".into()));
+        assert_eq!(masked[1], EngineArg::Str("AKIA".into()));
+        assert_eq!(masked[2], EngineArg::Str(HIDDEN.into()));
+        let az = TableDef {
+            engine: "IcebergAzure".into(),
+            args: vec![EngineArg::Str(
+                "DefaultEndpointsProtocol=http;AccountName=a;AccountKey=k==;".into(),
+            )],
+            ..def("d", "t")
+        };
+        assert_eq!(
+            az.masked_args()[0],
+            EngineArg::Str(format!(
+                "DefaultEndpointsProtocol=http;AccountName=a;AccountKey={HIDDEN};"
+            ))
+        );
+    }
+}

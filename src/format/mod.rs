@@ -1,0 +1,169 @@
+//! Output formats: how a result (columns and rows) is printed, exactly as ClickHouse prints it.
+//! `TabSeparated` is the default for scripts, `PrettyCompact` for a terminal.
+
+mod pretty;
+mod text;
+mod value;
+
+pub use value::{Column, Value};
+
+use crate::error::{Error, ErrorKind, Result};
+
+/// The formats icetrim prints (`FORMAT <name>` or `--format`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OutputFormat {
+    PrettyCompact,
+    Pretty,
+    TabSeparated,
+    TabSeparatedWithNames,
+    Csv,
+    CsvWithNames,
+    JsonEachRow,
+    Json,
+    Vertical,
+}
+
+impl OutputFormat {
+    /// Every format with its canonical name.
+    pub const ALL: [(OutputFormat, &'static str); 9] = [
+        (OutputFormat::PrettyCompact, "PrettyCompact"),
+        (OutputFormat::Pretty, "Pretty"),
+        (OutputFormat::TabSeparated, "TabSeparated"),
+        (OutputFormat::TabSeparatedWithNames, "TabSeparatedWithNames"),
+        (OutputFormat::Csv, "CSV"),
+        (OutputFormat::CsvWithNames, "CSVWithNames"),
+        (OutputFormat::JsonEachRow, "JSONEachRow"),
+        (OutputFormat::Json, "JSON"),
+        (OutputFormat::Vertical, "Vertical"),
+    ];
+
+    /// Look a format up by name, ignoring case; `TSV` and `TSVWithNames` are aliases.
+    pub fn from_name(name: &str) -> Result<Self> {
+        let alias = match name.to_ascii_lowercase().as_str() {
+            "tsv" => "TabSeparated",
+            "tsvwithnames" => "TabSeparatedWithNames",
+            _ => name,
+        };
+        Self::ALL
+            .iter()
+            .find(|(_, n)| n.eq_ignore_ascii_case(alias))
+            .map(|(f, _)| *f)
+            .ok_or_else(|| Error::new(ErrorKind::UnknownFormat, format!("Unknown format {name}")))
+    }
+
+    /// The canonical name.
+    pub fn name(self) -> &'static str {
+        Self::ALL
+            .iter()
+            .find(|(f, _)| *f == self)
+            .map_or("TabSeparated", |(_, n)| n)
+    }
+
+    /// Render a result. `elapsed_seconds` only appears in `JSON`'s statistics.
+    pub fn render(self, columns: &[Column], rows: &[Vec<Value>], elapsed_seconds: f64) -> String {
+        match self {
+            OutputFormat::PrettyCompact => pretty::render(columns, rows, pretty::Frame::Compact),
+            OutputFormat::Pretty => pretty::render(columns, rows, pretty::Frame::Full),
+            OutputFormat::TabSeparated => {
+                text::delimited(columns, rows, "\t", false, text::tsv_field)
+            }
+            OutputFormat::TabSeparatedWithNames => {
+                text::delimited(columns, rows, "\t", true, text::tsv_field)
+            }
+            OutputFormat::Csv => text::delimited(columns, rows, ",", false, text::csv_field),
+            OutputFormat::CsvWithNames => {
+                text::delimited(columns, rows, ",", true, text::csv_field)
+            }
+            OutputFormat::JsonEachRow => text::json_each_row(columns, rows),
+            OutputFormat::Json => text::json_document(columns, rows, elapsed_seconds),
+            OutputFormat::Vertical => text::vertical(columns, rows),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> (Vec<Column>, Vec<Vec<Value>>) {
+        let cols = vec![
+            Column::new("metric_name", "String"),
+            Column::new("metric_value", "Int64"),
+            Column::new("n", "Nullable(String)"),
+        ];
+        let rows = vec![
+            vec![
+                "deleted_data_files_count".into(),
+                Value::Int(12),
+                Value::Null,
+            ],
+            vec!["a\tb\\c'd\"e\nf".into(), Value::Int(12), Value::Null],
+        ];
+        (cols, rows)
+    }
+
+    #[test]
+    fn tab_separated_escapes_like_clickhouse() {
+        let (c, r) = sample();
+        assert_eq!(
+            OutputFormat::TabSeparated.render(&c, &r, 0.0),
+            "deleted_data_files_count\t12\t\\N\na\\tb\\\\c\\'d\"e\\nf\t12\t\\N\n"
+        );
+    }
+
+    #[test]
+    fn csv_quotes_strings_only() {
+        let (c, r) = sample();
+        assert_eq!(
+            OutputFormat::CsvWithNames.render(&c, &r, 0.0),
+            "\"metric_name\",\"metric_value\",\"n\"\n\"deleted_data_files_count\",12,\\N\n\"a\tb\\c'd\"\"e\nf\",12,\\N\n"
+        );
+    }
+
+    #[test]
+    fn json_each_row() {
+        let (c, r) = sample();
+        assert_eq!(
+            OutputFormat::JsonEachRow.render(&c, &r[..1], 0.0),
+            "{\"metric_name\":\"deleted_data_files_count\",\"metric_value\":12,\"n\":null}\n"
+        );
+    }
+
+    #[test]
+    fn pretty_compact_frame() {
+        let (c, mut r) = sample();
+        r[1][0] = "a\nbb".into();
+        let expected = "   ┌─metric_name──────────────┬─metric_value─┬─n────┐\n\
+                        1. │ deleted_data_files_count │           12 │ ᴺᵁᴸᴸ │\n\
+                        2. │ a                       ↴│           12 │ ᴺᵁᴸᴸ │\n   \
+                        │↳bb                       │              │      │\n   \
+                        └──────────────────────────┴──────────────┴──────┘\n";
+        assert_eq!(OutputFormat::PrettyCompact.render(&c, &r, 0.0), expected);
+    }
+
+    #[test]
+    fn vertical_blocks() {
+        let (c, r) = sample();
+        assert_eq!(
+            OutputFormat::Vertical.render(&c, &r[..1], 0.0),
+            "Row 1:\n──────\nmetric_name:  deleted_data_files_count\nmetric_value: 12\nn:            ᴺᵁᴸᴸ\n"
+        );
+    }
+
+    #[test]
+    fn names_and_aliases() {
+        assert_eq!(
+            OutputFormat::from_name("TSV").ok(),
+            Some(OutputFormat::TabSeparated)
+        );
+        assert_eq!(
+            OutputFormat::from_name("jsoneachrow").ok(),
+            Some(OutputFormat::JsonEachRow)
+        );
+        let err = OutputFormat::from_name("Parquet").unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::UnknownFormat);
+        for (f, n) in OutputFormat::ALL {
+            assert_eq!(OutputFormat::from_name(n).ok(), Some(f));
+        }
+    }
+}

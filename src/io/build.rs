@@ -1,0 +1,225 @@
+//! Building one object_store client for a [`StoreKey`] from [`StorageOptions`].
+//!
+//! S3: explicit keys or `NOSIGN` win; otherwise the `AWS_*` environment. Conditional create uses
+//! `If-None-Match: *` (object_store's default), which AWS, moto and MinIO honour.
+//! Azure: an explicit endpoint is used path-style (emulators) or as given; the emulator defaults
+//! to azurite's development account. GCS: service account options or the environment.
+
+use std::sync::Arc;
+
+use object_store::ObjectStore;
+
+use super::location::{Family, StoreKey};
+use super::options::{AzureOptions, GcsOptions, S3Options, StorageOptions};
+use crate::error::{Error, Result};
+
+/// A new client for the store `key` names.
+pub(crate) fn build_store(
+    key: &StoreKey,
+    options: &StorageOptions,
+) -> Result<Arc<dyn ObjectStore>> {
+    match key.family {
+        Family::File => Ok(Arc::new(object_store::local::LocalFileSystem::new())),
+        Family::Memory => Ok(Arc::new(object_store::memory::InMemory::new())),
+        Family::S3 => build_s3(&key.bucket, &options.s3),
+        Family::Azure => build_azure(&key.bucket, key.account.as_deref(), &options.azure),
+        Family::Gcs => build_gcs(&key.bucket, &options.gcs),
+    }
+}
+
+#[cfg(any(feature = "s3", feature = "azure", feature = "gcs"))]
+fn build_failed(key: impl std::fmt::Display, e: object_store::Error) -> Error {
+    Error::new(
+        crate::error::ErrorKind::StorageError,
+        format!("Cannot configure storage for {key}: {e}"),
+    )
+}
+
+#[cfg(feature = "s3")]
+fn build_s3(bucket: &str, options: &S3Options) -> Result<Arc<dyn ObjectStore>> {
+    use object_store::aws::AmazonS3Builder;
+    let explicit = options.access_key_id.is_some() || options.no_sign;
+    let mut builder = if explicit {
+        AmazonS3Builder::new()
+    } else {
+        AmazonS3Builder::from_env()
+    };
+    builder = builder.with_bucket_name(bucket);
+    if let (Some(key), Some(secret)) = (&options.access_key_id, &options.secret_access_key) {
+        builder = builder
+            .with_access_key_id(key)
+            .with_secret_access_key(secret);
+        if let Some(token) = &options.session_token {
+            builder = builder.with_token(token);
+        }
+    }
+    if options.no_sign {
+        builder = builder.with_skip_signature(true);
+    }
+    // object_store's default region is us-east-1 (what moto and MinIO expect).
+    if let Some(region) = &options.region {
+        builder = builder.with_region(region);
+    }
+    if let Some(endpoint) = &options.endpoint {
+        builder = builder
+            .with_endpoint(endpoint)
+            .with_virtual_hosted_style_request(options.virtual_hosted_style);
+    }
+    if options.allow_http {
+        builder = builder.with_allow_http(true);
+    }
+    let store = builder
+        .build()
+        .map_err(|e| build_failed(format!("s3://{bucket}"), e))?;
+    Ok(Arc::new(store))
+}
+
+#[cfg(not(feature = "s3"))]
+fn build_s3(bucket: &str, _: &S3Options) -> Result<Arc<dyn ObjectStore>> {
+    Err(Error::not_implemented(format!(
+        "s3://{bucket}: icetrim was built without the s3 feature"
+    )))
+}
+
+#[cfg(feature = "azure")]
+fn build_azure(
+    container: &str,
+    account: Option<&str>,
+    options: &AzureOptions,
+) -> Result<Arc<dyn ObjectStore>> {
+    use super::options::{AZURE_EMULATOR_ACCOUNT, AZURE_EMULATOR_ENDPOINT, AZURE_EMULATOR_KEY};
+    use object_store::azure::MicrosoftAzureBuilder;
+    let describe = || format!("azure://{container}@{}", account.unwrap_or("<default>"));
+    // Options describe one account; a URI naming another account gets only the environment.
+    let options_apply = match (account, &options.account) {
+        (Some(named), Some(configured)) => named.eq_ignore_ascii_case(configured),
+        _ => true,
+    };
+    let empty = AzureOptions::default();
+    let options = if options_apply { options } else { &empty };
+    let Some(account) = account
+        .map(str::to_string)
+        .or_else(|| options.account.clone())
+        .or_else(|| {
+            options
+                .use_emulator
+                .then(|| AZURE_EMULATOR_ACCOUNT.to_string())
+        })
+        .or_else(|| std::env::var("AZURE_STORAGE_ACCOUNT_NAME").ok())
+    else {
+        return Err(Error::bad_arguments(format!(
+            "Cannot serve {}: no Azure storage account configured",
+            describe()
+        )));
+    };
+    let mut builder = MicrosoftAzureBuilder::from_env()
+        .with_account(&account)
+        .with_container_name(container);
+    let mut key = options.access_key.clone();
+    let mut endpoint = options.endpoint.clone();
+    if options.use_emulator {
+        key = key.or_else(|| Some(AZURE_EMULATOR_KEY.to_string()));
+        endpoint = endpoint.or_else(|| Some(AZURE_EMULATOR_ENDPOINT.to_string()));
+    }
+    if let Some(key) = key {
+        builder = builder.with_access_key(key);
+    } else if let Some(sas) = &options.sas_token {
+        builder = builder.with_config(
+            object_store::azure::AzureConfigKey::SasKey,
+            sas.trim_start_matches('?'),
+        );
+    }
+    if let Some(endpoint) = endpoint {
+        builder = builder
+            .with_allow_http(options.allow_http || endpoint.starts_with("http://"))
+            .with_endpoint(endpoint);
+    } else if options.allow_http {
+        builder = builder.with_allow_http(true);
+    }
+    let store = builder.build().map_err(|e| build_failed(describe(), e))?;
+    Ok(Arc::new(store))
+}
+
+#[cfg(not(feature = "azure"))]
+fn build_azure(container: &str, _: Option<&str>, _: &AzureOptions) -> Result<Arc<dyn ObjectStore>> {
+    Err(Error::not_implemented(format!(
+        "azure container {container}: icetrim was built without the azure feature"
+    )))
+}
+
+#[cfg(feature = "gcs")]
+fn build_gcs(bucket: &str, options: &GcsOptions) -> Result<Arc<dyn ObjectStore>> {
+    use object_store::gcp::GoogleCloudStorageBuilder;
+    let mut builder = GoogleCloudStorageBuilder::from_env().with_bucket_name(bucket);
+    if let Some(path) = &options.service_account_path {
+        builder = builder.with_service_account_path(path);
+    }
+    if let Some(key) = &options.service_account_key {
+        builder = builder.with_service_account_key(key);
+    }
+    if options.skip_signature {
+        builder = builder.with_skip_signature(true);
+    }
+    let store = builder
+        .build()
+        .map_err(|e| build_failed(format!("gs://{bucket}"), e))?;
+    Ok(Arc::new(store))
+}
+
+#[cfg(not(feature = "gcs"))]
+fn build_gcs(bucket: &str, _: &GcsOptions) -> Result<Arc<dyn ObjectStore>> {
+    Err(Error::not_implemented(format!(
+        "gs://{bucket}: icetrim was built without the gcs feature"
+    )))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(family: Family, bucket: &str, account: Option<&str>) -> StoreKey {
+        StoreKey {
+            family,
+            bucket: bucket.into(),
+            account: account.map(str::to_string),
+        }
+    }
+
+    #[test]
+    fn builds_local_and_memory() {
+        let options = StorageOptions::default();
+        assert!(build_store(&key(Family::File, "", None), &options).is_ok());
+        assert!(build_store(&key(Family::Memory, "", None), &options).is_ok());
+    }
+
+    #[cfg(feature = "s3")]
+    #[test]
+    fn builds_s3_with_explicit_endpoint() {
+        let options = StorageOptions {
+            s3: S3Options {
+                access_key_id: Some("k".into()),
+                secret_access_key: Some("s".into()),
+                endpoint: Some("http://127.0.0.1:9".into()),
+                allow_http: true,
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let store = build_store(&key(Family::S3, "b", None), &options);
+        assert!(store.is_ok());
+    }
+
+    #[cfg(feature = "azure")]
+    #[test]
+    fn builds_azure_emulator() {
+        let options = StorageOptions {
+            azure: AzureOptions {
+                use_emulator: true,
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let store = build_store(&key(Family::Azure, "c", None), &options);
+        assert!(store.is_ok());
+    }
+}

@@ -1,0 +1,522 @@
+//! Credentials and endpoints for remote stores, and the ClickHouse engine arguments that carry
+//! them: `IcebergS3(url [, NOSIGN | access_key_id, secret_access_key [, session_token]])` and
+//! `IcebergAzure(connection_string|storage_account_url, container, blobpath [, account_name,
+//! account_key])`. Each engine constructor returns the table location as a URI this module's
+//! `Location` parses, plus the options that reach it.
+//!
+//! Secrets never appear in `Debug` output.
+
+use std::fmt;
+
+use url::Url;
+
+use crate::error::{Error, Result};
+
+/// The Azurite / Azure Storage Emulator development account.
+pub const AZURE_EMULATOR_ACCOUNT: &str = "devstoreaccount1";
+/// The development account's published, well-known key (not a secret).
+pub const AZURE_EMULATOR_KEY: &str =
+    "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==";
+/// Where azurite listens unless told otherwise.
+pub const AZURE_EMULATOR_ENDPOINT: &str = "http://127.0.0.1:10000/devstoreaccount1";
+
+/// Options for every store family a `FileIO` may serve. `Default` = credentials from the
+/// environment for every family.
+#[derive(Clone, Default)]
+pub struct StorageOptions {
+    pub s3: S3Options,
+    pub azure: AzureOptions,
+    pub gcs: GcsOptions,
+}
+
+/// S3 and S3-compatible servers. With no explicit key and no `no_sign`, credentials come from
+/// the `AWS_*` environment (and the usual instance/profile providers).
+#[derive(Clone, Default)]
+pub struct S3Options {
+    pub access_key_id: Option<String>,
+    pub secret_access_key: Option<String>,
+    pub session_token: Option<String>,
+    /// Anonymous requests (ClickHouse's `NOSIGN`).
+    pub no_sign: bool,
+    pub region: Option<String>,
+    /// `http(s)://host[:port]` of an S3-compatible server.
+    pub endpoint: Option<String>,
+    pub allow_http: bool,
+    /// Bucket in the host name (`bucket.endpoint`) instead of the path.
+    pub virtual_hosted_style: bool,
+}
+
+/// Azure Blob Storage. With no account key, SAS token or emulator, credentials come from the
+/// `AZURE_*` environment.
+#[derive(Clone, Default)]
+pub struct AzureOptions {
+    /// The account for URIs that do not name one (`az://container/path`).
+    pub account: Option<String>,
+    pub access_key: Option<String>,
+    /// A SAS token (`sv=...&sig=...`), with or without the leading `?`.
+    pub sas_token: Option<String>,
+    /// Blob service URL; path-style (`http://127.0.0.1:10000/devstoreaccount1`) for emulators.
+    pub endpoint: Option<String>,
+    /// The development account on azurite (`endpoint` defaults to [`AZURE_EMULATOR_ENDPOINT`]).
+    pub use_emulator: bool,
+    pub allow_http: bool,
+}
+
+/// Google Cloud Storage. With nothing set, credentials come from the `GOOGLE_*` environment.
+#[derive(Clone, Default)]
+pub struct GcsOptions {
+    /// Path to a service account JSON file.
+    pub service_account_path: Option<String>,
+    /// The service account JSON itself.
+    pub service_account_key: Option<String>,
+    /// Anonymous requests (public buckets).
+    pub skip_signature: bool,
+}
+
+fn mask(secret: &Option<String>) -> &'static str {
+    if secret.is_some() {
+        "<hidden>"
+    } else {
+        "<none>"
+    }
+}
+
+impl fmt::Debug for StorageOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("StorageOptions")
+            .field("s3", &self.s3)
+            .field("azure", &self.azure)
+            .field("gcs", &self.gcs)
+            .finish()
+    }
+}
+
+impl fmt::Debug for S3Options {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("S3Options")
+            .field("access_key_id", &self.access_key_id)
+            .field("secret_access_key", &mask(&self.secret_access_key))
+            .field("session_token", &mask(&self.session_token))
+            .field("no_sign", &self.no_sign)
+            .field("region", &self.region)
+            .field("endpoint", &self.endpoint)
+            .field("allow_http", &self.allow_http)
+            .field("virtual_hosted_style", &self.virtual_hosted_style)
+            .finish()
+    }
+}
+
+impl fmt::Debug for AzureOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AzureOptions")
+            .field("account", &self.account)
+            .field("access_key", &mask(&self.access_key))
+            .field("sas_token", &mask(&self.sas_token))
+            .field("endpoint", &self.endpoint)
+            .field("use_emulator", &self.use_emulator)
+            .field("allow_http", &self.allow_http)
+            .finish()
+    }
+}
+
+impl fmt::Debug for GcsOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("GcsOptions")
+            .field("service_account_path", &self.service_account_path)
+            .field("service_account_key", &mask(&self.service_account_key))
+            .field("skip_signature", &self.skip_signature)
+            .finish()
+    }
+}
+
+impl StorageOptions {
+    /// `IcebergS3(url [, NOSIGN | access_key_id, secret_access_key [, session_token]])`, arguments
+    /// already unquoted. Returns the table location (`s3://bucket/path`) and the options.
+    pub fn from_s3_engine_args(args: &[String]) -> Result<(String, StorageOptions)> {
+        let Some((url, credentials)) = args.split_first() else {
+            return Err(Error::bad_arguments(
+                "IcebergS3 requires the table url as its first argument",
+            ));
+        };
+        let (location, mut s3) = parse_s3_url(url)?;
+        match credentials {
+            [] => {}
+            [nosign] if nosign.eq_ignore_ascii_case("NOSIGN") => s3.no_sign = true,
+            [key, secret] | [key, secret, _] => {
+                s3.access_key_id = Some(key.clone());
+                s3.secret_access_key = Some(secret.clone());
+                s3.session_token = credentials.get(2).cloned();
+            }
+            _ => {
+                return Err(Error::bad_arguments(format!(
+                    "IcebergS3 expects (url [, NOSIGN | access_key_id, secret_access_key [, \
+                     session_token]]), got {} arguments",
+                    args.len()
+                )));
+            }
+        }
+        let options = StorageOptions {
+            s3,
+            ..Default::default()
+        };
+        Ok((location, options))
+    }
+
+    /// `IcebergAzure(connection_string|storage_account_url, container, blobpath [, account_name,
+    /// account_key])`, arguments already unquoted. Returns the table location
+    /// (`abfss://container@account.dfs.core.windows.net/blobpath`) and the options.
+    pub fn from_azure_engine_args(args: &[String]) -> Result<(String, StorageOptions)> {
+        let (target, container, blob_path, account, key) = match args {
+            [t, c, b] => (t, c, b, None, None),
+            [t, c, b, a, k] => (t, c, b, Some(a), Some(k)),
+            _ => {
+                return Err(Error::bad_arguments(format!(
+                    "IcebergAzure expects (connection_string|storage_account_url, container, \
+                     blobpath [, account_name, account_key]), got {} arguments",
+                    args.len()
+                )));
+            }
+        };
+        let mut azure = if looks_like_connection_string(target) {
+            parse_connection_string(target)?
+        } else {
+            parse_account_url(target)?
+        };
+        if let Some(account) = account {
+            azure.account = Some(account.clone());
+        }
+        if let Some(key) = key {
+            azure.access_key = Some(key.clone());
+        }
+        let Some(account) = azure.account.clone() else {
+            return Err(Error::bad_arguments(format!(
+                "IcebergAzure: cannot tell the storage account from '{}'; pass account_name",
+                redact_connection_string(target)
+            )));
+        };
+        if container.is_empty() || container.contains('/') {
+            return Err(Error::bad_arguments(format!(
+                "IcebergAzure: invalid container name '{container}'"
+            )));
+        }
+        let location = format!(
+            "abfss://{container}@{account}.dfs.core.windows.net/{}",
+            blob_path.trim_start_matches('/')
+        );
+        let options = StorageOptions {
+            azure,
+            ..Default::default()
+        };
+        Ok((location, options))
+    }
+}
+
+/// `s3://bucket/key` (also `s3a`, `s3n`), virtual-hosted and path-style AWS URLs, and
+/// path-style URLs of other servers (`http://127.0.0.1:9000/bucket/key`: endpoint).
+fn parse_s3_url(url: &str) -> Result<(String, S3Options)> {
+    let lower = url.to_ascii_lowercase();
+    if ["s3://", "s3a://", "s3n://"]
+        .iter()
+        .any(|scheme| lower.starts_with(scheme))
+    {
+        return Ok((url.to_string(), S3Options::default()));
+    }
+    let parsed = Url::parse(url)
+        .map_err(|e| Error::bad_arguments(format!("IcebergS3: cannot parse url '{url}': {e}")))?;
+    let host = parsed.host_str().unwrap_or_default().to_ascii_lowercase();
+    if !matches!(parsed.scheme(), "http" | "https") || host.is_empty() {
+        return Err(Error::bad_arguments(format!(
+            "IcebergS3: url '{url}' is neither s3:// nor http(s)://host/..."
+        )));
+    }
+    let path = parsed.path().trim_start_matches('/');
+    let mut s3 = S3Options::default();
+    let (bucket, key) = if let Some(aws) = host.strip_suffix(".amazonaws.com") {
+        match aws.split_once(".s3") {
+            // bucket.s3.region / bucket.s3-region / bucket.s3
+            Some((bucket, region)) if !bucket.is_empty() => {
+                s3.region = aws_region(region);
+                (bucket.to_string(), path.to_string())
+            }
+            _ => {
+                s3.region = aws_region(aws.strip_prefix("s3").unwrap_or(aws));
+                split_bucket(url, path)?
+            }
+        }
+    } else {
+        let port = parsed.port().map(|p| format!(":{p}")).unwrap_or_default();
+        s3.endpoint = Some(format!("{}://{host}{port}", parsed.scheme()));
+        s3.allow_http = parsed.scheme() == "http";
+        split_bucket(url, path)?
+    };
+    Ok((format!("s3://{bucket}/{key}"), s3))
+}
+
+/// `.us-east-2` / `-us-east-2` / `` → region.
+fn aws_region(rest: &str) -> Option<String> {
+    let region = rest.trim_start_matches(['.', '-']);
+    let region = region.strip_prefix("dualstack.").unwrap_or(region);
+    (!region.is_empty()).then(|| region.to_string())
+}
+
+fn split_bucket(url: &str, path: &str) -> Result<(String, String)> {
+    let (bucket, key) = path.split_once('/').unwrap_or((path, ""));
+    if bucket.is_empty() {
+        return Err(Error::bad_arguments(format!(
+            "IcebergS3: url '{url}' names no bucket"
+        )));
+    }
+    Ok((bucket.to_string(), key.to_string()))
+}
+
+fn looks_like_connection_string(target: &str) -> bool {
+    target.contains('=') && !target.starts_with("http://") && !target.starts_with("https://")
+}
+
+/// `Key=Value;...` with the account key replaced, for error messages.
+fn redact_connection_string(target: &str) -> String {
+    if !looks_like_connection_string(target) {
+        return target.to_string();
+    }
+    target
+        .split(';')
+        .map(|pair| match pair.split_once('=') {
+            Some((key, _))
+                if key.eq_ignore_ascii_case("AccountKey")
+                    || key.eq_ignore_ascii_case("SharedAccessSignature") =>
+            {
+                format!("{key}=<hidden>")
+            }
+            _ => pair.to_string(),
+        })
+        .collect::<Vec<_>>()
+        .join(";")
+}
+
+/// An Azure storage connection string: `DefaultEndpointsProtocol`, `AccountName`, `AccountKey`,
+/// `BlobEndpoint`, `EndpointSuffix`, `SharedAccessSignature`, `UseDevelopmentStorage=true`.
+pub fn parse_connection_string(text: &str) -> Result<AzureOptions> {
+    let mut azure = AzureOptions::default();
+    let mut protocol = "https".to_string();
+    let mut suffix = "core.windows.net".to_string();
+    for pair in text.split(';').map(str::trim).filter(|p| !p.is_empty()) {
+        let Some((key, value)) = pair.split_once('=') else {
+            return Err(Error::bad_arguments(format!(
+                "Azure connection string '{}': expected Key=Value, got '{pair}'",
+                redact_connection_string(text)
+            )));
+        };
+        match key.to_ascii_lowercase().as_str() {
+            "defaultendpointsprotocol" => protocol = value.to_ascii_lowercase(),
+            "accountname" => azure.account = Some(value.to_string()),
+            "accountkey" => azure.access_key = Some(value.to_string()),
+            "blobendpoint" => azure.endpoint = Some(value.trim_end_matches('/').to_string()),
+            "endpointsuffix" => suffix = value.to_string(),
+            "sharedaccesssignature" => azure.sas_token = Some(value.to_string()),
+            "usedevelopmentstorage" if value.eq_ignore_ascii_case("true") => {
+                azure.use_emulator = true;
+                azure.account = Some(AZURE_EMULATOR_ACCOUNT.into());
+                azure.access_key = Some(AZURE_EMULATOR_KEY.into());
+                azure.endpoint = Some(AZURE_EMULATOR_ENDPOINT.into());
+                azure.allow_http = true;
+            }
+            // Queue/Table/File endpoints and unknown keys do not concern blob access.
+            _ => {}
+        }
+    }
+    if azure.endpoint.is_none() {
+        if let Some(account) = &azure.account {
+            azure.endpoint = Some(format!("{protocol}://{account}.blob.{suffix}"));
+        }
+    }
+    if let Some(endpoint) = &azure.endpoint {
+        azure.allow_http |= endpoint.starts_with("http://");
+        if azure.account.is_none() {
+            azure.account = account_of_endpoint(endpoint);
+        }
+    }
+    Ok(azure)
+}
+
+/// `https://account.blob.core.windows.net[/]` or a path-style emulator URL
+/// (`http://127.0.0.1:10000/devstoreaccount1`).
+fn parse_account_url(target: &str) -> Result<AzureOptions> {
+    let parsed = Url::parse(target).map_err(|e| {
+        Error::bad_arguments(format!(
+            "IcebergAzure: cannot parse storage account url '{target}': {e}"
+        ))
+    })?;
+    if !matches!(parsed.scheme(), "http" | "https") {
+        return Err(Error::bad_arguments(format!(
+            "IcebergAzure: storage account url '{target}' must be http(s)"
+        )));
+    }
+    let endpoint = target.trim_end_matches('/').to_string();
+    Ok(AzureOptions {
+        account: account_of_endpoint(&endpoint),
+        allow_http: parsed.scheme() == "http",
+        endpoint: Some(endpoint),
+        ..Default::default()
+    })
+}
+
+/// The account a blob endpoint serves: the first host label of `*.blob.*` hosts, else the first
+/// path segment (path-style emulator URLs).
+fn account_of_endpoint(endpoint: &str) -> Option<String> {
+    let parsed = Url::parse(endpoint).ok()?;
+    let host = parsed.host_str()?;
+    if let Some((account, suffix)) = host.split_once('.') {
+        if suffix.starts_with("blob.") || suffix.starts_with("dfs.") {
+            return Some(account.to_string());
+        }
+    }
+    parsed
+        .path_segments()?
+        .find(|segment| !segment.is_empty())
+        .map(str::to_string)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(items: &[&str]) -> Vec<String> {
+        items.iter().map(|s| s.to_string()).collect()
+    }
+
+    fn s3(items: &[&str]) -> (String, S3Options) {
+        match StorageOptions::from_s3_engine_args(&args(items)) {
+            Ok((location, options)) => (location, options.s3),
+            Err(e) => panic!("{items:?}: {e}"),
+        }
+    }
+
+    fn azure(items: &[&str]) -> (String, AzureOptions) {
+        match StorageOptions::from_azure_engine_args(&args(items)) {
+            Ok((location, options)) => (location, options.azure),
+            Err(e) => panic!("{items:?}: {e}"),
+        }
+    }
+
+    #[test]
+    fn s3_urls() {
+        let (location, options) = s3(&["s3a://bucket/warehouse/t/"]);
+        assert_eq!(location, "s3a://bucket/warehouse/t/");
+        assert_eq!(options.endpoint, None);
+
+        let (location, options) = s3(&["https://bucket.s3.us-west-2.amazonaws.com/t"]);
+        assert_eq!(location, "s3://bucket/t");
+        assert_eq!(options.region.as_deref(), Some("us-west-2"));
+
+        let (location, options) = s3(&["https://s3.eu-central-1.amazonaws.com/bucket/w/t"]);
+        assert_eq!(location, "s3://bucket/w/t");
+        assert_eq!(options.region.as_deref(), Some("eu-central-1"));
+
+        let (location, options) = s3(&["https://bucket.s3.amazonaws.com/t"]);
+        assert_eq!(location, "s3://bucket/t");
+        assert_eq!(options.region, None);
+
+        let (location, options) = s3(&["http://127.0.0.1:9000/bucket/w/t/"]);
+        assert_eq!(location, "s3://bucket/w/t/");
+        assert_eq!(options.endpoint.as_deref(), Some("http://127.0.0.1:9000"));
+        assert!(options.allow_http);
+    }
+
+    #[test]
+    fn s3_credentials() {
+        let (_, options) = s3(&["s3://b/t", "nosign"]);
+        assert!(options.no_sign);
+        let (_, options) = s3(&["s3://b/t", "AKID", "SECRET"]);
+        assert_eq!(options.access_key_id.as_deref(), Some("AKID"));
+        assert_eq!(options.secret_access_key.as_deref(), Some("SECRET"));
+        assert_eq!(options.session_token, None);
+        let (_, options) = s3(&["s3://b/t", "AKID", "SECRET", "TOKEN"]);
+        assert_eq!(options.session_token.as_deref(), Some("TOKEN"));
+        assert!(!format!("{options:?}").contains("SECRET"));
+        assert!(!format!("{options:?}").contains("TOKEN"));
+    }
+
+    #[test]
+    fn s3_rejects() {
+        for bad in [
+            vec![],
+            vec!["s3://b/t", "only-key"],
+            vec!["s3://b/t", "a", "b", "c", "d"],
+            vec!["ftp://host/b/t"],
+            vec!["http://127.0.0.1:9000/"],
+        ] {
+            let err = StorageOptions::from_s3_engine_args(&args(&bad)).expect_err("must fail");
+            assert_eq!(err.kind(), crate::ErrorKind::BadArguments, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn azure_connection_strings() {
+        let conn = format!(
+            "DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey={AZURE_EMULATOR_KEY};\
+             BlobEndpoint=http://127.0.0.1:10000/devstoreaccount1;"
+        );
+        let (location, options) = azure(&[&conn, "cont", "/w/t"]);
+        assert_eq!(
+            location,
+            "abfss://cont@devstoreaccount1.dfs.core.windows.net/w/t"
+        );
+        assert_eq!(options.access_key.as_deref(), Some(AZURE_EMULATOR_KEY));
+        assert_eq!(
+            options.endpoint.as_deref(),
+            Some("http://127.0.0.1:10000/devstoreaccount1")
+        );
+        assert!(options.allow_http);
+
+        let (location, options) = azure(&[
+            "DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=a2V5;EndpointSuffix=core.windows.net",
+            "cont",
+            "t",
+        ]);
+        assert_eq!(location, "abfss://cont@acct.dfs.core.windows.net/t");
+        assert_eq!(
+            options.endpoint.as_deref(),
+            Some("https://acct.blob.core.windows.net")
+        );
+        assert!(!options.allow_http);
+        assert!(!format!("{options:?}").contains("a2V5"));
+
+        let (_, options) = azure(&["UseDevelopmentStorage=true", "cont", "t"]);
+        assert!(options.use_emulator);
+        assert_eq!(options.account.as_deref(), Some(AZURE_EMULATOR_ACCOUNT));
+    }
+
+    #[test]
+    fn azure_account_urls() {
+        let (location, options) = azure(&[
+            "https://acct.blob.core.windows.net/",
+            "cont",
+            "w/t",
+            "acct",
+            "KEY",
+        ]);
+        assert_eq!(location, "abfss://cont@acct.dfs.core.windows.net/w/t");
+        assert_eq!(options.access_key.as_deref(), Some("KEY"));
+
+        let (location, options) = azure(&["http://127.0.0.1:10000/devstoreaccount1", "c", "t"]);
+        assert_eq!(
+            location,
+            "abfss://c@devstoreaccount1.dfs.core.windows.net/t"
+        );
+        assert!(options.allow_http);
+    }
+
+    #[test]
+    fn azure_rejects() {
+        for bad in [
+            vec!["https://acct.blob.core.windows.net", "c"],
+            vec!["https://acct.blob.core.windows.net", "c", "t", "acct"],
+            vec!["AccountName", "c", "t"],
+            vec!["https://10.0.0.1", "c", "t"],
+            vec!["ftp://acct", "c", "t"],
+        ] {
+            let err = StorageOptions::from_azure_engine_args(&args(&bad)).expect_err("must fail");
+            assert_eq!(err.kind(), crate::ErrorKind::BadArguments, "{bad:?}");
+        }
+    }
+}

@@ -1,0 +1,14 @@
+//! Maintenance decisions, as pure functions on data (no I/O, no async, no parsing):
+//!
+//! - [`retention`]: the effective table retention policy (settings < table properties < arguments);
+//! - [`policy`]: which snapshots and refs `expire_snapshots` lets go, and why (SPEC §3);
+//! - [`keepset`]: which files go with them, planned in two phases so the caller reads only the
+//!   manifests that matter (SPEC §3 "Files", "Order");
+//! - [`orphans`]: how `remove_orphan_files` classifies a listed file (SPEC §4).
+//!
+//! The executors that read metadata, commit and delete call these and act on their answers.
+
+pub mod keepset;
+pub mod orphans;
+pub mod policy;
+pub mod retention;

@@ -1,0 +1,6 @@
+//! Procedure calls as typed options: what the SQL binder (`sql::bind`) produces and the maintenance
+//! code consumes. No I/O here.
+
+pub mod options;
+
+pub use options::{ExpireOptions, OrphanOptions, ProcedureCall};

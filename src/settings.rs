@@ -1,0 +1,506 @@
+//! Session settings (`SET name = value`) and table settings (`CREATE TABLE … SETTINGS`): the
+//! registry of known names with their type, default, validation and a doc line, and typed getters.
+//!
+//! Conversions follow ClickHouse 26.9 (observed through chdb): a Bool takes `0`/`1`, `true`/`false`
+//! and the strings `'true'`/`'false'`/`'1'`/`'0'` ("Field value 2 is out of range of bool type",
+//! "Cannot parse bool from string 'abc'"); a UInt takes a non-negative integer, a float (truncated),
+//! a Bool, or a string of digits ("Field value -1 is out of range of unsigned long type"); a String
+//! takes only a string ("Bad get: has UInt64, requested String"). icetrim reports all of these as
+//! `BAD_ARGUMENTS` (ClickHouse uses several codes). The three ClickHouse gates default to 1 in
+//! icetrim (ClickHouse: 0).
+
+use std::collections::BTreeMap;
+
+use crate::error::{Error, ErrorKind, Result};
+use crate::sql::ast::Literal;
+use crate::sql::timestamp::SessionTimeZone;
+
+/// A setting's value type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SettingType {
+    Bool,
+    UInt,
+    String,
+}
+
+/// A known setting.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SettingDef {
+    pub name: &'static str,
+    pub ty: SettingType,
+    /// The default, as a value of `ty`.
+    pub default: SettingValue,
+    pub doc: &'static str,
+}
+
+/// A setting's value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SettingValue {
+    Bool(bool),
+    UInt(u64),
+    /// Index into the owning [`Settings`]' string storage is not needed: string settings keep their
+    /// text in [`Settings`]; the default of every string setting is `''`.
+    EmptyString,
+}
+
+/// Session settings icetrim knows.
+pub const SESSION_SETTINGS: &[SettingDef] = &[
+    SettingDef {
+        name: "session_timezone",
+        ty: SettingType::String,
+        default: SettingValue::EmptyString,
+        doc: "IANA time zone for timestamp arguments; '' means the process zone (TZ, else system)",
+    },
+    SettingDef {
+        name: "allow_insert_into_iceberg",
+        ty: SettingType::Bool,
+        default: SettingValue::Bool(true),
+        doc: "ClickHouse gate for every Iceberg EXECUTE command",
+    },
+    SettingDef {
+        name: "allow_experimental_expire_snapshots",
+        ty: SettingType::Bool,
+        default: SettingValue::Bool(true),
+        doc: "ClickHouse gate for expire_snapshots",
+    },
+    SettingDef {
+        name: "allow_iceberg_remove_orphan_files",
+        ty: SettingType::Bool,
+        default: SettingValue::Bool(true),
+        doc: "ClickHouse gate for remove_orphan_files",
+    },
+    SettingDef {
+        name: "iceberg_expire_default_min_snapshots_to_keep",
+        ty: SettingType::UInt,
+        default: SettingValue::UInt(1),
+        doc: "snapshots each branch keeps when neither table nor ref says (history.expire.min-snapshots-to-keep)",
+    },
+    SettingDef {
+        name: "iceberg_expire_default_max_snapshot_age_ms",
+        ty: SettingType::UInt,
+        default: SettingValue::UInt(432_000_000),
+        doc: "max snapshot age when neither table nor ref says (history.expire.max-snapshot-age-ms)",
+    },
+    SettingDef {
+        name: "iceberg_expire_default_max_ref_age_ms",
+        ty: SettingType::UInt,
+        default: SettingValue::UInt(i64::MAX as u64),
+        doc: "max age of a non-main ref when neither table nor ref says; default forever",
+    },
+    SettingDef {
+        name: "iceberg_orphan_files_older_than_seconds",
+        ty: SettingType::UInt,
+        default: SettingValue::UInt(259_200),
+        doc: "remove_orphan_files default older_than: now minus this many seconds",
+    },
+    SettingDef {
+        name: "iceberg_metadata_read_concurrency",
+        ty: SettingType::UInt,
+        default: SettingValue::UInt(32),
+        doc: "manifests and manifest lists read in parallel",
+    },
+    SettingDef {
+        name: "iceberg_delete_concurrency",
+        ty: SettingType::UInt,
+        default: SettingValue::UInt(32),
+        doc: "file deletions in flight",
+    },
+    SettingDef {
+        name: "iceberg_commit_max_attempts",
+        ty: SettingType::UInt,
+        default: SettingValue::UInt(4),
+        doc: "metadata commit attempts before LIMIT_EXCEEDED",
+    },
+];
+
+/// Table settings (`CREATE TABLE … SETTINGS`), not accepted by `SET`.
+pub const TABLE_SETTINGS: &[SettingDef] = &[
+    SettingDef {
+        name: "iceberg_metadata_file_path",
+        ty: SettingType::String,
+        default: SettingValue::EmptyString,
+        doc: "pin the metadata file (relative to the table root); '' means the newest",
+    },
+    SettingDef {
+        name: "iceberg_metadata_table_uuid",
+        ty: SettingType::String,
+        default: SettingValue::EmptyString,
+        doc: "consider only metadata files whose table-uuid is this",
+    },
+    SettingDef {
+        name: "iceberg_recent_metadata_file_by_last_updated_ms_field",
+        ty: SettingType::Bool,
+        default: SettingValue::Bool(false),
+        doc: "pick the current metadata file by last-updated-ms instead of the version number",
+    },
+    SettingDef {
+        name: "iceberg_use_version_hint",
+        ty: SettingType::Bool,
+        default: SettingValue::Bool(false),
+        doc: "read and advance metadata/version-hint.text",
+    },
+    SettingDef {
+        name: "iceberg_format_version",
+        ty: SettingType::UInt,
+        default: SettingValue::UInt(2),
+        doc: "format version of tables icetrim creates (1, 2 or 3)",
+    },
+];
+
+/// One setting's current value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Value {
+    Bool(bool),
+    UInt(u64),
+    String(String),
+}
+
+impl Value {
+    fn default_of(def: &SettingDef) -> Value {
+        match def.default {
+            SettingValue::Bool(b) => Value::Bool(b),
+            SettingValue::UInt(v) => Value::UInt(v),
+            SettingValue::EmptyString => Value::String(String::new()),
+        }
+    }
+}
+
+/// Values of a registry of settings (session or table), every known name present.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Settings {
+    registry: &'static [SettingDef],
+    values: BTreeMap<&'static str, Value>,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings::with_registry(SESSION_SETTINGS)
+    }
+}
+
+impl Settings {
+    /// Session settings at their defaults.
+    pub fn new() -> Self {
+        Settings::default()
+    }
+
+    /// Table settings at their defaults.
+    pub fn table_defaults() -> Self {
+        Settings::with_registry(TABLE_SETTINGS)
+    }
+
+    /// Table settings from `CREATE TABLE … SETTINGS` pairs.
+    pub fn table_from_pairs(pairs: &[(String, Literal)]) -> Result<Self> {
+        let mut settings = Settings::table_defaults();
+        for (name, value) in pairs {
+            settings.set(name, value)?;
+        }
+        Ok(settings)
+    }
+
+    fn with_registry(registry: &'static [SettingDef]) -> Self {
+        let values = registry
+            .iter()
+            .map(|def| (def.name, Value::default_of(def)))
+            .collect();
+        Settings { registry, values }
+    }
+
+    /// The known settings of this registry.
+    pub fn definitions(&self) -> &'static [SettingDef] {
+        self.registry
+    }
+
+    /// Sets `name` from a SQL literal, validating it.
+    pub fn set(&mut self, name: &str, literal: &Literal) -> Result<()> {
+        let Some(def) = self.registry.iter().find(|d| d.name == name) else {
+            return Err(self.unknown(name));
+        };
+        let value = match def.ty {
+            SettingType::Bool => Value::Bool(to_bool(literal)?),
+            SettingType::UInt => Value::UInt(to_uint(literal)?),
+            SettingType::String => Value::String(to_string(literal)?),
+        };
+        if def.name == "session_timezone" {
+            if let Value::String(zone) = &value {
+                SessionTimeZone::from_setting(zone)?;
+            }
+        }
+        if def.name == "iceberg_format_version" && !matches!(value, Value::UInt(1..=3)) {
+            return Err(Error::bad_arguments(format!(
+                "iceberg_format_version must be 1, 2 or 3, got {literal}"
+            )));
+        }
+        self.values.insert(def.name, value);
+        Ok(())
+    }
+
+    fn unknown(&self, name: &str) -> Error {
+        let is_table_setting = std::ptr::eq(self.registry, SESSION_SETTINGS)
+            && TABLE_SETTINGS.iter().any(|d| d.name == name);
+        let hint = if is_table_setting {
+            ": it is a table setting, give it in CREATE TABLE ... SETTINGS"
+        } else {
+            ""
+        };
+        Error::new(
+            ErrorKind::UnknownSetting,
+            format!("Unknown setting '{name}'{hint}"),
+        )
+    }
+
+    /// The value of `name` as SQL-ish text (`1`, `0`, `42`, `UTC`), for display.
+    pub fn get_text(&self, name: &str) -> Option<String> {
+        self.values.get(name).map(|value| match value {
+            Value::Bool(b) => u8::from(*b).to_string(),
+            Value::UInt(v) => v.to_string(),
+            Value::String(s) => s.clone(),
+        })
+    }
+
+    /// A Bool setting (false when unknown or of another type).
+    pub fn get_bool(&self, name: &str) -> bool {
+        matches!(self.values.get(name), Some(Value::Bool(true)))
+    }
+
+    /// A UInt setting (0 when unknown or of another type).
+    pub fn get_uint(&self, name: &str) -> u64 {
+        match self.values.get(name) {
+            Some(Value::UInt(v)) => *v,
+            _ => 0,
+        }
+    }
+
+    /// A String setting (empty when unknown or of another type).
+    pub fn get_string(&self, name: &str) -> &str {
+        match self.values.get(name) {
+            Some(Value::String(s)) => s,
+            _ => "",
+        }
+    }
+
+    /// A UInt setting as i64, saturating at `i64::MAX`.
+    fn get_i64(&self, name: &str) -> i64 {
+        i64::try_from(self.get_uint(name)).unwrap_or(i64::MAX)
+    }
+
+    /// The session time zone (`session_timezone`, else the process zone).
+    pub fn session_time_zone(&self) -> SessionTimeZone {
+        SessionTimeZone::from_setting(self.get_string("session_timezone"))
+            .unwrap_or_else(|_| SessionTimeZone::process())
+    }
+
+    pub fn allow_insert_into_iceberg(&self) -> bool {
+        self.get_bool("allow_insert_into_iceberg")
+    }
+
+    pub fn allow_experimental_expire_snapshots(&self) -> bool {
+        self.get_bool("allow_experimental_expire_snapshots")
+    }
+
+    pub fn allow_iceberg_remove_orphan_files(&self) -> bool {
+        self.get_bool("allow_iceberg_remove_orphan_files")
+    }
+
+    pub fn expire_default_min_snapshots_to_keep(&self) -> i64 {
+        self.get_i64("iceberg_expire_default_min_snapshots_to_keep")
+    }
+
+    pub fn expire_default_max_snapshot_age_ms(&self) -> i64 {
+        self.get_i64("iceberg_expire_default_max_snapshot_age_ms")
+    }
+
+    pub fn expire_default_max_ref_age_ms(&self) -> i64 {
+        self.get_i64("iceberg_expire_default_max_ref_age_ms")
+    }
+
+    pub fn orphan_files_older_than_seconds(&self) -> i64 {
+        self.get_i64("iceberg_orphan_files_older_than_seconds")
+    }
+
+    /// At least 1.
+    pub fn metadata_read_concurrency(&self) -> usize {
+        usize::try_from(self.get_uint("iceberg_metadata_read_concurrency").max(1)).unwrap_or(1)
+    }
+
+    /// At least 1.
+    pub fn delete_concurrency(&self) -> usize {
+        usize::try_from(self.get_uint("iceberg_delete_concurrency").max(1)).unwrap_or(1)
+    }
+
+    /// At least 1.
+    pub fn commit_max_attempts(&self) -> u32 {
+        u32::try_from(self.get_uint("iceberg_commit_max_attempts").max(1)).unwrap_or(u32::MAX)
+    }
+}
+
+fn to_bool(literal: &Literal) -> Result<bool> {
+    match literal {
+        Literal::Bool(b) => Ok(*b),
+        Literal::String(text) => match text.to_ascii_lowercase().as_str() {
+            "true" | "1" => Ok(true),
+            "false" | "0" => Ok(false),
+            _ => Err(Error::bad_arguments(format!(
+                "Cannot parse bool from string '{text}'"
+            ))),
+        },
+        other => match other.as_integer() {
+            Some(0) => Ok(false),
+            Some(1) => Ok(true),
+            Some(v) => Err(Error::bad_arguments(format!(
+                "Field value {v} is out of range of bool type"
+            ))),
+            None => Err(Error::bad_arguments(format!(
+                "Cannot convert {other} ({}) to a bool setting",
+                other.type_name()
+            ))),
+        },
+    }
+}
+
+fn to_uint(literal: &Literal) -> Result<u64> {
+    let out_of_range = |v: &dyn std::fmt::Display| {
+        Error::bad_arguments(format!(
+            "Field value {v} is out of range of unsigned long type"
+        ))
+    };
+    match literal {
+        Literal::Bool(b) => Ok(u64::from(*b)),
+        Literal::String(text) => text.parse::<u64>().map_err(|_| {
+            Error::bad_arguments(format!(
+                "Cannot parse input: expected an unsigned integer, got '{text}'"
+            ))
+        }),
+        Literal::Number(text) => match literal.as_integer() {
+            Some(v) => u64::try_from(v).map_err(|_| out_of_range(&v)),
+            None => match text.parse::<f64>() {
+                Ok(f) if f.is_finite() && f >= 0.0 && f < u64::MAX as f64 => Ok(f as u64),
+                _ => Err(out_of_range(text)),
+            },
+        },
+        other => Err(Error::bad_arguments(format!(
+            "Cannot convert {other} ({}) to an unsigned integer setting",
+            other.type_name()
+        ))),
+    }
+}
+
+fn to_string(literal: &Literal) -> Result<String> {
+    match literal {
+        Literal::String(text) => Ok(text.clone()),
+        other => Err(Error::bad_arguments(format!(
+            "Bad get: has {}, requested String",
+            other.type_name()
+        ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn number(text: &str) -> Literal {
+        Literal::Number(text.to_string())
+    }
+
+    #[test]
+    fn defaults() {
+        let s = Settings::new();
+        assert!(s.allow_insert_into_iceberg());
+        assert_eq!(s.expire_default_min_snapshots_to_keep(), 1);
+        assert_eq!(s.expire_default_max_snapshot_age_ms(), 432_000_000);
+        assert_eq!(s.expire_default_max_ref_age_ms(), i64::MAX);
+        assert_eq!(s.orphan_files_older_than_seconds(), 259_200);
+        assert_eq!(s.commit_max_attempts(), 4);
+        assert_eq!(s.get_text("session_timezone").as_deref(), Some(""));
+    }
+
+    #[test]
+    fn unknown_setting_is_clickhouse_text() {
+        let err = Settings::new()
+            .set("foo", &number("1"))
+            .expect_err("unknown");
+        assert_eq!(err.kind(), ErrorKind::UnknownSetting);
+        assert_eq!(err.message(), "Unknown setting 'foo'");
+        let err = Settings::new()
+            .set("iceberg_use_version_hint", &number("1"))
+            .expect_err("table setting");
+        assert!(
+            err.message()
+                .starts_with("Unknown setting 'iceberg_use_version_hint'")
+        );
+    }
+
+    #[test]
+    fn bool_conversions() {
+        let mut s = Settings::new();
+        s.set("allow_insert_into_iceberg", &number("0")).unwrap();
+        assert!(!s.allow_insert_into_iceberg());
+        s.set("allow_insert_into_iceberg", &Literal::String("TRUE".into()))
+            .unwrap();
+        assert!(s.allow_insert_into_iceberg());
+        let err = s
+            .set("allow_insert_into_iceberg", &number("2"))
+            .unwrap_err();
+        assert_eq!(err.message(), "Field value 2 is out of range of bool type");
+        let err = s
+            .set("allow_insert_into_iceberg", &Literal::String("abc".into()))
+            .unwrap_err();
+        assert_eq!(err.message(), "Cannot parse bool from string 'abc'");
+    }
+
+    #[test]
+    fn uint_conversions() {
+        let mut s = Settings::new();
+        let name = "iceberg_orphan_files_older_than_seconds";
+        s.set(name, &Literal::String("100".into())).unwrap();
+        assert_eq!(s.orphan_files_older_than_seconds(), 100);
+        s.set(name, &number("1.5")).unwrap();
+        assert_eq!(s.orphan_files_older_than_seconds(), 1);
+        s.set(name, &Literal::Bool(true)).unwrap();
+        assert_eq!(s.orphan_files_older_than_seconds(), 1);
+        let err = s.set(name, &number("-1")).unwrap_err();
+        assert_eq!(
+            err.message(),
+            "Field value -1 is out of range of unsigned long type"
+        );
+        assert!(s.set(name, &Literal::String("abc".into())).is_err());
+    }
+
+    #[test]
+    fn time_zone_is_validated() {
+        let mut s = Settings::new();
+        s.set(
+            "session_timezone",
+            &Literal::String("America/New_York".into()),
+        )
+        .unwrap();
+        assert_eq!(
+            s.session_time_zone(),
+            SessionTimeZone::Named(chrono_tz::America::New_York)
+        );
+        let err = s
+            .set("session_timezone", &Literal::String("Nowhere/Zone".into()))
+            .unwrap_err();
+        assert_eq!(err.message(), "Invalid time zone: Nowhere/Zone");
+        let err = s.set("session_timezone", &number("5")).unwrap_err();
+        assert_eq!(err.message(), "Bad get: has UInt64, requested String");
+        assert_eq!(s.get_string("session_timezone"), "America/New_York");
+    }
+
+    #[test]
+    fn table_settings() {
+        let pairs = vec![
+            ("iceberg_use_version_hint".to_string(), number("1")),
+            ("iceberg_format_version".to_string(), number("3")),
+        ];
+        let t = Settings::table_from_pairs(&pairs).unwrap();
+        assert!(t.get_bool("iceberg_use_version_hint"));
+        assert_eq!(t.get_uint("iceberg_format_version"), 3);
+        let bad = vec![("iceberg_format_version".to_string(), number("4"))];
+        assert!(Settings::table_from_pairs(&bad).is_err());
+        let unknown = vec![("allow_insert_into_iceberg".to_string(), number("1"))];
+        let err = Settings::table_from_pairs(&unknown).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::UnknownSetting);
+    }
+}

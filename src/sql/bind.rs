@@ -1,0 +1,349 @@
+//! Binding `EXECUTE` arguments to typed procedure options, before any I/O (SPEC §2–§4).
+//!
+//! Order, as ClickHouse 26.9 does it (observed through chdb): each argument in turn must be a
+//! literal ("Argument <n> to <cmd>() must be a literal value"); a positional one must come before
+//! every named one and there is at most one (it binds to `expire_before` / `older_than`); a named
+//! one must be known and not repeated; parameters with a declared type (`String`, `UInt64`) are
+//! type-checked on the spot. Then the values are validated in a fixed order: `expire_before`,
+//! `retention_period`, `retain_last`, `snapshot_ids`, `dry_run`, then the `snapshot_ids`
+//! combination rule; for `remove_orphan_files`: `older_than` (then "not in the future"), `location`.
+//! Messages are ClickHouse's, word for word.
+
+use std::collections::BTreeMap;
+
+use super::ast::{Arg, ArgValue, Literal};
+use super::duration::{DurationError, parse_duration_ms};
+use super::timestamp::{SessionTimeZone, parse_timestamp_ms};
+use crate::error::{Error, ErrorKind, Result};
+use crate::plan::{ExpireOptions, OrphanOptions, ProcedureCall};
+use crate::settings::Settings;
+
+const EXPIRE: &str = "expire_snapshots";
+const ORPHANS: &str = "remove_orphan_files";
+
+/// What binding needs to know about the session.
+#[derive(Debug, Clone, Copy)]
+pub struct BindContext {
+    /// "Now" for the future-timestamp check (Unix ms).
+    pub now_ms: i64,
+    /// The zone local timestamps are read in.
+    pub time_zone: SessionTimeZone,
+}
+
+/// A parameter's declared type: checked when the argument is collected.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum ParamType {
+    String,
+    UInt64,
+    /// Validated later, with the parameter's own message.
+    Any,
+}
+
+struct Param {
+    name: &'static str,
+    ty: ParamType,
+}
+
+const EXPIRE_PARAMS: [Param; 5] = [
+    Param {
+        name: "expire_before",
+        ty: ParamType::String,
+    },
+    Param {
+        name: "retention_period",
+        ty: ParamType::Any,
+    },
+    Param {
+        name: "retain_last",
+        ty: ParamType::Any,
+    },
+    Param {
+        name: "snapshot_ids",
+        ty: ParamType::Any,
+    },
+    Param {
+        name: "dry_run",
+        ty: ParamType::Any,
+    },
+];
+
+const ORPHAN_PARAMS: [Param; 3] = [
+    Param {
+        name: "older_than",
+        ty: ParamType::String,
+    },
+    Param {
+        name: "location",
+        ty: ParamType::String,
+    },
+    Param {
+        name: "dry_run",
+        ty: ParamType::UInt64,
+    },
+];
+
+/// Refuses a procedure whose ClickHouse gate setting is off (`SUPPORT_IS_DISABLED`). Unknown
+/// procedure names pass (the binder names them).
+pub fn check_gates(procedure: &str, settings: &Settings) -> Result<()> {
+    let disabled = |message: &str| Err(Error::new(ErrorKind::SupportIsDisabled, message));
+    if !settings.allow_insert_into_iceberg() {
+        return disabled(
+            "Iceberg EXECUTE commands are experimental. To allow their usage, enable setting \
+             allow_insert_into_iceberg",
+        );
+    }
+    match procedure {
+        EXPIRE if !settings.allow_experimental_expire_snapshots() => disabled(
+            "Iceberg expire_snapshots is experimental. To allow its usage, enable setting \
+             allow_experimental_expire_snapshots",
+        ),
+        ORPHANS if !settings.allow_iceberg_remove_orphan_files() => disabled(
+            "remove_orphan_files is experimental. To allow its usage, enable setting \
+             allow_iceberg_remove_orphan_files",
+        ),
+        _ => Ok(()),
+    }
+}
+
+/// Binds `procedure(args)` to typed options (`BAD_ARGUMENTS` / `CANNOT_PARSE_DATETIME` on bad input).
+pub fn bind(procedure: &str, args: &[Arg], context: &BindContext) -> Result<ProcedureCall> {
+    match procedure {
+        EXPIRE => bind_expire(args, context).map(ProcedureCall::Expire),
+        ORPHANS => bind_orphans(args, context).map(ProcedureCall::Orphans),
+        other => Err(Error::bad_arguments(format!(
+            "Unknown EXECUTE command '{other}' for Iceberg table"
+        ))),
+    }
+}
+
+/// Collects arguments by parameter name, applying the per-argument rules of the module comment.
+fn collect<'a>(
+    command: &str,
+    params: &[Param],
+    args: &'a [Arg],
+) -> Result<BTreeMap<&'static str, &'a Literal>> {
+    let mut values = BTreeMap::new();
+    let mut seen_named = false;
+    let mut positional = 0;
+    for (index, arg) in args.iter().enumerate() {
+        let ArgValue::Literal(literal) = &arg.value else {
+            return Err(Error::bad_arguments(format!(
+                "Argument {} to {command}() must be a literal value",
+                index + 1
+            )));
+        };
+        let param = match &arg.name {
+            None => {
+                if seen_named {
+                    return Err(Error::bad_arguments(format!(
+                        "Positional arguments must precede named arguments in {command}()"
+                    )));
+                }
+                positional += 1;
+                match params.first() {
+                    Some(first) if positional == 1 => first,
+                    _ => {
+                        return Err(Error::bad_arguments(format!(
+                            "{command} accepts at most 1 positional argument(s)"
+                        )));
+                    }
+                }
+            }
+            Some(name) => {
+                seen_named = true;
+                params.iter().find(|p| p.name == name).ok_or_else(|| {
+                    Error::bad_arguments(format!("Unknown parameter '{name}' for {command}"))
+                })?
+            }
+        };
+        if values.contains_key(param.name) {
+            return Err(Error::bad_arguments(format!(
+                "Duplicate parameter '{}' for {command}()",
+                param.name
+            )));
+        }
+        check_type(command, param, literal)?;
+        values.insert(param.name, literal);
+    }
+    Ok(values)
+}
+
+fn check_type(command: &str, param: &Param, literal: &Literal) -> Result<()> {
+    let ok = match param.ty {
+        ParamType::Any => true,
+        ParamType::String => matches!(literal, Literal::String(_)),
+        ParamType::UInt64 => literal.type_name() == "UInt64",
+    };
+    if ok {
+        return Ok(());
+    }
+    let expected = match param.ty {
+        ParamType::UInt64 => "UInt64",
+        _ => "String",
+    };
+    Err(Error::bad_arguments(format!(
+        "Parameter '{}' for {command} has wrong type (got {}, expected {expected})",
+        param.name,
+        literal.type_name()
+    )))
+}
+
+fn string_of<'a>(literal: Option<&&'a Literal>) -> Option<&'a str> {
+    match literal {
+        Some(Literal::String(text)) => Some(text),
+        _ => None,
+    }
+}
+
+fn bind_expire(args: &[Arg], context: &BindContext) -> Result<ExpireOptions> {
+    let values = collect(EXPIRE, &EXPIRE_PARAMS, args)?;
+    let expire_before_ms = string_of(values.get("expire_before"))
+        .map(|text| parse_timestamp_ms(text, &context.time_zone))
+        .transpose()?;
+    let retention_period_ms = values
+        .get("retention_period")
+        .map(|v| retention_period(v))
+        .transpose()?;
+    let retain_last = values
+        .get("retain_last")
+        .map(|v| retain_last(v))
+        .transpose()?;
+    let snapshot_ids = values
+        .get("snapshot_ids")
+        .map(|v| snapshot_ids(v))
+        .transpose()?;
+    let dry_run = values
+        .get("dry_run")
+        .map(|v| expire_dry_run(v))
+        .transpose()?;
+    if snapshot_ids.is_some() && (retention_period_ms.is_some() || retain_last.is_some()) {
+        return Err(Error::bad_arguments(
+            "expire_snapshots argument 'snapshot_ids' cannot be combined with 'retention_period' \
+             or 'retain_last'",
+        ));
+    }
+    Ok(ExpireOptions {
+        expire_before_ms,
+        retention_period_ms,
+        retain_last,
+        snapshot_ids,
+        dry_run: dry_run.unwrap_or(false),
+    })
+}
+
+fn retention_period(value: &Literal) -> Result<i64> {
+    let Literal::String(text) = value else {
+        return Err(Error::bad_arguments(
+            "expire_snapshots expects 'retention_period' to be a duration string like '3d', '12h', \
+             '30m', '15s' or '250ms'",
+        ));
+    };
+    parse_duration_ms(text).map_err(|e| match e {
+        DurationError::Empty => {
+            Error::bad_arguments("expire_snapshots 'retention_period' cannot be empty")
+        }
+        DurationError::Negative => {
+            Error::bad_arguments("expire_snapshots expects 'retention_period' to be non-negative")
+        }
+        DurationError::Invalid => Error::bad_arguments(format!(
+            "expire_snapshots: invalid duration '{text}' for 'retention_period'"
+        )),
+    })
+}
+
+fn retain_last(value: &Literal) -> Result<i32> {
+    let count = value.as_integer().ok_or_else(|| {
+        Error::bad_arguments("expire_snapshots expects 'retain_last' to be an integer literal")
+    })?;
+    if count <= 0 {
+        return Err(Error::bad_arguments(
+            "expire_snapshots expects 'retain_last' to be positive",
+        ));
+    }
+    i32::try_from(count).map_err(|_| {
+        Error::bad_arguments(format!(
+            "expire_snapshots 'retain_last' is too large: {count}"
+        ))
+    })
+}
+
+fn snapshot_ids(value: &Literal) -> Result<Vec<i64>> {
+    let Literal::Array(items) = value else {
+        return Err(Error::bad_arguments(
+            "expire_snapshots expects 'snapshot_ids' to be an array literal",
+        ));
+    };
+    items
+        .iter()
+        .map(|item| {
+            let id = item.as_integer().ok_or_else(|| {
+                Error::bad_arguments(
+                    "expire_snapshots expects 'snapshot_ids' to be an integer literal",
+                )
+            })?;
+            i64::try_from(id).map_err(|_| {
+                Error::bad_arguments(format!(
+                    "expire_snapshots 'snapshot_ids' is too large: {id}"
+                ))
+            })
+        })
+        .collect()
+}
+
+/// `dry_run` of `expire_snapshots`: `true`/`false`, any integer (non-zero is true), or the strings
+/// `'true'`/`'false'` in any case.
+fn expire_dry_run(value: &Literal) -> Result<bool> {
+    let flag = match value {
+        Literal::Bool(b) => Some(*b),
+        Literal::String(text) if text.eq_ignore_ascii_case("true") => Some(true),
+        Literal::String(text) if text.eq_ignore_ascii_case("false") => Some(false),
+        other => other.as_integer().map(|v| v != 0),
+    };
+    flag.ok_or_else(|| {
+        Error::bad_arguments(
+            "expire_snapshots expects 'dry_run' to be a boolean or integer literal",
+        )
+    })
+}
+
+fn bind_orphans(args: &[Arg], context: &BindContext) -> Result<OrphanOptions> {
+    let values = collect(ORPHANS, &ORPHAN_PARAMS, args)?;
+    let older_than_ms = string_of(values.get("older_than"))
+        .map(|text| parse_timestamp_ms(text, &context.time_zone))
+        .transpose()?;
+    if older_than_ms.is_some_and(|ms| ms > context.now_ms) {
+        return Err(Error::bad_arguments(
+            "older_than must not be in the future; a future value would bypass the \
+             in-progress-write safety window",
+        ));
+    }
+    let location = string_of(values.get("location"))
+        .map(normalize_location)
+        .transpose()?
+        .flatten();
+    let dry_run = values
+        .get("dry_run")
+        .and_then(|v| v.as_integer())
+        .is_some_and(|v| v != 0);
+    Ok(OrphanOptions {
+        older_than_ms,
+        location,
+        dry_run,
+    })
+}
+
+/// A scan location relative to the table root: `..` anywhere or a leading `/` is refused; empty and
+/// `.` components (so `./`) are dropped; `None` when nothing remains (the whole table).
+fn normalize_location(location: &str) -> Result<Option<String>> {
+    let components: Vec<&str> = location.split('/').collect();
+    if location.starts_with('/') || components.contains(&"..") {
+        return Err(Error::bad_arguments(format!(
+            "location must be a relative path under the table root, got '{location}'"
+        )));
+    }
+    let kept: Vec<&str> = components
+        .into_iter()
+        .filter(|c| !c.is_empty() && *c != ".")
+        .collect();
+    Ok((!kept.is_empty()).then(|| kept.join("/")))
+}

@@ -1,0 +1,323 @@
+//! Timestamp arguments (`expire_before`, `older_than`) as Unix milliseconds.
+//!
+//! Forms (SPEC §2): `YYYY-MM-DD hh:mm:ss`, `YYYY-MM-DDThh:mm:ss` (an optional `.fraction` is
+//! dropped: second precision), `YYYY-MM-DD` (midnight), or Unix seconds (`1717200000`, an optional
+//! fraction dropped). Trailing whitespace is ignored, leading whitespace is not (as ClickHouse).
+//! Impossible dates and times are refused (ClickHouse accepts `2026-13-01`; icetrim does not).
+//! Local forms are read in the session time zone; icetrim honours an explicit `Z` or `±hh:mm`
+//! (also `±hhmm`, `±hh`) suffix, which ClickHouse ignores. In a DST gap the wall time moves forward
+//! by the gap (02:30 on a spring-forward night in New York is 03:30 EDT); in a fold the earlier
+//! instant wins.
+
+use std::fmt;
+
+use chrono::{
+    DateTime, Duration, FixedOffset, LocalResult, NaiveDate, NaiveDateTime, NaiveTime, Offset,
+    TimeZone,
+};
+use chrono_tz::Tz;
+
+use crate::error::{Error, ErrorKind, Result};
+
+/// The zone local timestamps are read in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SessionTimeZone {
+    /// A named IANA zone (setting `session_timezone`, or `TZ` naming one).
+    Named(Tz),
+    /// The system's zone as the C library resolves it (`/etc/localtime`).
+    System,
+}
+
+impl SessionTimeZone {
+    /// The zone for a `session_timezone` value: a named zone, or the process zone when empty.
+    pub fn from_setting(value: &str) -> Result<SessionTimeZone> {
+        if value.is_empty() {
+            return Ok(SessionTimeZone::process());
+        }
+        value
+            .parse::<Tz>()
+            .map(SessionTimeZone::Named)
+            .map_err(|_| Error::bad_arguments(format!("Invalid time zone: {value}")))
+    }
+
+    /// The process zone: `TZ` when it names an IANA zone (a leading `:` allowed), else the system's.
+    pub fn process() -> SessionTimeZone {
+        std::env::var("TZ")
+            .ok()
+            .and_then(|tz| tz.trim_start_matches(':').parse::<Tz>().ok())
+            .map_or(SessionTimeZone::System, SessionTimeZone::Named)
+    }
+
+    /// The instant (Unix ms) of a wall-clock time in this zone, DST gap and fold resolved as the
+    /// module comment says.
+    pub fn local_to_utc_ms(&self, local: NaiveDateTime) -> Option<i64> {
+        match self {
+            SessionTimeZone::Named(tz) => resolve_local(tz, local),
+            SessionTimeZone::System => resolve_local(&chrono::Local, local),
+        }
+    }
+}
+
+impl fmt::Display for SessionTimeZone {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SessionTimeZone::Named(tz) => f.write_str(tz.name()),
+            SessionTimeZone::System => f.write_str("system"),
+        }
+    }
+}
+
+fn resolve_local<Z: TimeZone>(zone: &Z, local: NaiveDateTime) -> Option<i64> {
+    match zone.from_local_datetime(&local) {
+        LocalResult::Single(instant) => Some(instant.timestamp_millis()),
+        LocalResult::Ambiguous(first, second) => {
+            Some(first.timestamp_millis().min(second.timestamp_millis()))
+        }
+        LocalResult::None => {
+            let before_gap = offset_before_gap(zone, local)?;
+            Some((local - before_gap).and_utc().timestamp_millis())
+        }
+    }
+}
+
+/// The UTC offset in force just before the gap that swallows `local`: the offset of the nearest
+/// earlier wall time (hour steps, up to two days back) that exists.
+fn offset_before_gap<Z: TimeZone>(zone: &Z, local: NaiveDateTime) -> Option<Duration> {
+    (1..=48).find_map(|hours| {
+        let earlier = local.checked_sub_signed(Duration::hours(hours))?;
+        let resolved = match zone.from_local_datetime(&earlier) {
+            LocalResult::Single(dt) => dt,
+            LocalResult::Ambiguous(_, later) => later,
+            LocalResult::None => return None,
+        };
+        let offset: FixedOffset = resolved.offset().fix();
+        Some(Duration::seconds(i64::from(offset.local_minus_utc())))
+    })
+}
+
+fn cannot_parse(text: &str, reason: &str) -> Error {
+    Error::new(
+        ErrorKind::CannotParseDatetime,
+        format!("Cannot parse datetime '{text}': {reason}"),
+    )
+}
+
+/// Parses a timestamp argument into Unix milliseconds (whole seconds).
+pub fn parse_timestamp_ms(text: &str, zone: &SessionTimeZone) -> Result<i64> {
+    let body = text.trim_end();
+    if body.is_empty() {
+        return Err(cannot_parse(text, "empty string"));
+    }
+    if let Some(seconds) = parse_unix_seconds(body) {
+        return seconds
+            .checked_mul(1000)
+            .ok_or_else(|| cannot_parse(text, "Unix time out of range"));
+    }
+    let expected = "expected 'YYYY-MM-DD', 'YYYY-MM-DD hh:mm:ss' or Unix seconds";
+    let (date, rest) = split_date(body).ok_or_else(|| cannot_parse(text, expected))?;
+    let date = date.ok_or_else(|| cannot_parse(text, "no such date"))?;
+    if rest.is_empty() {
+        return local_instant(text, date.and_time(NaiveTime::MIN), zone);
+    }
+    let rest = rest
+        .strip_prefix([' ', 'T'])
+        .ok_or_else(|| cannot_parse(text, expected))?;
+    let (time, suffix) = split_time(rest).ok_or_else(|| cannot_parse(text, expected))?;
+    let time = time.ok_or_else(|| cannot_parse(text, "no such time of day"))?;
+    let local = date.and_time(time);
+    if suffix.is_empty() {
+        return local_instant(text, local, zone);
+    }
+    let offset = parse_offset(suffix).ok_or_else(|| {
+        cannot_parse(
+            text,
+            "a time zone suffix must be 'Z' or '+hh:mm' / '-hh:mm'",
+        )
+    })?;
+    let utc: DateTime<FixedOffset> = offset
+        .from_local_datetime(&local)
+        .single()
+        .ok_or_else(|| cannot_parse(text, "out of range"))?;
+    Ok(utc.timestamp() * 1000)
+}
+
+fn local_instant(text: &str, local: NaiveDateTime, zone: &SessionTimeZone) -> Result<i64> {
+    let ms = zone
+        .local_to_utc_ms(local)
+        .ok_or_else(|| cannot_parse(text, &format!("no such time in zone {zone}")))?;
+    Ok(ms.div_euclid(1000) * 1000)
+}
+
+/// All digits, optionally with a `.fraction` (dropped).
+fn parse_unix_seconds(body: &str) -> Option<i64> {
+    let (whole, fraction) = body.split_once('.').unwrap_or((body, ""));
+    let all_digits = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
+    if whole.is_empty() || !all_digits(whole) || !all_digits(fraction) {
+        return None;
+    }
+    if body.contains('.') && fraction.is_empty() {
+        return None;
+    }
+    whole.parse().ok()
+}
+
+/// `YYYY-MM-DD` at the start: the date (`None` when impossible) and the rest of the text.
+fn split_date(body: &str) -> Option<(Option<NaiveDate>, &str)> {
+    let bytes = body.as_bytes();
+    if bytes.len() < 10 || bytes[4] != b'-' || bytes[7] != b'-' {
+        return None;
+    }
+    let year = digits(body.get(0..4)?)?;
+    let month = digits(body.get(5..7)?)?;
+    let day = digits(body.get(8..10)?)?;
+    let date = NaiveDate::from_ymd_opt(i32::try_from(year).ok()?, month, day);
+    Some((date, body.get(10..)?))
+}
+
+/// `hh:mm:ss[.fraction]` at the start: the time (`None` when impossible) and the suffix.
+fn split_time(text: &str) -> Option<(Option<NaiveTime>, &str)> {
+    let bytes = text.as_bytes();
+    if bytes.len() < 8 || bytes[2] != b':' || bytes[5] != b':' {
+        return None;
+    }
+    let hour = digits(text.get(0..2)?)?;
+    let minute = digits(text.get(3..5)?)?;
+    let second = digits(text.get(6..8)?)?;
+    let mut rest = text.get(8..)?;
+    if let Some(fraction) = rest.strip_prefix('.') {
+        let len = fraction.bytes().take_while(u8::is_ascii_digit).count();
+        if len == 0 {
+            return None;
+        }
+        rest = &fraction[len..];
+    }
+    Some((NaiveTime::from_hms_opt(hour, minute, second), rest))
+}
+
+/// `Z`, `±hh:mm`, `±hhmm` or `±hh`.
+fn parse_offset(suffix: &str) -> Option<FixedOffset> {
+    if suffix == "Z" || suffix == "z" {
+        return FixedOffset::east_opt(0);
+    }
+    let (sign, rest) = match suffix.as_bytes().first()? {
+        b'+' => (1, &suffix[1..]),
+        b'-' => (-1, &suffix[1..]),
+        _ => return None,
+    };
+    let (hours, minutes) = match rest.len() {
+        2 => (rest, "00"),
+        4 => (rest.get(0..2)?, rest.get(2..4)?),
+        5 if rest.as_bytes()[2] == b':' => (rest.get(0..2)?, rest.get(3..5)?),
+        _ => return None,
+    };
+    let (hours, minutes) = (digits(hours)?, digits(minutes)?);
+    if hours > 23 || minutes > 59 {
+        return None;
+    }
+    FixedOffset::east_opt(sign * (hours as i32 * 3600 + minutes as i32 * 60))
+}
+
+fn digits(text: &str) -> Option<u32> {
+    if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    text.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ny() -> SessionTimeZone {
+        SessionTimeZone::Named(chrono_tz::America::New_York)
+    }
+
+    fn utc() -> SessionTimeZone {
+        SessionTimeZone::Named(chrono_tz::UTC)
+    }
+
+    fn ms(text: &str, zone: &SessionTimeZone) -> i64 {
+        match parse_timestamp_ms(text, zone) {
+            Ok(ms) => ms,
+            Err(e) => panic!("{text}: {e}"),
+        }
+    }
+
+    #[test]
+    fn accepts_the_spec_forms() {
+        assert_eq!(ms("2024-06-01 00:00:00", &utc()), 1_717_200_000_000);
+        assert_eq!(ms("2024-06-01T00:00:00", &utc()), 1_717_200_000_000);
+        assert_eq!(ms("2024-06-01", &utc()), 1_717_200_000_000);
+        assert_eq!(ms("1717200000", &utc()), 1_717_200_000_000);
+        assert_eq!(ms("1717200000.5", &utc()), 1_717_200_000_000);
+        assert_eq!(ms("2024-06-01 00:00:00.75", &utc()), 1_717_200_000_000);
+        assert_eq!(ms("2024-06-01 00:00:00 ", &utc()), 1_717_200_000_000);
+    }
+
+    #[test]
+    fn reads_local_forms_in_the_session_zone() {
+        // 2024-06-01 00:00 EDT = 04:00 UTC.
+        assert_eq!(ms("2024-06-01 00:00:00", &ny()), 1_717_214_400_000);
+        // Unix seconds do not depend on the zone.
+        assert_eq!(ms("1717200000", &ny()), 1_717_200_000_000);
+    }
+
+    #[test]
+    fn honours_explicit_offsets() {
+        assert_eq!(ms("2024-06-01 00:00:00Z", &ny()), 1_717_200_000_000);
+        assert_eq!(ms("2024-06-01T02:00:00+02:00", &ny()), 1_717_200_000_000);
+        assert_eq!(ms("2024-05-31 20:00:00-0400", &utc()), 1_717_200_000_000);
+        assert_eq!(ms("2024-06-01 05:00:00+05", &utc()), 1_717_200_000_000);
+    }
+
+    #[test]
+    fn dst_gap_moves_forward_by_the_gap() {
+        // 2024-03-10 02:30 does not exist in New York; it is read as 03:30 EDT = 07:30 UTC.
+        let gap = ms("2024-03-10 02:30:00", &ny());
+        assert_eq!(gap, ms("2024-03-10 07:30:00Z", &utc()));
+        assert_eq!(gap, ms("2024-03-10 03:30:00", &ny()));
+    }
+
+    #[test]
+    fn dst_fold_takes_the_earlier_instant() {
+        // 2024-11-03 01:30 happens twice in New York: 05:30 UTC (EDT) and 06:30 UTC (EST).
+        assert_eq!(
+            ms("2024-11-03 01:30:00", &ny()),
+            ms("2024-11-03 05:30:00Z", &utc())
+        );
+    }
+
+    #[test]
+    fn refuses_impossible_and_malformed_text() {
+        for bad in [
+            "2026-13-01",
+            "2026-02-30",
+            "2026-01-01 25:00:00",
+            "2026-01-01 00:60:00",
+            "2026-01-01 00:00",
+            "2026-1-1",
+            " 2026-01-01",
+            "",
+            "-1",
+            "garbage",
+            "2026-01-01 00:00:00+25:00",
+            "2026-01-01 00:00:00 Z",
+            "2026-01-01X00:00:00",
+            "1717200000.",
+        ] {
+            let err = parse_timestamp_ms(bad, &utc()).expect_err(bad);
+            assert_eq!(err.kind(), ErrorKind::CannotParseDatetime, "{bad}");
+            assert!(
+                err.message()
+                    .starts_with(&format!("Cannot parse datetime '{bad}'"))
+            );
+        }
+    }
+
+    #[test]
+    fn session_zone_setting() {
+        assert_eq!(SessionTimeZone::from_setting("America/New_York"), Ok(ny()));
+        let err = SessionTimeZone::from_setting("Nowhere/Zone").expect_err("bad zone");
+        assert_eq!(err.message(), "Invalid time zone: Nowhere/Zone");
+    }
+}
