@@ -5,9 +5,12 @@ use icetrim::ErrorKind;
 use icetrim::iceberg::avro::Codec;
 use icetrim::iceberg::avro::encode::{write_bytes, write_long};
 use icetrim::iceberg::manifest::{
-    DataFile, ManifestEntry, ManifestWriter, NewManifest, for_each_projected, read_manifest, read_manifest_projected,
+    DataFile, ManifestEntry, ManifestWriter, NewManifest, for_each_projected, read_manifest,
+    read_manifest_projected,
 };
-use icetrim::iceberg::manifest_list::{ManifestFile, ManifestListMeta, read_manifest_list, write_manifest_list};
+use icetrim::iceberg::manifest_list::{
+    ManifestFile, ManifestListMeta, read_manifest_list, write_manifest_list,
+};
 use icetrim::iceberg::spec::{DataContent, EntryStatus, FormatVersion, ManifestContent};
 use proptest::prelude::*;
 
@@ -89,13 +92,24 @@ fn assert_incorrect(r: &Result<(), icetrim::Error>) {
 
 #[test]
 fn truncation_at_every_offset_fails_cleanly() {
-    for bytes in [manifest(Codec::Null, 3), manifest(Codec::Deflate, 3), manifest(Codec::Snappy, 2), list()] {
+    for bytes in [
+        manifest(Codec::Null, 3),
+        manifest(Codec::Deflate, 3),
+        manifest(Codec::Snappy, 2),
+        list(),
+    ] {
         // A cut right after a sync marker leaves a shorter valid file (the header, or whole blocks).
         let sync = &bytes[bytes.len() - 16..];
-        let boundaries: Vec<usize> = (16..bytes.len()).filter(|&end| &bytes[end - 16..end] == sync).collect();
+        let boundaries: Vec<usize> = (16..bytes.len())
+            .filter(|&end| &bytes[end - 16..end] == sync)
+            .collect();
         for cut in 0..bytes.len() {
             for r in all_readers(&bytes[..cut]) {
-                assert!(r.is_err() || boundaries.contains(&cut), "truncated at {cut} of {} still read", bytes.len());
+                assert!(
+                    r.is_err() || boundaries.contains(&cut),
+                    "truncated at {cut} of {} still read",
+                    bytes.len()
+                );
                 assert_incorrect(&r);
             }
         }

@@ -31,9 +31,20 @@ fn python() -> PathBuf {
 }
 
 fn run_py(script: &str, args: &[&Path]) -> String {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/py").join(script);
-    let out = Command::new(python()).arg(&script).args(args).output().expect("run python");
-    assert!(out.status.success(), "{} failed: {}", script.display(), String::from_utf8_lossy(&out.stderr));
+    let script = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/py")
+        .join(script);
+    let out = Command::new(python())
+        .arg(&script)
+        .args(args)
+        .output()
+        .expect("run python");
+    assert!(
+        out.status.success(),
+        "{} failed: {}",
+        script.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
     String::from_utf8(out.stdout).expect("utf-8 output")
 }
 
@@ -42,7 +53,9 @@ fn fastavro(paths: &[&Path]) -> Json {
 }
 
 fn hex(b: &Option<Vec<u8>>) -> Json {
-    b.as_ref().map_or(Json::Null, |b| Json::String(b.iter().map(|x| format!("{x:02x}")).collect()))
+    b.as_ref().map_or(Json::Null, |b| {
+        Json::String(b.iter().map(|x| format!("{x:02x}")).collect())
+    })
 }
 
 fn avro_files(dir: &Path, out: &mut Vec<PathBuf>) {
@@ -57,12 +70,19 @@ fn avro_files(dir: &Path, out: &mut Vec<PathBuf>) {
 }
 
 fn long_map(m: &Option<BTreeMap<i32, i64>>) -> Json {
-    m.as_ref().map_or(Json::Null, |m| m.iter().map(|(k, v)| json!({"key": k, "value": v})).collect())
+    m.as_ref().map_or(Json::Null, |m| {
+        m.iter()
+            .map(|(k, v)| json!({"key": k, "value": v}))
+            .collect()
+    })
 }
 
 fn bytes_map(m: &Option<BTreeMap<i32, Vec<u8>>>) -> Json {
-    m.as_ref()
-        .map_or(Json::Null, |m| m.iter().map(|(k, v)| json!({"key": k, "value": hex(&Some(v.clone()))})).collect())
+    m.as_ref().map_or(Json::Null, |m| {
+        m.iter()
+            .map(|(k, v)| json!({"key": k, "value": hex(&Some(v.clone()))}))
+            .collect()
+    })
 }
 
 fn plain_json(v: &Value) -> Json {
@@ -71,13 +91,18 @@ fn plain_json(v: &Value) -> Json {
         Value::String(s) => json!(s),
         Value::Int(i) => json!(i),
         Value::Long(i) => json!(i),
-        Value::Record(f) => f.iter().map(|(k, v)| (k.clone(), plain_json(v))).collect::<serde_json::Map<_, _>>().into(),
+        Value::Record(f) => f
+            .iter()
+            .map(|(k, v)| (k.clone(), plain_json(v)))
+            .collect::<serde_json::Map<_, _>>()
+            .into(),
         other => json!(format!("{other:?}")),
     }
 }
 
 fn check_list(path: &Path, bytes: &[u8], dumped: &Json) {
-    let ours = read_manifest_list(bytes, &path.display().to_string()).expect("we read pyiceberg's list");
+    let ours =
+        read_manifest_list(bytes, &path.display().to_string()).expect("we read pyiceberg's list");
     let theirs = dumped["records"].as_array().expect("records");
     assert_eq!(ours.len(), theirs.len());
     for (m, r) in ours.iter().zip(theirs) {
@@ -97,7 +122,9 @@ fn check_list(path: &Path, bytes: &[u8], dumped: &Json) {
             "deleted_rows_count": m.deleted_rows_count, "partitions": summaries, "key_metadata": hex(&m.key_metadata),
         });
         let keys = mine.as_object().expect("object").keys();
-        let theirs: serde_json::Map<_, _> = keys.map(|k| (k.clone(), r.get(k).cloned().unwrap_or(Json::Null))).collect();
+        let theirs: serde_json::Map<_, _> = keys
+            .map(|k| (k.clone(), r.get(k).cloned().unwrap_or(Json::Null)))
+            .collect();
         assert_eq!(mine, Json::Object(theirs), "{}", path.display());
     }
 }
@@ -108,7 +135,10 @@ fn check_manifest(path: &Path, bytes: &[u8], dumped: &Json) {
     let projected = read_manifest_projected(bytes, &name).expect("projection");
     let theirs = dumped["records"].as_array().expect("records");
     assert_eq!(full.entries.len(), theirs.len());
-    assert_eq!(full.meta_str("format-version"), dumped["metadata"]["format-version"].as_str());
+    assert_eq!(
+        full.meta_str("format-version"),
+        dumped["metadata"]["format-version"].as_str()
+    );
     for ((e, p), r) in full.entries.iter().zip(&projected).zip(theirs) {
         let d = &e.data_file;
         let mine = json!({
@@ -129,15 +159,24 @@ fn check_manifest(path: &Path, bytes: &[u8], dumped: &Json) {
         df.retain(|k, _| mine["data_file"].get(k).is_some());
         df.entry("content").or_insert(json!(0));
         assert_eq!(mine, r, "{name}");
-        assert_eq!((p.file_path.as_str(), p.status, p.snapshot_id), (d.file_path.as_str(), e.status, e.snapshot_id));
-        assert_eq!((p.record_count, p.sequence_number), (d.record_count, e.sequence_number));
+        assert_eq!(
+            (p.file_path.as_str(), p.status, p.snapshot_id),
+            (d.file_path.as_str(), e.status, e.snapshot_id)
+        );
+        assert_eq!(
+            (p.record_count, p.sequence_number),
+            (d.record_count, e.sequence_number)
+        );
     }
 }
 
 #[test]
 fn we_read_what_pyiceberg_writes() {
     let dir = tempfile::tempdir().expect("tempdir");
-    assert_eq!(run_py("make_pyiceberg_tables.py", &[dir.path()]).trim(), "ok");
+    assert_eq!(
+        run_py("make_pyiceberg_tables.py", &[dir.path()]).trim(),
+        "ok"
+    );
     let mut files = Vec::new();
     avro_files(dir.path(), &mut files);
     let refs: Vec<&Path> = files.iter().map(PathBuf::as_path).collect();
@@ -146,7 +185,10 @@ fn we_read_what_pyiceberg_writes() {
     for path in &files {
         let bytes = std::fs::read(path).expect("read");
         let d = &dumped[path.display().to_string()];
-        if path.file_name().is_some_and(|n| n.to_string_lossy().starts_with("snap-")) {
+        if path
+            .file_name()
+            .is_some_and(|n| n.to_string_lossy().starts_with("snap-"))
+        {
             check_list(path, &bytes, d);
             lists += 1;
         } else {
@@ -175,7 +217,12 @@ fn fastavro_and_pyiceberg_read_what_we_write() {
     };
     let mut w = ManifestWriter::new(&opts).expect("writer");
     for i in 0..3i64 {
-        let mut df = DataFile::new(DataContent::Data, format!("file:///t/data/{i}.parquet"), 10 + i, 100 + i);
+        let mut df = DataFile::new(
+            DataContent::Data,
+            format!("file:///t/data/{i}.parquet"),
+            10 + i,
+            100 + i,
+        );
         df.partition = Value::Record(vec![("city".into(), Value::String(format!("c{i}")))]);
         df.column_sizes = Some(BTreeMap::from([(1, 7 + i), (2, 9)]));
         df.lower_bounds = Some(BTreeMap::from([(1, i.to_le_bytes().to_vec())]));
@@ -201,30 +248,51 @@ fn fastavro_and_pyiceberg_read_what_we_write() {
         first_row_id: None,
     };
     let list_path = dir.path().join("snap-55-0-x.avro");
-    std::fs::write(&list_path, write_manifest_list(&meta, &[mf], Codec::Deflate).expect("list")).expect("write list");
+    std::fs::write(
+        &list_path,
+        write_manifest_list(&meta, &[mf], Codec::Deflate).expect("list"),
+    )
+    .expect("write list");
 
     let dumped = fastavro(&[&manifest_path, &list_path]);
     let m = &dumped[manifest_path.display().to_string()];
     check_manifest(&manifest_path, &written.bytes, m);
-    let schema: Json = serde_json::from_str(m["metadata"]["avro.schema"].as_str().expect("schema")).expect("json");
+    let schema: Json =
+        serde_json::from_str(m["metadata"]["avro.schema"].as_str().expect("schema")).expect("json");
     let data_file = &schema["fields"][4]["type"];
-    let column_sizes = data_file["fields"].as_array().expect("fields").iter().find(|f| f["name"] == "column_sizes");
+    let column_sizes = data_file["fields"]
+        .as_array()
+        .expect("fields")
+        .iter()
+        .find(|f| f["name"] == "column_sizes");
     let column_sizes = column_sizes.expect("column_sizes field");
     assert_eq!(column_sizes["field-id"], 108);
     assert_eq!(column_sizes["type"][1]["logicalType"], "map");
     assert_eq!(column_sizes["type"][1]["items"]["name"], "k117_v118");
-    assert_eq!(column_sizes["type"][1]["items"]["fields"][0]["field-id"], 117);
-    assert_eq!(m["metadata"]["partition-spec"], r#"[{"source-id":2,"field-id":1000,"name":"city","transform":"identity"}]"#);
+    assert_eq!(
+        column_sizes["type"][1]["items"]["fields"][0]["field-id"],
+        117
+    );
+    assert_eq!(
+        m["metadata"]["partition-spec"],
+        r#"[{"source-id":2,"field-id":1000,"name":"city","transform":"identity"}]"#
+    );
     assert_eq!(m["metadata"]["content"], "data");
     let l = &dumped[list_path.display().to_string()];
     assert_eq!(l["metadata"]["sequence-number"], "4");
-    assert_eq!(l["records"][0]["partitions"][0]["lower_bound"], hex(&Some(b"c0".to_vec())));
+    assert_eq!(
+        l["records"][0]["partitions"][0]["lower_bound"],
+        hex(&Some(b"c0".to_vec()))
+    );
 
     let py: Json = serde_json::from_str(&run_py("pyiceberg_read.py", &[&list_path])).expect("json");
     assert_eq!(py[0]["sequence_number"], 4);
     let entries = py[0]["entries"].as_array().expect("entries");
     assert_eq!(entries.len(), 3);
     assert_eq!(entries[2]["file_path"], "file:///t/data/2.parquet");
-    assert_eq!(entries[2]["sequence_number"], 4, "pyiceberg inherits the list's sequence number");
+    assert_eq!(
+        entries[2]["sequence_number"], 4,
+        "pyiceberg inherits the list's sequence number"
+    );
     assert_eq!(entries[2]["column_sizes"], json!({"1": 9, "2": 9}));
 }

@@ -10,7 +10,9 @@ use icetrim::iceberg::manifest::{
     DataFile, ManifestEntry, ManifestWriter, NewManifest, ProjectedEntry, inherit, read_manifest,
     read_manifest_projected,
 };
-use icetrim::iceberg::manifest_list::{FieldSummary, ManifestFile, ManifestListMeta, read_manifest_list, write_manifest_list};
+use icetrim::iceberg::manifest_list::{
+    FieldSummary, ManifestFile, ManifestListMeta, read_manifest_list, write_manifest_list,
+};
 use icetrim::iceberg::spec::{DataContent, EntryStatus, FormatVersion, ManifestContent};
 
 const SCHEMA: &str = r#"{"type":"struct","schema-id":0,"fields":[{"id":1,"name":"id","required":true,"type":"long"},{"id":2,"name":"city","required":false,"type":"string"},{"id":3,"name":"ts","required":false,"type":"timestamptz"}]}"#;
@@ -20,16 +22,31 @@ const VERSIONS: [FormatVersion; 3] = [FormatVersion::V1, FormatVersion::V2, Form
 const CODECS: [Codec; 4] = [Codec::Null, Codec::Deflate, Codec::Snappy, Codec::Zstandard];
 
 fn entry(i: i64, version: FormatVersion) -> ManifestEntry {
-    let mut df = DataFile::new(DataContent::Data, format!("s3://bucket/t/data/f-{i}.parquet"), 100 + i, 4096 + i);
+    let mut df = DataFile::new(
+        DataContent::Data,
+        format!("s3://bucket/t/data/f-{i}.parquet"),
+        100 + i,
+        4096 + i,
+    );
     df.partition = Value::Record(vec![
-        ("city".into(), if i % 3 == 0 { Value::Null } else { Value::String(format!("c{}", i % 5)) }),
+        (
+            "city".into(),
+            if i % 3 == 0 {
+                Value::Null
+            } else {
+                Value::String(format!("c{}", i % 5))
+            },
+        ),
         ("ts_day".into(), Value::Int(19_000 + i as i32)),
         ("id_bucket".into(), Value::Int((i % 4) as i32)),
     ]);
     df.column_sizes = Some(BTreeMap::from([(1, 10 * i), (2, 20), (3, 30)]));
     df.value_counts = Some(BTreeMap::from([(1, 100), (2, 100)]));
     df.null_value_counts = Some(BTreeMap::from([(1, 0), (2, i)]));
-    df.lower_bounds = Some(BTreeMap::from([(1, i.to_le_bytes().to_vec()), (2, b"a".to_vec())]));
+    df.lower_bounds = Some(BTreeMap::from([
+        (1, i.to_le_bytes().to_vec()),
+        (2, b"a".to_vec()),
+    ]));
     df.upper_bounds = Some(BTreeMap::from([(1, (i + 99).to_le_bytes().to_vec())]));
     df.split_offsets = Some(vec![4, 1000 + i]);
     df.sort_order_id = Some(0);
@@ -40,7 +57,11 @@ fn entry(i: i64, version: FormatVersion) -> ManifestEntry {
     if version == FormatVersion::V3 && i % 2 == 1 {
         df.first_row_id = Some(1000 * i);
     }
-    let status = [EntryStatus::Added, EntryStatus::Existing, EntryStatus::Deleted][(i % 3) as usize];
+    let status = [
+        EntryStatus::Added,
+        EntryStatus::Existing,
+        EntryStatus::Deleted,
+    ][(i % 3) as usize];
     let explicit = status != EntryStatus::Added || version == FormatVersion::V1;
     ManifestEntry {
         status,
@@ -71,7 +92,10 @@ fn write(version: FormatVersion, codec: Codec, entries: &[ManifestEntry]) -> Vec
 /// The entry with union wrappers removed from the partition tuple, for comparing with what was written.
 fn normalized(mut e: ManifestEntry) -> ManifestEntry {
     if let Value::Record(fields) = &e.data_file.partition {
-        let plain = fields.iter().map(|(k, v)| (k.clone(), strip_union(v).clone())).collect();
+        let plain = fields
+            .iter()
+            .map(|(k, v)| (k.clone(), strip_union(v).clone()))
+            .collect();
         e.data_file.partition = Value::Record(plain);
     }
     e
@@ -124,7 +148,11 @@ fn projection_matches_full_decode() {
 #[test]
 fn rewrite_keeps_schema_header_and_unknown_fields() {
     // A schema with an extra entry field and an extra data_file field nobody in Iceberg defines.
-    let base = write(FormatVersion::V2, Codec::Null, &[entry(1, FormatVersion::V2)]);
+    let base = write(
+        FormatVersion::V2,
+        Codec::Null,
+        &[entry(1, FormatVersion::V2)],
+    );
     let m = read_manifest(&base, "m.avro").unwrap();
     let schema = m.schema_json.replacen(
         r#"{"name":"status""#,
@@ -137,7 +165,8 @@ fn rewrite_keeps_schema_header_and_unknown_fields() {
         1,
     );
     let mut e = normalized(m.entries[0].clone());
-    e.extra.push(("x_note".into(), Value::String("keep me".into())));
+    e.extra
+        .push(("x_note".into(), Value::String("keep me".into())));
     e.data_file.extra.push(("x_tag".into(), Value::Long(42)));
     let mut w = ManifestWriter::with_schema(&schema, &m.metadata, Codec::Deflate).unwrap();
     w.add(&e).unwrap();
@@ -154,8 +183,14 @@ fn rewrite_keeps_schema_header_and_unknown_fields() {
     assert_eq!(second.schema_json, first.schema_json);
     assert_eq!(second.entries, first.entries);
     assert_eq!(second.entries[0].extra[0].0, "x_note");
-    assert_eq!(strip_union(&second.entries[0].extra[0].1), &Value::String("keep me".into()));
-    assert_eq!(second.entries[0].data_file.extra, vec![("x_tag".to_string(), Value::Long(42))]);
+    assert_eq!(
+        strip_union(&second.entries[0].extra[0].1),
+        &Value::String("keep me".into())
+    );
+    assert_eq!(
+        second.entries[0].data_file.extra,
+        vec![("x_tag".to_string(), Value::Long(42))]
+    );
     assert_eq!(second.meta_str("schema"), Some(SCHEMA));
     assert_eq!(second.meta_str("avro.codec"), Some("snappy"));
     assert_eq!(written.partitions.as_ref().map(Vec::len), Some(3));
@@ -166,9 +201,21 @@ fn list_entry(i: i64, version: FormatVersion) -> ManifestFile {
         manifest_path: format!("s3://bucket/t/metadata/m{i}.avro"),
         manifest_length: 5000 + i,
         partition_spec_id: i as i32 % 2,
-        content: if version != FormatVersion::V1 && i % 2 == 1 { ManifestContent::Deletes } else { ManifestContent::Data },
-        sequence_number: if version == FormatVersion::V1 { 0 } else { 10 + i },
-        min_sequence_number: if version == FormatVersion::V1 { 0 } else { 5 + i },
+        content: if version != FormatVersion::V1 && i % 2 == 1 {
+            ManifestContent::Deletes
+        } else {
+            ManifestContent::Data
+        },
+        sequence_number: if version == FormatVersion::V1 {
+            0
+        } else {
+            10 + i
+        },
+        min_sequence_number: if version == FormatVersion::V1 {
+            0
+        } else {
+            5 + i
+        },
         added_snapshot_id: 900 + i,
         added_files_count: Some(1),
         existing_files_count: Some(2),
@@ -200,7 +247,11 @@ fn manifest_lists_round_trip_every_version_and_codec() {
         };
         for codec in CODECS {
             let bytes = write_manifest_list(&meta, &manifests, codec).unwrap();
-            assert_eq!(read_manifest_list(&bytes, "snap-42.avro").unwrap(), manifests, "{version:?} {codec:?}");
+            assert_eq!(
+                read_manifest_list(&bytes, "snap-42.avro").unwrap(),
+                manifests,
+                "{version:?} {codec:?}"
+            );
         }
     }
 }
@@ -234,7 +285,14 @@ fn writer_counts_and_summaries() {
     entries.iter().try_for_each(|e| w.add(e)).unwrap();
     let written = w.finish().unwrap();
     let mf = written.manifest_file("m.avro", 77, 9);
-    assert_eq!((mf.added_files_count, mf.existing_files_count, mf.deleted_files_count), (Some(3), Some(3), Some(3)));
+    assert_eq!(
+        (
+            mf.added_files_count,
+            mf.existing_files_count,
+            mf.deleted_files_count
+        ),
+        (Some(3), Some(3), Some(3))
+    );
     assert_eq!(mf.added_rows_count, Some(100 + 103 + 106));
     assert_eq!(mf.min_sequence_number, 1);
     assert_eq!(mf.manifest_length, written.bytes.len() as i64);
@@ -261,7 +319,10 @@ fn inheritance_follows_the_spec() {
     inherit(&mut projected, &mf);
     inherit(&mut full, &mf);
     for (p, f) in projected.iter().zip(&full) {
-        assert_eq!((p.sequence_number, p.first_row_id), (f.sequence_number, f.data_file.first_row_id));
+        assert_eq!(
+            (p.sequence_number, p.first_row_id),
+            (f.sequence_number, f.data_file.first_row_id)
+        );
     }
     // Entry 0 (ADDED, no first_row_id) gets 5000; entry 3 (ADDED, row id 3000 written) keeps it.
     assert_eq!(projected[0].sequence_number, Some(12));
@@ -281,6 +342,12 @@ fn inheritance_follows_the_spec() {
     let mut v1 = read_manifest_projected(&v1, "m1.avro").unwrap();
     let v1_list = list_entry(0, FormatVersion::V1);
     inherit(&mut v1, &v1_list);
-    assert!(v1.iter().all(|e| e.sequence_number == Some(0) && e.file_sequence_number == Some(0)));
-    assert!(v1.iter().all(|e| e.first_row_id.is_none() && e.snapshot_id.is_some()));
+    assert!(
+        v1.iter()
+            .all(|e| e.sequence_number == Some(0) && e.file_sequence_number == Some(0))
+    );
+    assert!(
+        v1.iter()
+            .all(|e| e.first_row_id.is_none() && e.snapshot_id.is_some())
+    );
 }

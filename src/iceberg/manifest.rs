@@ -103,7 +103,12 @@ pub struct DataFile {
 
 impl DataFile {
     /// A data file with the required fields and everything optional empty.
-    pub fn new(content: DataContent, file_path: impl Into<String>, record_count: i64, file_size_in_bytes: i64) -> Self {
+    pub fn new(
+        content: DataContent,
+        file_path: impl Into<String>,
+        record_count: i64,
+        file_size_in_bytes: i64,
+    ) -> Self {
         DataFile {
             content,
             file_path: file_path.into(),
@@ -180,12 +185,17 @@ impl Manifest {
 
     /// `partition-spec-id` from the header.
     pub fn partition_spec_id(&self) -> Option<i32> {
-        self.meta_str("partition-spec-id").and_then(|v| v.parse().ok())
+        self.meta_str("partition-spec-id")
+            .and_then(|v| v.parse().ok())
     }
 }
 
 /// Calls `each` for every entry of the manifest, projected; nothing is allocated per entry.
-pub fn for_each_projected(bytes: &[u8], file_name: &str, mut each: impl FnMut(EntryRef<'_>)) -> Result<()> {
+pub fn for_each_projected(
+    bytes: &[u8],
+    file_name: &str,
+    mut each: impl FnMut(EntryRef<'_>),
+) -> Result<()> {
     let container = Container::open(bytes, file_name)?;
     let plan = EntryPlan::new(&container.header.schema).map_err(|m| container.error(m))?;
     container.for_each_datum(|c| {
@@ -217,7 +227,11 @@ pub fn read_manifest(bytes: &[u8], file_name: &str) -> Result<Manifest> {
         .map(|(i, v)| entry_from_value(v).map_err(|m| container.error(format!("entry {i}: {m}"))))
         .collect::<Result<Vec<_>>>()?;
     let header = container.header;
-    Ok(Manifest { metadata: header.metadata, schema_json: header.schema_json, entries })
+    Ok(Manifest {
+        metadata: header.metadata,
+        schema_json: header.schema_json,
+        entries,
+    })
 }
 
 /// The fields inheritance reads and fills.
@@ -240,7 +254,12 @@ impl Inheritable for ProjectedEntry {
         self.record_count
     }
     fn inherited_slots(&mut self) -> [&mut Option<i64>; 4] {
-        [&mut self.snapshot_id, &mut self.sequence_number, &mut self.file_sequence_number, &mut self.first_row_id]
+        [
+            &mut self.snapshot_id,
+            &mut self.sequence_number,
+            &mut self.file_sequence_number,
+            &mut self.first_row_id,
+        ]
     }
 }
 
@@ -256,7 +275,12 @@ impl Inheritable for ManifestEntry {
     }
     fn inherited_slots(&mut self) -> [&mut Option<i64>; 4] {
         let d = &mut self.data_file;
-        [&mut self.snapshot_id, &mut self.sequence_number, &mut self.file_sequence_number, &mut d.first_row_id]
+        [
+            &mut self.snapshot_id,
+            &mut self.sequence_number,
+            &mut self.file_sequence_number,
+            &mut d.first_row_id,
+        ]
     }
 }
 
@@ -268,7 +292,12 @@ pub fn inherit<E: Inheritable>(entries: &mut [E], manifest: &ManifestFile) {
         let takes_sequence = added || manifest.sequence_number == 0;
         let assigns_row_id = added && e.content() == DataContent::Data;
         let records = e.record_count();
-        let [snapshot_id, sequence_number, file_sequence_number, first_row_id] = e.inherited_slots();
+        let [
+            snapshot_id,
+            sequence_number,
+            file_sequence_number,
+            first_row_id,
+        ] = e.inherited_slots();
         snapshot_id.get_or_insert(manifest.added_snapshot_id);
         if takes_sequence {
             sequence_number.get_or_insert(manifest.sequence_number);

@@ -59,7 +59,12 @@ pub fn read_manifest_list(bytes: &[u8], file_name: &str) -> Result<Vec<ManifestF
         .schema
         .as_record()
         .ok_or_else(|| container.error("manifest list schema is not a record"))?;
-    for required in ["manifest_path", "manifest_length", "partition_spec_id", "added_snapshot_id"] {
+    for required in [
+        "manifest_path",
+        "manifest_length",
+        "partition_spec_id",
+        "added_snapshot_id",
+    ] {
         if record.field(required).is_none() {
             return Err(container.error(format!("manifest list schema has no {required} field")));
         }
@@ -73,7 +78,9 @@ pub fn read_manifest_list(bytes: &[u8], file_name: &str) -> Result<Vec<ManifestF
     values
         .into_iter()
         .enumerate()
-        .map(|(i, v)| manifest_file_from_value(v).map_err(|m| container.error(format!("entry {i}: {m}"))))
+        .map(|(i, v)| {
+            manifest_file_from_value(v).map_err(|m| container.error(format!("entry {i}: {m}")))
+        })
         .collect()
 }
 
@@ -109,8 +116,12 @@ fn bytes(fields: &[(String, Value)], name: &str) -> Result<Option<Vec<u8>>, Stri
 }
 
 fn summaries(fields: &[(String, Value)]) -> Result<Option<Vec<FieldSummary>>, String> {
-    let Some(v) = get(fields, &["partitions"]) else { return Ok(None) };
-    let Value::Array(items) = v else { return Err("partitions is not an array".into()) };
+    let Some(v) = get(fields, &["partitions"]) else {
+        return Ok(None);
+    };
+    let Value::Array(items) = v else {
+        return Err("partitions is not an array".into());
+    };
     let summary = |item: &Value| match strip_union(item) {
         Value::Record(f) => Ok(FieldSummary {
             contains_null: matches!(get(f, &["contains_null"]), Some(Value::Boolean(true))),
@@ -123,12 +134,19 @@ fn summaries(fields: &[(String, Value)]) -> Result<Option<Vec<FieldSummary>>, St
         }),
         other => Err(format!("partition summary is not a record: {other:?}")),
     };
-    items.iter().map(summary).collect::<Result<Vec<_>, _>>().map(Some)
+    items
+        .iter()
+        .map(summary)
+        .collect::<Result<Vec<_>, _>>()
+        .map(Some)
 }
 
 fn manifest_file_from_value(v: Value) -> Result<ManifestFile, String> {
-    let Value::Record(f) = v else { return Err("entry is not a record".into()) };
-    let required = |name: &str| long(&f, &[name])?.ok_or_else(|| format!("{name} is missing or null"));
+    let Value::Record(f) = v else {
+        return Err("entry is not a record".into());
+    };
+    let required =
+        |name: &str| long(&f, &[name])?.ok_or_else(|| format!("{name} is missing or null"));
     let manifest_path = match get(&f, &["manifest_path"]) {
         Some(Value::String(s)) => s.clone(),
         _ => return Err("manifest_path is missing or not a string".into()),
@@ -141,7 +159,8 @@ fn manifest_file_from_value(v: Value) -> Result<ManifestFile, String> {
     Ok(ManifestFile {
         manifest_path,
         manifest_length: required("manifest_length")?,
-        partition_spec_id: i32::try_from(required("partition_spec_id")?).map_err(|_| "partition_spec_id out of range")?,
+        partition_spec_id: i32::try_from(required("partition_spec_id")?)
+            .map_err(|_| "partition_spec_id out of range")?,
         content,
         sequence_number: long(&f, &["sequence_number"])?.unwrap_or(0),
         min_sequence_number: long(&f, &["min_sequence_number"])?.unwrap_or(0),
@@ -179,35 +198,80 @@ fn manifest_file_to_value(m: &ManifestFile) -> Value {
         Value::Record(vec![
             ("contains_null".into(), Value::Boolean(s.contains_null)),
             ("contains_nan".into(), opt(s.contains_nan, Value::Boolean)),
-            ("lower_bound".into(), opt(s.lower_bound.clone(), Value::Bytes)),
-            ("upper_bound".into(), opt(s.upper_bound.clone(), Value::Bytes)),
+            (
+                "lower_bound".into(),
+                opt(s.lower_bound.clone(), Value::Bytes),
+            ),
+            (
+                "upper_bound".into(),
+                opt(s.upper_bound.clone(), Value::Bytes),
+            ),
         ])
     };
     Value::Record(vec![
-        ("manifest_path".into(), Value::String(m.manifest_path.clone())),
+        (
+            "manifest_path".into(),
+            Value::String(m.manifest_path.clone()),
+        ),
         ("manifest_length".into(), Value::Long(m.manifest_length)),
         ("partition_spec_id".into(), Value::Int(m.partition_spec_id)),
         ("content".into(), Value::Int(m.content as i32)),
         ("sequence_number".into(), Value::Long(m.sequence_number)),
-        ("min_sequence_number".into(), Value::Long(m.min_sequence_number)),
+        (
+            "min_sequence_number".into(),
+            Value::Long(m.min_sequence_number),
+        ),
         ("added_snapshot_id".into(), Value::Long(m.added_snapshot_id)),
-        ("added_files_count".into(), opt(m.added_files_count, Value::Int)),
-        ("existing_files_count".into(), opt(m.existing_files_count, Value::Int)),
-        ("deleted_files_count".into(), opt(m.deleted_files_count, Value::Int)),
-        ("added_rows_count".into(), opt(m.added_rows_count, Value::Long)),
-        ("existing_rows_count".into(), opt(m.existing_rows_count, Value::Long)),
-        ("deleted_rows_count".into(), opt(m.deleted_rows_count, Value::Long)),
-        ("partitions".into(), opt(m.partitions.as_ref(), |p| Value::Array(p.iter().map(summary).collect()))),
-        ("key_metadata".into(), opt(m.key_metadata.clone(), Value::Bytes)),
+        (
+            "added_files_count".into(),
+            opt(m.added_files_count, Value::Int),
+        ),
+        (
+            "existing_files_count".into(),
+            opt(m.existing_files_count, Value::Int),
+        ),
+        (
+            "deleted_files_count".into(),
+            opt(m.deleted_files_count, Value::Int),
+        ),
+        (
+            "added_rows_count".into(),
+            opt(m.added_rows_count, Value::Long),
+        ),
+        (
+            "existing_rows_count".into(),
+            opt(m.existing_rows_count, Value::Long),
+        ),
+        (
+            "deleted_rows_count".into(),
+            opt(m.deleted_rows_count, Value::Long),
+        ),
+        (
+            "partitions".into(),
+            opt(m.partitions.as_ref(), |p| {
+                Value::Array(p.iter().map(summary).collect())
+            }),
+        ),
+        (
+            "key_metadata".into(),
+            opt(m.key_metadata.clone(), Value::Bytes),
+        ),
         ("first_row_id".into(), opt(m.first_row_id, Value::Long)),
     ])
 }
 
 /// Writes a manifest list of `manifests` with Iceberg's schema for `meta.format_version`.
-pub fn write_manifest_list(meta: &ManifestListMeta, manifests: &[ManifestFile], codec: Codec) -> Result<Vec<u8>> {
+pub fn write_manifest_list(
+    meta: &ManifestListMeta,
+    manifests: &[ManifestFile],
+    codec: Codec,
+) -> Result<Vec<u8>> {
     let version = meta.format_version;
     if version == FormatVersion::V1 {
-        if let Some(m) = manifests.iter().find(|m| m.content != ManifestContent::Data) {
+        if let Some(m) = manifests
+            .iter()
+            .find(|m| m.content != ManifestContent::Data)
+        {
             return Err(Error::bad_arguments(format!(
                 "a v1 manifest list cannot hold the delete manifest {}",
                 m.manifest_path
@@ -221,7 +285,8 @@ pub fn write_manifest_list(meta: &ManifestListMeta, manifests: &[ManifestFile], 
         ("snapshot-id".to_string(), meta.snapshot_id.to_string()),
         (
             "parent-snapshot-id".to_string(),
-            meta.parent_snapshot_id.map_or("null".to_string(), |p| p.to_string()),
+            meta.parent_snapshot_id
+                .map_or("null".to_string(), |p| p.to_string()),
         ),
     ];
     if version >= FormatVersion::V2 {
@@ -233,7 +298,10 @@ pub fn write_manifest_list(meta: &ManifestListMeta, manifests: &[ManifestFile], 
         }
     }
     metadata.push(("format-version".into(), version.number().to_string()));
-    let metadata: Vec<_> = metadata.into_iter().map(|(k, v)| (k, v.into_bytes())).collect();
+    let metadata: Vec<_> = metadata
+        .into_iter()
+        .map(|(k, v)| (k, v.into_bytes()))
+        .collect();
     let mut writer = ContainerWriter::new(&schema_json, &metadata, codec);
     for m in manifests {
         write_one(&mut writer, &node, m)?;
@@ -245,7 +313,9 @@ fn write_one(writer: &mut ContainerWriter, node: &Node, m: &ManifestFile) -> Res
     let value = manifest_file_to_value(m);
     writer
         .append(|buf| encode_value(buf, node, &value))
-        .map_err(|e| Error::bad_arguments(format!("manifest list entry {}: {e}", m.manifest_path)))?;
+        .map_err(|e| {
+            Error::bad_arguments(format!("manifest list entry {}: {e}", m.manifest_path))
+        })?;
     if writer.block_full() {
         writer.flush_block()?;
     }

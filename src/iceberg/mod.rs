@@ -1,10 +1,10 @@
 //! The Iceberg table format: the domain model, `metadata.json`, Avro manifests and manifest lists,
 //! finding the current metadata, and commits.
 
+pub mod avro;
 pub mod commit;
 pub mod locate;
-pub mod metadata;
-pub mod spec;
-pub mod avro;
 pub mod manifest;
 pub mod manifest_list;
+pub mod metadata;
+pub mod spec;

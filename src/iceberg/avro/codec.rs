@@ -59,11 +59,16 @@ impl Codec {
         match self {
             Codec::Null => Ok(data.to_vec()),
             Codec::Deflate => {
-                let mut enc = flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::default());
-                enc.write_all(data).and_then(|_| enc.finish()).map_err(|e| e.to_string())
+                let mut enc =
+                    flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::default());
+                enc.write_all(data)
+                    .and_then(|_| enc.finish())
+                    .map_err(|e| e.to_string())
             }
             Codec::Snappy => {
-                let mut out = snap::raw::Encoder::new().compress_vec(data).map_err(|e| e.to_string())?;
+                let mut out = snap::raw::Encoder::new()
+                    .compress_vec(data)
+                    .map_err(|e| e.to_string())?;
                 out.extend_from_slice(&crc32fast::hash(data).to_be_bytes());
                 Ok(out)
             }
@@ -78,7 +83,9 @@ fn read_capped(reader: impl Read, out: &mut Vec<u8>, codec: &str) -> Result<(), 
         .read_to_end(out)
         .map_err(|e| format!("{codec} block does not decompress: {e}"))?;
     if out.len() > MAX_BLOCK_BYTES {
-        return Err(format!("{codec} block decompresses to more than {MAX_BLOCK_BYTES} bytes"));
+        return Err(format!(
+            "{codec} block decompresses to more than {MAX_BLOCK_BYTES} bytes"
+        ));
     }
     Ok(())
 }
@@ -91,7 +98,9 @@ fn decompress_snappy(data: &[u8], out: &mut Vec<u8>) -> Result<(), String> {
     let (compressed, crc) = data.split_at(split);
     let len = snap::raw::decompress_len(compressed).map_err(|e| format!("snappy block: {e}"))?;
     if len > MAX_BLOCK_BYTES {
-        return Err(format!("snappy block claims {len} bytes, more than {MAX_BLOCK_BYTES}"));
+        return Err(format!(
+            "snappy block claims {len} bytes, more than {MAX_BLOCK_BYTES}"
+        ));
     }
     out.resize(len, 0);
     snap::raw::Decoder::new()
@@ -110,7 +119,9 @@ mod tests {
 
     #[test]
     fn every_codec_round_trips() {
-        let data: Vec<u8> = (0..10_000u32).flat_map(|i| (i % 251).to_le_bytes()).collect();
+        let data: Vec<u8> = (0..10_000u32)
+            .flat_map(|i| (i % 251).to_le_bytes())
+            .collect();
         for codec in [Codec::Null, Codec::Deflate, Codec::Snappy, Codec::Zstandard] {
             let packed = codec.compress(&data).unwrap();
             let mut out = Vec::new();
@@ -125,7 +136,9 @@ mod tests {
         let mut packed = Codec::Snappy.compress(b"hello hello hello").unwrap();
         let last = packed.len() - 1;
         packed[last] ^= 1;
-        let err = Codec::Snappy.decompress(&packed, &mut Vec::new()).unwrap_err();
+        let err = Codec::Snappy
+            .decompress(&packed, &mut Vec::new())
+            .unwrap_err();
         assert!(err.contains("CRC32"), "{err}");
         assert!(Codec::Snappy.decompress(&[1, 2], &mut Vec::new()).is_err());
     }
@@ -133,7 +146,10 @@ mod tests {
     #[test]
     fn garbage_does_not_decompress() {
         for codec in [Codec::Deflate, Codec::Zstandard, Codec::Snappy] {
-            assert!(codec.decompress(&[0xff; 40], &mut Vec::new()).is_err(), "{codec:?}");
+            assert!(
+                codec.decompress(&[0xff; 40], &mut Vec::new()).is_err(),
+                "{codec:?}"
+            );
         }
         assert!(Codec::from_name(Some("bzip2")).is_err());
     }

@@ -58,29 +58,51 @@ impl<'a> Container<'a> {
     /// Parses the header of `bytes`; `file_name` is used in error messages.
     pub fn open(bytes: &'a [u8], file_name: &'a str) -> Result<Self> {
         let mut c = Cursor::new(bytes);
-        let magic = c.take(4).map_err(|_| bad(file_name, "file shorter than the Avro magic"))?;
+        let magic = c
+            .take(4)
+            .map_err(|_| bad(file_name, "file shorter than the Avro magic"))?;
         if magic != MAGIC {
-            return Err(bad(file_name, "not an Avro object container file (bad magic)"));
+            return Err(bad(
+                file_name,
+                "not an Avro object container file (bad magic)",
+            ));
         }
-        let metadata = read_metadata(&mut c).map_err(|m| bad(file_name, format!("header: {}", m.0)))?;
-        let sync_bytes = c.take(16).map_err(|_| bad(file_name, "header: missing sync marker"))?;
+        let metadata =
+            read_metadata(&mut c).map_err(|m| bad(file_name, format!("header: {}", m.0)))?;
+        let sync_bytes = c
+            .take(16)
+            .map_err(|_| bad(file_name, "header: missing sync marker"))?;
         let mut sync = [0u8; 16];
         sync.copy_from_slice(sync_bytes);
         let text = |key: &str| {
             metadata
                 .iter()
                 .find(|(k, _)| k == key)
-                .map(|(_, v)| std::str::from_utf8(v).map_err(|_| bad(file_name, format!("{key} is not UTF-8"))))
+                .map(|(_, v)| {
+                    std::str::from_utf8(v)
+                        .map_err(|_| bad(file_name, format!("{key} is not UTF-8")))
+                })
                 .transpose()
         };
         let schema_json = text("avro.schema")?
             .ok_or_else(|| bad(file_name, "header has no avro.schema"))?
             .to_string();
         let codec = Codec::from_name(text("avro.codec")?).map_err(|m| bad(file_name, m))?;
-        let schema = parse_schema(&schema_json).map_err(|m| bad(file_name, format!("avro.schema: {m}")))?;
+        let schema =
+            parse_schema(&schema_json).map_err(|m| bad(file_name, format!("avro.schema: {m}")))?;
         let body = &bytes[c.position()..];
-        let header = Header { metadata, schema_json, schema, codec, sync };
-        Ok(Container { header, file_name, body })
+        let header = Header {
+            metadata,
+            schema_json,
+            schema,
+            codec,
+            sync,
+        };
+        Ok(Container {
+            header,
+            file_name,
+            body,
+        })
     }
 
     /// Error for this file.
@@ -90,7 +112,10 @@ impl<'a> Container<'a> {
 
     /// Calls `datum` once per object of every block, with a cursor at the object's start. A block must
     /// be consumed exactly by its objects.
-    pub fn for_each_datum(&self, mut datum: impl FnMut(&mut Cursor<'_>) -> Decoded<()>) -> Result<()> {
+    pub fn for_each_datum(
+        &self,
+        mut datum: impl FnMut(&mut Cursor<'_>) -> Decoded<()>,
+    ) -> Result<()> {
         let mut scratch = Vec::new();
         let mut c = Cursor::new(self.body);
         let mut block_no = 0usize;
@@ -106,14 +131,21 @@ impl<'a> Container<'a> {
                 &scratch
             };
             if count > data.len() {
-                return Err(self.error(format!("block {block_no} claims {count} objects in {} bytes", data.len())));
+                return Err(self.error(format!(
+                    "block {block_no} claims {count} objects in {} bytes",
+                    data.len()
+                )));
             }
             let mut d = Cursor::new(data);
             for i in 0..count {
-                datum(&mut d).map_err(|m| self.error(format!("block {block_no}, object {i}: {}", m.0)))?;
+                datum(&mut d)
+                    .map_err(|m| self.error(format!("block {block_no}, object {i}: {}", m.0)))?;
             }
             if d.remaining() != 0 {
-                return Err(self.error(format!("block {block_no} has {} bytes after its objects", d.remaining())));
+                return Err(self.error(format!(
+                    "block {block_no} has {} bytes after its objects",
+                    d.remaining()
+                )));
             }
             block_no += 1;
         }
@@ -124,15 +156,23 @@ impl<'a> Container<'a> {
         let at = |m: Malformed| self.error(format!("block {block_no}: {}", m.0));
         let count = c.read_long().map_err(at)?;
         let size = c.read_long().map_err(at)?;
-        let count = usize::try_from(count).map_err(|_| self.error(format!("block {block_no}: negative count")))?;
-        let size = usize::try_from(size).map_err(|_| self.error(format!("block {block_no}: negative size")))?;
+        let count = usize::try_from(count)
+            .map_err(|_| self.error(format!("block {block_no}: negative count")))?;
+        let size = usize::try_from(size)
+            .map_err(|_| self.error(format!("block {block_no}: negative size")))?;
         if size > c.remaining() {
-            return Err(self.error(format!("block {block_no}: size {size} exceeds the file (truncated?)")));
+            return Err(self.error(format!(
+                "block {block_no}: size {size} exceeds the file (truncated?)"
+            )));
         }
         let data = c.take(size).map_err(at)?;
-        let sync = c.take(16).map_err(|_| self.error(format!("block {block_no}: missing sync marker")))?;
+        let sync = c
+            .take(16)
+            .map_err(|_| self.error(format!("block {block_no}: missing sync marker")))?;
         if sync != self.header.sync {
-            return Err(self.error(format!("block {block_no}: sync marker does not match the header")));
+            return Err(self.error(format!(
+                "block {block_no}: sync marker does not match the header"
+            )));
         }
         Ok((count, data))
     }
@@ -184,11 +224,20 @@ impl ContainerWriter {
         out.push(0);
         let sync = uuid::Uuid::new_v4().into_bytes();
         out.extend_from_slice(&sync);
-        ContainerWriter { out, sync, codec, block: Vec::new(), block_count: 0 }
+        ContainerWriter {
+            out,
+            sync,
+            codec,
+            block: Vec::new(),
+            block_count: 0,
+        }
     }
 
     /// Appends one object encoded by `encode` into the current block.
-    pub fn append<E>(&mut self, encode: impl FnOnce(&mut Vec<u8>) -> std::result::Result<(), E>) -> Result<(), E> {
+    pub fn append<E>(
+        &mut self,
+        encode: impl FnOnce(&mut Vec<u8>) -> std::result::Result<(), E>,
+    ) -> Result<(), E> {
         let mark = self.block.len();
         if let Err(e) = encode(&mut self.block) {
             self.block.truncate(mark);
@@ -208,10 +257,12 @@ impl ContainerWriter {
         if self.block_count == 0 {
             return Ok(());
         }
-        let packed = self
-            .codec
-            .compress(&self.block)
-            .map_err(|m| Error::logical(format!("Avro {} compression failed: {m}", self.codec.name())))?;
+        let packed = self.codec.compress(&self.block).map_err(|m| {
+            Error::logical(format!(
+                "Avro {} compression failed: {m}",
+                self.codec.name()
+            ))
+        })?;
         write_long(&mut self.out, self.block_count as i64);
         write_long(&mut self.out, packed.len() as i64);
         self.out.extend_from_slice(&packed);

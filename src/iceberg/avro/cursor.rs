@@ -140,10 +140,15 @@ impl<'a> Cursor<'a> {
     /// The header of an array or map block: item count (0 ends the value) and, for the negative-count
     /// form, the block's byte size. The count is bounded by the remaining bytes unless `items_may_be_empty`.
     #[inline]
-    pub fn read_block_header(&mut self, items_may_be_empty: bool) -> Decoded<(usize, Option<usize>)> {
+    pub fn read_block_header(
+        &mut self,
+        items_may_be_empty: bool,
+    ) -> Decoded<(usize, Option<usize>)> {
         let count = self.read_long()?;
         let (count, size) = if count < 0 {
-            let count = count.checked_neg().ok_or(Malformed("block count overflows"))?;
+            let count = count
+                .checked_neg()
+                .ok_or(Malformed("block count overflows"))?;
             (count, Some(self.read_len()?))
         } else {
             (count, None)
@@ -206,7 +211,18 @@ mod tests {
 
     #[test]
     fn longs_round_trip() {
-        for v in [0i64, 1, -1, 63, -64, 64, 300, i32::MAX as i64, i64::MAX, i64::MIN] {
+        for v in [
+            0i64,
+            1,
+            -1,
+            63,
+            -64,
+            64,
+            300,
+            i32::MAX as i64,
+            i64::MAX,
+            i64::MIN,
+        ] {
             let mut buf = Vec::new();
             write_long(&mut buf, v);
             let mut c = Cursor::new(&buf);

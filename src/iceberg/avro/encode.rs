@@ -87,7 +87,9 @@ fn encode_at(out: &mut Vec<u8>, node: &Node, value: &Value, path: &str) -> Resul
     match (node, value) {
         (Node::Null, Value::Null) => {}
         (Node::Boolean, Value::Boolean(b)) => out.push(u8::from(*b)),
-        (Node::Int, Value::Int(v) | Value::Date(v) | Value::TimeMillis(v)) => write_long(out, i64::from(*v)),
+        (Node::Int, Value::Int(v) | Value::Date(v) | Value::TimeMillis(v)) => {
+            write_long(out, i64::from(*v))
+        }
         (Node::Long, v) if as_i64(v).is_some() => write_long(out, as_i64(v).unwrap_or_default()),
         (Node::Float, Value::Float(f)) => out.extend_from_slice(&f.to_le_bytes()),
         (Node::Double, Value::Double(f)) => out.extend_from_slice(&f.to_le_bytes()),
@@ -99,7 +101,10 @@ fn encode_at(out: &mut Vec<u8>, node: &Node, value: &Value, path: &str) -> Resul
             _ => return Err(mismatch(path, node, value)),
         },
         (Node::Enum { symbols, .. }, Value::Enum(_, s) | Value::String(s)) => {
-            let i = symbols.iter().position(|x| x == s).ok_or_else(|| mismatch(path, node, value))?;
+            let i = symbols
+                .iter()
+                .position(|x| x == s)
+                .ok_or_else(|| mismatch(path, node, value))?;
             write_long(out, i as i64);
         }
         (Node::Union(branches), value) => encode_union(out, branches, value, path)?,
@@ -126,7 +131,11 @@ fn encode_at(out: &mut Vec<u8>, node: &Node, value: &Value, path: &str) -> Resul
         }
         (Node::Record(record), Value::Record(fields)) => {
             for f in &record.fields {
-                let sub = if path.is_empty() { f.name.clone() } else { format!("{path}.{}", f.name) };
+                let sub = if path.is_empty() {
+                    f.name.clone()
+                } else {
+                    format!("{path}.{}", f.name)
+                };
                 match fields.iter().find(|(n, _)| *n == f.name) {
                     Some((_, v)) => encode_at(out, &f.node, v, &sub)?,
                     None => encode_at(out, &f.node, &Value::Null, &sub)?,
@@ -138,7 +147,12 @@ fn encode_at(out: &mut Vec<u8>, node: &Node, value: &Value, path: &str) -> Resul
     Ok(())
 }
 
-fn encode_union(out: &mut Vec<u8>, branches: &[Node], value: &Value, path: &str) -> Result<(), String> {
+fn encode_union(
+    out: &mut Vec<u8>,
+    branches: &[Node],
+    value: &Value,
+    path: &str,
+) -> Result<(), String> {
     if let Value::Union(i, inner) = value {
         if let Some(branch) = branches.get(*i as usize) {
             if accepts(branch, inner) {
@@ -173,25 +187,34 @@ mod tests {
         let v = Value::Record(vec![
             ("a".into(), Value::Int(5)),
             ("c".into(), Value::Long(-3)),
-            ("d".into(), Value::Array(vec![Value::Int(1), Value::Long(2)])),
+            (
+                "d".into(),
+                Value::Array(vec![Value::Int(1), Value::Long(2)]),
+            ),
         ]);
         let mut out = Vec::new();
         encode_value(&mut out, &node, &v).unwrap();
-        let back = decode_value(&mut crate::iceberg::avro::cursor::Cursor::new(&out), &node).unwrap();
+        let back =
+            decode_value(&mut crate::iceberg::avro::cursor::Cursor::new(&out), &node).unwrap();
         assert_eq!(
             back,
             Value::Record(vec![
                 ("a".into(), Value::Long(5)),
                 ("b".into(), Value::Union(0, Box::new(Value::Null))),
                 ("c".into(), Value::Union(0, Box::new(Value::Long(-3)))),
-                ("d".into(), Value::Array(vec![Value::Long(1), Value::Long(2)])),
+                (
+                    "d".into(),
+                    Value::Array(vec![Value::Long(1), Value::Long(2)])
+                ),
             ])
         );
     }
 
     #[test]
     fn mismatch_names_the_path() {
-        let node = parse_schema(r#"{"type":"record","name":"r","fields":[{"name":"a","type":"long"}]}"#).unwrap();
+        let node =
+            parse_schema(r#"{"type":"record","name":"r","fields":[{"name":"a","type":"long"}]}"#)
+                .unwrap();
         let err = encode_value(&mut Vec::new(), &node, &Value::Record(vec![])).unwrap_err();
         assert!(err.contains("value at a"), "{err}");
     }

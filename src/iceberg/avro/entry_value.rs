@@ -92,7 +92,13 @@ fn map_pairs(v: Option<Value>, name: &str) -> Result<Option<Vec<(i32, Value)>>, 
             .map(Some),
         Some(Value::Map(m)) => m
             .into_iter()
-            .map(|(k, v)| Ok((k.parse::<i32>().map_err(|_| format!("{name} key '{k}' is not an int"))?, v)))
+            .map(|(k, v)| {
+                Ok((
+                    k.parse::<i32>()
+                        .map_err(|_| format!("{name} key '{k}' is not an int"))?,
+                    v,
+                ))
+            })
             .collect::<Result<Vec<_>, _>>()
             .map(Some),
         Some(other) => Err(format!("{name} is not a map: {other:?}")),
@@ -101,7 +107,12 @@ fn map_pairs(v: Option<Value>, name: &str) -> Result<Option<Vec<(i32, Value)>>, 
 
 fn long_map(v: Option<Value>, name: &str) -> Result<Option<BTreeMap<i32, i64>>, String> {
     map_pairs(v, name)?
-        .map(|pairs| pairs.into_iter().map(|(k, v)| Ok((k, req_long(Some(v), name)?))).collect())
+        .map(|pairs| {
+            pairs
+                .into_iter()
+                .map(|(k, v)| Ok((k, req_long(Some(v), name)?)))
+                .collect()
+        })
         .transpose()
 }
 
@@ -122,13 +133,22 @@ pub fn entry_from_value(v: Value) -> Result<ManifestEntry, String> {
         return Err("manifest entry is not a record".into());
     };
     let status = opt_int(take(&mut f, "status"), "status")?.ok_or("status is missing or null")?;
-    let status = EntryStatus::from_i32(status).ok_or_else(|| format!("status {status} is not 0, 1 or 2"))?;
+    let status =
+        EntryStatus::from_i32(status).ok_or_else(|| format!("status {status} is not 0, 1 or 2"))?;
     let snapshot_id = opt_long(take(&mut f, "snapshot_id"), "snapshot_id")?;
     let sequence_number = opt_long(take(&mut f, "sequence_number"), "sequence_number")?;
-    let file_sequence_number = opt_long(take(&mut f, "file_sequence_number"), "file_sequence_number")?;
+    let file_sequence_number =
+        opt_long(take(&mut f, "file_sequence_number"), "file_sequence_number")?;
     let data_file = take(&mut f, "data_file").ok_or("data_file is missing")?;
     let data_file = data_file_from_value(data_file)?;
-    Ok(ManifestEntry { status, snapshot_id, sequence_number, file_sequence_number, data_file, extra: f })
+    Ok(ManifestEntry {
+        status,
+        snapshot_id,
+        sequence_number,
+        file_sequence_number,
+        data_file,
+        extra: f,
+    })
 }
 
 fn data_file_from_value(v: Value) -> Result<DataFile, String> {
@@ -136,8 +156,10 @@ fn data_file_from_value(v: Value) -> Result<DataFile, String> {
         return Err("data_file is not a record".into());
     };
     let content = opt_int(take(&mut f, "content"), "data_file.content")?.unwrap_or(0);
-    let content = DataContent::from_i32(content).ok_or_else(|| format!("data_file.content {content} is invalid"))?;
-    let file_path = opt_string(take(&mut f, "file_path"), "file_path")?.ok_or("file_path is missing or null")?;
+    let content = DataContent::from_i32(content)
+        .ok_or_else(|| format!("data_file.content {content} is invalid"))?;
+    let file_path = opt_string(take(&mut f, "file_path"), "file_path")?
+        .ok_or("file_path is missing or null")?;
     Ok(DataFile {
         content,
         file_path,
@@ -155,13 +177,23 @@ fn data_file_from_value(v: Value) -> Result<DataFile, String> {
         key_metadata: opt_bytes(take(&mut f, "key_metadata"), "key_metadata")?,
         split_offsets: opt_list(take(&mut f, "split_offsets"), "split_offsets")?,
         equality_ids: opt_list(take(&mut f, "equality_ids"), "equality_ids")?
-            .map(|ids| ids.into_iter().map(|i| i32::try_from(i).map_err(|_| "equality id out of range")).collect())
+            .map(|ids| {
+                ids.into_iter()
+                    .map(|i| i32::try_from(i).map_err(|_| "equality id out of range"))
+                    .collect()
+            })
             .transpose()?,
         sort_order_id: opt_int(take(&mut f, "sort_order_id"), "sort_order_id")?,
         first_row_id: opt_long(take(&mut f, "first_row_id"), "first_row_id")?,
-        referenced_data_file: opt_string(take(&mut f, "referenced_data_file"), "referenced_data_file")?,
+        referenced_data_file: opt_string(
+            take(&mut f, "referenced_data_file"),
+            "referenced_data_file",
+        )?,
         content_offset: opt_long(take(&mut f, "content_offset"), "content_offset")?,
-        content_size_in_bytes: opt_long(take(&mut f, "content_size_in_bytes"), "content_size_in_bytes")?,
+        content_size_in_bytes: opt_long(
+            take(&mut f, "content_size_in_bytes"),
+            "content_size_in_bytes",
+        )?,
         extra: f,
     })
 }
@@ -174,7 +206,12 @@ fn map_value<V: Clone>(m: &Option<BTreeMap<i32, V>>, f: impl Fn(V) -> Value) -> 
     opt(m.as_ref(), |m| {
         Value::Array(
             m.iter()
-                .map(|(k, v)| Value::Record(vec![("key".into(), Value::Int(*k)), ("value".into(), f(v.clone()))]))
+                .map(|(k, v)| {
+                    Value::Record(vec![
+                        ("key".into(), Value::Int(*k)),
+                        ("value".into(), f(v.clone())),
+                    ])
+                })
                 .collect(),
         )
     })
@@ -189,29 +226,78 @@ pub fn entry_to_value(e: &ManifestEntry) -> Value {
         ("file_format".into(), Value::String(d.file_format.clone())),
         ("partition".into(), d.partition.clone()),
         ("record_count".into(), Value::Long(d.record_count)),
-        ("file_size_in_bytes".into(), Value::Long(d.file_size_in_bytes)),
-        ("block_size_in_bytes".into(), Value::Long(d.block_size_in_bytes.unwrap_or(DEFAULT_BLOCK_SIZE))),
-        ("column_sizes".into(), map_value(&d.column_sizes, Value::Long)),
-        ("value_counts".into(), map_value(&d.value_counts, Value::Long)),
-        ("null_value_counts".into(), map_value(&d.null_value_counts, Value::Long)),
-        ("nan_value_counts".into(), map_value(&d.nan_value_counts, Value::Long)),
-        ("lower_bounds".into(), map_value(&d.lower_bounds, Value::Bytes)),
-        ("upper_bounds".into(), map_value(&d.upper_bounds, Value::Bytes)),
-        ("key_metadata".into(), opt(d.key_metadata.clone(), Value::Bytes)),
-        ("split_offsets".into(), opt(d.split_offsets.as_ref(), |v| Value::Array(v.iter().map(|i| Value::Long(*i)).collect()))),
-        ("equality_ids".into(), opt(d.equality_ids.as_ref(), |v| Value::Array(v.iter().map(|i| Value::Int(*i)).collect()))),
+        (
+            "file_size_in_bytes".into(),
+            Value::Long(d.file_size_in_bytes),
+        ),
+        (
+            "block_size_in_bytes".into(),
+            Value::Long(d.block_size_in_bytes.unwrap_or(DEFAULT_BLOCK_SIZE)),
+        ),
+        (
+            "column_sizes".into(),
+            map_value(&d.column_sizes, Value::Long),
+        ),
+        (
+            "value_counts".into(),
+            map_value(&d.value_counts, Value::Long),
+        ),
+        (
+            "null_value_counts".into(),
+            map_value(&d.null_value_counts, Value::Long),
+        ),
+        (
+            "nan_value_counts".into(),
+            map_value(&d.nan_value_counts, Value::Long),
+        ),
+        (
+            "lower_bounds".into(),
+            map_value(&d.lower_bounds, Value::Bytes),
+        ),
+        (
+            "upper_bounds".into(),
+            map_value(&d.upper_bounds, Value::Bytes),
+        ),
+        (
+            "key_metadata".into(),
+            opt(d.key_metadata.clone(), Value::Bytes),
+        ),
+        (
+            "split_offsets".into(),
+            opt(d.split_offsets.as_ref(), |v| {
+                Value::Array(v.iter().map(|i| Value::Long(*i)).collect())
+            }),
+        ),
+        (
+            "equality_ids".into(),
+            opt(d.equality_ids.as_ref(), |v| {
+                Value::Array(v.iter().map(|i| Value::Int(*i)).collect())
+            }),
+        ),
         ("sort_order_id".into(), opt(d.sort_order_id, Value::Int)),
         ("first_row_id".into(), opt(d.first_row_id, Value::Long)),
-        ("referenced_data_file".into(), opt(d.referenced_data_file.clone(), Value::String)),
+        (
+            "referenced_data_file".into(),
+            opt(d.referenced_data_file.clone(), Value::String),
+        ),
         ("content_offset".into(), opt(d.content_offset, Value::Long)),
-        ("content_size_in_bytes".into(), opt(d.content_size_in_bytes, Value::Long)),
+        (
+            "content_size_in_bytes".into(),
+            opt(d.content_size_in_bytes, Value::Long),
+        ),
     ];
     df.extend(d.extra.iter().cloned());
     let mut entry: Fields = vec![
         ("status".into(), Value::Int(e.status as i32)),
         ("snapshot_id".into(), opt(e.snapshot_id, Value::Long)),
-        ("sequence_number".into(), opt(e.sequence_number, Value::Long)),
-        ("file_sequence_number".into(), opt(e.file_sequence_number, Value::Long)),
+        (
+            "sequence_number".into(),
+            opt(e.sequence_number, Value::Long),
+        ),
+        (
+            "file_sequence_number".into(),
+            opt(e.file_sequence_number, Value::Long),
+        ),
         ("data_file".into(), Value::Record(df)),
     ];
     entry.extend(e.extra.iter().cloned());

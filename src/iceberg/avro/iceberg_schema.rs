@@ -180,7 +180,10 @@ mod tests {
             let list = parse_schema(&manifest_list_schema(v)).unwrap();
             let list = list.as_record().unwrap();
             assert_eq!(list.name, "manifest_file");
-            assert_eq!(list.field("sequence_number").is_some(), v != FormatVersion::V1);
+            assert_eq!(
+                list.field("sequence_number").is_some(),
+                v != FormatVersion::V1
+            );
         }
     }
 }

@@ -78,13 +78,25 @@ impl ManifestWriter {
         let mut metadata = vec![
             ("schema".to_string(), opts.table_schema_json.to_string()),
             ("partition-spec".to_string(), spec_fields.to_string()),
-            ("partition-spec-id".to_string(), opts.partition_spec_id.to_string()),
-            ("format-version".to_string(), opts.format_version.number().to_string()),
+            (
+                "partition-spec-id".to_string(),
+                opts.partition_spec_id.to_string(),
+            ),
+            (
+                "format-version".to_string(),
+                opts.format_version.number().to_string(),
+            ),
         ];
         if opts.format_version >= FormatVersion::V2 {
-            metadata.push(("content".to_string(), content_name(opts.content).to_string()));
+            metadata.push((
+                "content".to_string(),
+                content_name(opts.content).to_string(),
+            ));
         }
-        let metadata: Vec<_> = metadata.into_iter().map(|(k, v)| (k, v.into_bytes())).collect();
+        let metadata: Vec<_> = metadata
+            .into_iter()
+            .map(|(k, v)| (k, v.into_bytes()))
+            .collect();
         let mut writer = Self::with_schema(&schema_json, &metadata, opts.codec)?;
         writer.summary = Some(SummaryBuilder::new(&fields));
         Ok(writer)
@@ -93,15 +105,25 @@ impl ManifestWriter {
     /// A rewrite of `manifest`: same writer schema and header, entries supplied anew.
     pub fn rewrite_of(manifest: &Manifest, codec: Codec) -> Result<Self> {
         let mut writer = Self::with_schema(&manifest.schema_json, &manifest.metadata, codec)?;
-        if let (Some(spec), Some(schema)) = (manifest.meta_str("partition-spec"), manifest.meta_str("schema")) {
-            writer.summary = partition_fields(spec, schema).ok().map(|f| SummaryBuilder::new(&f));
+        if let (Some(spec), Some(schema)) = (
+            manifest.meta_str("partition-spec"),
+            manifest.meta_str("schema"),
+        ) {
+            writer.summary = partition_fields(spec, schema)
+                .ok()
+                .map(|f| SummaryBuilder::new(&f));
         }
         Ok(writer)
     }
 
     /// A manifest with this writer schema and header metadata (`avro.*` keys are replaced).
-    pub fn with_schema(schema_json: &str, metadata: &[(String, Vec<u8>)], codec: Codec) -> Result<Self> {
-        let node = parse_schema(schema_json).map_err(|m| Error::bad_arguments(format!("manifest schema: {m}")))?;
+    pub fn with_schema(
+        schema_json: &str,
+        metadata: &[(String, Vec<u8>)],
+        codec: Codec,
+    ) -> Result<Self> {
+        let node = parse_schema(schema_json)
+            .map_err(|m| Error::bad_arguments(format!("manifest schema: {m}")))?;
         let meta = |key: &str| {
             metadata
                 .iter()
@@ -116,7 +138,9 @@ impl ManifestWriter {
             Some("deletes") => ManifestContent::Deletes,
             _ => ManifestContent::Data,
         };
-        let partition_spec_id = meta("partition-spec-id").and_then(|v| v.parse().ok()).unwrap_or(0);
+        let partition_spec_id = meta("partition-spec-id")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0);
         Ok(ManifestWriter {
             container: ContainerWriter::new(schema_json, metadata, codec),
             node,
@@ -141,7 +165,9 @@ impl ManifestWriter {
             )));
         }
         if self.format_version == FormatVersion::V1 && entry.snapshot_id.is_none() {
-            return Err(Error::bad_arguments(format!("{path}: v1 manifest entries need a snapshot_id")));
+            return Err(Error::bad_arguments(format!(
+                "{path}: v1 manifest entries need a snapshot_id"
+            )));
         }
         let value = entry_to_value(entry);
         self.container
@@ -155,7 +181,8 @@ impl ManifestWriter {
         slot.1 += entry.data_file.record_count;
         if entry.status.is_live() {
             if let Some(seq) = entry.sequence_number {
-                self.min_sequence_number = Some(self.min_sequence_number.map_or(seq, |m| m.min(seq)));
+                self.min_sequence_number =
+                    Some(self.min_sequence_number.map_or(seq, |m| m.min(seq)));
             }
         }
         if let Some(summary) = &mut self.summary {
@@ -180,7 +207,12 @@ impl ManifestWriter {
 impl WrittenManifest {
     /// The manifest-list entry for this manifest stored at `path`, added by `snapshot_id` with
     /// `sequence_number` (which also stands in for the minimum when no entry carries one).
-    pub fn manifest_file(&self, path: impl Into<String>, snapshot_id: SnapshotId, sequence_number: i64) -> ManifestFile {
+    pub fn manifest_file(
+        &self,
+        path: impl Into<String>,
+        snapshot_id: SnapshotId,
+        sequence_number: i64,
+    ) -> ManifestFile {
         let [existing, added, deleted] = self.counts;
         ManifestFile {
             manifest_path: path.into(),

@@ -30,18 +30,41 @@ pub fn partition_fields(spec_json: &str, table_schema_json: &str) -> Result<Vec<
     let spec: Json = serde_json::from_str(spec_json).map_err(|e| bad(e.to_string()))?;
     let schema: Json = serde_json::from_str(table_schema_json)
         .map_err(|e| Error::bad_arguments(format!("table schema: {e}")))?;
-    let fields = spec.get("fields").unwrap_or(&spec).as_array().ok_or_else(|| bad("no fields".into()))?;
+    let fields = spec
+        .get("fields")
+        .unwrap_or(&spec)
+        .as_array()
+        .ok_or_else(|| bad("no fields".into()))?;
     let mut out = Vec::with_capacity(fields.len());
     for f in fields {
-        let name = f.get("name").and_then(Json::as_str).ok_or_else(|| bad("field without name".into()))?;
-        let source_id = f.get("source-id").and_then(Json::as_i64).ok_or_else(|| bad(format!("{name}: no source-id")))?;
-        let field_id = f.get("field-id").and_then(Json::as_i64).and_then(|v| i32::try_from(v).ok());
+        let name = f
+            .get("name")
+            .and_then(Json::as_str)
+            .ok_or_else(|| bad("field without name".into()))?;
+        let source_id = f
+            .get("source-id")
+            .and_then(Json::as_i64)
+            .ok_or_else(|| bad(format!("{name}: no source-id")))?;
+        let field_id = f
+            .get("field-id")
+            .and_then(Json::as_i64)
+            .and_then(|v| i32::try_from(v).ok());
         let field_id = field_id.ok_or_else(|| bad(format!("{name}: no field-id")))?;
-        let transform = f.get("transform").and_then(Json::as_str).unwrap_or("identity");
-        let source = find_type(&schema, source_id)
-            .ok_or_else(|| bad(format!("{name}: source column {source_id} is not a primitive of the schema")))?;
+        let transform = f
+            .get("transform")
+            .and_then(Json::as_str)
+            .unwrap_or("identity");
+        let source = find_type(&schema, source_id).ok_or_else(|| {
+            bad(format!(
+                "{name}: source column {source_id} is not a primitive of the schema"
+            ))
+        })?;
         let result_type = transform_result(transform, &source).map_err(bad)?;
-        out.push(PartitionField { name: name.to_string(), field_id, result_type });
+        out.push(PartitionField {
+            name: name.to_string(),
+            field_id,
+            result_type,
+        });
     }
     Ok(out)
 }
@@ -73,7 +96,8 @@ fn transform_result(transform: &str, source: &str) -> Result<String, String> {
 
 /// The Avro type of one Iceberg primitive type.
 pub fn avro_type(iceberg: &str) -> Result<Json> {
-    let ts = |unit: &str, utc: bool| json!({"type": "long", "logicalType": unit, "adjust-to-utc": utc});
+    let ts =
+        |unit: &str, utc: bool| json!({"type": "long", "logicalType": unit, "adjust-to-utc": utc});
     Ok(match iceberg {
         "boolean" | "int" | "long" | "float" | "double" | "string" => json!(iceberg),
         "binary" => json!("bytes"),
@@ -89,12 +113,19 @@ pub fn avro_type(iceberg: &str) -> Result<Json> {
 }
 
 fn compound_type(iceberg: &str) -> Result<Json> {
-    let unsupported = || Error::not_implemented(format!("partition type '{iceberg}' is not supported"));
-    if let Some(len) = iceberg.strip_prefix("fixed[").and_then(|s| s.strip_suffix(']')) {
+    let unsupported =
+        || Error::not_implemented(format!("partition type '{iceberg}' is not supported"));
+    if let Some(len) = iceberg
+        .strip_prefix("fixed[")
+        .and_then(|s| s.strip_suffix(']'))
+    {
         let len: usize = len.trim().parse().map_err(|_| unsupported())?;
         return Ok(json!({"type": "fixed", "name": format!("fixed_{len}"), "size": len}));
     }
-    let inner = iceberg.strip_prefix("decimal(").and_then(|s| s.strip_suffix(')')).ok_or_else(unsupported)?;
+    let inner = iceberg
+        .strip_prefix("decimal(")
+        .and_then(|s| s.strip_suffix(')'))
+        .ok_or_else(unsupported)?;
     let (p, s) = inner.split_once(',').ok_or_else(unsupported)?;
     let precision: u32 = p.trim().parse().map_err(|_| unsupported())?;
     let scale: u32 = s.trim().parse().map_err(|_| unsupported())?;
@@ -169,9 +200,14 @@ impl SummaryBuilder {
 
     /// Adds one partition tuple (a `Value::Record`, fields matched by name).
     pub fn update(&mut self, tuple: &Value) {
-        let Value::Record(values) = strip_union(tuple) else { return };
+        let Value::Record(values) = strip_union(tuple) else {
+            return;
+        };
         for f in &mut self.fields {
-            let v = values.iter().find(|(n, _)| *n == f.name).map(|(_, v)| strip_union(v));
+            let v = values
+                .iter()
+                .find(|(n, _)| *n == f.name)
+                .map(|(_, v)| strip_union(v));
             match v.map(|v| bound(&f.result_type, v)) {
                 None | Some(Err(true)) => f.contains_null = true,
                 Some(Err(false)) => f.contains_nan = true,
@@ -213,15 +249,18 @@ fn bound(result_type: &str, v: &Value) -> Result<Option<Bound>, bool> {
             int(i64::from(*i), i.to_le_bytes().to_vec())
         }
         Value::Int(i) => int(i64::from(*i), i64::from(*i).to_le_bytes().to_vec()),
-        Value::Long(i) | Value::TimeMicros(i) | Value::TimestampMicros(i) | Value::TimestampNanos(i) => {
-            int(*i, i.to_le_bytes().to_vec())
-        }
+        Value::Long(i)
+        | Value::TimeMicros(i)
+        | Value::TimestampMicros(i)
+        | Value::TimestampNanos(i) => int(*i, i.to_le_bytes().to_vec()),
         Value::Float(f) if f.is_nan() => Err(false),
         Value::Double(f) if f.is_nan() => Err(false),
         Value::Float(f) => Ok(Some(Bound::Number(f64::from(*f), f.to_le_bytes().to_vec()))),
         Value::Double(f) => Ok(Some(Bound::Number(*f, f.to_le_bytes().to_vec()))),
         Value::String(s) => Ok(Some(Bound::Bytes(s.as_bytes().to_vec()))),
-        Value::Bytes(b) | Value::Fixed(_, b) if !result_type.starts_with("decimal") => Ok(Some(Bound::Bytes(b.clone()))),
+        Value::Bytes(b) | Value::Fixed(_, b) if !result_type.starts_with("decimal") => {
+            Ok(Some(Bound::Bytes(b.clone())))
+        }
         Value::Uuid(u) => Ok(Some(Bound::Bytes(u.as_bytes().to_vec()))),
         _ => Ok(None),
     }
@@ -266,14 +305,28 @@ mod tests {
     #[test]
     fn summaries_track_null_nan_and_bounds() {
         let fields = vec![
-            PartitionField { name: "a".into(), field_id: 1000, result_type: "int".into() },
-            PartitionField { name: "d".into(), field_id: 1001, result_type: "double".into() },
+            PartitionField {
+                name: "a".into(),
+                field_id: 1000,
+                result_type: "int".into(),
+            },
+            PartitionField {
+                name: "d".into(),
+                field_id: 1001,
+                result_type: "double".into(),
+            },
         ];
         let mut b = SummaryBuilder::new(&fields);
-        for (a, d) in [(Value::Int(5), Value::Double(1.5)), (Value::Int(-2), Value::Double(f64::NAN))] {
+        for (a, d) in [
+            (Value::Int(5), Value::Double(1.5)),
+            (Value::Int(-2), Value::Double(f64::NAN)),
+        ] {
             b.update(&Value::Record(vec![("a".into(), a), ("d".into(), d)]));
         }
-        b.update(&Value::Record(vec![("a".into(), Value::Null), ("d".into(), Value::Double(-1.0))]));
+        b.update(&Value::Record(vec![
+            ("a".into(), Value::Null),
+            ("d".into(), Value::Double(-1.0)),
+        ]));
         let s = b.finish();
         assert!(s[0].contains_null && !s[1].contains_null);
         assert_eq!(s[0].lower_bound, Some((-2i32).to_le_bytes().to_vec()));

@@ -74,7 +74,13 @@ pub fn find_field(record: &Record, name: &str, id: i32) -> Option<usize> {
 }
 
 fn shape_of(node: &Node, want_string: bool) -> Option<Shape> {
-    let fits = |n: &Node| if want_string { matches!(n, Node::String) } else { matches!(n, Node::Int | Node::Long) };
+    let fits = |n: &Node| {
+        if want_string {
+            matches!(n, Node::String)
+        } else {
+            matches!(n, Node::Int | Node::Long)
+        }
+    };
     match node {
         Node::Union(b) if b.len() == 2 => match (&b[0], &b[1]) {
             (Node::Null, t) if fits(t) => Some(Shape::Nullable { null_index: 0 }),
@@ -86,14 +92,28 @@ fn shape_of(node: &Node, want_string: bool) -> Option<Shape> {
     }
 }
 
-fn compile(record: &Record, wanted: &[(&str, i32, Slot)], data_file: Option<Vec<Step>>) -> Result<Vec<Step>, String> {
-    let mut steps: Vec<Step> = record.fields.iter().map(|f| Step::Skip(f.node.clone())).collect();
+fn compile(
+    record: &Record,
+    wanted: &[(&str, i32, Slot)],
+    data_file: Option<Vec<Step>>,
+) -> Result<Vec<Step>, String> {
+    let mut steps: Vec<Step> = record
+        .fields
+        .iter()
+        .map(|f| Step::Skip(f.node.clone()))
+        .collect();
     for (name, id, slot) in wanted {
-        let Some(i) = find_field(record, name, *id) else { continue };
+        let Some(i) = find_field(record, name, *id) else {
+            continue;
+        };
         let want_string = matches!(slot, Slot::FilePath | Slot::ReferencedDataFile);
         let shape = shape_of(&record.fields[i].node, want_string)
             .ok_or_else(|| format!("field {name} has an unexpected Avro type"))?;
-        steps[i] = if want_string { Step::Str(*slot, shape) } else { Step::Long(*slot, shape) };
+        steps[i] = if want_string {
+            Step::Str(*slot, shape)
+        } else {
+            Step::Long(*slot, shape)
+        };
     }
     if let Some(sub) = data_file {
         let i = find_field(record, "data_file", 2).ok_or("schema has no data_file field")?;
@@ -106,10 +126,20 @@ impl EntryPlan {
     /// Compiles the plan for a manifest-entry writer schema; the error says which required field is
     /// missing or mistyped.
     pub fn new(schema: &Node) -> Result<EntryPlan, String> {
-        let entry = schema.as_record().ok_or("manifest schema is not a record")?;
-        let df_index = find_field(entry, "data_file", 2).ok_or("manifest schema has no data_file field")?;
-        let data_file = entry.fields[df_index].node.as_record().ok_or("data_file is not a record")?;
-        for (name, id) in [("file_path", 100), ("record_count", 103), ("file_size_in_bytes", 104)] {
+        let entry = schema
+            .as_record()
+            .ok_or("manifest schema is not a record")?;
+        let df_index =
+            find_field(entry, "data_file", 2).ok_or("manifest schema has no data_file field")?;
+        let data_file = entry.fields[df_index]
+            .node
+            .as_record()
+            .ok_or("data_file is not a record")?;
+        for (name, id) in [
+            ("file_path", 100),
+            ("record_count", 103),
+            ("file_size_in_bytes", 104),
+        ] {
             if find_field(data_file, name, id).is_none() {
                 return Err(format!("manifest schema has no data_file.{name} field"));
             }
@@ -144,8 +174,11 @@ impl EntryPlan {
             sequence_number: p.longs[Slot::SequenceNumber as usize],
             file_sequence_number: p.longs[Slot::FileSequenceNumber as usize],
             content,
-            file_path: p.file_path.ok_or(Malformed("data_file.file_path is null"))?,
-            record_count: p.longs[Slot::RecordCount as usize].ok_or(Malformed("data_file.record_count is null"))?,
+            file_path: p
+                .file_path
+                .ok_or(Malformed("data_file.file_path is null"))?,
+            record_count: p.longs[Slot::RecordCount as usize]
+                .ok_or(Malformed("data_file.record_count is null"))?,
             file_size_in_bytes: p.longs[Slot::FileSize as usize]
                 .ok_or(Malformed("data_file.file_size_in_bytes is null"))?,
             first_row_id: p.longs[Slot::FirstRowId as usize],

@@ -107,7 +107,10 @@ const PRIMITIVES: [(&str, Node); 8] = [
 ];
 
 fn primitive(name: &str) -> Option<Node> {
-    PRIMITIVES.iter().find(|(n, _)| *n == name).map(|(_, node)| node.clone())
+    PRIMITIVES
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, node)| node.clone())
 }
 
 fn full_name(name: &str, namespace: &str) -> String {
@@ -143,10 +146,16 @@ impl Names {
                     "array" => Ok(Node::Array(Box::new(self.child(obj, "items", namespace)?))),
                     "map" => Ok(Node::Map(Box::new(self.child(obj, "values", namespace)?))),
                     "fixed" => {
-                        let size = obj.get("size").and_then(Json::as_u64).ok_or("fixed without size")?;
+                        let size = obj
+                            .get("size")
+                            .and_then(Json::as_u64)
+                            .ok_or("fixed without size")?;
                         let size = usize::try_from(size).map_err(|_| "fixed size too large")?;
                         let name = self.declare(obj, namespace)?;
-                        let node = Node::Fixed { name: name.clone(), size };
+                        let node = Node::Fixed {
+                            name: name.clone(),
+                            size,
+                        };
                         self.defined.insert(name, node.clone());
                         Ok(node)
                     }
@@ -156,10 +165,17 @@ impl Names {
                             .and_then(Json::as_array)
                             .ok_or("enum without symbols")?
                             .iter()
-                            .map(|s| s.as_str().map(str::to_string).ok_or("enum symbol is not a string"))
+                            .map(|s| {
+                                s.as_str()
+                                    .map(str::to_string)
+                                    .ok_or("enum symbol is not a string")
+                            })
                             .collect::<Result<Vec<_>, _>>()?;
                         let name = self.declare(obj, namespace)?;
-                        let node = Node::Enum { name: name.clone(), symbols };
+                        let node = Node::Enum {
+                            name: name.clone(),
+                            symbols,
+                        };
                         self.defined.insert(name, node.clone());
                         Ok(node)
                     }
@@ -176,7 +192,9 @@ impl Names {
         key: &str,
         namespace: &str,
     ) -> Result<Node, String> {
-        let json = obj.get(key).ok_or_else(|| format!("schema without \"{key}\""))?;
+        let json = obj
+            .get(key)
+            .ok_or_else(|| format!("schema without \"{key}\""))?;
         self.node(json, namespace)
     }
 
@@ -195,28 +213,60 @@ impl Names {
             .ok_or_else(|| format!("unknown type {name}"))
     }
 
-    fn declare(&self, obj: &serde_json::Map<String, Json>, namespace: &str) -> Result<String, String> {
-        let name = obj.get("name").and_then(Json::as_str).ok_or("named type without a name")?;
-        let ns = obj.get("namespace").and_then(Json::as_str).unwrap_or(namespace);
+    fn declare(
+        &self,
+        obj: &serde_json::Map<String, Json>,
+        namespace: &str,
+    ) -> Result<String, String> {
+        let name = obj
+            .get("name")
+            .and_then(Json::as_str)
+            .ok_or("named type without a name")?;
+        let ns = obj
+            .get("namespace")
+            .and_then(Json::as_str)
+            .unwrap_or(namespace);
         Ok(full_name(name, ns))
     }
 
-    fn record(&mut self, obj: &serde_json::Map<String, Json>, namespace: &str) -> Result<Node, String> {
+    fn record(
+        &mut self,
+        obj: &serde_json::Map<String, Json>,
+        namespace: &str,
+    ) -> Result<Node, String> {
         let full = self.declare(obj, namespace)?;
-        let inner_ns = full.rsplit_once('.').map(|(ns, _)| ns.to_string()).unwrap_or_default();
-        let fields_json = obj.get("fields").and_then(Json::as_array).ok_or("record without fields")?;
+        let inner_ns = full
+            .rsplit_once('.')
+            .map(|(ns, _)| ns.to_string())
+            .unwrap_or_default();
+        let fields_json = obj
+            .get("fields")
+            .and_then(Json::as_array)
+            .ok_or("record without fields")?;
         self.in_progress.push(full.clone());
         let mut fields = Vec::with_capacity(fields_json.len());
         for f in fields_json {
-            let name = f.get("name").and_then(Json::as_str).ok_or("record field without a name")?;
-            let ty = f.get("type").ok_or_else(|| format!("field {name} without a type"))?;
+            let name = f
+                .get("name")
+                .and_then(Json::as_str)
+                .ok_or("record field without a name")?;
+            let ty = f
+                .get("type")
+                .ok_or_else(|| format!("field {name} without a type"))?;
             let node = self.node(ty, &inner_ns)?;
             let field_id = f.get("field-id").and_then(json_i32);
-            fields.push(Field { name: name.to_string(), node, field_id });
+            fields.push(Field {
+                name: name.to_string(),
+                node,
+                field_id,
+            });
         }
         self.in_progress.pop();
         let short = full.rsplit('.').next().unwrap_or(&full).to_string();
-        let node = Node::Record(Arc::new(Record { name: short, fields }));
+        let node = Node::Record(Arc::new(Record {
+            name: short,
+            fields,
+        }));
         self.defined.insert(full, node.clone());
         Ok(node)
     }

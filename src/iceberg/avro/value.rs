@@ -25,7 +25,9 @@ pub fn decode_value(c: &mut Cursor<'_>, node: &Node) -> Decoded<Value> {
         Node::String => Value::String(c.read_str()?.to_string()),
         Node::Fixed { size, .. } => Value::Fixed(*size, c.take(*size)?.to_vec()),
         Node::Enum { symbols, .. } => {
-            let i = c.read_branch(symbols.len()).map_err(|_| Malformed("enum index out of range"))?;
+            let i = c
+                .read_branch(symbols.len())
+                .map_err(|_| Malformed("enum index out of range"))?;
             Value::Enum(i as u32, symbols[i].clone())
         }
         Node::Union(branches) => {
