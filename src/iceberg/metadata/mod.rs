@@ -141,7 +141,8 @@ impl TableMetadata {
     }
 
     pub fn snapshot(&self, id: SnapshotId) -> Option<&Snapshot> {
-        self.view.snapshots.iter().find(|s| s.snapshot_id == id)
+        let index = *self.view.snapshot_index.get(&id)?;
+        self.view.snapshots.get(index)
     }
 
     /// Branches and tags in file order, with the implicit `main` of tables without one first.
