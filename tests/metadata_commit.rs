@@ -415,3 +415,94 @@ async fn ambiguous_tables_refuse_commits() {
         assert_eq!(err.kind(), ErrorKind::NotImplemented);
     }
 }
+
+/// Store requests per operation (what an S3 bill sees): locating reads one file after one listing;
+/// a commit is one conditional PUT (plus a GET and a PUT of the hint when there is one).
+#[tokio::test]
+async fn request_counts_of_locate_and_commit() {
+    let io = FileIO::memory();
+    let loc = "memory://bucket/counted";
+    for v in 1..=20 {
+        put_doc(
+            &io,
+            loc,
+            &format!("v{v}.metadata.json"),
+            &doc(loc, UUID_A, v, &[v]),
+        )
+        .await;
+    }
+    let counter = icetrim::io::RequestCounter::new();
+    let io = io.with_request_counter(counter.clone());
+    let located = locate(&io, loc, &MetadataSettings::default())
+        .await
+        .expect("located");
+    let c = counter.snapshot();
+    assert_eq!((c.list, c.get, c.put), (1, 1, 0), "{c:?}");
+    counter.reset();
+    committed(
+        commit(&io, &located, located.metadata.clone(), &opts(99))
+            .await
+            .expect("ok"),
+    )
+    .await;
+    let c = counter.snapshot();
+    assert_eq!((c.list, c.get, c.put), (0, 0, 1), "{c:?}");
+    counter.reset();
+    let by_uuid = MetadataSettings {
+        table_uuid: Some(UUID_A.into()),
+        ..MetadataSettings::default()
+    };
+    locate(&io, loc, &by_uuid).await.expect("located");
+    assert_eq!(
+        counter.snapshot().get,
+        21,
+        "the uuid filter reads every candidate"
+    );
+}
+
+/// A failed write is an error, not a conflict; a write that landed but reported failure is found by
+/// the next locate (the caller must treat an error as "outcome unknown" and delete nothing).
+#[tokio::test]
+async fn storage_failures_during_commit() {
+    use icetrim::io::{Fault, FaultInjector, FaultyStore};
+    use std::sync::Arc;
+    let injector = FaultInjector::new();
+    let store = FaultyStore::new(
+        Arc::new(object_store::memory::InMemory::new()),
+        injector.clone(),
+    );
+    let io = FileIO::from_store("memory://", Arc::new(store)).expect("io");
+    let loc = "memory://bucket/faulty";
+    put_doc(&io, loc, "v1.metadata.json", &doc(loc, UUID_A, 1, &[1])).await;
+    let located = locate(&io, loc, &MetadataSettings::default())
+        .await
+        .expect("located");
+
+    injector.fail_after(0, Fault::FailOnce);
+    let err = commit(&io, &located, located.metadata.clone(), &opts(9))
+        .await
+        .expect_err("failed PUT");
+    assert_ne!(err.kind(), ErrorKind::FileAlreadyExists);
+    injector.heal();
+    injector.fail_after(0, Fault::FailOnce);
+    let settings = MetadataSettings::default();
+    let retried =
+        commit_with_retries(&io, loc, &settings, 3, &opts(9), |m| Ok(Some(m.clone()))).await;
+    assert!(
+        retried.is_err(),
+        "a storage error is not retried as a conflict"
+    );
+    injector.heal();
+
+    injector.fail_after(0, Fault::CrashAfterApplying);
+    assert!(
+        commit(&io, &located, located.metadata.clone(), &opts(9))
+            .await
+            .is_err()
+    );
+    injector.heal();
+    let after = locate(&io, loc, &MetadataSettings::default())
+        .await
+        .expect("located");
+    assert_eq!(after.version, Some(2), "the write landed despite the error");
+}

@@ -14,6 +14,10 @@
 //! hint is `N` for a plain `vN.metadata.json` (what Java's Hadoop tables and ClickHouse read), the
 //! file name otherwise. A hint that already names a higher version is left alone (ClickHouse's rule).
 //!
+//! An `Err` from [`commit`] means the outcome is unknown (a store may apply a write and still report
+//! failure): callers must delete nothing and re-read before trying again. [`commit_with_retries`]
+//! retries conflicts only, never storage errors.
+//!
 //! Limitation: names with a random uuid (`<N>-<uuid>`) cannot collide, so two writers racing on such
 //! a table both succeed; only the `vN` scheme gets a real conflict from the store.
 

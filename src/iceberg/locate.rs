@@ -261,7 +261,7 @@ struct Chosen {
     candidate: Candidate,
     metadata: Option<TableMetadata>,
     ambiguous: bool,
-    /// Every candidate of the chosen version's rivals, for the hint check.
+    /// The other candidates of the chosen version, which a version hint may prefer.
     rivals: Vec<Candidate>,
 }
 

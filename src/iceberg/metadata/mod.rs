@@ -2,7 +2,7 @@
 //!
 //! A [`TableMetadata`] keeps the file's JSON object as parsed (serde_json with `preserve_order` and
 //! `arbitrary_precision`: member order and number text survive) next to a validated typed view
-//! ([`view`]). Reads go through the view; edits ([`edit`]) change only the JSON members they touch
+//! ([`view`]). Reads go through the view; edits (`edit.rs`) change only the JSON members they touch
 //! and then rebuild the view, so every field icetrim does not know — vendor keys, schemas, sort
 //! orders, encryption keys — is written back exactly as it was read.
 
@@ -141,7 +141,8 @@ impl TableMetadata {
     }
 
     pub fn snapshot(&self, id: SnapshotId) -> Option<&Snapshot> {
-        self.view.snapshots.iter().find(|s| s.snapshot_id == id)
+        let index = *self.view.snapshot_index.get(&id)?;
+        self.view.snapshots.get(index)
     }
 
     /// Branches and tags in file order, with the implicit `main` of tables without one first.

@@ -10,7 +10,7 @@
 //!   and `last-sequence-number`; each snapshot's `snapshot-id`, `timestamp-ms` and either
 //!   `manifest-list` or (v1) `manifests`.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use serde_json::{Map, Value};
 
@@ -50,6 +50,8 @@ pub(crate) struct View {
     pub next_row_id: Option<i64>,
     pub properties: BTreeMap<String, String>,
     pub snapshots: Vec<Snapshot>,
+    /// Position in `snapshots` by id (the first one when an id repeats).
+    pub snapshot_index: HashMap<SnapshotId, usize>,
     pub refs: Vec<SnapshotRef>,
     pub snapshot_log: Vec<SnapshotLogEntry>,
     pub metadata_log: Vec<MetadataLogEntry>,
@@ -78,6 +80,15 @@ pub(crate) fn derive(json: &Map<String, Value>, file: &str) -> Result<View> {
     let current_snapshot_id = none_if_negative(root.opt_i64("current-snapshot-id")?);
     let (schemas, current_schema_id) = schemas(&root)?;
     let (partition_specs, default_spec_id) = partition_specs(&root)?;
+    let snapshots: Vec<Snapshot> = root
+        .objects("snapshots")?
+        .iter()
+        .map(|s| snapshot(s, format_version))
+        .collect::<Result<_>>()?;
+    let mut snapshot_index = HashMap::with_capacity(snapshots.len());
+    for (i, s) in snapshots.iter().enumerate() {
+        snapshot_index.entry(s.snapshot_id).or_insert(i);
+    }
     let mut statistics = statistics_files(&root, "statistics", false)?;
     statistics.extend(statistics_files(&root, "partition-statistics", true)?);
     Ok(View {
@@ -89,11 +100,8 @@ pub(crate) fn derive(json: &Map<String, Value>, file: &str) -> Result<View> {
         last_updated_ms: root.req_i64("last-updated-ms")?,
         next_row_id: root.opt_i64("next-row-id")?,
         properties: string_map(root.opt_obj("properties")?)?,
-        snapshots: root
-            .objects("snapshots")?
-            .iter()
-            .map(|s| snapshot(s, format_version))
-            .collect::<Result<_>>()?,
+        snapshots,
+        snapshot_index,
         refs: refs(&root, current_snapshot_id)?,
         snapshot_log: root
             .objects("snapshot-log")?
