@@ -75,6 +75,7 @@ impl Pane {
     /// Types `text` literally. A `;` ending a tmux argument would separate tmux commands, so a
     /// trailing `;` is sent as its key code.
     fn type_text(&self, text: &str) {
+        self.wait_for_empty_prompt();
         let (body, semicolon) = match text.strip_suffix(';') {
             Some(body) => (body, true),
             None => (text, false),
@@ -120,6 +121,29 @@ impl Pane {
                 "waited for {times} x {needle:?}; screen:\n{screen}"
             );
             std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Waits until the shell shows an empty prompt (rustyline may drop keys typed before it reads
+    /// the line: it asks the terminal for the cursor position first).
+    fn wait_for_empty_prompt(&self) {
+        let started = Instant::now();
+        loop {
+            let screen = self.screen(false);
+            let last = screen
+                .lines()
+                .rev()
+                .find(|l| !l.trim().is_empty())
+                .unwrap_or("")
+                .trim_end();
+            if last.ends_with(":)") || last.ends_with(":-]") {
+                return;
+            }
+            assert!(
+                started.elapsed() < TIMEOUT,
+                "no empty prompt; screen:\n{screen}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
         }
     }
 
@@ -181,6 +205,7 @@ fn up_arrow_recalls_history_and_the_history_file_keeps_it() {
     pane.wait_for("0 rows in set.", 1);
     pane.line("SHOW TABLES FORMAT CSV;");
     pane.wait_for("\"h\"", 1);
+    pane.wait_for_empty_prompt();
     pane.press("Up");
     pane.press("Enter");
     pane.wait_for("\"h\"", 2);
@@ -194,7 +219,10 @@ fn up_arrow_recalls_history_and_the_history_file_keeps_it() {
 fn ctrl_c_drops_the_half_typed_statement() {
     let pane = Pane::start(false);
     pane.type_text("SHOW TAB");
+    pane.wait_for("SHOW TAB", 1);
     pane.press("C-c");
+    // Keys typed before the new prompt would be read together with the Ctrl-C and dropped too.
+    pane.wait_for("icetrim (default) :) ", 2);
     pane.line("CREATE TABLE c ENGINE = IcebergLocal('/c')");
     pane.wait_for(":-] ", 1);
     pane.press("C-c");
@@ -243,6 +271,7 @@ fn exit_and_ctrl_d_leave_with_bye() {
     let screen = pane.wait_for("[exit 0]", 1);
     assert!(screen.contains("Bye.\n[exit 0]"), "{screen}");
     let pane = Pane::start(false);
+    pane.wait_for_empty_prompt();
     pane.press("C-d");
     let screen = pane.wait_for("[exit 0]", 1);
     assert!(screen.contains("Bye."), "{screen}");
