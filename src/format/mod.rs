@@ -142,6 +142,13 @@ mod tests {
     }
 
     #[test]
+    fn pretty_prints_nothing_for_no_rows() {
+        let (c, _) = sample();
+        assert_eq!(OutputFormat::PrettyCompact.render(&c, &[], 0.0), "");
+        assert_eq!(OutputFormat::Pretty.render(&c, &[], 0.0), "");
+    }
+
+    #[test]
     fn vertical_blocks() {
         let (c, r) = sample();
         assert_eq!(

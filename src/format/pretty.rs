@@ -43,8 +43,12 @@ fn pad(text: &str, w: usize, right: bool) -> String {
     }
 }
 
-/// Render `rows` under `columns` in a Pretty frame.
+/// Render `rows` under `columns` in a Pretty frame. No rows print nothing at all, as ClickHouse
+/// does.
 pub fn render(columns: &[Column], rows: &[Vec<Value>], frame: Frame) -> String {
+    if rows.is_empty() {
+        return String::new();
+    }
     let cells: Vec<Vec<Cell>> = rows
         .iter()
         .map(|r| r.iter().map(cell_of).collect())
