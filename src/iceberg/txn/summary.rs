@@ -53,6 +53,37 @@ impl Tally {
         }
         t
     }
+
+    /// `self` plus `added` minus `removed`, field by field.
+    pub fn apply(&self, added: &Tally, removed: &Tally) -> Tally {
+        let f = |a: i64, b: i64, c: i64| a + b - c;
+        Tally {
+            data_files: f(self.data_files, added.data_files, removed.data_files),
+            delete_files: f(self.delete_files, added.delete_files, removed.delete_files),
+            position_delete_files: f(
+                self.position_delete_files,
+                added.position_delete_files,
+                removed.position_delete_files,
+            ),
+            equality_delete_files: f(
+                self.equality_delete_files,
+                added.equality_delete_files,
+                removed.equality_delete_files,
+            ),
+            records: f(self.records, added.records, removed.records),
+            files_size: f(self.files_size, added.files_size, removed.files_size),
+            position_deletes: f(self.position_deletes, added.position_deletes, removed.position_deletes),
+            equality_deletes: f(self.equality_deletes, added.equality_deletes, removed.equality_deletes),
+        }
+    }
+
+    /// The `total-*` keys of a summary whose totals are `self`.
+    pub fn as_summary(&self) -> BTreeMap<String, String> {
+        TOTALS
+            .iter()
+            .map(|(key, of)| (key.to_string(), of(self).to_string()))
+            .collect()
+    }
 }
 
 /// The `total-*` keys and how each is derived from a tally.
