@@ -6,7 +6,7 @@
 //!   [--mix append=70,merge=10,delete=10,overwrite=5,replace=5] [--branches B] [--tags T]
 //!   [--staged W] [--statistics X] [--orphans O] [--no-data-files] [--span 30d]
 //!   [--now '2026-01-01 00:00:00'] [--codec deflate|null|snappy|zstandard]
-//!   [--max-manifests M] [--target-manifest-entries E]
+//!   [--max-manifests M] [--target-manifest-entries E] [--merge-fan-in F]
 //! ```
 
 use std::process::ExitCode;
@@ -22,7 +22,7 @@ fn usage() -> &'static str {
      --files-per-snapshot K --seed S [--mix append=70,merge=10,delete=10,overwrite=5,replace=5] \
      [--branches B] [--tags T] [--staged W] [--statistics X] [--orphans O] [--no-data-files] \
      [--span 30d] [--now '2026-01-01 00:00:00'] [--codec deflate] [--max-manifests 32] \
-     [--target-manifest-entries 20000]"
+     [--target-manifest-entries 50000] [--merge-fan-in 4]"
 }
 
 fn number<T: std::str::FromStr>(flag: &str, value: &str) -> Result<T> {
@@ -67,6 +67,7 @@ fn parse_args(args: &[String]) -> Result<GenerateOptions> {
             "--statistics" => opts.statistics = number(flag, value)?,
             "--orphans" => opts.orphans = number(flag, value)?,
             "--max-manifests" => opts.max_manifests = number(flag, value)?,
+            "--merge-fan-in" => opts.merge_fan_in = number(flag, value)?,
             "--target-manifest-entries" => opts.target_manifest_entries = number(flag, value)?,
             "--span" => {
                 let span = humantime::parse_duration(value)

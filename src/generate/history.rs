@@ -1,15 +1,16 @@
 //! One generated snapshot: choose what it adds and removes, lay out its manifest list (new manifests
 //! first, untouched ones carried by `Arc`, the victim manifest rewritten, small manifests merged
-//! when asked or when the list grows past its bound), write it, and return the new head.
+//! by size tier when asked or when the list grows past its bound), write it, and return the new head.
 //!
 //! The same rules as [`crate::iceberg::txn::prepare`]: kept entries of a rewrite become EXISTING
 //! and removed ones DELETED with explicit sequence numbers and row ids; older DELETED entries are
-//! dropped; an emptied manifest is dropped. Merging (Java's `ManifestMergeManager`) packs runs of
-//! manifests below the target size into one, keeping this snapshot's ADDED and DELETED entries and
+//! dropped; an emptied manifest is dropped. Merging (in the spirit of Java's `ManifestMergeManager`, but
+//! size-tiered so a file is rewritten a logarithmic number of times) packs manifests below the
+//! target size into one, keeping this snapshot's ADDED and DELETED entries and
 //! turning other live ones EXISTING. Removals pick a manifest among the newest few, so a delete costs
 //! a small rewrite rather than one of a full manifest (which keeps 100,000-snapshot tables fast).
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 
 use rand::Rng;
@@ -36,6 +37,8 @@ pub(crate) struct Layout {
     pub max_manifests: usize,
     /// Manifests with at least this many entries are never merged.
     pub target_entries: usize,
+    /// Manifests of one size tier merged at once when the list is too long.
+    pub fan_in: usize,
 }
 
 /// The whole history being generated.
@@ -238,8 +241,10 @@ impl History {
             None => Vec::new(),
         };
         let mut slots = self.lay_out(parent, &change, id, first_row_id);
-        if change.merge || slots.len() > self.layout.max_manifests {
-            slots = merge(slots, id, self.layout.target_entries);
+        if change.merge {
+            slots = merge(slots, id, self.layout.target_entries, 2);
+        } else if slots.len() > self.layout.max_manifests {
+            slots = merge(slots, id, self.layout.target_entries, self.layout.fan_in);
         }
         let commit_uuid = self.uuid();
         let manifests = self.write_slots(slots, id, seq, &commit_uuid).await?;
@@ -387,32 +392,29 @@ fn rewrite(m: &Manifest, picked: &[usize], id: SnapshotId) -> Option<Slot> {
     })
 }
 
-/// Pack runs of small manifests (fewer than `target` entries) of the same content into one each.
-fn merge(slots: Vec<Slot>, id: SnapshotId, target: usize) -> Vec<Slot> {
-    let mut bins: Vec<Vec<usize>> = Vec::new();
-    for content in [ManifestContent::Data, ManifestContent::Deletes] {
-        let mut bin: Vec<usize> = Vec::new();
-        let mut size = 0;
+/// Size-tiered merging: small manifests (fewer than `target` entries) of the same content fall in
+/// tier `floor(log_fan_in(entries))`; a tier holding `fan_in` or more is merged into one, which may
+/// cascade into the next tier. Each file is rewritten about `log_fan_in(target / files per
+/// snapshot)` times over its life, and the list keeps at most `fan_in - 1` manifests a tier.
+fn merge(mut slots: Vec<Slot>, id: SnapshotId, target: usize, fan_in: usize) -> Vec<Slot> {
+    let fan_in = fan_in.max(2);
+    loop {
+        let mut tiers: BTreeMap<(u32, u8), Vec<usize>> = BTreeMap::new();
         for (i, s) in slots.iter().enumerate() {
             let len = s.entries().len();
-            if s.content() != content || len >= target {
-                continue;
+            if len < target {
+                let tier = len.max(1).ilog(fan_in);
+                tiers.entry((tier, s.content() as u8)).or_default().push(i);
             }
-            if size + len > target && !bin.is_empty() {
-                bins.push(std::mem::take(&mut bin));
-                size = 0;
-            }
-            bin.push(i);
-            size += len;
         }
-        bins.push(bin);
-    }
-    let mut slots: Vec<Option<Slot>> = slots.into_iter().map(Some).collect();
-    for bin in bins.into_iter().filter(|b| b.len() >= 2) {
+        let Some(group) = tiers.into_values().find(|g| g.len() >= fan_in) else {
+            return slots;
+        };
+        let mut taken: Vec<Option<Slot>> = slots.into_iter().map(Some).collect();
         let mut entries = Vec::new();
         let mut content = ManifestContent::Data;
-        for &i in &bin {
-            if let Some(slot) = slots[i].take() {
+        for &i in &group {
+            if let Some(slot) = taken[i].take() {
                 content = slot.content();
                 entries.extend(slot.entries().iter().filter_map(|e| merged_entry(e, id)));
             }
@@ -422,13 +424,13 @@ fn merge(slots: Vec<Slot>, id: SnapshotId, target: usize) -> Vec<Slot> {
             .filter(|e| e.status.is_live())
             .filter_map(|e| e.file.first_row_id)
             .min();
-        slots[bin[0]] = Some(Slot::New {
+        taken[group[0]] = Some(Slot::New {
             content,
             entries,
             first_row_id,
         });
+        slots = taken.into_iter().flatten().collect();
     }
-    slots.into_iter().flatten().collect()
 }
 
 /// An entry as a merged manifest holds it: this snapshot's ADDED and DELETED entries kept, other live

@@ -9,7 +9,7 @@
 //! Speed: the live state is kept in memory ([`model`]) and every manifest and manifest list is
 //! encoded once and queued for concurrent writing ([`sink`]); only the final metadata file is
 //! written (no metadata log). Manifests are merged when a list grows past
-//! [`GenerateOptions::max_manifests`], so a list stays short and the work per snapshot does not
+//! [`GenerateOptions::max_manifests`] (size-tiered, see `history`), so a list stays short and the work per snapshot does not
 //! grow with the history. Data files are tiny placeholders (`PAR1<n>PAR1`, not Parquet), or not
 //! written at all ([`GenerateOptions::write_data_files`]); manifests, lists and metadata are real.
 
@@ -151,8 +151,12 @@ pub struct GenerateOptions {
     pub span_ms: i64,
     pub now_ms: i64,
     pub codec: Codec,
+    /// A list longer than this triggers a size-tiered merge.
     pub max_manifests: usize,
+    /// Manifests this large are never merged again.
     pub target_manifest_entries: usize,
+    /// Manifests of one size tier merged together (merge appends use 2).
+    pub merge_fan_in: usize,
     /// Fill [`Generated::expected`] (the live files of every ref).
     pub collect_expected: bool,
     /// Operations of the first main snapshots, in order (the mix draws the rest).
@@ -163,7 +167,7 @@ pub struct GenerateOptions {
 
 impl GenerateOptions {
     /// Defaults: the default mix, nothing but main, data files written, 30 days ending at `now_ms`,
-    /// deflate, lists of at most 32 manifests, merged manifests up to 20,000 entries.
+    /// deflate, a merge when a list passes 32 manifests (fan-in 4), manifests up to 50,000 entries.
     pub fn new(location: &str, format_version: FormatVersion, snapshots: usize, files_per_snapshot: usize, seed: u64, now_ms: i64) -> Self {
         GenerateOptions {
             location: location.trim_end_matches('/').to_string(),
@@ -183,7 +187,8 @@ impl GenerateOptions {
             now_ms,
             codec: Codec::Deflate,
             max_manifests: 32,
-            target_manifest_entries: 20_000,
+            target_manifest_entries: 50_000,
+            merge_fan_in: 4,
             collect_expected: false,
             script: Vec::new(),
             branch_retention: None,

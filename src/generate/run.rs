@@ -44,6 +44,7 @@ pub async fn generate(io: &FileIO, opts: &GenerateOptions) -> Result<Generated> 
         files_per_snapshot: opts.files_per_snapshot,
         max_manifests: opts.max_manifests,
         target_entries: opts.target_manifest_entries,
+        fan_in: opts.merge_fan_in,
     };
     let mut history = History::new(rng, sink, layout);
     history.write_data = opts.write_data_files;

@@ -117,6 +117,27 @@ impl Default for PrepareOptions {
     }
 }
 
+/// Everything [`commit_changes`] needs to (re)compute a commit.
+#[derive(Debug, Clone)]
+pub struct CommitRequest {
+    pub operation: Operation,
+    pub changes: FileChanges,
+    pub extra_summary: Summary,
+    pub options: PrepareOptions,
+}
+
+impl CommitRequest {
+    /// A commit onto `main` with default options and no extra summary.
+    pub fn new(operation: Operation, changes: FileChanges) -> Self {
+        CommitRequest {
+            operation,
+            changes,
+            extra_summary: Summary::new(),
+            options: PrepareOptions::default(),
+        }
+    }
+}
+
 /// A snapshot written to storage but not committed.
 #[derive(Debug, Clone)]
 pub struct PreparedCommit {

@@ -32,7 +32,9 @@ use super::names::{
     metadata_dir,
 };
 use super::summary::{Counted, Tally, build_summary};
-use super::{FileChanges, Operation, PrepareOptions, PreparedCommit, Summary, Target};
+use super::{
+    CommitRequest, FileChanges, Operation, PrepareOptions, PreparedCommit, Summary, Target,
+};
 use crate::error::{Error, ErrorKind, Result};
 use crate::iceberg::commit::{CommitOptions, CommitOutcome, Committed, commit};
 use crate::iceberg::locate::{MetadataSettings, locate};
@@ -94,7 +96,7 @@ pub async fn prepare_commit_with(
             metadata.file()
         )));
     }
-    let plan = Plan::new(metadata, parent, operation, options)?;
+    let plan = Plan::new(metadata, parent, options)?;
     let removed_tally = Tally::of(scan.found.values().copied());
     let (list, mut written) = plan
         .write_manifests(io, &changes, &parent_list, &scan, &removed)
@@ -265,7 +267,6 @@ struct Plan {
     parent_id: Option<i64>,
     sequence_number: i64,
     timestamp_ms: i64,
-    operation: Operation,
     target: Target,
     dir: String,
     uuid: uuid::Uuid,
@@ -281,7 +282,6 @@ impl Plan {
     fn new(
         metadata: &TableMetadata,
         parent: Option<&Snapshot>,
-        operation: Operation,
         options: &PrepareOptions,
     ) -> Result<Plan> {
         let version = metadata.format_version();
@@ -306,7 +306,6 @@ impl Plan {
             timestamp_ms: options
                 .timestamp_ms
                 .unwrap_or_else(|| chrono::Utc::now().timestamp_millis()),
-            operation,
             target: options.target.clone(),
             dir: metadata_dir(metadata),
             uuid: uuid::Uuid::new_v4(),
@@ -496,7 +495,6 @@ impl Plan {
             }
             _ => md.set_current_snapshot(Some(snapshot.snapshot_id), self.timestamp_ms)?,
         }
-        let _ = self.operation;
         Ok(md)
     }
 }
@@ -508,10 +506,7 @@ pub async fn commit_changes(
     location: &str,
     settings: &MetadataSettings,
     max_attempts: usize,
-    operation: Operation,
-    changes: FileChanges,
-    extra_summary: Summary,
-    options: &PrepareOptions,
+    request: &CommitRequest,
 ) -> Result<Committed> {
     for _ in 0..max_attempts {
         let located = locate(io, location, settings).await?;
@@ -519,10 +514,10 @@ pub async fn commit_changes(
         let prepared = prepare_commit_with(
             io,
             &located.metadata,
-            operation,
-            changes.clone(),
-            extra_summary.clone(),
-            options,
+            request.operation,
+            request.changes.clone(),
+            request.extra_summary.clone(),
+            &request.options,
         )
         .await?;
         match commit(io, &located, prepared.metadata, &CommitOptions::default()).await? {

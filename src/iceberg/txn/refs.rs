@@ -193,6 +193,33 @@ pub fn set_statistics(metadata: &TableMetadata, stats: &StatisticsFile) -> Resul
     Ok(md)
 }
 
+/// Register a Puffin statistics file with the members readers require beside the ones
+/// [`StatisticsFile`] names (pyiceberg refuses a `statistics` entry without them):
+/// `file-footer-size-in-bytes` and `blob-metadata` (empty: the blobs are not described).
+pub fn set_puffin_statistics(
+    metadata: &TableMetadata,
+    stats: &StatisticsFile,
+    footer_size_in_bytes: i64,
+) -> Result<TableMetadata> {
+    let stats = StatisticsFile {
+        partition_statistics: false,
+        ..stats.clone()
+    };
+    let md = set_statistics(metadata, &stats)?;
+    let mut json = md.json().clone();
+    if let Some(serde_json::Value::Array(list)) = json.get_mut("statistics") {
+        for entry in list.iter_mut().filter_map(serde_json::Value::as_object_mut) {
+            if entry.get("snapshot-id").and_then(serde_json::Value::as_i64) == Some(stats.snapshot_id) {
+                entry.insert("file-footer-size-in-bytes".into(), footer_size_in_bytes.into());
+                entry
+                    .entry("blob-metadata")
+                    .or_insert_with(|| serde_json::Value::Array(Vec::new()));
+            }
+        }
+    }
+    TableMetadata::from_json(json, md.file())
+}
+
 /// Locate the table, apply `edit` to its current metadata and commit; retried on conflicts (at most
 /// `max_attempts` times).
 pub async fn commit_edit<F>(
