@@ -10,6 +10,7 @@ pub mod clock;
 pub mod engine;
 pub mod error;
 pub mod format;
+pub mod generate;
 pub mod iceberg;
 pub mod io;
 pub mod maintain;

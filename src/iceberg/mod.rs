@@ -8,3 +8,4 @@ pub mod manifest;
 pub mod manifest_list;
 pub mod metadata;
 pub mod spec;
+pub mod txn;
