@@ -12,7 +12,9 @@ use futures::{FutureExt, StreamExt};
 use super::model::{Entry, Paths};
 use crate::error::Result;
 use crate::iceberg::avro::Codec;
-use crate::iceberg::manifest::{DataFile, ManifestEntry, ManifestWriter, NewManifest, WrittenManifest};
+use crate::iceberg::manifest::{
+    DataFile, ManifestEntry, ManifestWriter, NewManifest, WrittenManifest,
+};
 use crate::iceberg::manifest_list::{ManifestFile, ManifestListMeta, write_manifest_list};
 use crate::iceberg::spec::{FormatVersion, ManifestContent};
 use crate::io::FileIO;
@@ -45,7 +47,13 @@ pub(crate) struct Sink {
 }
 
 impl Sink {
-    pub fn new(io: &FileIO, version: FormatVersion, codec: Codec, schema_json: String, paths: Paths) -> Self {
+    pub fn new(
+        io: &FileIO,
+        version: FormatVersion,
+        codec: Codec,
+        schema_json: String,
+        paths: Paths,
+    ) -> Self {
         Sink {
             io: io.clone(),
             pending: FuturesUnordered::new(),
@@ -101,7 +109,11 @@ impl Sink {
         Ok(list_entry)
     }
 
-    fn encode_manifest(&self, content: ManifestContent, entries: &[Entry]) -> Result<WrittenManifest> {
+    fn encode_manifest(
+        &self,
+        content: ManifestContent,
+        entries: &[Entry],
+    ) -> Result<WrittenManifest> {
         let mut writer = ManifestWriter::new(&NewManifest {
             format_version: self.version,
             content,
@@ -131,7 +143,9 @@ impl Sink {
         df.value_counts = Some(columns.iter().map(|&c| (c, f.records)).collect());
         df.null_value_counts = Some(columns.iter().map(|&c| (c, 0)).collect());
         if let Some(target) = f.referenced {
-            let target = self.paths.of(target, crate::iceberg::spec::DataContent::Data);
+            let target = self
+                .paths
+                .of(target, crate::iceberg::spec::DataContent::Data);
             let bound = BTreeMap::from([(DELETE_FILE_PATH_ID, target.clone().into_bytes())]);
             df.lower_bounds = Some(bound.clone());
             df.upper_bounds = Some(bound);
@@ -151,7 +165,12 @@ impl Sink {
     }
 
     /// Encode and queue a manifest list.
-    pub async fn manifest_list(&mut self, meta: &ManifestListMeta, list: &[ManifestFile], path: String) -> Result<()> {
+    pub async fn manifest_list(
+        &mut self,
+        meta: &ManifestListMeta,
+        list: &[ManifestFile],
+        path: String,
+    ) -> Result<()> {
         let out = write_manifest_list(meta, list, self.codec)?;
         self.written.manifest_lists += 1;
         self.write(path, Bytes::from(out.bytes)).await

@@ -6,6 +6,7 @@ use clap::Parser;
 
 const EXAMPLES: &str = "\
 Examples:
+  icetrim --demo                            build a demo table and run the maintenance SQL on it
   icetrim                                   interactive shell (on a terminal)
   icetrim < maintenance.sql                 run a script, results as TabSeparated
   icetrim --path ~/.icetrim -q \"CREATE TABLE t ENGINE = IcebergLocal('/data/t')\"
@@ -46,6 +47,10 @@ pub struct Args {
     /// Do not show progress.
     #[arg(long, overrides_with = "progress")]
     pub no_progress: bool,
+
+    /// Build a demo table in a temporary folder and run the maintenance SQL on it.
+    #[arg(long)]
+    pub demo: bool,
 
     /// History file of the interactive shell (default: ~/.icetrim_history).
     #[arg(long, value_name = "FILE")]

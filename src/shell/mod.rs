@@ -6,6 +6,7 @@
 //! (`| head`) ends the program quietly with 0. Command-line mistakes exit with 2 (clap).
 
 pub mod args;
+pub mod demo;
 pub mod interactive;
 pub mod output;
 pub mod script;
@@ -82,6 +83,18 @@ fn try_main(args: &Args, out: &mut Output) -> Result<u8, Failure> {
         .enable_all()
         .build()
         .map_err(|e| Error::logical(format!("Cannot start the async runtime: {e}")))?;
+    if args.demo {
+        let format = format.unwrap_or(if std::io::stdout().is_terminal() {
+            OutputFormat::PrettyCompact
+        } else {
+            OutputFormat::TabSeparated
+        });
+        return match runtime.block_on(demo::run(out, format)) {
+            Ok(()) => Ok(0),
+            Err(demo::DemoFailure::Error(e)) => Err(Failure::Error(e)),
+            Err(demo::DemoFailure::Output(e)) => Err(Failure::Output(e)),
+        };
+    }
     let mut builder = Engine::builder();
     if let Some(path) = &args.path {
         builder = builder.data_path(path);

@@ -72,8 +72,16 @@ impl Tally {
             ),
             records: f(self.records, added.records, removed.records),
             files_size: f(self.files_size, added.files_size, removed.files_size),
-            position_deletes: f(self.position_deletes, added.position_deletes, removed.position_deletes),
-            equality_deletes: f(self.equality_deletes, added.equality_deletes, removed.equality_deletes),
+            position_deletes: f(
+                self.position_deletes,
+                added.position_deletes,
+                removed.position_deletes,
+            ),
+            equality_deletes: f(
+                self.equality_deletes,
+                added.equality_deletes,
+                removed.equality_deletes,
+            ),
         }
     }
 
