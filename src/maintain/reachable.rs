@@ -14,7 +14,7 @@
 //! Storage: the set holds each reachable file's path *relative to the table location* (its
 //! [`path_key`] with the location's `family://authority/path` prefix removed), so the memory is
 //! about the reachable files' relative names; the set is sized up front from the manifest lists'
-//! file counts. A referenced file that is not under the table location (by [`is_under`]) is not
+//! file counts. A referenced file that is not under the table location (by [`crate::io::is_under`]) is not
 //! stored but counted in [`ReachableFiles::outside`], and the caller refuses to run.
 //!
 //! Lookup of a listed file (by path key) answers [`Lookup::PrefixMismatch`] when its path below
@@ -22,15 +22,16 @@
 //! `PrefixMismatchMode.ERROR`): such a file is neither provably reachable nor provably orphaned.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
 use futures::{StreamExt, TryStreamExt};
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::iceberg::locate::version_hint_path;
 use crate::iceberg::manifest::for_each_projected;
 use crate::iceberg::manifest_list::{ManifestFile, read_manifest_list};
 use crate::iceberg::metadata::TableMetadata;
-use crate::io::{FileIO, is_under, path_key};
+use crate::io::{FileIO, path_key};
 
 /// How many outside-location references are kept for the message.
 pub const OUTSIDE_EXAMPLES: usize = 10;
@@ -47,14 +48,51 @@ pub enum Lookup {
 /// The reachable files of one table, by path relative to its location.
 #[derive(Debug, Clone)]
 pub struct ReachableFiles {
-    location: String,
-    /// `family://authority` of the location's key.
-    root_prefix: String,
-    /// The location's canonical path (no leading or trailing slash).
-    root_path: String,
+    root: Arc<Root>,
     relative: HashSet<Box<str>>,
     outside_count: usize,
     outside_examples: Vec<String>,
+}
+
+/// The table location, split like a path key.
+#[derive(Debug)]
+struct Root {
+    /// `family://authority` of the location's key.
+    prefix: String,
+    /// The location's canonical path (no leading or trailing slash).
+    path: String,
+}
+
+/// A referenced file: its path below the root, or the URI when it lies outside.
+enum Reference {
+    Inside(Box<str>),
+    Outside(String),
+}
+
+impl Root {
+    fn new(location: &str) -> Self {
+        let key = path_key(location);
+        let (prefix, path) = split_key(&key);
+        Root {
+            prefix: prefix.to_string(),
+            path: path.trim_end_matches('/').to_string(),
+        }
+    }
+
+    /// Where `uri` lies; the same answer as [`crate::io::is_under`] (same family and authority, strictly
+    /// below the location, no `..` segment), computed on one path key.
+    fn reference(&self, uri: &str) -> Reference {
+        let key = path_key(uri);
+        let (prefix, path) = split_key(&key);
+        let dotted = path.split('/').any(|segment| segment == "..");
+        let inside = (prefix == self.prefix && !dotted)
+            .then(|| below(&self.path, path))
+            .flatten();
+        match inside {
+            Some(rel) => Reference::Inside(rel.into()),
+            None => Reference::Outside(uri.to_string()),
+        }
+    }
 }
 
 /// Split a path key into `family://authority` and the path after it (no leading slash).
@@ -85,12 +123,8 @@ fn below<'a>(root_path: &str, path: &'a str) -> Option<&'a str> {
 impl ReachableFiles {
     /// An empty set for the table at `location`.
     pub fn new(location: &str) -> Self {
-        let root_key = path_key(location);
-        let (prefix, path) = split_key(&root_key);
         ReachableFiles {
-            location: location.to_string(),
-            root_prefix: prefix.to_string(),
-            root_path: path.trim_end_matches('/').to_string(),
+            root: Arc::new(Root::new(location)),
             relative: HashSet::new(),
             outside_count: 0,
             outside_examples: Vec::new(),
@@ -104,18 +138,20 @@ impl ReachableFiles {
 
     /// Record a referenced file (any URI spelling).
     pub fn insert(&mut self, uri: &str) {
-        if !is_under(&self.location, uri) {
-            self.outside_count += 1;
-            if self.outside_examples.len() < OUTSIDE_EXAMPLES {
-                self.outside_examples.push(uri.to_string());
+        let reference = self.root.reference(uri);
+        self.add(reference);
+    }
+
+    fn add(&mut self, reference: Reference) {
+        match reference {
+            Reference::Inside(rel) => {
+                self.relative.insert(rel);
             }
-            return;
-        }
-        let key = path_key(uri);
-        let (_, path) = split_key(&key);
-        if let Some(rel) = below(&self.root_path, path) {
-            if !self.relative.contains(rel) {
-                self.relative.insert(rel.into());
+            Reference::Outside(uri) => {
+                self.outside_count += 1;
+                if self.outside_examples.len() < OUTSIDE_EXAMPLES {
+                    self.outside_examples.push(uri);
+                }
             }
         }
     }
@@ -123,10 +159,10 @@ impl ReachableFiles {
     /// Whether the listed file with path key `key` is reachable.
     pub fn lookup(&self, key: &str) -> Lookup {
         let (prefix, path) = split_key(key);
-        let Some(rel) = below(&self.root_path, path) else {
+        let Some(rel) = below(&self.root.path, path) else {
             return Lookup::Unreachable;
         };
-        match (self.relative.contains(rel), prefix == self.root_prefix) {
+        match (self.relative.contains(rel), prefix == self.root.prefix) {
             (false, _) => Lookup::Unreachable,
             (true, true) => Lookup::Reachable,
             (true, false) => Lookup::PrefixMismatch,
@@ -186,7 +222,7 @@ pub async fn collect_reachable(
         .map(|list| async move {
             let bytes = io.read(list).await?;
             let files = read_manifest_list(&bytes, list)?;
-            Ok::<_, crate::error::Error>((list, files))
+            Ok::<_, Error>((list, files))
         })
         .buffer_unordered(concurrency.max(1))
         .try_collect()
@@ -208,25 +244,50 @@ pub async fn collect_reachable(
         .map(|m| m.expected_live.saturating_add(1))
         .fold(0, usize::saturating_add);
     reachable.reserve(expected);
-    let mut live_paths = futures::stream::iter(manifests.into_values())
-        .map(|manifest| async move {
-            let bytes = io.read(&manifest.path).await?;
-            let mut live = Vec::with_capacity(manifest.expected_live);
-            for_each_projected(&bytes, &manifest.path, |entry| {
-                if entry.status.is_live() {
-                    live.push(entry.file_path.to_string());
-                }
-            })?;
-            Ok::<_, crate::error::Error>((manifest.path, live))
+    let root = Arc::clone(&reachable.root);
+    let mut live_references = futures::stream::iter(manifests.into_values())
+        .map(|manifest| {
+            let root = Arc::clone(&root);
+            async move {
+                let bytes = io.read(&manifest.path).await?;
+                decode_off_task(move || live_references(&bytes, &manifest, &root)).await
+            }
         })
         .buffer_unordered(concurrency.max(1));
-    while let Some((manifest, live)) = live_paths.try_next().await? {
-        reachable.insert(&manifest);
-        for path in live {
-            reachable.insert(&path);
+    while let Some(references) = live_references.try_next().await? {
+        for reference in references {
+            reachable.add(reference);
         }
     }
     Ok(reachable)
+}
+
+/// The manifest itself and its live entries, placed relative to the root.
+fn live_references(bytes: &[u8], manifest: &ManifestToRead, root: &Root) -> Result<Vec<Reference>> {
+    let mut references = Vec::with_capacity(manifest.expected_live.saturating_add(1));
+    references.push(root.reference(&manifest.path));
+    for_each_projected(bytes, &manifest.path, |entry| {
+        if entry.status.is_live() {
+            references.push(root.reference(entry.file_path));
+        }
+    })?;
+    Ok(references)
+}
+
+/// Run CPU-bound decoding on tokio's blocking pool when there is a runtime (so manifests decode
+/// in parallel), else inline.
+async fn decode_off_task<T, F>(work: F) -> Result<T>
+where
+    F: FnOnce() -> Result<T> + Send + 'static,
+    T: Send + 'static,
+{
+    match tokio::runtime::Handle::try_current() {
+        Ok(handle) => handle
+            .spawn_blocking(work)
+            .await
+            .map_err(|e| Error::logical(format!("manifest decoding task failed: {e}")))?,
+        Err(_) => work(),
+    }
 }
 
 /// A manifest to read and how many live entries its list entry announces.
@@ -323,6 +384,46 @@ mod tests {
         assert_eq!(examples.len(), OUTSIDE_EXAMPLES);
         assert_eq!(examples[0], "s3://b/t2/x.parquet");
         assert!(r.is_empty());
+    }
+
+    #[test]
+    fn placement_agrees_with_is_under() {
+        let locations = [
+            "s3://b/t",
+            "s3a://b/t/",
+            "/w/t",
+            "file:///w/t",
+            "s3://b",
+            "memory:///t",
+        ];
+        let files = [
+            "s3://b/t/x",
+            "s3n://b//t/d/x",
+            "s3://b/t2/x",
+            "s3://b/t",
+            "s3://b/t/../u",
+            "s3://b/t/%2E%2E/u",
+            "s3://c/t/x",
+            "/w/t/x",
+            "file:/w/t/a/b",
+            "/w/tt/x",
+            "file://localhost/w/t/x",
+            "memory:///t/x",
+            "memory://t/y",
+            "gs://b/t/x",
+            "s3://b/x",
+        ];
+        for location in locations {
+            let root = Root::new(location);
+            for file in files {
+                let inside = matches!(root.reference(file), Reference::Inside(_));
+                assert_eq!(
+                    inside,
+                    crate::io::is_under(location, file),
+                    "{location} {file}"
+                );
+            }
+        }
     }
 
     #[test]
