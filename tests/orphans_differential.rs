@@ -122,3 +122,49 @@ async fn same_rows_as_clickhouse_on_a_clickhouse_v2_table() {
 async fn same_rows_as_clickhouse_on_a_clickhouse_v3_table() {
     differential("ch_v3", false).await;
 }
+
+/// Dry runs scoped by `location` on one fixture (dry runs change nothing): the same rows as
+/// ClickHouse, but for the hidden strays under the scanned folder.
+#[tokio::test]
+async fn location_scoped_dry_runs_match_clickhouse() {
+    let now = now_ms();
+    let fixture = make_fixture("py_v2_for_clickhouse", now, true);
+    let dir = fixture.table_dir();
+    let root = dir.to_string_lossy().into_owned();
+    for location in ["data/", "metadata/", "./data/"] {
+        let sql = format!(
+            "ALTER TABLE t EXECUTE remove_orphan_files(location = '{location}', dry_run = 1)"
+        );
+        let ch = rows_as_metrics(&clickhouse(&dir, &sql).expect("ClickHouse dry run"));
+        let options = icetrim::plan::OrphanOptions {
+            location: Some(location.to_string()),
+            ..options(None, true)
+        };
+        let ours = metrics(&run_local(&dir, now, options).await.unwrap());
+        let prefix = format!("{root}/{}", location.trim_start_matches("./"));
+        let hidden = strays(&fixture.facts)
+            .iter()
+            .filter(|s| s.kind == "hidden" && s.path.starts_with(&prefix))
+            .count();
+        let hidden = i64::try_from(hidden).unwrap_or(i64::MAX);
+        assert_eq!(
+            OrphanMetrics {
+                deleted_data_files_count: ch.deleted_data_files_count - hidden,
+                ..ch
+            },
+            ours,
+            "location {location}: ClickHouse {ch:?}"
+        );
+        assert_eq!(
+            ours,
+            expected_old(&fixture.facts, |p| p.starts_with(&prefix))
+        );
+    }
+    for stray in strays(&fixture.facts) {
+        assert!(
+            std::path::Path::new(&stray.path).exists(),
+            "dry run deleted {}",
+            stray.path
+        );
+    }
+}

@@ -8,7 +8,8 @@
 //! 2. **Newest metadata** ([`locate`]; a stale version hint is never followed). When the table
 //!    setting `iceberg_metadata_file_path` pins a file, it must be the newest committed one
 //!    (else `BAD_ARGUMENTS`): scanning against an older file would delete newer commits' files.
-//!    `gc.enabled=false` is refused (`BAD_ARGUMENTS`, as Java's `DeleteOrphanFiles` refuses).
+//!    Unless `gc.enabled` is absent or `true`, the statement is refused (`BAD_ARGUMENTS`; Java's
+//!    `DeleteOrphanFiles` refuses likewise, and so does our `expire_snapshots`).
 //! 3. **Reachable set** ([`collect_reachable`]); a reference outside the table location is
 //!    refused (`NOT_IMPLEMENTED`, naming up to 10).
 //! 4. **Listing** ([`scan`]): recursive and streaming under `<root>` or `<root>/<location>`, each
@@ -42,8 +43,8 @@
 //! reachable; they get no row of their own) and `reachable_files_count` (the size of the
 //! reachable set, `size_bytes` 0).
 //!
-//! Memory: the reachable set, one listing page, and the orphans found (held until the pointer
-//! re-check; EXPLAIN also holds the kept rows).
+//! Memory: the reachable set, one listing page per first-level folder in flight, and the orphans
+//! found (held until the pointer re-check; EXPLAIN also holds the kept rows).
 
 mod delete;
 mod explain;
@@ -178,8 +179,8 @@ fn check_gc_enabled(target: &MaintenanceTarget, located: &LocatedMetadata) -> Re
         None => Ok(()),
         Some(v) if v.trim().eq_ignore_ascii_case("true") => Ok(()),
         Some(v) => Err(Error::bad_arguments(format!(
-            "Cannot remove orphan files of {}: table property gc.enabled is '{v}' (its files may \
-             be shared with other tables)",
+            "Cannot remove orphan files of {}: GC is disabled by table property gc.enabled={v} \
+             (deleting files may corrupt other tables)",
             target.table_name
         ))),
     }
