@@ -248,6 +248,15 @@ async fn core_scenario(io: FileIO, root: String) {
         1,
         "the young stray, now old enough"
     );
+    let missing = icetrim::plan::OrphanOptions {
+        location: Some("nope".into()),
+        ..options(Some(now), true)
+    };
+    let e = run_on(&rt, &table, missing, false).await.unwrap_err();
+    assert_eq!(
+        e.message(),
+        format!("Scan path '{root}/nope' does not exist")
+    );
 }
 
 #[tokio::test]
