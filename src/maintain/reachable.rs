@@ -434,3 +434,7 @@ mod tests {
         assert_eq!(r.lookup(&path_key("s3://b/data/y")), Lookup::Unreachable);
     }
 }
+
+#[cfg(test)]
+#[path = "reachable_tests.rs"]
+mod read_tests;
