@@ -13,14 +13,22 @@
 //! 3. **Reachable set** ([`collect_reachable`]); a reference outside the table location is
 //!    refused (`NOT_IMPLEMENTED`, naming up to 10).
 //! 4. **Listing** ([`scan`]): recursive and streaming under `<root>` or `<root>/<location>`, each
-//!    file judged by [`crate::maintain::orphans::classify`] as it arrives. A `location` under
-//!    which nothing is listed is `BAD_ARGUMENTS` "Scan path '<path>' does not exist".
+//!    file judged by [`crate::maintain::orphans::classify`] as it arrives; first-level folders
+//!    are listed concurrently (up to `iceberg_metadata_read_concurrency`). A `location` under
+//!    which nothing is listed is `BAD_ARGUMENTS` "Scan path '<path>' does not exist". A listed
+//!    file whose path matches a reachable one except for scheme or authority fails the statement
+//!    (`INCORRECT_DATA`; Java's `PrefixMismatchMode.ERROR`) before anything is deleted.
 //! 5. **Delete** (unless dry run or EXPLAIN): re-locate the newest metadata; if it is no longer the
 //!    file scanned against, nothing is deleted and the statement fails with `QUERY_WAS_CANCELLED`
 //!    "Current metadata file changed during orphan scan (was '<a>', now '<b>'); nothing was
 //!    deleted" (a concurrent commit may reference files the scan judged orphaned; re-run the
 //!    statement). Then bulk deletes ([`delete`]), each path re-checked with [`is_under`] right
 //!    before; no metadata is written.
+//!
+//! Deliberate differences from ClickHouse 26.9: files under a `_`/`.` folder (other than a
+//! `<partition field>=<value>` folder) and dotfiles are kept (ClickHouse deletes them as data
+//! files); `gc.enabled=false`, references outside the location, a pinned older metadata file and
+//! a concurrent commit refuse the statement; v1 tables are scanned (ClickHouse refuses them).
 //!
 //! **Result**: the nine rows of SPEC §4. A dry run counts every orphan as deleted; a real run
 //! counts the deletes that succeeded (a file already gone counts as deleted) and the failures in
