@@ -5,7 +5,8 @@
 //! - [`keepset`]: which files go with them, planned in two phases so the caller reads only the
 //!   manifests that matter (SPEC §3 "Files", "Order");
 //! - [`paths`]: interned path keys and bitsets of them, for the keep set;
-//! - [`orphans`]: how `remove_orphan_files` classifies a listed file (SPEC §4).
+//! - [`orphans`]: how `remove_orphan_files` classifies a listed file (SPEC §4);
+//! - [`reachable`] and [`orphan_scan`]: the executor of `remove_orphan_files` (reads, lists, deletes).
 //!
 //! The executors that read metadata, commit and delete call these and act on their answers.
 
@@ -15,5 +16,6 @@ pub mod orphan_scan;
 pub mod orphans;
 pub mod paths;
 pub mod policy;
+pub mod reachable;
 pub mod retention;
 pub mod target;

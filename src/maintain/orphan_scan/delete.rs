@@ -1,0 +1,138 @@
+//! The delete step of `remove_orphan_files`: bulk deletes of the orphans, in chunks of
+//! [`DELETE_CHUNK`] paths with up to `delete_concurrency` chunks in flight (each chunk is one
+//! [`FileIO::delete_many`], which batches per store: 1000 keys a request on S3, 256 on Azure).
+//! Every path is re-checked to lie inside the table location right before; one that does not is
+//! never deleted and counts as a failed deletion. A file already gone counts as deleted.
+
+use futures::StreamExt;
+
+use super::deletable;
+use super::scan::Orphan;
+use crate::io::FileIO;
+use crate::maintain::orphans::{OrphanCategory, OrphanTally};
+
+/// Paths per `delete_many` call.
+pub const DELETE_CHUNK: usize = 1000;
+
+/// Failed paths named in the warning.
+const FAILED_EXAMPLES: usize = 10;
+
+/// What the deletes did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Deleted {
+    /// Deleted files by category, and failures.
+    pub tally: OrphanTally,
+    pub warnings: Vec<String>,
+}
+
+/// Delete `orphans` (all under `location`).
+pub async fn delete_orphans(
+    io: &FileIO,
+    location: &str,
+    orphans: &[Orphan],
+    concurrency: usize,
+) -> Deleted {
+    let mut tally = OrphanTally::default();
+    let mut failed: Vec<String> = Vec::new();
+    let mut chunks = futures::stream::iter(orphans.chunks(DELETE_CHUNK))
+        .map(|chunk| delete_chunk(io, location, chunk))
+        .buffer_unordered(concurrency.max(1));
+    while let Some(outcomes) = chunks.next().await {
+        for (category, uri, result) in outcomes {
+            match result {
+                Ok(()) => tally.count_deleted(category),
+                Err(reason) => {
+                    tally.count_failed();
+                    if failed.len() < FAILED_EXAMPLES {
+                        failed.push(format!("'{uri}' ({reason})"));
+                    }
+                }
+            }
+        }
+    }
+    let warnings = if tally.failed_deletions > 0 {
+        vec![format!(
+            "remove_orphan_files: {} deletion(s) failed; first: {}",
+            tally.failed_deletions,
+            failed.join(", ")
+        )]
+    } else {
+        Vec::new()
+    };
+    Deleted { tally, warnings }
+}
+
+type ChunkOutcome = Vec<(OrphanCategory, String, Result<(), String>)>;
+
+async fn delete_chunk(io: &FileIO, location: &str, chunk: &[Orphan]) -> ChunkOutcome {
+    let mut outcomes: ChunkOutcome = Vec::with_capacity(chunk.len());
+    let mut uris = Vec::with_capacity(chunk.len());
+    let mut categories = Vec::with_capacity(chunk.len());
+    for orphan in chunk {
+        if deletable(location, &orphan.uri) {
+            uris.push(orphan.uri.clone());
+            categories.push(orphan.category);
+        } else {
+            outcomes.push((
+                orphan.category,
+                orphan.uri.clone(),
+                Err(format!("not inside the table location '{location}'")),
+            ));
+        }
+    }
+    let answers = io.delete_many(&uris).await;
+    for (category, answer) in categories.into_iter().zip(answers) {
+        let result = answer.result.map_err(|e| e.message().to_string());
+        outcomes.push((category, answer.uri, result));
+    }
+    outcomes
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bytes::Bytes;
+
+    fn orphan(uri: &str, category: OrphanCategory) -> Orphan {
+        Orphan {
+            uri: uri.into(),
+            category,
+            size: 1,
+            last_modified_ms: 0,
+        }
+    }
+
+    #[tokio::test]
+    async fn deletes_inside_counts_missing_as_deleted_refuses_outside() {
+        let io = FileIO::memory();
+        for uri in [
+            "memory:///t/data/a",
+            "memory:///t/metadata/m.avro",
+            "memory:///u/x",
+        ] {
+            io.overwrite(uri, Bytes::from_static(b"x")).await.unwrap();
+        }
+        let orphans = [
+            orphan("memory:///t/data/a", OrphanCategory::Data),
+            orphan("memory:///t/metadata/m.avro", OrphanCategory::Manifest),
+            orphan("memory:///t/data/gone", OrphanCategory::Data),
+            orphan("memory:///u/x", OrphanCategory::Data),
+            orphan("memory:///t/../u/x", OrphanCategory::Data),
+        ];
+        let out = delete_orphans(&io, "memory:///t", &orphans, 2).await;
+        assert_eq!(out.tally.data_files, 2);
+        assert_eq!(out.tally.manifest_files, 1);
+        assert_eq!(out.tally.failed_deletions, 2);
+        assert!(
+            io.head("memory:///u/x").await.is_ok(),
+            "outside file deleted"
+        );
+        assert!(io.head("memory:///t/data/a").await.is_err());
+        assert_eq!(out.warnings.len(), 1);
+        assert!(
+            out.warnings[0].contains("memory:///u/x"),
+            "{:?}",
+            out.warnings
+        );
+    }
+}

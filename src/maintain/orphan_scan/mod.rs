@@ -1,0 +1,290 @@
+//! `remove_orphan_files`: list the table, delete what nothing reaches (SPEC §4).
+//!
+//! Steps, in order; every check that needs no I/O runs before any I/O:
+//! 1. **Arguments** (no I/O): `older_than` defaults to `now - iceberg_orphan_files_older_than_seconds`;
+//!    a value after the statement's "now" is refused with ClickHouse's message (the binder checks
+//!    too, but the executor's clock may differ); `location` is re-normalised (leading `./`, empty
+//!    and `.` components dropped; `..` or a leading `/` refused).
+//! 2. **Newest metadata** ([`locate`]; a stale version hint is never followed). When the table
+//!    setting `iceberg_metadata_file_path` pins a file, it must be the newest committed one
+//!    (else `BAD_ARGUMENTS`): scanning against an older file would delete newer commits' files.
+//!    Unless `gc.enabled` is absent or `true`, the statement is refused (`BAD_ARGUMENTS`; Java's
+//!    `DeleteOrphanFiles` refuses likewise, and so does our `expire_snapshots`).
+//! 3. **Reachable set** ([`collect_reachable`]); a reference outside the table location is
+//!    refused (`NOT_IMPLEMENTED`, naming up to 10).
+//! 4. **Listing** ([`scan`]): recursive and streaming under `<root>` or `<root>/<location>`, each
+//!    file judged by [`crate::maintain::orphans::classify`] as it arrives; first-level folders
+//!    are listed concurrently (up to `iceberg_metadata_read_concurrency`). A `location` under
+//!    which nothing is listed is `BAD_ARGUMENTS` "Scan path '<path>' does not exist". A listed
+//!    file whose path matches a reachable one except for scheme or authority fails the statement
+//!    (`INCORRECT_DATA`; Java's `PrefixMismatchMode.ERROR`) before anything is deleted.
+//! 5. **Delete** (unless dry run or EXPLAIN): re-locate the newest metadata; if it is no longer the
+//!    file scanned against, nothing is deleted and the statement fails with `QUERY_WAS_CANCELLED`
+//!    "Current metadata file changed during orphan scan (was '<a>', now '<b>'); nothing was
+//!    deleted" (a concurrent commit may reference files the scan judged orphaned; re-run the
+//!    statement). Then bulk deletes ([`delete`]), each path re-checked with [`is_under`] right
+//!    before; no metadata is written.
+//!
+//! Deliberate differences from ClickHouse 26.9: files under a `_`/`.` folder (other than a
+//! `<partition field>=<value>` folder) and dotfiles are kept (ClickHouse deletes them as data
+//! files); `gc.enabled=false`, references outside the location, a pinned older metadata file and
+//! a concurrent commit refuse the statement; v1 tables are scanned (ClickHouse refuses them).
+//!
+//! **Result**: the nine rows of SPEC §4. A dry run counts every orphan as deleted; a real run
+//! counts the deletes that succeeded (a file already gone counts as deleted) and the failures in
+//! `failed_deletions_count` (also a warning naming the first paths).
+//!
+//! **EXPLAIN** returns one row per orphan and per kept unreachable file, then totals; columns:
+//!
+//! | column          | type   | orphan row            | kept row                                  | total row                      |
+//! |-----------------|--------|-----------------------|-------------------------------------------|--------------------------------|
+//! | `item`          | String | `orphan`              | `kept`                                    | `total`                        |
+//! | `path`          | String | the file's URI        | the file's URI                            | metric name (see below)        |
+//! | `category`      | String | by name: `data`, `position_delete`, `equality_delete`, `manifest`, `manifest_list`, `metadata`, `statistics` | `''` | `''` |
+//! | `reason`        | String | `unreachable`         | `too_young`, `hidden`, `no_last_modified` | `''`                           |
+//! | `files`         | Int64  | 1                     | 1                                         | how many files                 |
+//! | `size_bytes`    | Int64  | the file's size       | the file's size                           | their total size               |
+//! | `last_modified` | String | UTC `YYYY-MM-DD hh:mm:ss` | same, `''` when the store gave none   | `''`                           |
+//!
+//! Total rows: the nine metrics (as a dry run reports them; `failed_deletions_count` is 0), then
+//! `kept_too_young_count`, `kept_hidden_count`, `reachable_listed_count` (listed files that are
+//! reachable; they get no row of their own) and `reachable_files_count` (the size of the
+//! reachable set, `size_bytes` 0).
+//!
+//! Memory: the reachable set, one listing page per first-level folder in flight, and the orphans
+//! found (held until the pointer re-check; EXPLAIN also holds the kept rows).
+
+mod delete;
+mod explain;
+mod scan;
+
+use super::reachable::collect_reachable;
+use super::target::MaintenanceTarget;
+use crate::engine::{Metrics, OrphanMetrics, QueryResult};
+use crate::error::{Error, ErrorKind, Result};
+use crate::iceberg::locate::{LocatedMetadata, MetadataSettings, locate};
+use crate::io::{is_under, path_key};
+use crate::maintain::orphans::OrphanTally;
+use crate::plan::OrphanOptions;
+
+pub use scan::{KeepReason, Kept, Orphan, ScanOutcome};
+
+/// Run `remove_orphan_files` on `target`; with `explain`, return the plan only.
+pub async fn run(
+    target: &MaintenanceTarget,
+    options: &OrphanOptions,
+    explain: bool,
+) -> Result<QueryResult> {
+    let older_than_ms = effective_older_than(target, options)?;
+    let scan_rel = normalize_scan_location(options.location.as_deref())?;
+    let located = locate_newest(target).await?;
+    check_gc_enabled(target, &located)?;
+    let reachable = collect_reachable(
+        &target.io,
+        &located.metadata,
+        &located.path,
+        &target.location,
+        target.settings.metadata_read_concurrency(),
+    )
+    .await?;
+    refuse_outside_references(target, reachable.outside())?;
+    let partition_field_names: Vec<String> = located
+        .metadata
+        .partition_specs()
+        .iter()
+        .flat_map(|spec| spec.fields.iter().map(|f| f.name.clone()))
+        .collect();
+    let request = scan::ScanRequest {
+        location: &target.location,
+        scan_rel: scan_rel.as_deref(),
+        older_than_ms,
+        partition_field_names: &partition_field_names,
+        keep_kept_rows: explain,
+        concurrency: target.settings.metadata_read_concurrency(),
+    };
+    let outcome = scan::scan(&target.io, &request, &reachable).await?;
+    if explain {
+        return Ok(explain::result(&outcome, reachable.len()));
+    }
+    if options.dry_run {
+        return Ok(metrics_result(&outcome.dry_run_tally(), Vec::new()));
+    }
+    check_pointer_unchanged(target, &located.path).await?;
+    let deleted = delete::delete_orphans(
+        &target.io,
+        &target.location,
+        &outcome.orphans,
+        target.settings.delete_concurrency(),
+    )
+    .await;
+    let mut tally = deleted.tally;
+    tally.skipped_missing_metadata = outcome.skipped_missing_metadata;
+    Ok(metrics_result(&tally, deleted.warnings))
+}
+
+/// `older_than`, defaulted, and refused when after "now".
+fn effective_older_than(target: &MaintenanceTarget, options: &OrphanOptions) -> Result<i64> {
+    match options.older_than_ms {
+        Some(ms) if ms > target.now_ms => Err(Error::bad_arguments(
+            "older_than must not be in the future; a future value would bypass the \
+             in-progress-write safety window",
+        )),
+        Some(ms) => Ok(ms),
+        None => {
+            let window_ms = target
+                .settings
+                .orphan_files_older_than_seconds()
+                .saturating_mul(1000);
+            Ok(target.now_ms.saturating_sub(window_ms))
+        }
+    }
+}
+
+/// The scan path below the root, normalised as the binder does (idempotent on its output).
+fn normalize_scan_location(location: Option<&str>) -> Result<Option<String>> {
+    let Some(location) = location else {
+        return Ok(None);
+    };
+    let components: Vec<&str> = location.split('/').collect();
+    if location.starts_with('/') || components.contains(&"..") {
+        return Err(Error::bad_arguments(format!(
+            "location must be a relative path under the table root, got '{location}'"
+        )));
+    }
+    let kept: Vec<&str> = components
+        .into_iter()
+        .filter(|c| !c.is_empty() && *c != ".")
+        .collect();
+    Ok((!kept.is_empty()).then(|| kept.join("/")))
+}
+
+/// The newest committed metadata; a pinned `iceberg_metadata_file_path` must be it.
+async fn locate_newest(target: &MaintenanceTarget) -> Result<LocatedMetadata> {
+    let settings = &target.metadata_settings;
+    let located = locate(&target.io, &target.location, settings).await?;
+    if settings.metadata_file_path.is_none() {
+        return Ok(located);
+    }
+    let unpinned = MetadataSettings {
+        metadata_file_path: None,
+        ..settings.clone()
+    };
+    match locate(&target.io, &target.location, &unpinned).await {
+        Ok(newest) if path_key(&newest.path) == path_key(&located.path) => Ok(located),
+        Ok(newest) => Err(Error::bad_arguments(format!(
+            "remove_orphan_files on {} works only on the newest metadata file, but the table \
+             setting iceberg_metadata_file_path pins '{}' and the newest is '{}'",
+            target.table_name, located.path, newest.path
+        ))),
+        // No versioned metadata file at all: the pinned one is the only candidate.
+        Err(e) if e.kind() == ErrorKind::FileDoesntExist => Ok(located),
+        Err(e) => Err(e),
+    }
+}
+
+fn check_gc_enabled(target: &MaintenanceTarget, located: &LocatedMetadata) -> Result<()> {
+    match located.metadata.property("gc.enabled") {
+        None => Ok(()),
+        Some(v) if v.trim().eq_ignore_ascii_case("true") => Ok(()),
+        Some(v) => Err(Error::bad_arguments(format!(
+            "Cannot remove orphan files of {}: GC is disabled by table property gc.enabled={v} \
+             (deleting files may corrupt other tables)",
+            target.table_name
+        ))),
+    }
+}
+
+fn refuse_outside_references(
+    target: &MaintenanceTarget,
+    outside: (usize, &[String]),
+) -> Result<()> {
+    let (count, examples) = outside;
+    if count == 0 {
+        return Ok(());
+    }
+    Err(Error::not_implemented(format!(
+        "remove_orphan_files on {} cannot run: the current metadata references {count} file(s) \
+         outside the table location '{}': {}",
+        target.table_name,
+        target.location,
+        examples.join(", ")
+    )))
+}
+
+/// Re-locate the newest metadata; refuse to delete when it moved since the scan began.
+async fn check_pointer_unchanged(target: &MaintenanceTarget, scanned: &str) -> Result<()> {
+    let now = locate_newest(target).await.map_err(|e| {
+        e.context("remove_orphan_files: re-reading the current metadata before deleting; nothing was deleted")
+    })?;
+    if path_key(&now.path) == path_key(scanned) {
+        return Ok(());
+    }
+    Err(Error::new(
+        ErrorKind::QueryWasCancelled,
+        format!(
+            "Current metadata file changed during orphan scan (was '{scanned}', now '{}'); \
+             nothing was deleted",
+            now.path
+        ),
+    ))
+}
+
+fn metrics_result(tally: &OrphanTally, warnings: Vec<String>) -> QueryResult {
+    let metrics = OrphanMetrics {
+        deleted_data_files_count: tally.data_files,
+        deleted_position_delete_files_count: tally.position_delete_files,
+        deleted_equality_delete_files_count: tally.equality_delete_files,
+        deleted_manifest_files_count: tally.manifest_files,
+        deleted_manifest_lists_count: tally.manifest_lists,
+        deleted_metadata_files_count: tally.metadata_files,
+        deleted_statistics_files_count: tally.statistics_files,
+        skipped_missing_metadata_count: tally.skipped_missing_metadata,
+        failed_deletions_count: tally.failed_deletions,
+    };
+    let mut result = QueryResult::from_metrics(Metrics::Orphans(metrics));
+    result.warnings = warnings;
+    result
+}
+
+/// Whether `uri` may be deleted: strictly inside the table location.
+pub(crate) fn deletable(location: &str, uri: &str) -> bool {
+    is_under(location, uri)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scan_locations_normalise() {
+        let n = |s: &str| normalize_scan_location(Some(s)).unwrap();
+        assert_eq!(n("data/"), Some("data".into()));
+        assert_eq!(n("./data/"), Some("data".into()));
+        assert_eq!(n("./data//x/./"), Some("data/x".into()));
+        assert_eq!(n("./"), None);
+        assert_eq!(normalize_scan_location(None).unwrap(), None);
+        for bad in ["/data", "../x", "data/../../x"] {
+            let e = normalize_scan_location(Some(bad)).unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::BadArguments, "{bad}");
+            assert!(e.message().contains(bad), "{}", e.message());
+        }
+    }
+
+    #[test]
+    fn metrics_rows_carry_the_tally() {
+        let tally = OrphanTally {
+            data_files: 2,
+            metadata_files: 1,
+            failed_deletions: 3,
+            ..Default::default()
+        };
+        let result = metrics_result(&tally, vec!["w".into()]);
+        let Some(Metrics::Orphans(m)) = result.metrics else {
+            panic!("no orphan metrics");
+        };
+        assert_eq!(m.deleted_data_files_count, 2);
+        assert_eq!(m.deleted_metadata_files_count, 1);
+        assert_eq!(m.failed_deletions_count, 3);
+        assert_eq!(result.warnings, ["w"]);
+    }
+}

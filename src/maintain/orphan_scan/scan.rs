@@ -1,0 +1,284 @@
+//! The listing step of `remove_orphan_files`: list the scan path recursively (first-level folders
+//! concurrently), judge each file as it arrives, keep the orphans (and, for EXPLAIN, the kept
+//! unreachable files).
+
+use futures::TryStreamExt;
+
+use crate::error::{Error, ErrorKind, Result};
+use crate::io::{FileIO, FileInfo, path_key};
+use crate::maintain::orphans::{
+    ListedFile, OrphanCategory, OrphanRules, OrphanTally, OrphanVerdict, classify,
+};
+use crate::maintain::reachable::{Lookup, ReachableFiles};
+
+/// What to scan and how to judge.
+#[derive(Debug, Clone, Copy)]
+pub struct ScanRequest<'a> {
+    /// The table location (root URI).
+    pub location: &'a str,
+    /// The scan path below the root, normalised; `None` for the whole table.
+    pub scan_rel: Option<&'a str>,
+    pub older_than_ms: i64,
+    /// Partition field names of every partition spec.
+    pub partition_field_names: &'a [String],
+    /// Keep a row per kept unreachable file (EXPLAIN).
+    pub keep_kept_rows: bool,
+    /// First-level folders listed at once.
+    pub concurrency: usize,
+}
+
+/// A file to delete.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Orphan {
+    pub uri: String,
+    pub category: OrphanCategory,
+    pub size: u64,
+    pub last_modified_ms: i64,
+}
+
+/// Why an unreachable file is kept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeepReason {
+    TooYoung,
+    Hidden,
+    NoLastModified,
+}
+
+impl KeepReason {
+    /// The EXPLAIN spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            KeepReason::TooYoung => "too_young",
+            KeepReason::Hidden => "hidden",
+            KeepReason::NoLastModified => "no_last_modified",
+        }
+    }
+}
+
+/// An unreachable file that stays.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Kept {
+    pub uri: String,
+    pub reason: KeepReason,
+    pub size: u64,
+    pub last_modified_ms: Option<i64>,
+}
+
+/// What the listing found.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ScanOutcome {
+    pub orphans: Vec<Orphan>,
+    /// Kept unreachable files (only when asked for).
+    pub kept: Vec<Kept>,
+    pub listed: i64,
+    pub reachable_listed: i64,
+    pub too_young: i64,
+    pub hidden: i64,
+    pub skipped_missing_metadata: i64,
+}
+
+impl ScanOutcome {
+    /// The nine metrics as a dry run reports them.
+    pub fn dry_run_tally(&self) -> OrphanTally {
+        let mut tally = OrphanTally::default();
+        for orphan in &self.orphans {
+            tally.count_deleted(orphan.category);
+        }
+        tally.skipped_missing_metadata = self.skipped_missing_metadata;
+        tally
+    }
+
+    fn record(&mut self, file: &FileInfo, verdict: OrphanVerdict, keep_rows: bool) {
+        let reason = match verdict {
+            OrphanVerdict::Reachable => {
+                self.reachable_listed += 1;
+                return;
+            }
+            // Never deleted; cannot be listed under the root, but is never an orphan either.
+            OrphanVerdict::OutsideTableRoot => return,
+            OrphanVerdict::Orphan(category) => {
+                if let Some(last_modified_ms) = file.last_modified_ms {
+                    self.orphans.push(Orphan {
+                        uri: file.uri.clone(),
+                        category,
+                        size: file.size,
+                        last_modified_ms,
+                    });
+                }
+                return;
+            }
+            OrphanVerdict::Hidden => {
+                self.hidden += 1;
+                KeepReason::Hidden
+            }
+            OrphanVerdict::NoLastModified => {
+                self.skipped_missing_metadata += 1;
+                KeepReason::NoLastModified
+            }
+            OrphanVerdict::TooYoung => {
+                self.too_young += 1;
+                KeepReason::TooYoung
+            }
+        };
+        if keep_rows {
+            self.kept.push(Kept {
+                uri: file.uri.clone(),
+                reason,
+                size: file.size,
+                last_modified_ms: file.last_modified_ms,
+            });
+        }
+    }
+}
+
+/// The URI listed: the root, or `<root>/<scan_rel>`.
+pub fn scan_uri(location: &str, scan_rel: Option<&str>) -> String {
+    let root = location.trim_end_matches('/');
+    match scan_rel {
+        Some(rel) => format!("{root}/{rel}"),
+        None => root.to_string(),
+    }
+}
+
+/// List and judge every file under the scan path.
+pub async fn scan(
+    io: &FileIO,
+    request: &ScanRequest<'_>,
+    reachable: &ReachableFiles,
+) -> Result<ScanOutcome> {
+    let scan_uri = scan_uri(request.location, request.scan_rel);
+    let root_key = path_key(request.location);
+    let rules = OrphanRules {
+        table_root_key: &root_key,
+        partition_field_names: request.partition_field_names,
+        older_than_ms: request.older_than_ms,
+    };
+    let mut outcome = ScanOutcome::default();
+    let mut listing = io.list_concurrent(&scan_uri, request.concurrency);
+    loop {
+        let file = match listing.try_next().await {
+            Ok(Some(file)) => file,
+            Ok(None) => break,
+            Err(e) if e.kind() == ErrorKind::FileDoesntExist && outcome.listed == 0 => break,
+            Err(e) => return Err(e.context("remove_orphan_files: listing the table")),
+        };
+        outcome.listed += 1;
+        let key = path_key(&file.uri);
+        let reachable_now = match reachable.lookup(&key) {
+            Lookup::Reachable => true,
+            Lookup::Unreachable => false,
+            Lookup::PrefixMismatch => return Err(prefix_mismatch(&file.uri, request.location)),
+        };
+        let listed = ListedFile {
+            key: &key,
+            size: Some(file.size),
+            last_modified_ms: file.last_modified_ms,
+        };
+        let verdict = classify(&listed, &|_| reachable_now, &rules);
+        outcome.record(&file, verdict, request.keep_kept_rows);
+    }
+    if request.scan_rel.is_some() && outcome.listed == 0 {
+        return Err(Error::bad_arguments(format!(
+            "Scan path '{scan_uri}' does not exist"
+        )));
+    }
+    Ok(outcome)
+}
+
+fn prefix_mismatch(uri: &str, location: &str) -> Error {
+    Error::incorrect_data(format!(
+        "Cannot tell whether '{uri}' is an orphan: the table metadata references a file with the \
+         same path under '{location}' but a different scheme or authority; nothing was deleted"
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bytes::Bytes;
+
+    const DAY: i64 = 86_400_000;
+
+    async fn put(io: &FileIO, uri: &str) {
+        io.overwrite(uri, Bytes::from_static(b"x")).await.unwrap();
+    }
+
+    fn request<'a>(scan_rel: Option<&'a str>, names: &'a [String], older: i64) -> ScanRequest<'a> {
+        ScanRequest {
+            location: "memory:///t",
+            scan_rel,
+            older_than_ms: older,
+            partition_field_names: names,
+            keep_kept_rows: true,
+            concurrency: 4,
+        }
+    }
+
+    #[tokio::test]
+    async fn judges_every_listed_file() {
+        let io = FileIO::memory();
+        for rel in [
+            "data/live.parquet",
+            "data/stray.parquet",
+            "data/_c=1/stray.parquet",
+            "data/_tmp/x.parquet",
+            ".hidden/y.parquet",
+            "metadata/snap-1-x.avro",
+        ] {
+            put(&io, &format!("memory:///t/{rel}")).await;
+        }
+        let mut reachable = ReachableFiles::new("memory:///t");
+        reachable.insert("memory:///t/data/live.parquet");
+        let names = vec!["_c".to_string()];
+        let now = chrono::Utc::now().timestamp_millis();
+        let out = scan(&io, &request(None, &names, now + DAY), &reachable)
+            .await
+            .unwrap();
+        assert_eq!((out.listed, out.reachable_listed, out.hidden), (6, 1, 2));
+        let mut orphans: Vec<(&str, OrphanCategory)> = out
+            .orphans
+            .iter()
+            .map(|o| (o.uri.as_str(), o.category))
+            .collect();
+        orphans.sort();
+        assert_eq!(
+            orphans,
+            [
+                ("memory:///t/data/_c=1/stray.parquet", OrphanCategory::Data),
+                ("memory:///t/data/stray.parquet", OrphanCategory::Data),
+                (
+                    "memory:///t/metadata/snap-1-x.avro",
+                    OrphanCategory::ManifestList
+                ),
+            ]
+        );
+        assert_eq!(out.kept.len(), 2);
+        let young = scan(&io, &request(None, &names, now - DAY), &reachable)
+            .await
+            .unwrap();
+        assert!(young.orphans.is_empty());
+        assert_eq!(young.too_young, 3);
+    }
+
+    #[tokio::test]
+    async fn missing_scan_path_is_an_error_but_an_empty_root_is_not() {
+        let io = FileIO::memory();
+        let reachable = ReachableFiles::new("memory:///t");
+        let names: Vec<String> = Vec::new();
+        let e = scan(&io, &request(Some("nope"), &names, 0), &reachable)
+            .await
+            .unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::BadArguments);
+        assert_eq!(e.message(), "Scan path 'memory:///t/nope' does not exist");
+        let out = scan(&io, &request(None, &names, 0), &reachable)
+            .await
+            .unwrap();
+        assert_eq!(out.listed, 0);
+    }
+
+    #[test]
+    fn scan_uris() {
+        assert_eq!(scan_uri("s3://b/t/", Some("data")), "s3://b/t/data");
+        assert_eq!(scan_uri("/w/t", None), "/w/t");
+    }
+}
