@@ -5,11 +5,13 @@
 //! - [`keepset`]: which files go with them, planned in two phases so the caller reads only the
 //!   manifests that matter (SPEC §3 "Files", "Order");
 //! - [`paths`]: interned path keys and bitsets of them, for the keep set;
+//! - [`graph`]: reading the file graph (manifest lists, manifests) from storage;
 //! - [`orphans`]: how `remove_orphan_files` classifies a listed file (SPEC §4).
 //!
 //! The executors that read metadata, commit and delete call these and act on their answers.
 
 pub mod expire;
+pub mod graph;
 pub mod keepset;
 pub mod orphan_scan;
 pub mod orphans;
