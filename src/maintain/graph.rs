@@ -77,7 +77,9 @@ impl TableFiles {
                 }
             }
         }
-        let read = files.read_all(io, &lists, concurrency, "manifest list").await?;
+        let read = files
+            .read_all(io, &lists, concurrency, "manifest list")
+            .await?;
         let mut decoded: HashMap<PathId, (Vec<ManifestRef>, Option<i64>)> = HashMap::new();
         for (id, bytes) in read {
             let Some(bytes) = bytes else {
