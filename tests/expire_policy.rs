@@ -155,8 +155,14 @@ async fn snapshot_ids_refuse_current_tagged_and_unknown() {
     let dir = fx.table_dir();
     let before = files_on_disk(&dir);
     for (id, needle) in [
-        (fx.snapshot_id("m6"), "referenced by current snapshot, branch, or tag"),
-        (fx.snapshot_id("m2"), "referenced by current snapshot, branch, or tag"),
+        (
+            fx.snapshot_id("m6"),
+            "referenced by current snapshot, branch, or tag",
+        ),
+        (
+            fx.snapshot_id("m2"),
+            "referenced by current snapshot, branch, or tag",
+        ),
         (12345, "expire_snapshots snapshot id 12345 does not exist"),
     ] {
         let err = expire_at(&dir, NOW, ids(&[id]), false, None)
@@ -179,7 +185,10 @@ async fn branches_and_tags() {
     let (r, after) = expire_checked(&fx.table_dir(), ExpireOptions::default()).await;
     assert_eq!(
         ref_names(&after),
-        ["audit", "main", "t_old"].iter().map(|s| s.to_string()).collect()
+        ["audit", "main", "t_old"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect()
     );
     assert_eq!(
         snapshot_ids(&after),
@@ -200,7 +209,11 @@ async fn dangling_ref_is_removed_with_a_warning() {
     std::fs::write(&path, serde_json::to_vec(&json).unwrap()).unwrap();
     let r = expire(&fx.table_dir(), policy(Some(100), None)).await;
     assert_eq!(counts(&r), [0; 7]);
-    assert!(r.warnings.iter().any(|w| w.contains("ghost")), "{:?}", r.warnings);
+    assert!(
+        r.warnings.iter().any(|w| w.contains("ghost")),
+        "{:?}",
+        r.warnings
+    );
     let after = inspect(&fx.table_dir()).await;
     assert_eq!(ref_names(&after), BTreeSet::from(["main".to_string()]));
     assert_eq!(snapshot_ids(&after).len(), 6);

@@ -7,9 +7,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use icetrim::clock::FixedClock;
+use icetrim::engine::procedures::run_procedure;
 use icetrim::engine::registry::{EngineArg, TableDef};
 use icetrim::engine::{ExpireMetrics, Metrics, QueryResult, Runtime};
-use icetrim::engine::procedures::run_procedure;
 use icetrim::iceberg::locate::{MetadataSettings, locate};
 use icetrim::io::FileIO;
 use icetrim::plan::{ExpireOptions, ProcedureCall};
@@ -19,6 +19,7 @@ use serde_json::Value;
 #[path = "../common/fixtures.rs"]
 pub mod fixtures;
 
+#[allow(unused_imports)]
 pub use fixtures::{Fixture, make_fixture, oracle_inspect};
 
 /// "Now" for pyiceberg fixtures (deterministic for a seed and this now).
