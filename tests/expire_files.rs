@@ -21,7 +21,7 @@ fn edit_json(path: &Path, edit: impl FnOnce(&mut Value)) {
     std::fs::write(path, serde_json::to_vec_pretty(&json).unwrap()).unwrap();
 }
 
-fn snapshot_mut<'a>(json: &'a mut Value, id: i64) -> &'a mut Value {
+fn snapshot_mut(json: &mut Value, id: i64) -> &mut Value {
     json["snapshots"]
         .as_array_mut()
         .unwrap()
@@ -306,4 +306,31 @@ async fn missing_expired_list_is_skipped_missing_retained_list_fails() {
         r.warnings
     );
     assert!(!snapshot_ids(&inspect(&dir).await).contains(&fx.snapshot_id("a1")));
+}
+
+#[tokio::test]
+async fn each_manifest_list_is_read_once() {
+    // 60 fast appends: every retained list names every older manifest, so no manifest is a
+    // candidate and none needs reading; each list is read once, each expired list deleted once.
+    let fx = make_fixture("py_v2_many", NOW, false);
+    let counter = icetrim::io::RequestCounter::new();
+    let io = icetrim::io::FileIO::local().with_request_counter(counter.clone());
+    let started = std::time::Instant::now();
+    let r = expire_at(
+        &fx.table_dir(),
+        NOW,
+        policy(Some(10), Some(0)),
+        false,
+        Some(io),
+    )
+    .await
+    .unwrap();
+    let elapsed = started.elapsed();
+    let requests = counter.snapshot();
+    eprintln!("py_v2_many, 50 of 60 snapshots expired in {elapsed:?}: {requests}");
+    assert_eq!(counts(&r), [0, 0, 0, 0, 50, 0, 0]);
+    // The metadata file (read by locate) plus 60 manifest lists.
+    assert_eq!(requests.get, 61, "{requests}");
+    assert_eq!(requests.deleted_keys, 50);
+    assert_eq!(requests.put, 1, "one metadata file");
 }
