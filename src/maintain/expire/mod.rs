@@ -72,6 +72,8 @@ pub async fn run(
             ));
         }
         if options.dry_run {
+            // A dry run fails where the real run would: an ambiguous table cannot be committed.
+            located.check_writable()?;
             return Ok(metrics_result(plan.delete.counts(), true, warnings));
         }
         match commit_plan(target, &located, &plan).await? {

@@ -52,7 +52,7 @@ pub async fn plan_expiry(
     metadata: &TableMetadata,
     options: &ExpireOptions,
 ) -> Result<ExpiryPlan> {
-    check_gc_enabled(target, metadata)?;
+    check_gc_enabled(&target.table_name, metadata)?;
     let policy = effective_policy(
         session_policy(target)?,
         metadata.properties(),
@@ -125,13 +125,12 @@ fn session_policy(target: &MaintenanceTarget) -> Result<TablePolicy> {
 
 /// Java's rule (`RemoveSnapshots`): expiry is refused unless `gc.enabled` parses as true
 /// (absent = true; `Boolean.parseBoolean`, so any other text is false).
-fn check_gc_enabled(target: &MaintenanceTarget, metadata: &TableMetadata) -> Result<()> {
+fn check_gc_enabled(table_name: &str, metadata: &TableMetadata) -> Result<()> {
     match metadata.property(PROP_GC_ENABLED) {
         Some(value) if !value.trim().eq_ignore_ascii_case("true") => {
             Err(Error::bad_arguments(format!(
-                "Cannot expire snapshots of {}: GC is disabled by table property \
-                 {PROP_GC_ENABLED}={value} (deleting files may corrupt other tables)",
-                target.table_name
+                "Cannot expire snapshots of {table_name}: GC is disabled by table property \
+                 {PROP_GC_ENABLED}={value} (deleting files may corrupt other tables)"
             )))
         }
         _ => Ok(()),
@@ -179,4 +178,92 @@ pub fn new_metadata(base: &TableMetadata, decision: &ExpiryDecision) -> Result<T
     md.remove_refs(&removed)?;
     md.retain_statistics(&stats_keep)?;
     Ok(md)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    use serde_json::{Value, json};
+
+    use super::*;
+    use crate::ErrorKind;
+    use crate::iceberg::spec::RefKind;
+    use crate::maintain::policy::{RefFate, RefRemoval, RefVerdict};
+
+    fn doc(gc: Option<&str>) -> Value {
+        let mut d = json!({
+            "format-version": 2,
+            "table-uuid": "9c12d441-03fe-4693-9a96-a0705ddf69c1",
+            "location": "s3://b/t",
+            "last-sequence-number": 3,
+            "last-updated-ms": 1000,
+            "last-column-id": 1,
+            "current-schema-id": 0,
+            "schemas": [{"type": "struct", "schema-id": 0, "fields": []}],
+            "default-spec-id": 0,
+            "partition-specs": [{"spec-id": 0, "fields": []}],
+            "properties": {},
+            "current-snapshot-id": 3,
+            "snapshots": ([1, 2, 3].map(|i: i64| json!({
+                "snapshot-id": i, "sequence-number": i, "timestamp-ms": i * 100,
+                "manifest-list": format!("s3://b/t/metadata/snap-{i}.avro"),
+                "summary": {"operation": "append"}}))),
+            "refs": {"main": {"snapshot-id": 3, "type": "branch"},
+                     "old": {"snapshot-id": 1, "type": "tag"}},
+            "snapshot-log": ([1, 2, 3].map(|i: i64| json!({"snapshot-id": i, "timestamp-ms": i * 100}))),
+            "metadata-log": [],
+            "statistics": ([1, 3].map(|i: i64| json!({"snapshot-id": i,
+                "statistics-path": format!("s3://b/t/metadata/{i}.stats"),
+                "file-size-in-bytes": 10, "file-footer-size-in-bytes": 4, "blob-metadata": []}))),
+        });
+        if let Some(gc) = gc {
+            d["properties"]["gc.enabled"] = gc.into();
+        }
+        d
+    }
+
+    fn parse(v: &Value) -> TableMetadata {
+        TableMetadata::parse(v.to_string().as_bytes(), "v3.metadata.json").unwrap()
+    }
+
+    #[test]
+    fn gc_enabled_follows_java_boolean_parsing() {
+        for ok in [None, Some("true"), Some("TRUE"), Some(" True ")] {
+            assert!(check_gc_enabled("db.t", &parse(&doc(ok))).is_ok(), "{ok:?}");
+        }
+        for refused in ["false", "no", "0", ""] {
+            let err = check_gc_enabled("db.t", &parse(&doc(Some(refused)))).unwrap_err();
+            assert_eq!(err.kind(), ErrorKind::BadArguments);
+            assert!(err.message().contains("gc.enabled"), "{err}");
+        }
+    }
+
+    #[test]
+    fn new_metadata_drops_expired_snapshots_refs_log_and_statistics() {
+        let base = parse(&doc(None));
+        let decision = ExpiryDecision {
+            snapshots: Vec::new(),
+            refs: vec![RefVerdict {
+                name: "old".into(),
+                kind: RefKind::Tag,
+                snapshot_id: 1,
+                fate: RefFate::Removed(RefRemoval::AgedOut {
+                    age_ms: 10,
+                    max_ref_age_ms: 1,
+                }),
+            }],
+            retained: BTreeSet::from([2, 3]),
+            expired: BTreeSet::from([1]),
+        };
+        let md = new_metadata(&base, &decision).unwrap();
+        let ids: Vec<i64> = md.snapshots().iter().map(|s| s.snapshot_id).collect();
+        assert_eq!(ids, [2, 3]);
+        assert!(md.ref_named("old").is_none() && md.ref_named("main").is_some());
+        let log: Vec<i64> = md.snapshot_log().iter().map(|e| e.snapshot_id).collect();
+        assert_eq!(log, [2, 3]);
+        let stats: Vec<i64> = md.statistics().iter().map(|s| s.snapshot_id).collect();
+        assert_eq!(stats, [3]);
+        assert_eq!(md.json()["table-uuid"], base.json()["table-uuid"]);
+    }
 }
