@@ -334,3 +334,52 @@ async fn each_manifest_list_is_read_once() {
     assert_eq!(requests.deleted_keys, 50);
     assert_eq!(requests.put, 1, "one metadata file");
 }
+
+#[tokio::test]
+async fn statistics_file_still_named_by_a_kept_entry_survives() {
+    // a1's Puffin entry names a6's file: expiring a1 drops the entry but not the file.
+    let fx = make_fixture("py_v2_statistics", NOW, false);
+    let a6_stats = fx.facts["statistics_files"]["a6"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let a1 = fx.snapshot_id("a1");
+    edit_json(&fx.metadata_path(), |json| {
+        for entry in json["statistics"].as_array_mut().unwrap() {
+            if entry["snapshot-id"].as_i64() == Some(a1) {
+                entry["statistics-path"] = a6_stats.clone().into();
+            }
+        }
+    });
+    let (r, after) = expire_checked(&fx.table_dir(), ExpireOptions::default()).await;
+    assert_eq!(counts(&r)[5], 1, "only a1's partition statistics go");
+    assert!(Path::new(&a6_stats).exists());
+    assert_eq!(after["statistics"].as_array().unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn explain_names_removed_refs_and_why() {
+    let fx = make_fixture("py_v2_branches_tags", NOW, false);
+    let before = files_on_disk(&fx.table_dir());
+    let r = expire_at(&fx.table_dir(), NOW, ExpireOptions::default(), true, None)
+        .await
+        .unwrap();
+    assert_eq!(files_on_disk(&fx.table_dir()), before);
+    let find = |kind: &str, id: &str| {
+        r.rows
+            .iter()
+            .find(|row| cell(row, 0) == kind && cell(row, 1) == id)
+            .unwrap_or_else(|| panic!("no {kind} row {id}"))
+    };
+    for (kind, name) in [("branch", "stale"), ("tag", "t_short")] {
+        let row = find(kind, name);
+        assert_eq!(cell(row, 2), "remove");
+        assert!(cell(row, 3).contains("max-ref-age-ms 86400000"), "{row:?}");
+    }
+    assert_eq!(cell(find("tag", "t_old"), 2), "keep");
+    let m2 = find("snapshot", &fx.snapshot_id("m2").to_string());
+    assert_eq!(cell(m2, 2), "keep");
+    assert!(cell(m2, 3).contains("tag 't_old'"), "{m2:?}");
+    let b1 = find("snapshot", &fx.snapshot_id("b1").to_string());
+    assert_eq!(cell(b1, 2), "expire");
+}
