@@ -24,7 +24,7 @@ use super::keepset::{
     EntryRef, FileGraph, ManifestContents, ManifestEntries, ManifestRef, PathId, PathInterner,
     SnapshotFiles, StatisticsRef,
 };
-use crate::error::{ErrorKind, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::iceberg::manifest::for_each_projected;
 use crate::iceberg::manifest_list::read_manifest_list;
 use crate::iceberg::metadata::TableMetadata;
@@ -103,7 +103,9 @@ impl TableFiles {
             let snapshot = match &s.manifest_list {
                 Some(uri) => {
                     let id = files.intern(uri)?;
-                    let (manifests, size) = decoded.get(&id).cloned().unwrap_or_default();
+                    let (manifests, size) = decoded.get(&id).cloned().ok_or_else(|| {
+                        Error::logical(format!("manifest list '{uri}' was not read"))
+                    })?;
                     SnapshotFiles {
                         snapshot_id: s.snapshot_id,
                         manifest_list: Some(id),
@@ -164,10 +166,7 @@ impl TableFiles {
                 }
             }
         }
-        let jobs: Vec<(PathId, bool, String)> = unique
-            .iter()
-            .filter_map(|(id, needed)| self.uri(*id).map(|u| (*id, *needed, u.to_string())))
-            .collect();
+        let jobs = self.jobs(&unique)?;
         let decoded: Vec<(PathId, Vec<RawEntry>)> = futures::stream::iter(jobs)
             .map(|(id, needed, uri)| async move {
                 let Some(bytes) = read_or_skip(io, &uri, needed).await? else {
@@ -182,7 +181,7 @@ impl TableFiles {
                         file_size: e.file_size_in_bytes,
                     });
                 })?;
-                Ok::<_, crate::error::Error>((id, Some(raw)))
+                Ok::<_, Error>((id, Some(raw)))
             })
             .buffer_unordered(concurrency.max(1))
             .try_collect::<Vec<_>>()
@@ -219,10 +218,7 @@ impl TableFiles {
         concurrency: usize,
         what: &str,
     ) -> Result<Vec<(PathId, Option<bytes::Bytes>)>> {
-        let jobs: Vec<(PathId, bool, String)> = files
-            .iter()
-            .filter_map(|(id, needed)| self.uri(*id).map(|u| (*id, *needed, u.to_string())))
-            .collect();
+        let jobs = self.jobs(files)?;
         let read: Vec<(PathId, Option<bytes::Bytes>)> = futures::stream::iter(jobs)
             .map(|(id, needed, uri)| async move {
                 read_or_skip(io, &uri, needed).await.map(|b| (id, b))
@@ -236,6 +232,21 @@ impl TableFiles {
             }
         }
         Ok(read)
+    }
+
+    /// `(id, required, uri)` for each file; an id this graph did not intern is a logic error
+    /// (never silently skipped: a required file must not go unread).
+    fn jobs(&self, files: &[(PathId, bool)]) -> Result<Vec<(PathId, bool, String)>> {
+        files
+            .iter()
+            .map(|(id, needed)| match self.uri(*id) {
+                Some(uri) => Ok((*id, *needed, uri.to_string())),
+                None => Err(Error::logical(format!(
+                    "path #{} was not interned by this file graph",
+                    id.index()
+                ))),
+            })
+            .collect()
     }
 
     fn note_missing(&mut self, id: PathId, what: &str) {
