@@ -313,6 +313,7 @@ async fn each_manifest_list_is_read_once() {
     // 60 fast appends: every retained list names every older manifest, so no manifest is a
     // candidate and none needs reading; each list is read once, each expired list deleted once.
     let fx = make_fixture("py_v2_many", NOW, false);
+    let before = inspect(&fx.table_dir()).await;
     let counter = icetrim::io::RequestCounter::new();
     let io = icetrim::io::FileIO::local().with_request_counter(counter.clone());
     let started = std::time::Instant::now();
@@ -333,6 +334,7 @@ async fn each_manifest_list_is_read_once() {
     assert_eq!(requests.get, 61, "{requests}");
     assert_eq!(requests.deleted_keys, 50);
     assert_eq!(requests.put, 1, "one metadata file");
+    assert_whole(&before, &inspect(&fx.table_dir()).await);
 }
 
 #[tokio::test]

@@ -207,6 +207,7 @@ async fn dangling_ref_is_removed_with_a_warning() {
         serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
     json["refs"]["ghost"] = serde_json::json!({"snapshot-id": 42, "type": "tag"});
     std::fs::write(&path, serde_json::to_vec(&json).unwrap()).unwrap();
+    let before = inspect(&fx.table_dir()).await;
     let r = expire(&fx.table_dir(), policy(Some(100), None)).await;
     assert_eq!(counts(&r), [0; 7]);
     assert!(
@@ -215,6 +216,7 @@ async fn dangling_ref_is_removed_with_a_warning() {
         r.warnings
     );
     let after = inspect(&fx.table_dir()).await;
+    assert_whole(&before, &after);
     assert_eq!(ref_names(&after), BTreeSet::from(["main".to_string()]));
     assert_eq!(snapshot_ids(&after).len(), 6);
 }
