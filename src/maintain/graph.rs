@@ -172,15 +172,10 @@ impl TableFiles {
                 let Some(bytes) = read_or_skip(io, &uri, needed).await? else {
                     return Ok((id, None));
                 };
-                let mut raw = Vec::new();
-                for_each_projected(&bytes, &uri, |e| {
-                    raw.push(RawEntry {
-                        path: e.file_path.to_string(),
-                        content: e.content,
-                        status: e.status,
-                        file_size: e.file_size_in_bytes,
-                    });
-                })?;
+                // Decoding is CPU work: on the blocking pool, so manifests decode in parallel.
+                let raw = tokio::task::spawn_blocking(move || decode_manifest(&bytes, &uri))
+                    .await
+                    .map_err(|e| Error::logical(format!("manifest decoding task failed: {e}")))??;
                 Ok::<_, Error>((id, Some(raw)))
             })
             .buffer_unordered(concurrency.max(1))
@@ -280,6 +275,20 @@ impl TableFiles {
             .filter(|p| seen.insert(*p))
             .collect()
     }
+}
+
+/// The projected entries of one manifest.
+fn decode_manifest(bytes: &[u8], uri: &str) -> Result<Vec<RawEntry>> {
+    let mut raw = Vec::new();
+    for_each_projected(bytes, uri, |e| {
+        raw.push(RawEntry {
+            path: e.file_path.to_string(),
+            content: e.content,
+            status: e.status,
+            file_size: e.file_size_in_bytes,
+        });
+    })?;
+    Ok(raw)
 }
 
 /// Read `uri`; a missing file is `None` unless `required`.
