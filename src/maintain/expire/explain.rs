@@ -1,0 +1,222 @@
+//! `EXPLAIN ALTER TABLE t EXECUTE expire_snapshots(...)`: the plan as a table, nothing changed.
+//!
+//! Columns: `kind String, id String, decision String, reason String, detail String,
+//! bytes Nullable(Int64)`. Rows, in this order:
+//! - `snapshot` — id: snapshot id; decision `keep`/`expire`; reason: why (several joined by `; `);
+//!   detail: `<timestamp 'YYYY-MM-DD hh:mm:ss.mmm' UTC> parent <id|none>`; bytes NULL.
+//! - `branch` / `tag` — id: ref name; decision `keep`/`remove`; reason; detail: `snapshot <id>`.
+//! - `file` — id: the URI to delete; decision `delete`; reason: the category (`data`,
+//!   `position_delete`, `equality_delete`, `manifest`, `manifest_list`, `statistics`); detail
+//!   empty; bytes: size when known. In deletion order.
+//! - `total` — id: a category, then `all`; decision `delete`; reason `<n> file(s)`; detail names
+//!   how many sizes are unknown, if any; bytes: the known sizes summed.
+//! - `warning` — one per warning (e.g. a skipped missing manifest), in reason.
+
+use super::plan::ExpiryPlan;
+use crate::engine::QueryResult;
+use crate::format::{Column, Value};
+use crate::iceberg::spec::{RefKind, SnapshotId};
+use crate::maintain::keepset::{FileCategory, FileDecision};
+use crate::maintain::policy::{ExpireReason, KeepReason, RefFate, RefRemoval, SnapshotFate};
+
+/// The EXPLAIN table of `plan`. `parents` gives each snapshot's parent.
+pub fn explain_table(
+    plan: &ExpiryPlan,
+    parent_of: impl Fn(SnapshotId) -> Option<SnapshotId>,
+    warnings: &[String],
+) -> QueryResult {
+    let mut rows = Vec::new();
+    for v in &plan.decision.snapshots {
+        let (decision, reason) = match &v.fate {
+            SnapshotFate::Kept(reasons) => (
+                "keep",
+                reasons
+                    .iter()
+                    .map(keep_reason)
+                    .collect::<Vec<_>>()
+                    .join("; "),
+            ),
+            SnapshotFate::Expired(r) => ("expire", expire_reason(*r).to_string()),
+        };
+        let parent = parent_of(v.snapshot_id).map_or("none".to_string(), |p| p.to_string());
+        let detail = format!("{} parent {parent}", format_ts(v.timestamp_ms));
+        rows.push(row(
+            "snapshot",
+            &v.snapshot_id.to_string(),
+            decision,
+            &reason,
+            &detail,
+            None,
+        ));
+    }
+    for r in &plan.decision.refs {
+        let kind = match r.kind {
+            RefKind::Branch => "branch",
+            RefKind::Tag => "tag",
+        };
+        let (decision, reason) = match r.fate {
+            RefFate::Kept => (
+                "keep",
+                "within its max-ref-age-ms (main is never removed)".into(),
+            ),
+            RefFate::Removed(RefRemoval::Dangling) => (
+                "remove",
+                format!("its snapshot {} does not exist", r.snapshot_id),
+            ),
+            RefFate::Removed(RefRemoval::AgedOut {
+                age_ms,
+                max_ref_age_ms,
+            }) => (
+                "remove",
+                format!("its head is {age_ms} ms old, over max-ref-age-ms {max_ref_age_ms}"),
+            ),
+        };
+        let detail = format!("snapshot {}", r.snapshot_id);
+        rows.push(row(kind, &r.name, decision, &reason, &detail, None));
+    }
+    for (category, f) in plan.delete.deletion_order() {
+        let uri = plan.uri(f.path).unwrap_or("<unknown path>");
+        rows.push(row(
+            "file",
+            uri,
+            "delete",
+            category_name(category),
+            "",
+            f.size,
+        ));
+    }
+    totals(&plan.delete, &mut rows);
+    for w in warnings {
+        rows.push(row("warning", "", "", w, "", None));
+    }
+    let mut result = QueryResult::table(columns(), rows);
+    result.warnings = warnings.to_vec();
+    result
+}
+
+fn columns() -> Vec<Column> {
+    vec![
+        Column::new("kind", "String"),
+        Column::new("id", "String"),
+        Column::new("decision", "String"),
+        Column::new("reason", "String"),
+        Column::new("detail", "String"),
+        Column::new("bytes", "Nullable(Int64)"),
+    ]
+}
+
+fn totals(delete: &FileDecision, rows: &mut Vec<Vec<Value>>) {
+    for category in FileDecision::DELETION_ORDER {
+        let files = delete.files(category);
+        let known: i64 = files
+            .iter()
+            .filter_map(|f| f.size)
+            .fold(0i64, |a, b| a.saturating_add(b.max(0)));
+        let unknown = files.iter().filter(|f| f.size.is_none()).count();
+        rows.push(row(
+            "total",
+            category_name(category),
+            "delete",
+            &format!("{} file(s)", files.len()),
+            &unknown_note(unknown),
+            Some(known),
+        ));
+    }
+    let (bytes, unknown) = delete.total_bytes();
+    rows.push(row(
+        "total",
+        "all",
+        "delete",
+        &format!("{} file(s)", delete.len()),
+        &unknown_note(unknown),
+        Some(bytes),
+    ));
+}
+
+fn unknown_note(unknown: usize) -> String {
+    if unknown == 0 {
+        String::new()
+    } else {
+        format!("{unknown} size(s) unknown")
+    }
+}
+
+fn row(
+    kind: &str,
+    id: &str,
+    decision: &str,
+    reason: &str,
+    detail: &str,
+    bytes: Option<i64>,
+) -> Vec<Value> {
+    vec![
+        Value::Str(kind.into()),
+        Value::Str(id.into()),
+        Value::Str(decision.into()),
+        Value::Str(reason.into()),
+        Value::Str(detail.into()),
+        bytes.map_or(Value::Null, Value::Int),
+    ]
+}
+
+/// The category as EXPLAIN names it.
+pub fn category_name(category: FileCategory) -> &'static str {
+    match category {
+        FileCategory::DataFile => "data",
+        FileCategory::PositionDeleteFile => "position_delete",
+        FileCategory::EqualityDeleteFile => "equality_delete",
+        FileCategory::Manifest => "manifest",
+        FileCategory::ManifestList => "manifest_list",
+        FileCategory::StatisticsFile => "statistics",
+    }
+}
+
+fn keep_reason(r: &KeepReason) -> String {
+    match r {
+        KeepReason::Current => "current snapshot".into(),
+        KeepReason::RefHead(name) => format!("head of ref '{name}'"),
+        KeepReason::BranchMinKeep(name) => {
+            format!("within min-snapshots-to-keep of branch '{name}'")
+        }
+        KeepReason::BranchYoung(name) => {
+            format!("within max-snapshot-age-ms of branch '{name}'")
+        }
+        KeepReason::Tag(name) => format!("snapshot of tag '{name}'"),
+        KeepReason::UnreferencedYoung => {
+            "on no branch or tag, but within the table's max snapshot age".into()
+        }
+        KeepReason::ProtectedByExpireBefore => "timestamp >= expire_before".into(),
+        KeepReason::NotNamed => "not named in snapshot_ids".into(),
+    }
+}
+
+fn expire_reason(r: ExpireReason) -> &'static str {
+    match r {
+        ExpireReason::Aged => {
+            "older than its branch retention (min-snapshots-to-keep, max-snapshot-age-ms)"
+        }
+        ExpireReason::UnreferencedAged => {
+            "on no branch or tag, and older than the table's max snapshot age"
+        }
+        ExpireReason::NamedInIds => "named in snapshot_ids",
+    }
+}
+
+/// `YYYY-MM-DD hh:mm:ss.mmm` in UTC.
+pub fn format_ts(ms: i64) -> String {
+    chrono::DateTime::from_timestamp_millis(ms).map_or_else(
+        || format!("{ms} ms"),
+        |t| t.format("%Y-%m-%d %H:%M:%S%.3f").to_string(),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timestamps_are_utc_with_millis() {
+        assert_eq!(format_ts(1_750_000_000_123), "2025-06-15 15:06:40.123");
+        assert_eq!(format_ts(0), "1970-01-01 00:00:00.000");
+    }
+}

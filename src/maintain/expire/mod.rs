@@ -1,0 +1,141 @@
+//! `expire_snapshots`: the executor (SPEC §3). It chains the pure decisions of
+//! [`super::policy`], [`super::retention`] and [`super::keepset`] with storage.
+//!
+//! Algorithm, in order (each attempt starts from scratch):
+//! 1. [`locate`] the newest committed metadata (never a pinned older one).
+//! 2. [`plan::plan_expiry`]: refuse unless `gc.enabled` is true (Java `RemoveSnapshots`: "GC is
+//!    disabled"; `BAD_ARGUMENTS`, as a table setting forbids the call) → effective policy
+//!    (settings < table properties < `retain_last`/`retention_period`) → `decide_expiry` (policy or
+//!    id mode, the `expire_before` fuse) → when something expires: read every manifest list
+//!    ([`super::graph`]; a retained snapshot's unreadable list fails) → phase A (which manifests
+//!    to read) → read them (a retained one must be readable; a gone candidate is skipped with a
+//!    warning) → phase B (keep set, candidates) → refuse when a candidate lies outside the table
+//!    location (`NOT_IMPLEMENTED`, naming up to 10). All of this also runs for dry runs and
+//!    EXPLAIN, so they fail exactly where the real run would.
+//! 3. EXPLAIN returns the plan ([`explain`]); nothing expires and no ref is removed → nothing is
+//!    written, all counts 0; a dry run returns the counts of the plan.
+//! 4. Commit `v<N+1>` ([`commit`], create-if-absent): kept snapshots in original order, removed
+//!    refs dropped, snapshot-log trimmed after the last expired entry, statistics of expired
+//!    snapshots dropped; the commit appends to and trims metadata-log and sets last-updated-ms.
+//!    On [`CommitOutcome::Conflict`] go back to 1 (another writer may have added snapshots and
+//!    files: nothing of the old plan is reused), at most `iceberg_commit_max_attempts` times, then
+//!    `LIMIT_EXCEEDED`.
+//! 5. Only after the commit, delete leaf first ([`delete`]): content files, manifests, manifest
+//!    lists, statistics files (Java `ReachableFileCleanup`'s order; a crash in between leaves
+//!    orphans, never dangling metadata). Failures are a warning, not an error; the counts are of
+//!    files actually deleted (a file already gone counts as deleted), so a dry run's counts equal
+//!    a real run's whenever every delete succeeds.
+//!
+//! Deliberate differences from ClickHouse 26.9 (SPEC §3): unreferenced snapshots younger than the
+//! table max age are kept (Java's rule); candidates outside the location and `gc.enabled=false`
+//! refuse the statement; old metadata files are never deleted.
+
+mod delete;
+mod explain;
+mod plan;
+
+pub use delete::DeleteReport;
+pub use explain::{category_name, format_ts};
+pub use plan::{ExpiryPlan, PROP_GC_ENABLED, new_metadata, plan_expiry};
+
+use super::keepset::ExpiryFileCounts;
+use super::target::MaintenanceTarget;
+use crate::engine::{ExpireMetrics, Metrics, QueryResult};
+use crate::error::{Error, ErrorKind, Result};
+use crate::iceberg::commit::{CommitOptions, CommitOutcome, commit};
+use crate::iceberg::locate::{LocatedMetadata, locate};
+use crate::maintain::policy::{RefFate, RefRemoval};
+use crate::plan::ExpireOptions;
+
+/// Run `expire_snapshots` on `target`; with `explain`, return the plan only.
+pub async fn run(
+    target: &MaintenanceTarget,
+    options: &ExpireOptions,
+    explain: bool,
+) -> Result<QueryResult> {
+    let max_attempts = target.settings.commit_max_attempts();
+    let mut last_conflict = String::new();
+    for _ in 0..max_attempts {
+        let located = locate(&target.io, &target.location, &target.metadata_settings).await?;
+        let plan = plan_expiry(target, &located.metadata, options).await?;
+        let mut warnings = plan_warnings(&plan);
+        if explain {
+            let metadata = &located.metadata;
+            let parent_of = |id| metadata.snapshot(id).and_then(|s| s.parent_snapshot_id);
+            return Ok(explain::explain_table(&plan, parent_of, &warnings));
+        }
+        if plan.is_noop() {
+            return Ok(metrics_result(
+                ExpiryFileCounts::default(),
+                options.dry_run,
+                warnings,
+            ));
+        }
+        if options.dry_run {
+            // A dry run fails where the real run would: an ambiguous table cannot be committed.
+            located.check_writable()?;
+            return Ok(metrics_result(plan.delete.counts(), true, warnings));
+        }
+        match commit_plan(target, &located, &plan).await? {
+            CommitOutcome::Conflict { path } => {
+                last_conflict = path;
+                continue;
+            }
+            CommitOutcome::Committed(_) => {}
+        }
+        let report = delete::delete_planned(&target.io, &target.location, &plan).await;
+        warnings.extend(report.warning());
+        return Ok(metrics_result(report.counts, false, warnings));
+    }
+    Err(Error::new(
+        ErrorKind::LimitExceeded,
+        format!(
+            "expire_snapshots on {}: {max_attempts} commit attempt(s) conflicted with concurrent \
+             writers (last taken name: {last_conflict}); nothing was deleted",
+            target.table_name
+        ),
+    ))
+}
+
+async fn commit_plan(
+    target: &MaintenanceTarget,
+    located: &LocatedMetadata,
+    plan: &ExpiryPlan,
+) -> Result<CommitOutcome> {
+    located.check_writable()?;
+    let metadata = new_metadata(&located.metadata, &plan.decision)?;
+    let options = CommitOptions {
+        update_metadata_log: true,
+        now_ms: Some(target.now_ms),
+    };
+    commit(&target.io, located, metadata, &options).await
+}
+
+/// Warnings of a plan: dangling refs removed, files already gone.
+fn plan_warnings(plan: &ExpiryPlan) -> Vec<String> {
+    let dangling = plan.decision.refs.iter().filter_map(|r| match r.fate {
+        RefFate::Removed(RefRemoval::Dangling) => Some(format!(
+            "ref '{}' points at snapshot {} which does not exist; it is removed",
+            r.name, r.snapshot_id
+        )),
+        _ => None,
+    });
+    dangling
+        .chain(plan.files.warnings.iter().cloned())
+        .collect()
+}
+
+fn metrics_result(counts: ExpiryFileCounts, dry_run: bool, warnings: Vec<String>) -> QueryResult {
+    let metrics = ExpireMetrics {
+        deleted_data_files_count: counts.data_files,
+        deleted_position_delete_files_count: counts.position_delete_files,
+        deleted_equality_delete_files_count: counts.equality_delete_files,
+        deleted_manifest_files_count: counts.manifest_files,
+        deleted_manifest_lists_count: counts.manifest_lists,
+        deleted_statistics_files_count: counts.statistics_files,
+        dry_run,
+    };
+    let mut result = QueryResult::from_metrics(Metrics::Expire(metrics));
+    result.warnings = warnings;
+    result
+}

@@ -1,0 +1,269 @@
+//! Planning one expiry attempt on one metadata file: the decision, the file graph, the files to
+//! delete, the safety checks, and the metadata to commit. Reads, never writes.
+
+use std::collections::HashSet;
+
+use crate::error::{Error, Result};
+use crate::iceberg::metadata::TableMetadata;
+use crate::iceberg::spec::SnapshotId;
+use crate::io::path_key;
+use crate::maintain::graph::TableFiles;
+use crate::maintain::keepset::{
+    FileDecision, ManifestContents, PathId, decide_files, plan_manifest_reads,
+};
+use crate::maintain::policy::{ExpiryDecision, ExpiryInput, ExpiryMode, decide_expiry};
+use crate::maintain::retention::{SETTING_MIN_SNAPSHOTS_TO_KEEP, TablePolicy, effective_policy};
+use crate::maintain::target::MaintenanceTarget;
+use crate::plan::ExpireOptions;
+
+/// The table property that allows deleting files (Java `TableProperties.GC_ENABLED`).
+pub const PROP_GC_ENABLED: &str = "gc.enabled";
+
+/// How many outside-location paths a refusal names.
+const OUTSIDE_NAMED: usize = 10;
+
+/// Everything one attempt decided.
+#[derive(Debug, Clone)]
+pub struct ExpiryPlan {
+    pub decision: ExpiryDecision,
+    /// The file graph (empty when nothing expires: then nothing is read).
+    pub files: TableFiles,
+    pub contents: ManifestContents,
+    pub delete: FileDecision,
+}
+
+impl ExpiryPlan {
+    /// Nothing expires and no ref is removed.
+    pub fn is_noop(&self) -> bool {
+        self.decision.is_noop()
+    }
+
+    /// The URI to delete for `id`.
+    pub fn uri(&self, id: PathId) -> Option<&str> {
+        self.files.uri(id)
+    }
+}
+
+/// Plan an expiry of `metadata` (the newest committed file) for `target` with `options`.
+/// Fails before any read on a refused table or invalid policy; fails after reading when a
+/// retained file cannot be read or a candidate lies outside the table location.
+pub async fn plan_expiry(
+    target: &MaintenanceTarget,
+    metadata: &TableMetadata,
+    options: &ExpireOptions,
+) -> Result<ExpiryPlan> {
+    check_gc_enabled(&target.table_name, metadata)?;
+    let policy = effective_policy(
+        session_policy(target)?,
+        metadata.properties(),
+        options.retain_last,
+        options.retention_period_ms,
+    )?;
+    let mode = match &options.snapshot_ids {
+        Some(ids) => ExpiryMode::Ids(ids.clone()),
+        None => ExpiryMode::Policy,
+    };
+    let decision = decide_expiry(&ExpiryInput {
+        snapshots: metadata.snapshots(),
+        refs: metadata.refs(),
+        current_snapshot_id: metadata.current_snapshot_id(),
+        policy,
+        now_ms: target.now_ms,
+        expire_before_ms: options.expire_before_ms,
+        mode: &mode,
+    })?;
+    if decision.expired.is_empty() {
+        return Ok(ExpiryPlan {
+            decision,
+            files: TableFiles::default(),
+            contents: ManifestContents::new(),
+            delete: FileDecision::default(),
+        });
+    }
+    let concurrency = target.settings.metadata_read_concurrency();
+    let retained = &decision.retained;
+    let mut files = TableFiles::read(&target.io, metadata, concurrency, |id| {
+        retained.contains(&id)
+    })
+    .await?;
+    let reads = plan_manifest_reads(&files.graph, &decision.expired);
+    let wanted: Vec<(PathId, bool)> = reads
+        .candidate_manifests
+        .iter()
+        .map(|m| (m.path, false))
+        .chain(reads.retained_manifests.iter().map(|p| (*p, true)))
+        .collect();
+    let contents = files
+        .read_manifests(&target.io, &wanted, concurrency)
+        .await?;
+    let delete = decide_files(&files.graph, &decision.expired, &contents)?;
+    check_inside_location(target, &files, &delete)?;
+    Ok(ExpiryPlan {
+        decision,
+        files,
+        contents,
+        delete,
+    })
+}
+
+/// The session settings as the lowest layer of the policy.
+fn session_policy(target: &MaintenanceTarget) -> Result<TablePolicy> {
+    let s = &target.settings;
+    let min_keep = s.expire_default_min_snapshots_to_keep();
+    let min_snapshots_to_keep = i32::try_from(min_keep).map_err(|_| {
+        Error::bad_arguments(format!(
+            "{SETTING_MIN_SNAPSHOTS_TO_KEEP} must be in range [1, {}], got {min_keep}",
+            i32::MAX
+        ))
+    })?;
+    Ok(TablePolicy {
+        min_snapshots_to_keep,
+        max_snapshot_age_ms: s.expire_default_max_snapshot_age_ms(),
+        max_ref_age_ms: s.expire_default_max_ref_age_ms(),
+    })
+}
+
+/// Java's rule (`RemoveSnapshots`): expiry is refused unless `gc.enabled` parses as true
+/// (absent = true; `Boolean.parseBoolean`, so any other text is false).
+fn check_gc_enabled(table_name: &str, metadata: &TableMetadata) -> Result<()> {
+    match metadata.property(PROP_GC_ENABLED) {
+        Some(value) if !value.trim().eq_ignore_ascii_case("true") => {
+            Err(Error::bad_arguments(format!(
+                "Cannot expire snapshots of {table_name}: GC is disabled by table property \
+                 {PROP_GC_ENABLED}={value} (deleting files may corrupt other tables)"
+            )))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// SPEC §3: refuse when any candidate lies outside the table location, naming up to 10.
+fn check_inside_location(
+    target: &MaintenanceTarget,
+    files: &TableFiles,
+    delete: &FileDecision,
+) -> Result<()> {
+    let root = path_key(&target.location);
+    let (count, first) = delete.outside_location(&files.paths, &root, OUTSIDE_NAMED);
+    if count == 0 {
+        return Ok(());
+    }
+    Err(Error::not_implemented(format!(
+        "expire_snapshots on {} would delete {count} file(s) outside the table location '{}', \
+         which is not supported: {}{}",
+        target.table_name,
+        target.location,
+        first.join(", "),
+        if count > first.len() { ", ..." } else { "" }
+    )))
+}
+
+/// The metadata to commit: kept snapshots (original order), removed refs dropped, snapshot-log
+/// trimmed after the last expired entry, statistics of expired snapshots dropped. `metadata-log`
+/// and `last-updated-ms` are the commit's business.
+pub fn new_metadata(base: &TableMetadata, decision: &ExpiryDecision) -> Result<TableMetadata> {
+    let mut md = base.clone();
+    let expired: HashSet<SnapshotId> = decision.expired.iter().copied().collect();
+    md.trim_snapshot_log_after_expired(&expired)?;
+    let keep: HashSet<SnapshotId> = decision.retained.iter().copied().collect();
+    let stats_keep: HashSet<SnapshotId> = base
+        .statistics()
+        .iter()
+        .map(|s| s.snapshot_id)
+        .filter(|id| !expired.contains(id))
+        .chain(keep.iter().copied())
+        .collect();
+    md.retain_snapshots(&keep)?;
+    let removed: Vec<&str> = decision.removed_refs().map(|r| r.name.as_str()).collect();
+    md.remove_refs(&removed)?;
+    md.retain_statistics(&stats_keep)?;
+    Ok(md)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    use serde_json::{Value, json};
+
+    use super::*;
+    use crate::ErrorKind;
+    use crate::iceberg::spec::RefKind;
+    use crate::maintain::policy::{RefFate, RefRemoval, RefVerdict};
+
+    fn doc(gc: Option<&str>) -> Value {
+        let mut d = json!({
+            "format-version": 2,
+            "table-uuid": "9c12d441-03fe-4693-9a96-a0705ddf69c1",
+            "location": "s3://b/t",
+            "last-sequence-number": 3,
+            "last-updated-ms": 1000,
+            "last-column-id": 1,
+            "current-schema-id": 0,
+            "schemas": [{"type": "struct", "schema-id": 0, "fields": []}],
+            "default-spec-id": 0,
+            "partition-specs": [{"spec-id": 0, "fields": []}],
+            "properties": {},
+            "current-snapshot-id": 3,
+            "snapshots": ([1, 2, 3].map(|i: i64| json!({
+                "snapshot-id": i, "sequence-number": i, "timestamp-ms": i * 100,
+                "manifest-list": format!("s3://b/t/metadata/snap-{i}.avro"),
+                "summary": {"operation": "append"}}))),
+            "refs": {"main": {"snapshot-id": 3, "type": "branch"},
+                     "old": {"snapshot-id": 1, "type": "tag"}},
+            "snapshot-log": ([1, 2, 3].map(|i: i64| json!({"snapshot-id": i, "timestamp-ms": i * 100}))),
+            "metadata-log": [],
+            "statistics": ([1, 3].map(|i: i64| json!({"snapshot-id": i,
+                "statistics-path": format!("s3://b/t/metadata/{i}.stats"),
+                "file-size-in-bytes": 10, "file-footer-size-in-bytes": 4, "blob-metadata": []}))),
+        });
+        if let Some(gc) = gc {
+            d["properties"]["gc.enabled"] = gc.into();
+        }
+        d
+    }
+
+    fn parse(v: &Value) -> TableMetadata {
+        TableMetadata::parse(v.to_string().as_bytes(), "v3.metadata.json").unwrap()
+    }
+
+    #[test]
+    fn gc_enabled_follows_java_boolean_parsing() {
+        for ok in [None, Some("true"), Some("TRUE"), Some(" True ")] {
+            assert!(check_gc_enabled("db.t", &parse(&doc(ok))).is_ok(), "{ok:?}");
+        }
+        for refused in ["false", "no", "0", ""] {
+            let err = check_gc_enabled("db.t", &parse(&doc(Some(refused)))).unwrap_err();
+            assert_eq!(err.kind(), ErrorKind::BadArguments);
+            assert!(err.message().contains("gc.enabled"), "{err}");
+        }
+    }
+
+    #[test]
+    fn new_metadata_drops_expired_snapshots_refs_log_and_statistics() {
+        let base = parse(&doc(None));
+        let decision = ExpiryDecision {
+            snapshots: Vec::new(),
+            refs: vec![RefVerdict {
+                name: "old".into(),
+                kind: RefKind::Tag,
+                snapshot_id: 1,
+                fate: RefFate::Removed(RefRemoval::AgedOut {
+                    age_ms: 10,
+                    max_ref_age_ms: 1,
+                }),
+            }],
+            retained: BTreeSet::from([2, 3]),
+            expired: BTreeSet::from([1]),
+        };
+        let md = new_metadata(&base, &decision).unwrap();
+        let ids: Vec<i64> = md.snapshots().iter().map(|s| s.snapshot_id).collect();
+        assert_eq!(ids, [2, 3]);
+        assert!(md.ref_named("old").is_none() && md.ref_named("main").is_some());
+        let log: Vec<i64> = md.snapshot_log().iter().map(|e| e.snapshot_id).collect();
+        assert_eq!(log, [2, 3]);
+        let stats: Vec<i64> = md.statistics().iter().map(|s| s.snapshot_id).collect();
+        assert_eq!(stats, [3]);
+        assert_eq!(md.json()["table-uuid"], base.json()["table-uuid"]);
+    }
+}

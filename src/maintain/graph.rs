@@ -1,0 +1,339 @@
+//! Reading a table's file graph from storage, for the maintenance executors.
+//!
+//! [`TableFiles::read`] reads every distinct manifest list of a [`TableMetadata`] once, with at
+//! most `concurrency` reads in flight, and builds the [`FileGraph`] that [`super::keepset`] decides
+//! on: per snapshot its manifest list (v1 snapshots with inline `manifests` have none) and the
+//! manifests it names, plus every `statistics` / `partition-statistics` entry.
+//! [`TableFiles::read_manifests`] then reads a given set of manifests, each once, concurrently,
+//! projected to what the keep set needs (path, content, status, size).
+//!
+//! Paths are interned by identity key ([`path_key`]) into a [`PathInterner`]; the first URI seen
+//! for each key is kept ([`TableFiles::uri`]) so deletes use the spelling the metadata wrote.
+//!
+//! Missing files: which side a list or manifest is on is the caller's decision (`required`). A
+//! required file that cannot be read fails the whole read — a keep set built without it would
+//! miss files still in use. A file that is not required and is gone (`FILE_DOESNT_EXIST`) is
+//! treated as empty and noted in [`TableFiles::warnings`] (its files are left to orphan removal);
+//! any other error on it still fails (it may be transient, and nothing is gained by guessing).
+
+use std::collections::{BTreeSet, HashMap};
+
+use futures::{StreamExt, TryStreamExt};
+
+use super::keepset::{
+    EntryRef, FileGraph, ManifestContents, ManifestEntries, ManifestRef, PathId, PathInterner,
+    SnapshotFiles, StatisticsRef,
+};
+use crate::error::{Error, ErrorKind, Result};
+use crate::iceberg::manifest::for_each_projected;
+use crate::iceberg::manifest_list::read_manifest_list;
+use crate::iceberg::metadata::TableMetadata;
+use crate::iceberg::spec::{DataContent, EntryStatus, ManifestContent, SnapshotId};
+use crate::io::{FileIO, path_key};
+
+/// A table's file graph as read from storage, with the interned paths and their URIs.
+#[derive(Debug, Clone, Default)]
+pub struct TableFiles {
+    pub paths: PathInterner,
+    pub graph: FileGraph,
+    /// The URI each path id was first seen as (index = `PathId::index`).
+    uris: Vec<String>,
+    /// Files that were gone but not required (one line each).
+    pub warnings: Vec<String>,
+}
+
+/// One decoded manifest entry, before interning.
+struct RawEntry {
+    path: String,
+    content: DataContent,
+    status: EntryStatus,
+    file_size: i64,
+}
+
+impl TableFiles {
+    /// Read every snapshot's manifest list. `required(snapshot_id)` says whether that snapshot's
+    /// list must be readable (a retained snapshot); a list shared by several snapshots is required
+    /// when any of them requires it.
+    pub async fn read(
+        io: &FileIO,
+        metadata: &TableMetadata,
+        concurrency: usize,
+        required: impl Fn(SnapshotId) -> bool,
+    ) -> Result<TableFiles> {
+        let mut files = TableFiles::default();
+        let mut lists: Vec<(PathId, bool)> = Vec::new();
+        let mut list_index: HashMap<PathId, usize> = HashMap::new();
+        for s in metadata.snapshots() {
+            let Some(uri) = &s.manifest_list else {
+                continue;
+            };
+            let id = files.intern(uri)?;
+            let needed = required(s.snapshot_id);
+            match list_index.get(&id).and_then(|i| lists.get_mut(*i)) {
+                Some(entry) => entry.1 |= needed,
+                None => {
+                    list_index.insert(id, lists.len());
+                    lists.push((id, needed));
+                }
+            }
+        }
+        let read = files
+            .read_all(io, &lists, concurrency, "manifest list")
+            .await?;
+        let mut decoded: HashMap<PathId, (Vec<ManifestRef>, Option<i64>)> = HashMap::new();
+        for (id, bytes) in read {
+            let Some(bytes) = bytes else {
+                decoded.insert(id, (Vec::new(), None));
+                continue;
+            };
+            let uri = files.uri(id).unwrap_or_default().to_string();
+            let size = i64::try_from(bytes.len()).ok();
+            let mut refs = Vec::new();
+            for m in read_manifest_list(&bytes, &uri)? {
+                refs.push(ManifestRef {
+                    path: files.intern(&m.manifest_path)?,
+                    length: m.manifest_length,
+                    content: m.content,
+                    added_snapshot_id: Some(m.added_snapshot_id),
+                });
+            }
+            decoded.insert(id, (refs, size));
+        }
+        for s in metadata.snapshots() {
+            let snapshot = match &s.manifest_list {
+                Some(uri) => {
+                    let id = files.intern(uri)?;
+                    let (manifests, size) = decoded.get(&id).cloned().ok_or_else(|| {
+                        Error::logical(format!("manifest list '{uri}' was not read"))
+                    })?;
+                    SnapshotFiles {
+                        snapshot_id: s.snapshot_id,
+                        manifest_list: Some(id),
+                        manifest_list_size: size,
+                        manifests,
+                    }
+                }
+                None => SnapshotFiles {
+                    snapshot_id: s.snapshot_id,
+                    manifest_list: None,
+                    manifest_list_size: None,
+                    manifests: files.inline_manifests(&s.manifests)?,
+                },
+            };
+            files.graph.snapshots.push(snapshot);
+        }
+        for st in metadata.statistics() {
+            let path = files.intern(&st.path)?;
+            files.graph.statistics.push(StatisticsRef {
+                snapshot_id: st.snapshot_id,
+                path,
+                size: st.file_size_in_bytes,
+            });
+        }
+        Ok(files)
+    }
+
+    /// v1 inline `manifests`: data manifests of unknown length.
+    fn inline_manifests(&mut self, uris: &[String]) -> Result<Vec<ManifestRef>> {
+        uris.iter()
+            .map(|uri| {
+                Ok(ManifestRef {
+                    path: self.intern(uri)?,
+                    length: 0,
+                    content: ManifestContent::Data,
+                    added_snapshot_id: None,
+                })
+            })
+            .collect()
+    }
+
+    /// Read `manifests` (each once; `true` = required), projected. A manifest that is not required
+    /// and gone comes back with no entries.
+    pub async fn read_manifests(
+        &mut self,
+        io: &FileIO,
+        manifests: &[(PathId, bool)],
+        concurrency: usize,
+    ) -> Result<ManifestContents> {
+        let mut unique: Vec<(PathId, bool)> = Vec::new();
+        let mut index: HashMap<PathId, usize> = HashMap::new();
+        for (id, needed) in manifests {
+            match index.get(id).and_then(|i| unique.get_mut(*i)) {
+                Some(entry) => entry.1 |= *needed,
+                None => {
+                    index.insert(*id, unique.len());
+                    unique.push((*id, *needed));
+                }
+            }
+        }
+        let jobs = self.jobs(&unique)?;
+        let decoded: Vec<(PathId, Vec<RawEntry>)> = futures::stream::iter(jobs)
+            .map(|(id, needed, uri)| async move {
+                let Some(bytes) = read_or_skip(io, &uri, needed).await? else {
+                    return Ok((id, None));
+                };
+                // Decoding is CPU work: on the blocking pool, so manifests decode in parallel.
+                let raw = tokio::task::spawn_blocking(move || decode_manifest(&bytes, &uri))
+                    .await
+                    .map_err(|e| Error::logical(format!("manifest decoding task failed: {e}")))??;
+                Ok::<_, Error>((id, Some(raw)))
+            })
+            .buffer_unordered(concurrency.max(1))
+            .try_collect::<Vec<_>>()
+            .await?
+            .into_iter()
+            .map(|(id, raw)| {
+                if raw.is_none() {
+                    self.note_missing(id, "manifest");
+                }
+                (id, raw.unwrap_or_default())
+            })
+            .collect();
+        let mut contents = ManifestContents::new();
+        for (id, raw) in decoded {
+            let mut entries = Vec::with_capacity(raw.len());
+            for e in raw {
+                entries.push(EntryRef {
+                    path: self.intern(&e.path)?,
+                    content: e.content,
+                    status: e.status,
+                    file_size: e.file_size,
+                });
+            }
+            contents.insert(id, ManifestEntries { entries });
+        }
+        Ok(contents)
+    }
+
+    /// Read files concurrently; `None` for a gone, not required one.
+    async fn read_all(
+        &mut self,
+        io: &FileIO,
+        files: &[(PathId, bool)],
+        concurrency: usize,
+        what: &str,
+    ) -> Result<Vec<(PathId, Option<bytes::Bytes>)>> {
+        let jobs = self.jobs(files)?;
+        let read: Vec<(PathId, Option<bytes::Bytes>)> = futures::stream::iter(jobs)
+            .map(|(id, needed, uri)| async move {
+                read_or_skip(io, &uri, needed).await.map(|b| (id, b))
+            })
+            .buffer_unordered(concurrency.max(1))
+            .try_collect()
+            .await?;
+        for (id, bytes) in &read {
+            if bytes.is_none() {
+                self.note_missing(*id, what);
+            }
+        }
+        Ok(read)
+    }
+
+    /// `(id, required, uri)` for each file; an id this graph did not intern is a logic error
+    /// (never silently skipped: a required file must not go unread).
+    fn jobs(&self, files: &[(PathId, bool)]) -> Result<Vec<(PathId, bool, String)>> {
+        files
+            .iter()
+            .map(|(id, needed)| match self.uri(*id) {
+                Some(uri) => Ok((*id, *needed, uri.to_string())),
+                None => Err(Error::logical(format!(
+                    "path #{} was not interned by this file graph",
+                    id.index()
+                ))),
+            })
+            .collect()
+    }
+
+    fn note_missing(&mut self, id: PathId, what: &str) {
+        let uri = self.uri(id).unwrap_or("<unknown>").to_string();
+        self.warnings
+            .push(format!("{what} '{uri}' no longer exists; skipped"));
+    }
+
+    /// Intern `uri` by its identity key, remembering the first spelling.
+    pub fn intern(&mut self, uri: &str) -> Result<PathId> {
+        let id = self.paths.intern(&path_key(uri))?;
+        if id.index() == self.uris.len() {
+            self.uris.push(uri.to_string());
+        }
+        Ok(id)
+    }
+
+    /// The URI `id` was first seen as.
+    pub fn uri(&self, id: PathId) -> Option<&str> {
+        self.uris.get(id.index()).map(String::as_str)
+    }
+
+    /// The manifest ids of every snapshot in `snapshots` (deduplicated, first-seen order).
+    pub fn manifests_of(&self, snapshots: &BTreeSet<SnapshotId>) -> Vec<PathId> {
+        let mut seen = std::collections::HashSet::new();
+        self.graph
+            .snapshots
+            .iter()
+            .filter(|s| snapshots.contains(&s.snapshot_id))
+            .flat_map(|s| s.manifests.iter().map(|m| m.path))
+            .filter(|p| seen.insert(*p))
+            .collect()
+    }
+}
+
+/// The projected entries of one manifest.
+fn decode_manifest(bytes: &[u8], uri: &str) -> Result<Vec<RawEntry>> {
+    let mut raw = Vec::new();
+    for_each_projected(bytes, uri, |e| {
+        raw.push(RawEntry {
+            path: e.file_path.to_string(),
+            content: e.content,
+            status: e.status,
+            file_size: e.file_size_in_bytes,
+        });
+    })?;
+    Ok(raw)
+}
+
+/// Read `uri`; a missing file is `None` unless `required`.
+async fn read_or_skip(io: &FileIO, uri: &str, required: bool) -> Result<Option<bytes::Bytes>> {
+    match io.read(uri).await {
+        Ok(bytes) => Ok(Some(bytes)),
+        Err(e) if !required && e.kind() == ErrorKind::FileDoesntExist => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn intern_keeps_first_spelling_and_folds_identity() {
+        let mut files = TableFiles::default();
+        let a = files.intern("s3a://b/t/data/x.parquet").unwrap();
+        let b = files.intern("s3://b//t/data/x.parquet").unwrap();
+        assert_eq!(a, b);
+        assert_eq!(files.uri(a), Some("s3a://b/t/data/x.parquet"));
+        let c = files.intern("s3://b/t/data/y.parquet").unwrap();
+        assert_ne!(a, c);
+        assert_eq!(files.uri(c), Some("s3://b/t/data/y.parquet"));
+    }
+
+    #[tokio::test]
+    async fn missing_required_list_fails_and_optional_one_is_skipped() {
+        let io = FileIO::memory();
+        let mut files = TableFiles::default();
+        let id = files.intern("memory:///t/metadata/snap-1.avro").unwrap();
+        let err = files
+            .read_all(&io, &[(id, true)], 2, "manifest list")
+            .await
+            .unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::FileDoesntExist);
+        let read = files
+            .read_all(&io, &[(id, false)], 2, "manifest list")
+            .await
+            .unwrap();
+        assert_eq!(read.len(), 1);
+        assert!(read[0].1.is_none());
+        assert_eq!(files.warnings.len(), 1);
+        let contents = files.read_manifests(&io, &[(id, false)], 2).await.unwrap();
+        assert!(contents[&id].entries.is_empty());
+    }
+}
