@@ -15,7 +15,7 @@
 use super::plan::ExpiryPlan;
 use crate::engine::QueryResult;
 use crate::format::{Column, Value};
-use crate::iceberg::spec::{RefKind, SnapshotId};
+use crate::iceberg::spec::{MAIN_BRANCH, RefKind, SnapshotId};
 use crate::maintain::keepset::{FileCategory, FileDecision};
 use crate::maintain::policy::{ExpireReason, KeepReason, RefFate, RefRemoval, SnapshotFate};
 
@@ -55,10 +55,8 @@ pub fn explain_table(
             RefKind::Tag => "tag",
         };
         let (decision, reason) = match r.fate {
-            RefFate::Kept => (
-                "keep",
-                "within its max-ref-age-ms (main is never removed)".into(),
-            ),
+            RefFate::Kept if r.name == MAIN_BRANCH => ("keep", "main is never removed".into()),
+            RefFate::Kept => ("keep", "its head is within its max-ref-age-ms".into()),
             RefFate::Removed(RefRemoval::Dangling) => (
                 "remove",
                 format!("its snapshot {} does not exist", r.snapshot_id),
