@@ -257,7 +257,8 @@ impl History {
             sequence_number: seq,
             first_row_id,
         };
-        self.sink.manifest_list(&meta, &list, list_path.clone()).await?;
+        let sync = self.rng.random();
+        self.sink.manifest_list(&meta, &list, list_path.clone(), sync).await?;
         let added = Tally::of(change.added.iter().chain(&change.added_deletes).map(FileRec::counted));
         let removed = Tally::of(removed.iter().map(FileRec::counted));
         let totals = parent.totals.apply(&added, &removed);
@@ -353,9 +354,10 @@ impl History {
                 } => {
                     let path = self.sink.paths.metadata(&format!("{commit_uuid}-m{n}.avro"));
                     n += 1;
+                    let sync = self.rng.random();
                     let list_entry = self
                         .sink
-                        .manifest(content, &entries, path, id, seq, first_row_id)
+                        .manifest(content, &entries, path, id, seq, first_row_id, sync)
                         .await?;
                     out.push(Arc::new(Manifest { list_entry, entries }));
                 }
@@ -447,3 +449,7 @@ fn merged_entry(e: &Entry, id: SnapshotId) -> Option<Entry> {
     e.inherits = false;
     Some(e)
 }
+
+#[cfg(test)]
+#[path = "history_tests.rs"]
+mod tests;

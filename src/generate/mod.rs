@@ -314,3 +314,6 @@ pub fn io_for(location: &str) -> FileIO {
         FileIO::new(Default::default())
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -59,8 +59,16 @@ pub async fn generate(io: &FileIO, opts: &GenerateOptions) -> Result<Generated> 
         return Err(Error::bad_arguments(format!("'{metadata_path}' appeared while generating")));
     }
     set_old_mtimes(&extras.orphans, opts.now_ms - opts.span_ms - DAY_MS)?;
-    let retention = schedule.branch_retention;
-    Ok(facts(opts, metadata_path, table_uuid, history, played, extras, &retention))
+    Ok(facts(
+        opts,
+        metadata_path,
+        table_uuid,
+        history,
+        played,
+        extras,
+        &schedule.branch_retention,
+        &schedule.tags,
+    ))
 }
 
 /// The heads the history ends with.
@@ -268,6 +276,7 @@ fn facts(
     played: Played,
     extras: Extras,
     retention: &[Retention],
+    tag_ages: &[(usize, Option<i64>)],
 ) -> Generated {
     let live = |h: &Head| h.live_files().filter(|f| f.content == DataContent::Data).count();
     let mut refs = Vec::new();
@@ -299,14 +308,14 @@ fn facts(
             heads.push((branch_name(b), head));
         }
     }
-    for (t, (id, head)) in played.tags.iter().enumerate() {
+    for (t, ((id, head), (_, max_ref_age_ms))) in played.tags.iter().zip(tag_ages).enumerate() {
         refs.push(RefFacts {
             name: tag_name(t),
             kind: RefKind::Tag,
             snapshot_id: *id,
             min_snapshots_to_keep: None,
             max_snapshot_age_ms: None,
-            max_ref_age_ms: None,
+            max_ref_age_ms: *max_ref_age_ms,
             live_data_files: live(head),
         });
         heads.push((tag_name(t), head));
