@@ -32,13 +32,24 @@ fn number<T: std::str::FromStr>(flag: &str, value: &str) -> Result<T> {
 }
 
 fn parse_now(text: &str) -> Result<i64> {
-    let parsed = chrono::NaiveDateTime::parse_from_str(text.trim(), "%Y-%m-%d %H:%M:%S")
-        .map_err(|e| Error::bad_arguments(format!("--now: '{text}' is not 'YYYY-MM-DD hh:mm:ss' ({e})")))?;
+    let parsed =
+        chrono::NaiveDateTime::parse_from_str(text.trim(), "%Y-%m-%d %H:%M:%S").map_err(|e| {
+            Error::bad_arguments(format!(
+                "--now: '{text}' is not 'YYYY-MM-DD hh:mm:ss' ({e})"
+            ))
+        })?;
     Ok(parsed.and_utc().timestamp_millis())
 }
 
 fn parse_args(args: &[String]) -> Result<GenerateOptions> {
-    let mut opts = GenerateOptions::new("", FormatVersion::V2, 0, 0, 0, chrono::Utc::now().timestamp_millis());
+    let mut opts = GenerateOptions::new(
+        "",
+        FormatVersion::V2,
+        0,
+        0,
+        0,
+        chrono::Utc::now().timestamp_millis(),
+    );
     let mut location = None;
     let mut i = 0;
     while i < args.len() {
@@ -80,12 +91,16 @@ fn parse_args(args: &[String]) -> Result<GenerateOptions> {
                 opts.codec = Codec::from_name(Some(value)).map_err(Error::bad_arguments)?;
             }
             other => {
-                return Err(Error::bad_arguments(format!("unknown argument '{other}'\n{}", usage())));
+                return Err(Error::bad_arguments(format!(
+                    "unknown argument '{other}'\n{}",
+                    usage()
+                )));
             }
         }
         i += 2;
     }
-    opts.location = location.ok_or_else(|| Error::bad_arguments(format!("--location is required\n{}", usage())))?;
+    opts.location = location
+        .ok_or_else(|| Error::bad_arguments(format!("--location is required\n{}", usage())))?;
     Ok(opts)
 }
 

@@ -17,9 +17,9 @@ use rand::Rng;
 use rand::rngs::StdRng;
 use serde_json::{Map, Value, json};
 
-use super::model::{Entry, FileRec, Head, Manifest};
-use super::sink::Sink;
 use super::MainOp;
+use super::model::{Entry, FileRec, Head, Manifest};
+use super::sink::{Credit, Sink};
 use crate::error::Result;
 use crate::iceberg::manifest_list::ManifestListMeta;
 use crate::iceberg::spec::{DataContent, EntryStatus, FormatVersion, ManifestContent, SnapshotId};
@@ -129,11 +129,12 @@ impl History {
     }
 
     fn new_file(&mut self, content: DataContent, records: i64, seq: i64) -> FileRec {
-        let first_row_id = (self.version() >= FormatVersion::V3 && content == DataContent::Data).then(|| {
-            let id = self.next_row_id;
-            self.next_row_id += records;
-            id
-        });
+        let first_row_id = (self.version() >= FormatVersion::V3 && content == DataContent::Data)
+            .then(|| {
+                let id = self.next_row_id;
+                self.next_row_id += records;
+                id
+            });
         FileRec {
             id: self.rng.random(),
             content,
@@ -180,10 +181,11 @@ impl History {
             .map(|(i, _)| i)
             .collect();
         let n = n.clamp(1, live.len().max(1));
-        let mut chosen: Vec<usize> = rand::seq::index::sample(&mut self.rng, live.len(), n.min(live.len()))
-            .into_iter()
-            .map(|i| live[i])
-            .collect();
+        let mut chosen: Vec<usize> =
+            rand::seq::index::sample(&mut self.rng, live.len(), n.min(live.len()))
+                .into_iter()
+                .map(|i| live[i])
+                .collect();
         chosen.sort_unstable();
         chosen
     }
@@ -198,7 +200,14 @@ impl History {
             let merge = op == MainOp::Merge;
             let added = self.new_data_files(k, seq);
             let op = if merge { MainOp::Merge } else { MainOp::Append };
-            return (op, Change { added, merge, ..Change::default() });
+            return (
+                op,
+                Change {
+                    added,
+                    merge,
+                    ..Change::default()
+                },
+            );
         };
         let mut change = Change::default();
         match op {
@@ -221,7 +230,10 @@ impl History {
             }
             _ => {
                 let picked = self.pick_live(parent, victim, k.max(2));
-                let records = picked.iter().map(|&i| parent.manifests[victim].entries[i].file.records).sum();
+                let records = picked
+                    .iter()
+                    .map(|&i| parent.manifests[victim].entries[i].file.records)
+                    .sum();
                 change.removal = Some((victim, picked));
                 change.added = vec![self.new_file(DataContent::Data, records, seq)];
             }
@@ -232,12 +244,19 @@ impl History {
     /// Generate one snapshot on top of `parent`; returns the new head.
     pub async fn commit(&mut self, parent: &Head, op: MainOp, timestamp_ms: i64) -> Result<Head> {
         let id = self.new_snapshot_id();
-        let seq = if self.version() >= FormatVersion::V2 { self.seq + 1 } else { 0 };
+        let seq = if self.version() >= FormatVersion::V2 {
+            self.seq + 1
+        } else {
+            0
+        };
         self.seq = self.seq.max(seq);
         let first_row_id = (self.version() >= FormatVersion::V3).then_some(self.next_row_id);
         let (op, change) = self.plan_change(parent, op, seq);
         let removed: Vec<FileRec> = match &change.removal {
-            Some((m, picked)) => picked.iter().map(|&i| parent.manifests[*m].entries[i].file).collect(),
+            Some((m, picked)) => picked
+                .iter()
+                .map(|&i| parent.manifests[*m].entries[i].file)
+                .collect(),
             None => Vec::new(),
         };
         let mut slots = self.lay_out(parent, &change, id, first_row_id);
@@ -249,7 +268,10 @@ impl History {
         let commit_uuid = self.uuid();
         let manifests = self.write_slots(slots, id, seq, &commit_uuid).await?;
         let list: Vec<_> = manifests.iter().map(|m| m.list_entry.clone()).collect();
-        let list_path = self.sink.paths.metadata(&format!("snap-{id}-0-{commit_uuid}.avro"));
+        let list_path = self
+            .sink
+            .paths
+            .metadata(&format!("snap-{id}-0-{commit_uuid}.avro"));
         let meta = ManifestListMeta {
             format_version: self.version(),
             snapshot_id: id,
@@ -258,11 +280,24 @@ impl History {
             first_row_id,
         };
         let sync = self.rng.random();
-        self.sink.manifest_list(&meta, &list, list_path.clone(), sync).await?;
-        let added = Tally::of(change.added.iter().chain(&change.added_deletes).map(FileRec::counted));
+        self.sink
+            .manifest_list(&meta, &list, list_path.clone(), sync)
+            .await?;
+        let added = Tally::of(
+            change
+                .added
+                .iter()
+                .chain(&change.added_deletes)
+                .map(FileRec::counted),
+        );
         let removed = Tally::of(removed.iter().map(FileRec::counted));
         let totals = parent.totals.apply(&added, &removed);
-        let summary = build_summary(op.operation(), &added, &removed, Some(&parent.totals.as_summary()));
+        let summary = build_summary(
+            op.operation(),
+            &added,
+            &removed,
+            Some(&parent.totals.as_summary()),
+        );
         self.data_files_added += change.added.len() as u64;
         for f in change.added.iter().chain(&change.added_deletes) {
             if self.write_data {
@@ -295,7 +330,13 @@ impl History {
     }
 
     /// New manifests first, then the parent's: carried, or (the victim) rewritten.
-    fn lay_out(&self, parent: &Head, change: &Change, id: SnapshotId, first_row_id: Option<i64>) -> Vec<Slot> {
+    fn lay_out(
+        &self,
+        parent: &Head,
+        change: &Change,
+        id: SnapshotId,
+        first_row_id: Option<i64>,
+    ) -> Vec<Slot> {
         let mut slots = Vec::with_capacity(parent.manifests.len() + 2);
         let added = |files: &[FileRec]| -> Vec<Entry> {
             files
@@ -352,14 +393,22 @@ impl History {
                     entries,
                     first_row_id,
                 } => {
-                    let path = self.sink.paths.metadata(&format!("{commit_uuid}-m{n}.avro"));
-                    n += 1;
-                    let sync = self.rng.random();
-                    let list_entry = self
+                    let path = self
                         .sink
-                        .manifest(content, &entries, path, id, seq, first_row_id, sync)
-                        .await?;
-                    out.push(Arc::new(Manifest { list_entry, entries }));
+                        .paths
+                        .metadata(&format!("{commit_uuid}-m{n}.avro"));
+                    n += 1;
+                    let credit = Credit {
+                        snapshot_id: id,
+                        sequence_number: seq,
+                        first_row_id,
+                        sync: self.rng.random(),
+                    };
+                    let list_entry = self.sink.manifest(content, &entries, path, &credit).await?;
+                    out.push(Arc::new(Manifest {
+                        list_entry,
+                        entries,
+                    }));
                 }
             }
         }

@@ -70,8 +70,18 @@ fn rewrite_marks_picked_deleted_and_drops_old_deletes() {
             (3, EntryStatus::Existing, 1, false)
         ]
     );
-    assert_eq!(slot.entries()[0].file.seq, 1, "the data sequence number is kept");
-    assert!(matches!(slot, Slot::New { first_row_id: Some(7), .. }));
+    assert_eq!(
+        slot.entries()[0].file.seq,
+        1,
+        "the data sequence number is kept"
+    );
+    assert!(matches!(
+        slot,
+        Slot::New {
+            first_row_id: Some(7),
+            ..
+        }
+    ));
     assert!(rewrite(&m, &[0, 2], 9).is_none(), "nothing live: dropped");
 }
 
@@ -85,7 +95,10 @@ fn merge_keeps_this_snapshots_changes_and_bounds_tiers() {
             first_row_id: Some(10),
         },
         Slot::Carried(manifest(vec![entry(EntryStatus::Added, 3, 2)])),
-        Slot::Carried(manifest(vec![entry(EntryStatus::Deleted, 4, 3), entry(EntryStatus::Existing, 2, 4)])),
+        Slot::Carried(manifest(vec![
+            entry(EntryStatus::Deleted, 4, 3),
+            entry(EntryStatus::Existing, 2, 4),
+        ])),
         Slot::New {
             content: ManifestContent::Data,
             entries: vec![entry(EntryStatus::Deleted, id, 5)],
@@ -105,12 +118,22 @@ fn merge_keeps_this_snapshots_changes_and_bounds_tiers() {
             (5, EntryStatus::Deleted, id, false),
         ]
     );
-    assert!(matches!(merged[0], Slot::New { first_row_id: Some(10), .. }));
+    assert!(matches!(
+        merged[0],
+        Slot::New {
+            first_row_id: Some(10),
+            ..
+        }
+    ));
 }
 
 #[test]
 fn full_manifests_are_never_merged() {
-    let big = || Slot::Carried(manifest((0..4).map(|i| entry(EntryStatus::Existing, 1, i)).collect()));
+    let big = || {
+        Slot::Carried(manifest(
+            (0..4).map(|i| entry(EntryStatus::Existing, 1, i)).collect(),
+        ))
+    };
     let merged = merge(vec![big(), big(), big()], 9, 4, 2);
     assert_eq!(merged.len(), 3);
     assert!(merged.iter().all(|s| matches!(s, Slot::Carried(_))));

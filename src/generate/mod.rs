@@ -96,17 +96,20 @@ impl Mix {
             let (name, weight) = part
                 .split_once('=')
                 .ok_or_else(|| Error::bad_arguments(format!("mix: '{part}' is not name=weight")))?;
-            let weight: u32 = weight
-                .trim()
-                .parse()
-                .map_err(|_| Error::bad_arguments(format!("mix: weight of '{name}' is not a number")))?;
+            let weight: u32 = weight.trim().parse().map_err(|_| {
+                Error::bad_arguments(format!("mix: weight of '{name}' is not a number"))
+            })?;
             let slot = match name.trim() {
                 "append" => &mut mix.append,
                 "merge" => &mut mix.merge,
                 "delete" => &mut mix.delete,
                 "overwrite" => &mut mix.overwrite,
                 "replace" => &mut mix.replace,
-                other => return Err(Error::bad_arguments(format!("mix: unknown operation '{other}'"))),
+                other => {
+                    return Err(Error::bad_arguments(format!(
+                        "mix: unknown operation '{other}'"
+                    )));
+                }
             };
             *slot = weight;
         }
@@ -168,7 +171,14 @@ pub struct GenerateOptions {
 impl GenerateOptions {
     /// Defaults: the default mix, nothing but main, data files written, 30 days ending at `now_ms`,
     /// deflate, a merge when a list passes 32 manifests (fan-in 4), manifests up to 50,000 entries.
-    pub fn new(location: &str, format_version: FormatVersion, snapshots: usize, files_per_snapshot: usize, seed: u64, now_ms: i64) -> Self {
+    pub fn new(
+        location: &str,
+        format_version: FormatVersion,
+        snapshots: usize,
+        files_per_snapshot: usize,
+        seed: u64,
+        now_ms: i64,
+    ) -> Self {
         GenerateOptions {
             location: location.trim_end_matches('/').to_string(),
             format_version,
@@ -288,10 +298,14 @@ fn validate(opts: &GenerateOptions) -> Result<()> {
         )));
     }
     if opts.files_per_snapshot == 0 {
-        return Err(Error::bad_arguments("--files-per-snapshot must be at least 1"));
+        return Err(Error::bad_arguments(
+            "--files-per-snapshot must be at least 1",
+        ));
     }
     if opts.span_ms <= 0 || opts.max_manifests < 2 || opts.target_manifest_entries < 2 {
-        return Err(Error::bad_arguments("span, max manifests and target manifest entries must be positive"));
+        return Err(Error::bad_arguments(
+            "span, max manifests and target manifest entries must be positive",
+        ));
     }
     Ok(())
 }

@@ -74,7 +74,9 @@ pub(crate) struct Head {
 
 impl Head {
     pub fn live_files(&self) -> impl Iterator<Item = &FileRec> {
-        self.manifests.iter().flat_map(|m| m.live().map(|e| &e.file))
+        self.manifests
+            .iter()
+            .flat_map(|m| m.live().map(|e| &e.file))
     }
 }
 

@@ -18,7 +18,6 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::iceberg::metadata::TableMetadata;
 use crate::iceberg::spec::{DataContent, FormatVersion, MAIN_BRANCH, RefKind, SnapshotId};
 use crate::iceberg::txn::create::{default_schema, new_table_json};
-use crate::iceberg::txn::refs::Retention;
 use crate::io::{FileIO, WriteOutcome};
 
 const DAY_MS: i64 = 86_400_000;
@@ -39,7 +38,13 @@ pub async fn generate(io: &FileIO, opts: &GenerateOptions) -> Result<Generated> 
     }
     let mut rng = StdRng::seed_from_u64(opts.seed);
     let schedule = plan(opts, &mut rng);
-    let sink = Sink::new(io, opts.format_version, opts.codec, default_schema().to_string(), paths);
+    let sink = Sink::new(
+        io,
+        opts.format_version,
+        opts.codec,
+        default_schema().to_string(),
+        paths,
+    );
     let layout = Layout {
         files_per_snapshot: opts.files_per_snapshot,
         max_manifests: opts.max_manifests,
@@ -56,7 +61,9 @@ pub async fn generate(io: &FileIO, opts: &GenerateOptions) -> Result<Generated> 
     let metadata = TableMetadata::from_json(json, &metadata_path)?;
     let bytes = Bytes::from(metadata.to_json_bytes());
     if io.write_if_absent(&metadata_path, bytes).await? == WriteOutcome::AlreadyExists {
-        return Err(Error::bad_arguments(format!("'{metadata_path}' appeared while generating")));
+        return Err(Error::bad_arguments(format!(
+            "'{metadata_path}' appeared while generating"
+        )));
     }
     set_old_mtimes(&extras.orphans, opts.now_ms - opts.span_ms - DAY_MS)?;
     Ok(facts(
@@ -66,8 +73,7 @@ pub async fn generate(io: &FileIO, opts: &GenerateOptions) -> Result<Generated> 
         history,
         played,
         extras,
-        &schedule.branch_retention,
-        &schedule.tags,
+        &schedule,
     ))
 }
 
@@ -82,7 +88,11 @@ struct Played {
     last_ms: i64,
 }
 
-async fn play(history: &mut History, opts: &GenerateOptions, schedule: &Schedule) -> Result<Played> {
+async fn play(
+    history: &mut History,
+    opts: &GenerateOptions,
+    schedule: &Schedule,
+) -> Result<Played> {
     let n = schedule.events.len() as i64;
     let mut p = Played {
         main: Head::default(),
@@ -130,7 +140,11 @@ struct Extras {
     orphans: Vec<String>,
 }
 
-async fn write_extras(history: &mut History, opts: &GenerateOptions, played: &Played) -> Result<Extras> {
+async fn write_extras(
+    history: &mut History,
+    opts: &GenerateOptions,
+    played: &Played,
+) -> Result<Extras> {
     let mut extras = Extras {
         statistics: Vec::new(),
         partition_statistics: Vec::new(),
@@ -140,7 +154,10 @@ async fn write_extras(history: &mut History, opts: &GenerateOptions, played: &Pl
         let u = history.uuid();
         let path = history.sink.paths.metadata(&format!("{id}-{u}.stats"));
         let bytes: &[u8] = b"PFA1PFA1";
-        history.sink.write(path.clone(), Bytes::from_static(bytes)).await?;
+        history
+            .sink
+            .write(path.clone(), Bytes::from_static(bytes))
+            .await?;
         extras.statistics.push(json!({
             "snapshot-id": id,
             "statistics-path": path,
@@ -149,8 +166,14 @@ async fn write_extras(history: &mut History, opts: &GenerateOptions, played: &Pl
             "blob-metadata": [],
         }));
         if k % 2 == 0 {
-            let path = history.sink.paths.metadata(&format!("partition-stats-{id}-{u}.parquet"));
-            history.sink.write(path.clone(), Bytes::from_static(b"PAR1PAR1")).await?;
+            let path = history
+                .sink
+                .paths
+                .metadata(&format!("partition-stats-{id}-{u}.parquet"));
+            history
+                .sink
+                .write(path.clone(), Bytes::from_static(b"PAR1PAR1"))
+                .await?;
             extras.partition_statistics.push(json!({
                 "snapshot-id": id,
                 "statistics-path": path,
@@ -165,7 +188,10 @@ async fn write_extras(history: &mut History, opts: &GenerateOptions, played: &Pl
         } else {
             history.sink.paths.of(u.as_u128(), DataContent::Data)
         };
-        history.sink.write(path.clone(), Bytes::from_static(b"orphan")).await?;
+        history
+            .sink
+            .write(path.clone(), Bytes::from_static(b"orphan"))
+            .await?;
         extras.orphans.push(path);
     }
     Ok(extras)
@@ -180,13 +206,21 @@ fn set_old_mtimes(files: &[String], ms: i64) -> Result<()> {
                 .write(true)
                 .open(&path)
                 .and_then(|file| file.set_modified(when));
-            file.map_err(|e| Error::new(ErrorKind::StorageError, format!("Cannot date '{f}': {e}")))?;
+            file.map_err(|e| {
+                Error::new(ErrorKind::StorageError, format!("Cannot date '{f}': {e}"))
+            })?;
         }
     }
     Ok(())
 }
 
-fn ref_json(kind: RefKind, id: SnapshotId, min_keep: Option<i32>, max_age: Option<i64>, max_ref_age: Option<i64>) -> Value {
+fn ref_json(
+    kind: RefKind,
+    id: SnapshotId,
+    min_keep: Option<i32>,
+    max_age: Option<i64>,
+    max_ref_age: Option<i64>,
+) -> Value {
     let mut r = Map::new();
     r.insert("snapshot-id".into(), id.into());
     r.insert("type".into(), kind.as_str().into());
@@ -218,7 +252,12 @@ fn table_json(
     schedule: &Schedule,
     extras: &Extras,
 ) -> Map<String, Value> {
-    let mut m = new_table_json(&opts.location, opts.format_version, table_uuid, played.last_ms);
+    let mut m = new_table_json(
+        &opts.location,
+        opts.format_version,
+        table_uuid,
+        played.last_ms,
+    );
     if opts.format_version >= FormatVersion::V2 {
         m.insert("last-sequence-number".into(), history.seq.into());
     }
@@ -228,14 +267,32 @@ fn table_json(
     let current = played.main.snapshot_id.unwrap_or(-1);
     m.insert("current-snapshot-id".into(), current.into());
     let mut refs = Map::new();
-    refs.insert(MAIN_BRANCH.into(), ref_json(RefKind::Branch, current, None, None, None));
+    refs.insert(
+        MAIN_BRANCH.into(),
+        ref_json(RefKind::Branch, current, None, None, None),
+    );
     for (b, head) in played.branches.iter().enumerate() {
-        if let (Some(id), Some(r)) = (head.as_ref().and_then(|h| h.snapshot_id), schedule.branch_retention.get(b)) {
-            refs.insert(branch_name(b), ref_json(RefKind::Branch, id, r.min_snapshots_to_keep, r.max_snapshot_age_ms, r.max_ref_age_ms));
+        if let (Some(id), Some(r)) = (
+            head.as_ref().and_then(|h| h.snapshot_id),
+            schedule.branch_retention.get(b),
+        ) {
+            refs.insert(
+                branch_name(b),
+                ref_json(
+                    RefKind::Branch,
+                    id,
+                    r.min_snapshots_to_keep,
+                    r.max_snapshot_age_ms,
+                    r.max_ref_age_ms,
+                ),
+            );
         }
     }
     for (t, ((id, _), (_, max_ref_age))) in played.tags.iter().zip(&schedule.tags).enumerate() {
-        refs.insert(tag_name(t), ref_json(RefKind::Tag, *id, None, None, *max_ref_age));
+        refs.insert(
+            tag_name(t),
+            ref_json(RefKind::Tag, *id, None, None, *max_ref_age),
+        );
     }
     m.insert("refs".into(), Value::Object(refs));
     m.insert("snapshots".into(), Value::Array(history.snapshots.clone()));
@@ -246,7 +303,10 @@ fn table_json(
         .collect();
     m.insert("snapshot-log".into(), Value::Array(log));
     m.insert("statistics".into(), Value::Array(extras.statistics.clone()));
-    m.insert("partition-statistics".into(), Value::Array(extras.partition_statistics.clone()));
+    m.insert(
+        "partition-statistics".into(),
+        Value::Array(extras.partition_statistics.clone()),
+    );
     m
 }
 
@@ -257,7 +317,10 @@ fn expected(head: &Head, history: &History) -> ExpectedFiles {
         .filter(|f| f.content == DataContent::Data)
         .map(|f| f.id)
         .collect();
-    let mut data: Vec<String> = live_data.iter().map(|&id| paths.of(id, DataContent::Data)).collect();
+    let mut data: Vec<String> = live_data
+        .iter()
+        .map(|&id| paths.of(id, DataContent::Data))
+        .collect();
     let mut deletes: Vec<String> = head
         .live_files()
         .filter(|f| f.referenced.is_some_and(|r| live_data.contains(&r)))
@@ -275,10 +338,15 @@ fn facts(
     history: History,
     played: Played,
     extras: Extras,
-    retention: &[Retention],
-    tag_ages: &[(usize, Option<i64>)],
+    schedule: &Schedule,
 ) -> Generated {
-    let live = |h: &Head| h.live_files().filter(|f| f.content == DataContent::Data).count();
+    let retention = &schedule.branch_retention;
+    let tag_ages = &schedule.tags;
+    let live = |h: &Head| {
+        h.live_files()
+            .filter(|f| f.content == DataContent::Data)
+            .count()
+    };
     let mut refs = Vec::new();
     let mut heads: Vec<(String, &Head)> = Vec::new();
     if let Some(id) = played.main.snapshot_id {
@@ -321,11 +389,19 @@ fn facts(
         heads.push((tag_name(t), head));
     }
     let expected: BTreeMap<String, ExpectedFiles> = if opts.collect_expected {
-        heads.iter().map(|(name, head)| (name.clone(), expected(head, &history))).collect()
+        heads
+            .iter()
+            .map(|(name, head)| (name.clone(), expected(head, &history)))
+            .collect()
     } else {
         BTreeMap::new()
     };
-    let path_of = |v: &Value| v["statistics-path"].as_str().unwrap_or_default().to_string();
+    let path_of = |v: &Value| {
+        v["statistics-path"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string()
+    };
     Generated {
         location: opts.location.clone(),
         metadata_path,

@@ -74,7 +74,9 @@ pub(crate) fn plan(opts: &GenerateOptions, rng: &mut StdRng) -> Schedule {
             }
         }
     }
-    let mains: Vec<usize> = (0..n).filter(|&i| matches!(events[i], Event::Main(_))).collect();
+    let mains: Vec<usize> = (0..n)
+        .filter(|&i| matches!(events[i], Event::Main(_)))
+        .collect();
     let pick = |rng: &mut StdRng, k: usize| -> Vec<usize> {
         let mut v: Vec<usize> = rand::seq::index::sample(rng, mains.len(), k.min(mains.len()))
             .into_iter()
@@ -90,11 +92,13 @@ pub(crate) fn plan(opts: &GenerateOptions, rng: &mut StdRng) -> Schedule {
         .collect();
     let statistics = pick(rng, opts.statistics).into_iter().collect();
     let branch_retention = (0..opts.branches)
-        .map(|_| opts.branch_retention.unwrap_or_else(|| Retention {
-            min_snapshots_to_keep: rng.random_bool(0.5).then(|| rng.random_range(1..=5)),
-            max_snapshot_age_ms: some_days(rng, 0.5, 10),
-            max_ref_age_ms: some_days(rng, 0.3, 30),
-        }))
+        .map(|_| {
+            opts.branch_retention.unwrap_or_else(|| Retention {
+                min_snapshots_to_keep: rng.random_bool(0.5).then(|| rng.random_range(1..=5)),
+                max_snapshot_age_ms: some_days(rng, 0.5, 10),
+                max_ref_age_ms: some_days(rng, 0.3, 30),
+            })
+        })
         .collect();
     Schedule {
         events,

@@ -12,7 +12,9 @@ use futures::{FutureExt, StreamExt};
 use super::model::{Entry, Paths};
 use crate::error::Result;
 use crate::iceberg::avro::Codec;
-use crate::iceberg::manifest::{DataFile, ManifestEntry, ManifestWriter, NewManifest, WrittenManifest};
+use crate::iceberg::manifest::{
+    DataFile, ManifestEntry, ManifestWriter, NewManifest, WrittenManifest,
+};
 use crate::iceberg::manifest_list::{ManifestFile, ManifestListMeta, write_manifest_list};
 use crate::iceberg::spec::{FormatVersion, ManifestContent};
 use crate::io::FileIO;
@@ -33,6 +35,15 @@ pub struct Written {
     pub manifest_entries: u64,
 }
 
+/// How a written manifest's list entry is credited, and the file's sync marker.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Credit {
+    pub snapshot_id: i64,
+    pub sequence_number: i64,
+    pub first_row_id: Option<i64>,
+    pub sync: [u8; 16],
+}
+
 pub(crate) struct Sink {
     io: FileIO,
     pending: FuturesUnordered<BoxFuture<'static, Result<()>>>,
@@ -45,7 +56,13 @@ pub(crate) struct Sink {
 }
 
 impl Sink {
-    pub fn new(io: &FileIO, version: FormatVersion, codec: Codec, schema_json: String, paths: Paths) -> Self {
+    pub fn new(
+        io: &FileIO,
+        version: FormatVersion,
+        codec: Codec,
+        schema_json: String,
+        paths: Paths,
+    ) -> Self {
         Sink {
             io: io.clone(),
             pending: FuturesUnordered::new(),
@@ -81,29 +98,30 @@ impl Sink {
         Ok(())
     }
 
-    /// Encode a manifest of `entries` and queue it at `path`; returns its list entry (credited to
-    /// `snapshot_id` / `sequence_number`, `first_row_id` as given).
+    /// Encode a manifest of `entries` and queue it at `path`; returns its list entry.
     pub async fn manifest(
         &mut self,
         content: ManifestContent,
         entries: &[Entry],
         path: String,
-        snapshot_id: i64,
-        sequence_number: i64,
-        first_row_id: Option<i64>,
-        sync: [u8; 16],
+        credit: &Credit,
     ) -> Result<ManifestFile> {
         let mut written = self.encode_manifest(content, entries)?;
-        written.bytes = resync(written.bytes, sync);
-        let mut list_entry = written.manifest_file(path.clone(), snapshot_id, sequence_number);
-        list_entry.first_row_id = first_row_id;
+        written.bytes = resync(written.bytes, credit.sync);
+        let mut list_entry =
+            written.manifest_file(path.clone(), credit.snapshot_id, credit.sequence_number);
+        list_entry.first_row_id = credit.first_row_id;
         self.written.manifests += 1;
         self.written.manifest_entries += entries.len() as u64;
         self.write(path, Bytes::from(written.bytes)).await?;
         Ok(list_entry)
     }
 
-    fn encode_manifest(&self, content: ManifestContent, entries: &[Entry]) -> Result<WrittenManifest> {
+    fn encode_manifest(
+        &self,
+        content: ManifestContent,
+        entries: &[Entry],
+    ) -> Result<WrittenManifest> {
         let mut writer = ManifestWriter::new(&NewManifest {
             format_version: self.version,
             content,
@@ -133,7 +151,9 @@ impl Sink {
         df.value_counts = Some(columns.iter().map(|&c| (c, f.records)).collect());
         df.null_value_counts = Some(columns.iter().map(|&c| (c, 0)).collect());
         if let Some(target) = f.referenced {
-            let target = self.paths.of(target, crate::iceberg::spec::DataContent::Data);
+            let target = self
+                .paths
+                .of(target, crate::iceberg::spec::DataContent::Data);
             let bound = BTreeMap::from([(DELETE_FILE_PATH_ID, target.clone().into_bytes())]);
             df.lower_bounds = Some(bound.clone());
             df.upper_bounds = Some(bound);

@@ -28,10 +28,17 @@ fn schedule_places_every_event_deterministically() {
     assert_eq!(a.events, b.events);
     assert_eq!(a.events[0], Event::Main(MainOp::Append));
     let count = |f: &dyn Fn(&Event) -> bool| a.events.iter().filter(|e| f(e)).count();
-    assert_eq!(count(&|e| matches!(e, Event::Branch(_))), 3 * o.branch_commits);
+    assert_eq!(
+        count(&|e| matches!(e, Event::Branch(_))),
+        3 * o.branch_commits
+    );
     assert_eq!(count(&|e| matches!(e, Event::Staged)), 4);
     assert_eq!(a.tags.len(), 5);
-    assert!(a.tags.iter().all(|(i, _)| matches!(a.events[*i], Event::Main(_))));
+    assert!(
+        a.tags
+            .iter()
+            .all(|(i, _)| matches!(a.events[*i], Event::Main(_)))
+    );
     assert_eq!(a.statistics.len(), 2);
 }
 
@@ -39,7 +46,10 @@ fn schedule_places_every_event_deterministically() {
 fn options_are_validated() {
     let mut o = GenerateOptions::new("memory://t", FormatVersion::V2, 4, 1, 0, 0);
     o.branches = 2;
-    assert!(validate(&o).is_err(), "4 branch commits leave no main snapshot");
+    assert!(
+        validate(&o).is_err(),
+        "4 branch commits leave no main snapshot"
+    );
     let mut o = GenerateOptions::new("memory://t", FormatVersion::V2, 4, 0, 0, 0);
     assert!(validate(&o).is_err());
     o.files_per_snapshot = 1;

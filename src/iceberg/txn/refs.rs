@@ -209,8 +209,13 @@ pub fn set_puffin_statistics(
     let mut json = md.json().clone();
     if let Some(serde_json::Value::Array(list)) = json.get_mut("statistics") {
         for entry in list.iter_mut().filter_map(serde_json::Value::as_object_mut) {
-            if entry.get("snapshot-id").and_then(serde_json::Value::as_i64) == Some(stats.snapshot_id) {
-                entry.insert("file-footer-size-in-bytes".into(), footer_size_in_bytes.into());
+            if entry.get("snapshot-id").and_then(serde_json::Value::as_i64)
+                == Some(stats.snapshot_id)
+            {
+                entry.insert(
+                    "file-footer-size-in-bytes".into(),
+                    footer_size_in_bytes.into(),
+                );
                 entry
                     .entry("blob-metadata")
                     .or_insert_with(|| serde_json::Value::Array(Vec::new()));

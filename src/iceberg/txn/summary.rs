@@ -72,8 +72,16 @@ impl Tally {
             ),
             records: f(self.records, added.records, removed.records),
             files_size: f(self.files_size, added.files_size, removed.files_size),
-            position_deletes: f(self.position_deletes, added.position_deletes, removed.position_deletes),
-            equality_deletes: f(self.equality_deletes, added.equality_deletes, removed.equality_deletes),
+            position_deletes: f(
+                self.position_deletes,
+                added.position_deletes,
+                removed.position_deletes,
+            ),
+            equality_deletes: f(
+                self.equality_deletes,
+                added.equality_deletes,
+                removed.equality_deletes,
+            ),
         }
     }
 
@@ -87,7 +95,10 @@ impl Tally {
 }
 
 /// The `total-*` keys and how each is derived from a tally.
-const TOTALS: [(&str, fn(&Tally) -> i64); 6] = [
+/// Reads one total out of a tally.
+type TotalOf = fn(&Tally) -> i64;
+
+const TOTALS: [(&str, TotalOf); 6] = [
     ("total-records", |t| t.records),
     ("total-files-size", |t| t.files_size),
     ("total-data-files", |t| t.data_files),
