@@ -150,6 +150,15 @@ async fn generated_table_reads(version: FormatVersion) {
     .unwrap();
     assert_eq!(g.snapshots, 60);
     check_with_pyiceberg(&g);
+    if version == FormatVersion::V2 {
+        let rows = fixtures::clickhouse(
+            &loc,
+            "SELECT count(), sum(is_current_ancestor) FROM system.iceberg_history WHERE table = 't'",
+        )
+        .unwrap();
+        let main = 60 - 2 * 2 - 2; // minus branch commits and staged snapshots
+        assert_eq!(rows, vec![vec!["60".to_string(), main.to_string()]]);
+    }
 }
 
 #[tokio::test]
