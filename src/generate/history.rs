@@ -7,7 +7,7 @@
 //! dropped; an emptied manifest is dropped. Merging (in the spirit of Java's `ManifestMergeManager`, but
 //! size-tiered so a file is rewritten a logarithmic number of times) packs manifests below the
 //! target size into one, keeping this snapshot's ADDED and DELETED entries and
-//! turning other live ones EXISTING. Removals pick a manifest among the newest few, so a delete costs
+//! turning other live ones EXISTING. Removals pick a manifest among the smallest few, so a delete costs
 //! a small rewrite rather than one of a full manifest (which keeps 100,000-snapshot tables fast).
 
 use std::collections::{BTreeMap, HashSet};
@@ -26,7 +26,7 @@ use crate::iceberg::spec::{DataContent, EntryStatus, FormatVersion, ManifestCont
 use crate::iceberg::txn::names::snapshot_id_from;
 use crate::iceberg::txn::summary::{Tally, build_summary};
 
-/// Victims are chosen among this many newest data manifests.
+/// Victims are chosen among this many smallest data manifests.
 const VICTIM_WINDOW: usize = 8;
 
 /// Tuning of the manifest layout.
@@ -155,20 +155,21 @@ impl History {
             .collect()
     }
 
-    /// A data manifest with live entries among the newest few.
+    /// A data manifest with live entries among the few smallest (ties: newest first).
     fn victim(&mut self, parent: &Head) -> Option<usize> {
-        let candidates: Vec<usize> = parent
+        let mut candidates: Vec<(usize, usize)> = parent
             .manifests
             .iter()
             .enumerate()
-            .filter(|(_, m)| m.content() == ManifestContent::Data && m.live_count() > 0)
-            .map(|(i, _)| i)
-            .take(VICTIM_WINDOW)
+            .filter(|(_, m)| m.content() == ManifestContent::Data && m.live().next().is_some())
+            .map(|(i, m)| (m.entries.len(), i))
             .collect();
+        candidates.sort_unstable();
+        candidates.truncate(VICTIM_WINDOW);
         if candidates.is_empty() {
             return None;
         }
-        Some(candidates[self.rng.random_range(0..candidates.len())])
+        Some(candidates[self.rng.random_range(0..candidates.len())].1)
     }
 
     /// Up to `n` (at least 1) live entry indexes of manifest `victim`, chosen at random.
