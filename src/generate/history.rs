@@ -261,9 +261,7 @@ impl History {
             None => Vec::new(),
         };
         let mut slots = self.lay_out(parent, &change, id, first_row_id);
-        if change.merge {
-            slots = merge(slots, id, self.layout.target_entries, 2);
-        } else if slots.len() > self.layout.max_manifests {
+        if change.merge || slots.len() > self.layout.max_manifests {
             slots = merge(slots, id, self.layout.target_entries, self.layout.fan_in);
         }
         let commit_uuid = self.uuid();
