@@ -361,7 +361,7 @@ async fn pyiceberg_table_continued_by_our_commits() {
         .unwrap()
         .metadata;
     let (a2, a2_rows, _) = live_entry(&io, &md, &fixture.data_file("a2")).await;
-    let (a3, a3_rows, a3_size) = live_entry(&io, &md, &fixture.data_file("a3")).await;
+    let (_, a3_rows, a3_size) = live_entry(&io, &md, &fixture.data_file("a3")).await;
     let request = CommitRequest::new(
         Operation::Delete,
         FileChanges {

@@ -7,7 +7,7 @@
 //! dropped; an emptied manifest is dropped. Merging (in the spirit of Java's `ManifestMergeManager`, but
 //! size-tiered so a file is rewritten a logarithmic number of times) packs manifests below the
 //! target size into one, keeping this snapshot's ADDED and DELETED entries and
-//! turning other live ones EXISTING. Removals pick a manifest among the newest few, so a delete costs
+//! turning other live ones EXISTING. Removals pick a manifest among the smallest few, so a delete costs
 //! a small rewrite rather than one of a full manifest (which keeps 100,000-snapshot tables fast).
 
 use std::collections::{BTreeMap, HashSet};
@@ -19,14 +19,14 @@ use serde_json::{Map, Value, json};
 
 use super::MainOp;
 use super::model::{Entry, FileRec, Head, Manifest};
-use super::sink::Sink;
+use super::sink::{Credit, Sink};
 use crate::error::Result;
 use crate::iceberg::manifest_list::ManifestListMeta;
 use crate::iceberg::spec::{DataContent, EntryStatus, FormatVersion, ManifestContent, SnapshotId};
 use crate::iceberg::txn::names::snapshot_id_from;
 use crate::iceberg::txn::summary::{Tally, build_summary};
 
-/// Victims are chosen among this many newest data manifests.
+/// Victims are chosen among this many smallest data manifests.
 const VICTIM_WINDOW: usize = 8;
 
 /// Tuning of the manifest layout.
@@ -155,20 +155,21 @@ impl History {
             .collect()
     }
 
-    /// A data manifest with live entries among the newest few.
+    /// A data manifest with live entries among the few smallest (ties: newest first).
     fn victim(&mut self, parent: &Head) -> Option<usize> {
-        let candidates: Vec<usize> = parent
+        let mut candidates: Vec<(usize, usize)> = parent
             .manifests
             .iter()
             .enumerate()
-            .filter(|(_, m)| m.content() == ManifestContent::Data && m.live_count() > 0)
-            .map(|(i, _)| i)
-            .take(VICTIM_WINDOW)
+            .filter(|(_, m)| m.content() == ManifestContent::Data && m.live().next().is_some())
+            .map(|(i, m)| (m.entries.len(), i))
             .collect();
+        candidates.sort_unstable();
+        candidates.truncate(VICTIM_WINDOW);
         if candidates.is_empty() {
             return None;
         }
-        Some(candidates[self.rng.random_range(0..candidates.len())])
+        Some(candidates[self.rng.random_range(0..candidates.len())].1)
     }
 
     /// Up to `n` (at least 1) live entry indexes of manifest `victim`, chosen at random.
@@ -260,9 +261,7 @@ impl History {
             None => Vec::new(),
         };
         let mut slots = self.lay_out(parent, &change, id, first_row_id);
-        if change.merge {
-            slots = merge(slots, id, self.layout.target_entries, 2);
-        } else if slots.len() > self.layout.max_manifests {
+        if change.merge || slots.len() > self.layout.max_manifests {
             slots = merge(slots, id, self.layout.target_entries, self.layout.fan_in);
         }
         let commit_uuid = self.uuid();
@@ -279,8 +278,9 @@ impl History {
             sequence_number: seq,
             first_row_id,
         };
+        let sync = self.rng.random();
         self.sink
-            .manifest_list(&meta, &list, list_path.clone())
+            .manifest_list(&meta, &list, list_path.clone(), sync)
             .await?;
         let added = Tally::of(
             change
@@ -397,10 +397,13 @@ impl History {
                         .paths
                         .metadata(&format!("{commit_uuid}-m{n}.avro"));
                     n += 1;
-                    let list_entry = self
-                        .sink
-                        .manifest(content, &entries, path, id, seq, first_row_id)
-                        .await?;
+                    let credit = Credit {
+                        snapshot_id: id,
+                        sequence_number: seq,
+                        first_row_id,
+                        sync: self.rng.random(),
+                    };
+                    let list_entry = self.sink.manifest(content, &entries, path, &credit).await?;
                     out.push(Arc::new(Manifest {
                         list_entry,
                         entries,
@@ -494,3 +497,7 @@ fn merged_entry(e: &Entry, id: SnapshotId) -> Option<Entry> {
     e.inherits = false;
     Some(e)
 }
+
+#[cfg(test)]
+#[path = "history_tests.rs"]
+mod tests;

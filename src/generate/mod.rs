@@ -38,7 +38,8 @@ use crate::io::FileIO;
 pub enum MainOp {
     /// Fast append: one new manifest, the parent's carried.
     Append,
-    /// Merge append: like append, then small manifests are merged.
+    /// Merge append: like append, then small manifests are merged (size-tiered, whatever the
+    /// list's length).
     Merge,
     /// Removes files (v2: or adds a position delete file).
     Delete,
@@ -158,7 +159,7 @@ pub struct GenerateOptions {
     pub max_manifests: usize,
     /// Manifests this large are never merged again.
     pub target_manifest_entries: usize,
-    /// Manifests of one size tier merged together (merge appends use 2).
+    /// Manifests of one size tier merged together.
     pub merge_fan_in: usize,
     /// Fill [`Generated::expected`] (the live files of every ref).
     pub collect_expected: bool,
@@ -328,3 +329,6 @@ pub fn io_for(location: &str) -> FileIO {
         FileIO::new(Default::default())
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -57,10 +57,6 @@ impl Manifest {
     pub fn live(&self) -> impl Iterator<Item = &Entry> {
         self.entries.iter().filter(|e| e.status.is_live())
     }
-
-    pub fn live_count(&self) -> usize {
-        self.live().count()
-    }
 }
 
 /// The state of one branch (or of the snapshot a tag names).

@@ -18,7 +18,6 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::iceberg::metadata::TableMetadata;
 use crate::iceberg::spec::{DataContent, FormatVersion, MAIN_BRANCH, RefKind, SnapshotId};
 use crate::iceberg::txn::create::{default_schema, new_table_json};
-use crate::iceberg::txn::refs::Retention;
 use crate::io::{FileIO, WriteOutcome};
 
 const DAY_MS: i64 = 86_400_000;
@@ -67,7 +66,6 @@ pub async fn generate(io: &FileIO, opts: &GenerateOptions) -> Result<Generated> 
         )));
     }
     set_old_mtimes(&extras.orphans, opts.now_ms - opts.span_ms - DAY_MS)?;
-    let retention = schedule.branch_retention;
     Ok(facts(
         opts,
         metadata_path,
@@ -75,7 +73,7 @@ pub async fn generate(io: &FileIO, opts: &GenerateOptions) -> Result<Generated> 
         history,
         played,
         extras,
-        &retention,
+        &schedule,
     ))
 }
 
@@ -340,8 +338,10 @@ fn facts(
     history: History,
     played: Played,
     extras: Extras,
-    retention: &[Retention],
+    schedule: &Schedule,
 ) -> Generated {
+    let retention = &schedule.branch_retention;
+    let tag_ages = &schedule.tags;
     let live = |h: &Head| {
         h.live_files()
             .filter(|f| f.content == DataContent::Data)
@@ -376,14 +376,14 @@ fn facts(
             heads.push((branch_name(b), head));
         }
     }
-    for (t, (id, head)) in played.tags.iter().enumerate() {
+    for (t, ((id, head), (_, max_ref_age_ms))) in played.tags.iter().zip(tag_ages).enumerate() {
         refs.push(RefFacts {
             name: tag_name(t),
             kind: RefKind::Tag,
             snapshot_id: *id,
             min_snapshots_to_keep: None,
             max_snapshot_age_ms: None,
-            max_ref_age_ms: None,
+            max_ref_age_ms: *max_ref_age_ms,
             live_data_files: live(head),
         });
         heads.push((tag_name(t), head));

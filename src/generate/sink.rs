@@ -35,6 +35,15 @@ pub struct Written {
     pub manifest_entries: u64,
 }
 
+/// How a written manifest's list entry is credited, and the file's sync marker.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Credit {
+    pub snapshot_id: i64,
+    pub sequence_number: i64,
+    pub first_row_id: Option<i64>,
+    pub sync: [u8; 16],
+}
+
 pub(crate) struct Sink {
     io: FileIO,
     pending: FuturesUnordered<BoxFuture<'static, Result<()>>>,
@@ -89,20 +98,19 @@ impl Sink {
         Ok(())
     }
 
-    /// Encode a manifest of `entries` and queue it at `path`; returns its list entry (credited to
-    /// `snapshot_id` / `sequence_number`, `first_row_id` as given).
+    /// Encode a manifest of `entries` and queue it at `path`; returns its list entry.
     pub async fn manifest(
         &mut self,
         content: ManifestContent,
         entries: &[Entry],
         path: String,
-        snapshot_id: i64,
-        sequence_number: i64,
-        first_row_id: Option<i64>,
+        credit: &Credit,
     ) -> Result<ManifestFile> {
-        let written = self.encode_manifest(content, entries)?;
-        let mut list_entry = written.manifest_file(path.clone(), snapshot_id, sequence_number);
-        list_entry.first_row_id = first_row_id;
+        let mut written = self.encode_manifest(content, entries)?;
+        written.bytes = resync(written.bytes, credit.sync);
+        let mut list_entry =
+            written.manifest_file(path.clone(), credit.snapshot_id, credit.sequence_number);
+        list_entry.first_row_id = credit.first_row_id;
         self.written.manifests += 1;
         self.written.manifest_entries += entries.len() as u64;
         self.write(path, Bytes::from(written.bytes)).await?;
@@ -170,9 +178,31 @@ impl Sink {
         meta: &ManifestListMeta,
         list: &[ManifestFile],
         path: String,
+        sync: [u8; 16],
     ) -> Result<()> {
         let out = write_manifest_list(meta, list, self.codec)?;
         self.written.manifest_lists += 1;
-        self.write(path, Bytes::from(out.bytes)).await
+        self.write(path, Bytes::from(resync(out.bytes, sync))).await
     }
+}
+
+/// The Avro file with its (random) sync marker replaced by `sync`, so the same seed gives the same
+/// bytes. Every container ends with its sync marker (after the header, and after each block); a
+/// random 16-byte marker occurs elsewhere in the file with negligible probability.
+fn resync(mut bytes: Vec<u8>, sync: [u8; 16]) -> Vec<u8> {
+    let Some(start) = bytes.len().checked_sub(16) else {
+        return bytes;
+    };
+    let mut old = [0u8; 16];
+    old.copy_from_slice(&bytes[start..]);
+    let mut i = 0;
+    while i + 16 <= bytes.len() {
+        if bytes[i] == old[0] && bytes[i..i + 16] == old {
+            bytes[i..i + 16].copy_from_slice(&sync);
+            i += 16;
+        } else {
+            i += 1;
+        }
+    }
+    bytes
 }

@@ -95,7 +95,10 @@ impl Tally {
 }
 
 /// The `total-*` keys and how each is derived from a tally.
-const TOTALS: [(&str, fn(&Tally) -> i64); 6] = [
+/// Reads one total out of a tally.
+type TotalOf = fn(&Tally) -> i64;
+
+const TOTALS: [(&str, TotalOf); 6] = [
     ("total-records", |t| t.records),
     ("total-files-size", |t| t.files_size),
     ("total-data-files", |t| t.data_files),

@@ -14,6 +14,9 @@ use crate::io::FileIO;
 
 const LOC: &str = "memory://w/t";
 
+/// An operation, the files it adds (name, rows) and the names it removes.
+type Step = (Operation, Vec<(&'static str, i64)>, Vec<&'static str>);
+
 fn table(version: FormatVersion) -> TableMetadata {
     let file = format!("{LOC}/metadata/v1.metadata.json");
     new_table(LOC, version, &uuid::Uuid::nil(), 1_000, &file).unwrap()
@@ -224,7 +227,7 @@ async fn errors_come_before_any_write() {
 async fn v3_row_ids_never_overlap() {
     let io = FileIO::memory();
     let mut md = table(FormatVersion::V3);
-    let steps: Vec<(Operation, Vec<(&str, i64)>, Vec<&str>)> = vec![
+    let steps: Vec<Step> = vec![
         (Operation::Append, vec![("a", 10), ("b", 20)], vec![]),
         (Operation::Append, vec![("c", 5)], vec![]),
         (Operation::Overwrite, vec![("d", 7)], vec!["a"]),
