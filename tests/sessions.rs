@@ -199,4 +199,6 @@ sessions! {
     tables_and_settings => "tables_and_settings.test",
     argument_errors => "argument_errors.test",
     introspection => "introspection.test",
+    expire_branches_tags => "expire_branches_tags.test",
+    orphans_strays => "orphans_strays.test",
 }
