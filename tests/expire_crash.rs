@@ -1,5 +1,5 @@
 //! `expire_snapshots` under failure: a crash after every k-th mutation (the table stays readable
-//! and a second run converges), failed deletes (a warning; the manifests naming a surviving file
+//! and a second run converges to exactly the files of an uninterrupted run, through the journal), failed deletes (a warning; the manifests naming a surviving file
 //! stay), and a concurrent writer committing between planning and commit (recompute from scratch;
 //! the other writer's snapshot and files survive; bounded retries end in LIMIT_EXCEEDED).
 
@@ -43,12 +43,20 @@ fn restore(backup: &Path, dir: &Path) {
     copy_dir(backup, dir);
 }
 
-/// Files other than metadata JSON (whose names carry random uuids per commit).
+/// Files other than metadata JSON (whose names carry random uuids per commit) and expiry
+/// journals (checked apart).
 fn content_files(dir: &Path) -> BTreeSet<String> {
     files_on_disk(dir)
         .into_iter()
-        .filter(|f| !f.ends_with(".metadata.json"))
+        .filter(|f| !f.ends_with(".metadata.json") && !f.contains("/.icetrim/"))
         .collect()
+}
+
+fn journals(dir: &Path) -> usize {
+    files_on_disk(dir)
+        .iter()
+        .filter(|f| f.contains("/metadata/.icetrim/expiry-"))
+        .count()
 }
 
 fn faulty_local(injector: &Arc<FaultInjector>) -> FileIO {
@@ -98,23 +106,11 @@ async fn crash_after_every_mutation_leaves_a_readable_table_and_a_rerun_converge
         let after = inspect(&dir).await;
         assert_whole(&before, &after);
         assert_eq!(snapshot_ids(&after), reference_snapshots, "k = {k}");
+        // The journal lets the second run finish the first one's deletes: the same files as
+        // an uninterrupted run, and no journal left behind.
         let files = content_files(&dir);
-        assert!(
-            files.is_superset(&reference_files),
-            "k = {k}: a kept file is gone"
-        );
-        for extra in files.difference(&reference_files) {
-            assert!(
-                deleted_by_reference.contains(extra),
-                "k = {k}: {extra} is neither kept nor an orphan of this expiry"
-            );
-        }
-        if k == 0 {
-            assert_eq!(
-                files, reference_files,
-                "a crash before the commit loses nothing"
-            );
-        }
+        assert_eq!(files, reference_files, "k = {k}: the second run converges");
+        assert_eq!(journals(&dir), 0, "k = {k}: a journal was left behind");
     }
     assert!(completed, "the run never completed");
 }
@@ -126,9 +122,9 @@ async fn failed_deletes_warn_and_keep_the_manifests_naming_survivors() {
     let before = inspect(&dir).await;
     let original = content_files(&dir);
     let planned = counts(&expire(&dir, dry(policy(Some(1), Some(0)))).await);
-    // The commit is mutation 1; the first content delete fails once.
+    // The journal is mutation 1, the commit mutation 2; the first content delete fails once.
     let injector = FaultInjector::new();
-    injector.fail_after(1, Fault::FailOnce);
+    injector.fail_after(2, Fault::FailOnce);
     let r = expire_at(
         &dir,
         NOW,
@@ -156,6 +152,25 @@ async fn failed_deletes_warn_and_keep_the_manifests_naming_survivors() {
     );
     let gone = original.difference(&content_files(&dir)).count() as i64;
     assert_eq!(gone, done[..6].iter().sum::<i64>());
+    // The journal stays, so the next run finishes the deletes (a warning; its own rows are
+    // zeros: nothing more expires).
+    assert_eq!(journals(&dir), 1);
+    let again = expire(&dir, policy(Some(1), Some(0))).await;
+    assert_eq!(counts(&again)[..6], [0; 6]);
+    assert!(
+        again
+            .warnings
+            .iter()
+            .any(|w| w.contains("interrupted expire_snapshots")),
+        "{:?}",
+        again.warnings
+    );
+    assert_eq!(
+        original.difference(&content_files(&dir)).count() as i64,
+        planned[..6].iter().sum::<i64>()
+    );
+    assert_eq!(journals(&dir), 0);
+    assert_whole(&before, &inspect(&dir).await);
 }
 
 #[tokio::test]
@@ -164,8 +179,9 @@ async fn all_deletes_failing_still_succeeds_with_a_warning() {
     let dir = fx.table_dir();
     let before = inspect(&dir).await;
     let original = content_files(&dir);
+    // Mutations 1 and 2 (journal, commit) succeed; every delete fails.
     let injector = FaultInjector::new();
-    injector.fail_after(1, Fault::FailMutations);
+    injector.fail_after(2, Fault::FailMutations);
     let r = expire_at(
         &dir,
         NOW,
@@ -182,6 +198,7 @@ async fn all_deletes_failing_still_succeeds_with_a_warning() {
             .any(|w| w.contains("could not be deleted"))
     );
     assert_eq!(content_files(&dir), original);
+    assert_eq!(journals(&dir), 1, "the journal stays for the next run");
     let after = inspect(&dir).await;
     assert_whole(&before, &after);
     assert_eq!(snapshot_ids(&after).len(), 1, "the commit happened");

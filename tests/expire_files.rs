@@ -332,8 +332,16 @@ async fn each_manifest_list_is_read_once() {
     assert_eq!(counts(&r), [0, 0, 0, 0, 50, 0, 0]);
     // The metadata file (read by locate) plus 60 manifest lists.
     assert_eq!(requests.get, 61, "{requests}");
-    assert_eq!(requests.deleted_keys, 50);
-    assert_eq!(requests.put, 1, "one metadata file");
+    // 50 manifest lists, then the expiry journal; the journal and the metadata file are written.
+    assert_eq!(requests.deleted_keys, 51, "{requests}");
+    assert_eq!(
+        requests.put, 2,
+        "the journal and one metadata file: {requests}"
+    );
+    assert_eq!(
+        requests.list, 2,
+        "the metadata folder and the journal folder: {requests}"
+    );
     assert_whole(&before, &inspect(&fx.table_dir()).await);
 }
 

@@ -51,17 +51,18 @@ pub fn table_def(create: &CreateTable, current_database: &str) -> Result<TableDe
 
 /// The table settings of `def` as typed [`Settings`] (defaults for those not given).
 pub fn table_settings(def: &TableDef) -> Result<Settings> {
-    let pairs: Vec<(String, Literal)> = def
-        .settings
-        .iter()
-        .map(|(name, text)| (name.clone(), Literal::String(text.clone())))
-        .collect();
-    Settings::table_from_pairs(&pairs).map_err(|e| {
-        e.context(format!(
-            "Table {}.{} has an invalid setting",
-            def.database, def.name
-        ))
-    })
+    let mut settings = Settings::table_defaults();
+    for (name, text) in &def.settings {
+        settings
+            .set(name, &Literal::String(text.clone()))
+            .map_err(|e| {
+                e.context(format!(
+                    "Table {}.{} has an invalid value for setting {name}",
+                    def.database, def.name
+                ))
+            })?;
+    }
+    Ok(settings)
 }
 
 fn engine_arg(engine: EngineName, index: usize, arg: &sql::EngineArg) -> Result<EngineArg> {

@@ -1,6 +1,7 @@
 //! Opening a registered table for maintenance: its engine arguments become a storage client, a
 //! location and the metadata-file settings.
 
+use super::ddl::table_settings;
 use super::registry::{EngineArg, TableDef};
 use super::runtime::Runtime;
 use crate::error::{Error, Result};
@@ -81,28 +82,16 @@ fn string_args(def: &TableDef) -> Result<Vec<String>> {
         .collect()
 }
 
-fn flag(def: &TableDef, name: &str) -> Result<bool> {
-    match def
-        .settings
-        .get(name)
-        .map(|v| v.trim().to_ascii_lowercase())
-    {
-        None => Ok(false),
-        Some(v) if v == "1" || v == "true" => Ok(true),
-        Some(v) if v == "0" || v == "false" => Ok(false),
-        Some(v) => Err(Error::bad_arguments(format!(
-            "Table setting {name} must be 0 or 1, got '{v}'"
-        ))),
-    }
-}
-
+/// The metadata-file settings, read through the table-settings registry (which validates them).
 fn metadata_settings(def: &TableDef) -> Result<MetadataSettings> {
-    let text = |name: &str| def.settings.get(name).filter(|v| !v.is_empty()).cloned();
+    let settings = table_settings(def)?;
+    let text = |name: &str| Some(settings.get_string(name).to_string()).filter(|v| !v.is_empty());
     Ok(MetadataSettings {
         metadata_file_path: text("iceberg_metadata_file_path"),
         table_uuid: text("iceberg_metadata_table_uuid"),
-        by_last_updated_ms: flag(def, "iceberg_recent_metadata_file_by_last_updated_ms_field")?,
-        use_version_hint: flag(def, "iceberg_use_version_hint")?,
+        by_last_updated_ms: settings
+            .get_bool("iceberg_recent_metadata_file_by_last_updated_ms_field"),
+        use_version_hint: settings.get_bool("iceberg_use_version_hint"),
     })
 }
 

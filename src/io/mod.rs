@@ -28,7 +28,7 @@ use object_store::{ObjectStore, path::Path as ObjectPath};
 pub use counting::{CountingStore, RequestCounter, RequestCounts};
 pub use faulty::{Fault, FaultInjector, FaultyStore};
 pub use location::{Family, Location, StoreKey};
-pub use ops::{DeleteOutcome, FileInfo, WriteOutcome};
+pub use ops::{DELETE_BATCHES_IN_FLIGHT, DeleteOutcome, FileInfo, WriteOutcome};
 pub use options::{
     AZURE_EMULATOR_ACCOUNT, AZURE_EMULATOR_ENDPOINT, AZURE_EMULATOR_KEY, AzureOptions, GcsOptions,
     S3Options, StorageOptions, parse_connection_string,

@@ -23,7 +23,7 @@ use super::location::{Family, Location, StoreKey};
 use crate::error::{Error, ErrorKind, Result};
 
 /// Batches of one bulk delete in flight at once.
-const DELETE_BATCHES_IN_FLIGHT: usize = 8;
+pub const DELETE_BATCHES_IN_FLIGHT: usize = 8;
 /// Attempts per batch when the whole request fails.
 const DELETE_ATTEMPTS: u32 = 3;
 
@@ -153,8 +153,15 @@ impl FileIO {
         }
     }
 
-    /// Delete many files, batched per store; one outcome per URI, in the order given.
+    /// Delete many files, batched per store; one outcome per URI, in the order given. Up to
+    /// [`DELETE_BATCHES_IN_FLIGHT`] requests run at once; see [`FileIO::delete_many_with`].
     pub async fn delete_many(&self, uris: &[String]) -> Vec<DeleteOutcome> {
+        self.delete_many_with(uris, DELETE_BATCHES_IN_FLIGHT).await
+    }
+
+    /// [`FileIO::delete_many`] with at most `in_flight` delete requests at once (each a bulk
+    /// request of up to 1000 keys on S3 and 256 on Azure, one file elsewhere).
+    pub async fn delete_many_with(&self, uris: &[String], in_flight: usize) -> Vec<DeleteOutcome> {
         let mut results: Vec<Option<Result<()>>> = vec![None; uris.len()];
         let mut groups: HashMap<StoreKey, (Arc<dyn ObjectStore>, Vec<Target>)> = HashMap::new();
         for (index, uri) in uris.iter().enumerate() {
@@ -181,7 +188,7 @@ impl FileIO {
         });
         let mut answered = futures::stream::iter(batches)
             .map(|(store, batch)| delete_batch(store, batch))
-            .buffer_unordered(DELETE_BATCHES_IN_FLIGHT);
+            .buffer_unordered(in_flight.max(1));
         while let Some(outcomes) = answered.next().await {
             for (index, outcome) in outcomes {
                 if let Some(slot) = results.get_mut(index) {
@@ -327,7 +334,7 @@ fn gone(answer: object_store::Result<ObjectPath>) -> object_store::Result<()> {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::atomic::{AtomicU32, Ordering};
+    use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 
     use async_trait::async_trait;
     use object_store::memory::InMemory;
@@ -340,10 +347,13 @@ mod tests {
 
     /// Memory store whose first `failures` delete requests fail as a whole after deleting the
     /// first key (a connection dropped mid-batch).
-    #[derive(Debug)]
+    #[derive(Debug, Default)]
     struct DroppingStore {
         inner: Arc<InMemory>,
         failures: AtomicU32,
+        /// Delete requests running now, and the most seen at once.
+        active: Arc<AtomicUsize>,
+        peak: Arc<AtomicUsize>,
     }
 
     impl std::fmt::Display for DroppingStore {
@@ -387,7 +397,20 @@ mod tests {
                 .failures
                 .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
                 .is_ok();
-            let deleted = self.inner.delete_stream(locations);
+            let now = self.active.fetch_add(1, Ordering::SeqCst) + 1;
+            self.peak.fetch_max(now, Ordering::SeqCst);
+            let active = Arc::clone(&self.active);
+            let pause =
+                futures::stream::once(tokio::time::sleep(std::time::Duration::from_millis(2)))
+                    .filter_map(|()| async { None });
+            let done = futures::stream::once(async move {
+                active.fetch_sub(1, Ordering::SeqCst);
+            })
+            .filter_map(|()| async { None });
+            let deleted = pause
+                .chain(self.inner.delete_stream(locations))
+                .chain(done)
+                .boxed();
             if !fail {
                 return deleted;
             }
@@ -436,6 +459,7 @@ mod tests {
         let store = Arc::new(DroppingStore {
             inner: Arc::clone(&inner),
             failures: AtomicU32::new(failures),
+            ..DroppingStore::default()
         });
         let mut outcomes = delete_batch(store, batch).await;
         outcomes.sort_by_key(|(index, _)| *index);
@@ -456,5 +480,32 @@ mod tests {
         let (ok, inner) = run(DELETE_ATTEMPTS + 5).await;
         assert_eq!(ok, [true, true, true, false]);
         assert_eq!(inner.list(None).count().await, 1);
+    }
+
+    #[tokio::test]
+    async fn delete_many_with_bounds_the_requests_in_flight() {
+        for in_flight in [1, 3, 8] {
+            let store = Arc::new(DroppingStore::default());
+            let io = FileIO::from_store("memory:///", Arc::clone(&store) as Arc<dyn ObjectStore>)
+                .expect("memory io");
+            let uris: Vec<String> = (0..40).map(|i| format!("memory:///t/f{i}")).collect();
+            for uri in &uris {
+                io.overwrite(uri, bytes::Bytes::from_static(b"x"))
+                    .await
+                    .expect("write");
+            }
+            let outcomes = io.delete_many_with(&uris, in_flight).await;
+            assert!(outcomes.iter().all(|o| o.result.is_ok()));
+            assert_eq!(store.inner.list(None).count().await, 0);
+            let peak = store.peak.load(Ordering::SeqCst);
+            assert!(
+                peak <= in_flight,
+                "{peak} requests at once, asked for {in_flight}"
+            );
+            assert!(
+                peak >= in_flight.min(2),
+                "deletes ran one at a time ({peak})"
+            );
+        }
     }
 }

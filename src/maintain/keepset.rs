@@ -225,6 +225,36 @@ pub struct ExpiryFileCounts {
 }
 
 impl ExpiryFileCounts {
+    /// The sum of two counts, category by category (saturating).
+    pub fn plus(self, other: ExpiryFileCounts) -> ExpiryFileCounts {
+        ExpiryFileCounts {
+            data_files: self.data_files.saturating_add(other.data_files),
+            position_delete_files: self
+                .position_delete_files
+                .saturating_add(other.position_delete_files),
+            equality_delete_files: self
+                .equality_delete_files
+                .saturating_add(other.equality_delete_files),
+            manifest_files: self.manifest_files.saturating_add(other.manifest_files),
+            manifest_lists: self.manifest_lists.saturating_add(other.manifest_lists),
+            statistics_files: self.statistics_files.saturating_add(other.statistics_files),
+        }
+    }
+
+    /// All categories together.
+    pub fn total(&self) -> i64 {
+        [
+            self.data_files,
+            self.position_delete_files,
+            self.equality_delete_files,
+            self.manifest_files,
+            self.manifest_lists,
+            self.statistics_files,
+        ]
+        .iter()
+        .fold(0, |a, b| a.saturating_add(*b))
+    }
+
     /// The seven result rows of `expire_snapshots`, in ClickHouse 26.9's order.
     pub fn metrics(&self, dry_run: bool) -> [(&'static str, i64); 7] {
         [

@@ -89,8 +89,14 @@ const STAGES: [&[FileCategory]; 4] = [
     &[FileCategory::StatisticsFile],
 ];
 
-/// Delete the planned files of `plan` under `location`, leaf first.
-pub async fn delete_planned(io: &FileIO, location: &str, plan: &ExpiryPlan) -> DeleteReport {
+/// Delete the planned files of `plan` under `location`, leaf first, with up to `in_flight`
+/// delete requests at once (`iceberg_delete_concurrency`).
+pub async fn delete_planned(
+    io: &FileIO,
+    location: &str,
+    plan: &ExpiryPlan,
+    in_flight: usize,
+) -> DeleteReport {
     let mut report = DeleteReport::default();
     let mut failed_ids: HashSet<PathId> = HashSet::new();
     let mut decision: FileDecision = plan.delete.clone();
@@ -99,7 +105,16 @@ pub async fn delete_planned(io: &FileIO, location: &str, plan: &ExpiryPlan) -> D
             .iter()
             .flat_map(|c| decision.files(*c).iter().map(move |f| (*c, *f)))
             .collect();
-        delete_stage(io, location, plan, &batch, &mut report, &mut failed_ids).await;
+        delete_stage(
+            io,
+            location,
+            plan,
+            &batch,
+            in_flight,
+            &mut report,
+            &mut failed_ids,
+        )
+        .await;
         if !failed_ids.is_empty() {
             let held = after_failed_deletes(
                 &plan.files.graph,
@@ -120,6 +135,7 @@ async fn delete_stage(
     location: &str,
     plan: &ExpiryPlan,
     batch: &[(FileCategory, FileCandidate)],
+    in_flight: usize,
     report: &mut DeleteReport,
     failed_ids: &mut HashSet<PathId>,
 ) {
@@ -141,7 +157,7 @@ async fn delete_stage(
     if uris.is_empty() {
         return;
     }
-    let outcomes = io.delete_many(&uris).await;
+    let outcomes = io.delete_many_with(&uris, in_flight).await;
     for ((category, id), outcome) in sent.into_iter().zip(outcomes) {
         match outcome.result {
             Ok(()) => report.add(category, 1),

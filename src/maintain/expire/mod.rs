@@ -20,6 +20,12 @@
 //!    On [`CommitOutcome::Conflict`] go back to 1 (another writer may have added snapshots and
 //!    files: nothing of the old plan is reused), at most `iceberg_commit_max_attempts` times, then
 //!    `LIMIT_EXCEEDED`.
+//!    Before the commit, when the plan has files to delete, a journal records the base metadata
+//!    and the expired snapshot ids ([`journal`]); it is removed after a conflict and after the
+//!    deletes. The first attempt of every real run first finishes what earlier, interrupted runs
+//!    journaled ([`recover`]), so a crash between commit and deletes converges on the next run.
+//!    Those deletions are a warning, not part of the rows: the rows are this statement's own
+//!    expiry (as in ClickHouse), so a dry run's rows still equal the real run's.
 //! 5. Only after the commit, delete leaf first ([`delete`]): content files, manifests, manifest
 //!    lists, statistics files (Java `ReachableFileCleanup`'s order; a crash in between leaves
 //!    orphans, never dangling metadata). Failures are a warning, not an error; the counts are of
@@ -32,11 +38,14 @@
 
 mod delete;
 mod explain;
+pub mod journal;
 mod plan;
+mod recover;
 
 pub use delete::DeleteReport;
 pub use explain::{category_name, format_ts};
-pub use plan::{ExpiryPlan, PROP_GC_ENABLED, new_metadata, plan_expiry};
+pub use plan::{ExpiryPlan, PROP_GC_ENABLED, new_metadata, plan_expiry, plan_files};
+pub use recover::{Recovered, finish_pending};
 
 use super::keepset::ExpiryFileCounts;
 use super::target::MaintenanceTarget;
@@ -55,10 +64,15 @@ pub async fn run(
 ) -> Result<QueryResult> {
     let max_attempts = target.settings.commit_max_attempts();
     let mut last_conflict = String::new();
-    for _ in 0..max_attempts {
+    let mut recovered = Recovered::default();
+    for attempt in 0..max_attempts {
         let located = locate(&target.io, &target.location, &target.metadata_settings).await?;
+        if attempt == 0 && !explain && !options.dry_run {
+            recovered = finish_pending(target, &located.metadata).await?;
+        }
         let plan = plan_expiry(target, &located.metadata, options).await?;
-        let mut warnings = plan_warnings(&plan);
+        let mut warnings = recovered.warnings.clone();
+        warnings.extend(plan_warnings(&plan));
         if explain {
             let metadata = &located.metadata;
             let parent_of = |id| metadata.snapshot(id).and_then(|s| s.parent_snapshot_id);
@@ -76,15 +90,30 @@ pub async fn run(
             located.check_writable()?;
             return Ok(metrics_result(plan.delete.counts(), true, warnings));
         }
+        located.check_writable()?;
+        let journal_uri = write_journal(target, &located, &plan).await?;
         match commit_plan(target, &located, &plan).await? {
             CommitOutcome::Conflict { path } => {
+                // Definitely not committed: the journal announces nothing.
+                if let Some(uri) = journal_uri {
+                    journal::remove(&target.io, &uri).await;
+                }
                 last_conflict = path;
                 continue;
             }
             CommitOutcome::Committed(_) => {}
         }
-        let report = delete::delete_planned(&target.io, &target.location, &plan).await;
+        let report = delete::delete_planned(
+            &target.io,
+            &target.location,
+            &plan,
+            target.settings.delete_concurrency(),
+        )
+        .await;
         warnings.extend(report.warning());
+        if let Some(uri) = journal_uri.filter(|_| report.failed.is_empty()) {
+            warnings.extend(journal::remove(&target.io, &uri).await);
+        }
         return Ok(metrics_result(report.counts, false, warnings));
     }
     Err(Error::new(
@@ -97,12 +126,30 @@ pub async fn run(
     ))
 }
 
+/// Record the plan's expired snapshots before committing, when it has files to delete.
+async fn write_journal(
+    target: &MaintenanceTarget,
+    located: &LocatedMetadata,
+    plan: &ExpiryPlan,
+) -> Result<Option<String>> {
+    if plan.delete.is_empty() {
+        return Ok(None);
+    }
+    let record = journal::Journal::new(
+        &located.path,
+        plan.decision.expired.iter().copied(),
+        target.now_ms,
+    );
+    journal::write(&target.io, &target.location, &record)
+        .await
+        .map(Some)
+}
+
 async fn commit_plan(
     target: &MaintenanceTarget,
     located: &LocatedMetadata,
     plan: &ExpiryPlan,
 ) -> Result<CommitOutcome> {
-    located.check_writable()?;
     let metadata = new_metadata(&located.metadata, &plan.decision)?;
     let options = CommitOptions {
         update_metadata_log: true,

@@ -72,6 +72,16 @@ pub async fn plan_expiry(
         expire_before_ms: options.expire_before_ms,
         mode: &mode,
     })?;
+    plan_files(target, metadata, decision).await
+}
+
+/// The files side of a plan: read what `decision` needs from `metadata` (whose snapshots are
+/// the retained and the expired ones), decide the files to delete and check them.
+pub async fn plan_files(
+    target: &MaintenanceTarget,
+    metadata: &TableMetadata,
+    decision: ExpiryDecision,
+) -> Result<ExpiryPlan> {
     if decision.expired.is_empty() {
         return Ok(ExpiryPlan {
             decision,

@@ -1,18 +1,13 @@
-//! The delete step of `remove_orphan_files`: bulk deletes of the orphans, in chunks of
-//! [`DELETE_CHUNK`] paths with up to `delete_concurrency` chunks in flight (each chunk is one
-//! [`FileIO::delete_many`], which batches per store: 1000 keys a request on S3, 256 on Azure).
+//! The delete step of `remove_orphan_files`: one [`FileIO::delete_many_with`] over all orphans,
+//! which batches per store (1000 keys a request on S3, 256 on Azure, one file elsewhere) with up
+//! to `iceberg_delete_concurrency` requests in flight.
 //! Every path is re-checked to lie inside the table location right before; one that does not is
 //! never deleted and counts as a failed deletion. A file already gone counts as deleted.
-
-use futures::StreamExt;
 
 use super::deletable;
 use super::scan::Orphan;
 use crate::io::FileIO;
 use crate::maintain::orphans::{OrphanCategory, OrphanTally};
-
-/// Paths per `delete_many` call.
-pub const DELETE_CHUNK: usize = 1000;
 
 /// Failed paths named in the warning.
 const FAILED_EXAMPLES: usize = 10;
@@ -34,18 +29,13 @@ pub async fn delete_orphans(
 ) -> Deleted {
     let mut tally = OrphanTally::default();
     let mut failed: Vec<String> = Vec::new();
-    let mut chunks = futures::stream::iter(orphans.chunks(DELETE_CHUNK))
-        .map(|chunk| delete_chunk(io, location, chunk))
-        .buffer_unordered(concurrency.max(1));
-    while let Some(outcomes) = chunks.next().await {
-        for (category, uri, result) in outcomes {
-            match result {
-                Ok(()) => tally.count_deleted(category),
-                Err(reason) => {
-                    tally.count_failed();
-                    if failed.len() < FAILED_EXAMPLES {
-                        failed.push(format!("'{uri}' ({reason})"));
-                    }
+    for (category, uri, result) in delete_all(io, location, orphans, concurrency).await {
+        match result {
+            Ok(()) => tally.count_deleted(category),
+            Err(reason) => {
+                tally.count_failed();
+                if failed.len() < FAILED_EXAMPLES {
+                    failed.push(format!("'{uri}' ({reason})"));
                 }
             }
         }
@@ -62,13 +52,13 @@ pub async fn delete_orphans(
     Deleted { tally, warnings }
 }
 
-type ChunkOutcome = Vec<(OrphanCategory, String, Result<(), String>)>;
+type Outcomes = Vec<(OrphanCategory, String, Result<(), String>)>;
 
-async fn delete_chunk(io: &FileIO, location: &str, chunk: &[Orphan]) -> ChunkOutcome {
-    let mut outcomes: ChunkOutcome = Vec::with_capacity(chunk.len());
-    let mut uris = Vec::with_capacity(chunk.len());
-    let mut categories = Vec::with_capacity(chunk.len());
-    for orphan in chunk {
+async fn delete_all(io: &FileIO, location: &str, orphans: &[Orphan], in_flight: usize) -> Outcomes {
+    let mut outcomes: Outcomes = Vec::with_capacity(orphans.len());
+    let mut uris = Vec::with_capacity(orphans.len());
+    let mut categories = Vec::with_capacity(orphans.len());
+    for orphan in orphans {
         if deletable(location, &orphan.uri) {
             uris.push(orphan.uri.clone());
             categories.push(orphan.category);
@@ -80,7 +70,7 @@ async fn delete_chunk(io: &FileIO, location: &str, chunk: &[Orphan]) -> ChunkOut
             ));
         }
     }
-    let answers = io.delete_many(&uris).await;
+    let answers = io.delete_many_with(&uris, in_flight).await;
     for (category, answer) in categories.into_iter().zip(answers) {
         let result = answer.result.map_err(|e| e.message().to_string());
         outcomes.push((category, answer.uri, result));

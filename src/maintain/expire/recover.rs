@@ -1,0 +1,159 @@
+//! Finishing the deletes of interrupted expiries, from their journals ([`super::journal`]).
+//!
+//! For each pending journal: when any of its snapshots is still in the current metadata, its
+//! commit never happened and the journal is dropped. Otherwise the files are re-planned with the
+//! ordinary planner on a *merged view*: the current metadata (every snapshot retained) plus the
+//! journal's expired snapshots and their statistics entries as the base metadata recorded them.
+//! The keep set is therefore every current snapshot's lists, manifests and live entries, and
+//! only files no current snapshot lists live are deleted, leaf first, as in a normal expiry.
+//! Anything that stops the recovery becomes a warning and keeps the journal for the next run.
+
+use std::collections::BTreeSet;
+
+use serde_json::Value;
+
+use super::delete::delete_planned;
+use super::journal::{self, PendingJournal};
+use super::plan::plan_files;
+use crate::error::{Error, Result};
+use crate::iceberg::metadata::TableMetadata;
+use crate::iceberg::spec::SnapshotId;
+use crate::maintain::keepset::ExpiryFileCounts;
+use crate::maintain::policy::ExpiryDecision;
+use crate::maintain::target::MaintenanceTarget;
+
+/// What finishing the pending journals did.
+#[derive(Debug, Clone, Default)]
+pub struct Recovered {
+    pub counts: ExpiryFileCounts,
+    pub warnings: Vec<String>,
+}
+
+/// Finish every pending journal of `target`, whose newest metadata is `current`.
+pub async fn finish_pending(
+    target: &MaintenanceTarget,
+    current: &TableMetadata,
+) -> Result<Recovered> {
+    let (journals, warnings) = journal::pending(&target.io, &target.location).await?;
+    let mut recovered = Recovered {
+        warnings,
+        ..Recovered::default()
+    };
+    for pending in journals {
+        let expired = &pending.journal.expired_snapshot_ids;
+        if expired.iter().any(|id| current.snapshot(*id).is_some()) {
+            // The commit this journal announced never landed: nothing of it is to delete.
+            recovered
+                .warnings
+                .extend(journal::remove(&target.io, &pending.uri).await);
+            continue;
+        }
+        match finish_one(target, current, &pending).await {
+            Ok(counts) => {
+                if counts.total() > 0 {
+                    recovered.warnings.push(format!(
+                        "finished the deletes of an interrupted expire_snapshots (journal '{}'): \
+                         {} file(s) deleted or already gone",
+                        pending.uri,
+                        counts.total()
+                    ));
+                }
+                recovered.counts = recovered.counts.plus(counts);
+            }
+            Err(e) => recovered.warnings.push(format!(
+                "could not finish the interrupted expire_snapshots recorded in '{}': {}; \
+                 it is retried by the next expire_snapshots",
+                pending.uri,
+                e.message()
+            )),
+        }
+    }
+    Ok(recovered)
+}
+
+/// Re-plan and delete one committed journal's leftovers; removes the journal when all went well.
+async fn finish_one(
+    target: &MaintenanceTarget,
+    current: &TableMetadata,
+    pending: &PendingJournal,
+) -> Result<ExpiryFileCounts> {
+    let base_path = &pending.journal.base_metadata;
+    let bytes = target
+        .io
+        .read(base_path)
+        .await
+        .map_err(|e| e.context("Cannot read the journal's base metadata"))?;
+    let base = TableMetadata::parse(&bytes, base_path)?;
+    let expired: BTreeSet<SnapshotId> = pending
+        .journal
+        .expired_snapshot_ids
+        .iter()
+        .copied()
+        .filter(|id| base.snapshot(*id).is_some())
+        .collect();
+    let merged = merged_view(current, &base, &expired)?;
+    let decision = ExpiryDecision {
+        snapshots: Vec::new(),
+        refs: Vec::new(),
+        retained: current.snapshots().iter().map(|s| s.snapshot_id).collect(),
+        expired,
+    };
+    let plan = plan_files(target, &merged, decision).await?;
+    let report = delete_planned(
+        &target.io,
+        &target.location,
+        &plan,
+        target.settings.delete_concurrency(),
+    )
+    .await;
+    if let Some(warning) = report.warning() {
+        return Err(Error::new(crate::error::ErrorKind::StorageError, warning));
+    }
+    if let Some(warning) = journal::remove(&target.io, &pending.uri).await {
+        return Err(Error::new(crate::error::ErrorKind::StorageError, warning));
+    }
+    Ok(report.counts)
+}
+
+/// `current` plus the `expired` snapshots of `base` and their statistics entries.
+fn merged_view(
+    current: &TableMetadata,
+    base: &TableMetadata,
+    expired: &BTreeSet<SnapshotId>,
+) -> Result<TableMetadata> {
+    let mut json = current.json().clone();
+    for key in ["snapshots", "statistics", "partition-statistics"] {
+        let from_base: Vec<Value> = base
+            .json()
+            .get(key)
+            .and_then(Value::as_array)
+            .map(|items| {
+                items
+                    .iter()
+                    .filter(|v| snapshot_id_of(v).is_some_and(|id| expired.contains(&id)))
+                    .cloned()
+                    .collect()
+            })
+            .unwrap_or_default();
+        if from_base.is_empty() {
+            continue;
+        }
+        let slot = json
+            .entry(key.to_string())
+            .or_insert_with(|| Value::Array(Vec::new()));
+        match slot {
+            Value::Array(items) => items.extend(from_base),
+            _ => {
+                return Err(Error::incorrect_data(format!(
+                    "'{key}' of '{}' is not an array",
+                    current.file()
+                )));
+            }
+        }
+    }
+    TableMetadata::from_json(json, current.file())
+}
+
+fn snapshot_id_of(v: &Value) -> Option<SnapshotId> {
+    v.get("snapshot-id").and_then(Value::as_i64)
+}
