@@ -76,8 +76,10 @@ pub async fn run(
             located.check_writable()?;
             return Ok(metrics_result(plan.delete.counts(), true, warnings));
         }
+        target.progress.begin_writes()?;
         match commit_plan(target, &located, &plan).await? {
             CommitOutcome::Conflict { path } => {
+                target.progress.writes_abandoned();
                 last_conflict = path;
                 continue;
             }
@@ -85,6 +87,7 @@ pub async fn run(
         }
         let report = delete::delete_planned(&target.io, &target.location, &plan).await;
         warnings.extend(report.warning());
+        warnings.extend(target.progress.cancel_warning());
         return Ok(metrics_result(report.counts, false, warnings));
     }
     Err(Error::new(

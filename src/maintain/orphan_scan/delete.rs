@@ -8,6 +8,7 @@ use futures::StreamExt;
 
 use super::deletable;
 use super::scan::Orphan;
+use crate::engine::progress::{Phase, Progress};
 use crate::io::FileIO;
 use crate::maintain::orphans::{OrphanCategory, OrphanTally};
 
@@ -34,6 +35,7 @@ pub async fn delete_orphans(
 ) -> Deleted {
     let mut tally = OrphanTally::default();
     let mut failed: Vec<String> = Vec::new();
+    Progress::current().start(Phase::DeletingFiles, Some(orphans.len()));
     let mut chunks = futures::stream::iter(orphans.chunks(DELETE_CHUNK))
         .map(|chunk| delete_chunk(io, location, chunk))
         .buffer_unordered(concurrency.max(1));
@@ -65,6 +67,9 @@ pub async fn delete_orphans(
 type ChunkOutcome = Vec<(OrphanCategory, String, Result<(), String>)>;
 
 async fn delete_chunk(io: &FileIO, location: &str, chunk: &[Orphan]) -> ChunkOutcome {
+    if !Progress::current().keep_going() {
+        return Vec::new();
+    }
     let mut outcomes: ChunkOutcome = Vec::with_capacity(chunk.len());
     let mut uris = Vec::with_capacity(chunk.len());
     let mut categories = Vec::with_capacity(chunk.len());
@@ -85,6 +90,7 @@ async fn delete_chunk(io: &FileIO, location: &str, chunk: &[Orphan]) -> ChunkOut
         let result = answer.result.map_err(|e| e.message().to_string());
         outcomes.push((category, answer.uri, result));
     }
+    Progress::current().advance(chunk.len() as u64, chunk.iter().map(|o| o.size).sum());
     outcomes
 }
 
