@@ -42,6 +42,12 @@ pub enum ErrorKind {
     QueryIsProhibited,
     /// 394: the statement was cancelled.
     QueryWasCancelled,
+    /// 456: a `{name:Type}` query parameter has no value.
+    UnknownQueryParameter,
+    /// 457: a query parameter's value does not parse as its type.
+    BadQueryParameter,
+    /// 50: a type name icetrim does not know (in a query parameter).
+    UnknownType,
     /// 499: object storage answered with an error.
     StorageError,
     /// 504: a file that must be new already exists (commit conflict).
@@ -71,6 +77,9 @@ impl ErrorKind {
             ErrorKind::SupportIsDisabled => 344,
             ErrorKind::QueryIsProhibited => 392,
             ErrorKind::QueryWasCancelled => 394,
+            ErrorKind::UnknownQueryParameter => 456,
+            ErrorKind::BadQueryParameter => 457,
+            ErrorKind::UnknownType => 50,
             ErrorKind::StorageError => 499,
             ErrorKind::FileAlreadyExists => 504,
         }
@@ -96,6 +105,9 @@ impl ErrorKind {
             ErrorKind::SupportIsDisabled => "SUPPORT_IS_DISABLED",
             ErrorKind::QueryIsProhibited => "QUERY_IS_PROHIBITED",
             ErrorKind::QueryWasCancelled => "QUERY_WAS_CANCELLED",
+            ErrorKind::UnknownQueryParameter => "UNKNOWN_QUERY_PARAMETER",
+            ErrorKind::BadQueryParameter => "BAD_QUERY_PARAMETER",
+            ErrorKind::UnknownType => "UNKNOWN_TYPE",
             ErrorKind::StorageError => "S3_ERROR",
             ErrorKind::FileAlreadyExists => "FILE_ALREADY_EXISTS",
         }

@@ -367,3 +367,81 @@ fn empty_results_print_as_clickhouse_prints_them() {
         assert_eq!(stdout(&output), text, "{format}");
     }
 }
+
+#[test]
+fn query_parameters_from_the_command_line_and_from_set() {
+    let output = run(
+        &[
+            "--param_path=/tmp/it's",
+            "--param_n",
+            "4",
+            "-q",
+            "CREATE TABLE t ENGINE = IcebergLocal({path:String}); \
+             SET iceberg_delete_concurrency = {n:UInt8}; SHOW CREATE TABLE t",
+        ],
+        "",
+    );
+    assert_eq!(stderr(&output), "");
+    assert_eq!(
+        stdout(&output),
+        concat!(
+            r"CREATE TABLE default.t\nENGINE = IcebergLocal(\'/tmp/it\\\'s\')",
+            "\n"
+        )
+    );
+    let script = "SET param_p = '/data/{x}', param_q = 2;\n\
+                  CREATE TABLE u ENGINE = IcebergLocal({p:String});\n\
+                  SHOW CREATE TABLE u; -- {q:UInt8} in a comment stays\n\
+                  SET iceberg_delete_concurrency = {q:UInt8}";
+    let output = run(&[], script);
+    assert_eq!(stderr(&output), "");
+    assert_eq!(
+        stdout(&output),
+        concat!(
+            r"CREATE TABLE default.u\nENGINE = IcebergLocal(\'/data/{x}\')",
+            "\n"
+        )
+    );
+}
+
+#[test]
+fn query_parameter_errors_are_clickhouse_errors() {
+    let output = query("SET iceberg_delete_concurrency = {n:UInt64}");
+    assert_eq!(
+        stderr(&output),
+        "Code: 456. DB::Exception: Substitution `n` is not set. (UNKNOWN_QUERY_PARAMETER)\n"
+    );
+    assert_eq!(output.status.code(), Some(456 % 256));
+    let output = run(
+        &[
+            "--param_n=-1",
+            "-q",
+            "SET iceberg_delete_concurrency = {n:UInt64}",
+        ],
+        "",
+    );
+    assert_eq!(
+        stderr(&output),
+        "Code: 457. DB::Exception: Value -1 cannot be parsed as UInt64 for query parameter 'n'. \
+         (BAD_QUERY_PARAMETER)\n"
+    );
+    assert_eq!(output.status.code(), Some(457 % 256));
+    // The value reaches the binder as a typed literal: its own checks apply.
+    let output = run(
+        &[
+            "--param_keep=-3",
+            "-q",
+            "CREATE TABLE t ENGINE = IcebergLocal('/nonexistent'); \
+             ALTER TABLE t EXECUTE expire_snapshots(retain_last = {keep:Int64})",
+        ],
+        "",
+    );
+    assert_eq!(output.status.code(), Some(36), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("retain_last"),
+        "{}",
+        stderr(&output)
+    );
+    let output = run(&["--param_", "-q", "SELECT 1"], "");
+    assert_eq!(output.status.code(), Some(2));
+}

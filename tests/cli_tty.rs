@@ -23,6 +23,11 @@ struct Pane {
 impl Pane {
     /// Starts the shell with `HOME` in a fresh temporary folder; `color` leaves `NO_COLOR` unset.
     fn start(color: bool) -> Pane {
+        Pane::start_with(color, "")
+    }
+
+    /// [`start`](Self::start) with extra command-line `flags` (shell words).
+    fn start_with(color: bool, flags: &str) -> Pane {
         let id = format!(
             "icetrim-tty-{}-{}",
             std::process::id(),
@@ -31,7 +36,7 @@ impl Pane {
         let home = tempfile::tempdir().expect("temp home");
         let no_color = if color { "" } else { "NO_COLOR=1" };
         let command = format!(
-            "env -u NO_COLOR HOME='{}' TERM=xterm-256color {no_color} '{BIN}'; echo \"[exit $?]\"; sleep 60",
+            "env -u NO_COLOR HOME='{}' TERM=xterm-256color {no_color} '{BIN}' {flags}; echo \"[exit $?]\"; sleep 60",
             home.path().display()
         );
         let pane = Pane {
@@ -145,6 +150,18 @@ impl Pane {
             );
             std::thread::sleep(Duration::from_millis(20));
         }
+    }
+
+    /// Copies everything the pane prints from now on (cleared lines included) to a file.
+    fn record(&self) -> PathBuf {
+        let log = self.home().join("pane.log");
+        self.tmux(&[
+            "pipe-pane",
+            "-t",
+            &self.target,
+            &format!("cat >> '{}'", log.display()),
+        ]);
+        log
     }
 
     fn home(&self) -> &Path {
@@ -275,4 +292,122 @@ fn exit_and_ctrl_d_leave_with_bye() {
     pane.press("C-d");
     let screen = pane.wait_for("[exit 0]", 1);
     assert!(screen.contains("Bye."), "{screen}");
+}
+
+/// The pane log once it holds `needle` (the pipe may lag behind the screen).
+fn logged_until(log: &Path, needle: &str) -> String {
+    let started = Instant::now();
+    loop {
+        let text = std::fs::read_to_string(log).unwrap_or_default();
+        if text.contains(needle) {
+            return text;
+        }
+        assert!(
+            started.elapsed() < TIMEOUT,
+            "{needle:?} never logged:\n{text}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// A generated table of `snapshots` snapshots (300: several progress redraws).
+fn generated_table(dir: &Path, snapshots: usize) -> String {
+    let location = dir.join("big").display().to_string();
+    let snapshots = snapshots.to_string();
+    let status = Command::new(env!("CARGO_BIN_EXE_icetrim-generate"))
+        .args([
+            "--location",
+            &location,
+            "--format-version",
+            "2",
+            "--snapshots",
+            &snapshots,
+        ])
+        .args([
+            "--files-per-snapshot",
+            "20",
+            "--seed",
+            "5",
+            "--no-data-files",
+        ])
+        .output()
+        .expect("icetrim-generate runs");
+    assert!(
+        status.status.success(),
+        "{}",
+        String::from_utf8_lossy(&status.stderr)
+    );
+    location
+}
+
+#[test]
+fn progress_bars_name_the_phases_and_are_cleared_before_the_result() {
+    let pane = Pane::start(false);
+    let location = generated_table(pane.home(), 300);
+    let log = pane.record();
+    pane.line(&format!(
+        "CREATE TABLE big ENGINE = IcebergLocal('{location}');"
+    ));
+    pane.wait_for("0 rows in set.", 1);
+    pane.line("ALTER TABLE big EXECUTE remove_orphan_files(dry_run = 1);");
+    let screen = pane.wait_for("rows in set.", 2);
+    let drawn = logged_until(&log, "deleted_data_files_count");
+    for phase in [
+        "reading manifest lists [",
+        "reading manifests [",
+        "listing files ",
+    ] {
+        assert!(drawn.contains(phase), "no '{phase}' bar drawn:\n{drawn}");
+    }
+    assert!(
+        drawn.contains("300/300 files"),
+        "the lists' bar reaches its total:\n{drawn}"
+    );
+    assert!(drawn.contains("\x1b[2K"), "bars are cleared:\n{drawn}");
+    for phase in ["reading manifest", "listing files"] {
+        assert!(
+            !screen.contains(phase),
+            "a bar is left on screen:\n{screen}"
+        );
+    }
+    assert!(screen.contains("deleted_data_files_count"), "{screen}");
+}
+
+#[test]
+fn no_progress_draws_nothing() {
+    let pane = Pane::start_with(false, "--no-progress");
+    let location = generated_table(pane.home(), 300);
+    let log = pane.record();
+    pane.line(&format!(
+        "CREATE TABLE big ENGINE = IcebergLocal('{location}');"
+    ));
+    pane.wait_for("0 rows in set.", 1);
+    pane.line("ALTER TABLE big EXECUTE remove_orphan_files(dry_run = 1);");
+    pane.wait_for("rows in set.", 2);
+    let drawn = logged_until(&log, "deleted_data_files_count");
+    assert!(!drawn.contains("reading manifest"), "{drawn}");
+}
+
+#[test]
+fn ctrl_c_cancels_a_running_procedure_before_it_writes() {
+    let pane = Pane::start(false);
+    let location = generated_table(pane.home(), 800);
+    let metadata = Path::new(&location).join("metadata");
+    let before = std::fs::read_dir(&metadata).expect("metadata dir").count();
+    pane.line(&format!(
+        "CREATE TABLE big ENGINE = IcebergLocal('{location}');"
+    ));
+    pane.wait_for("0 rows in set.", 1);
+    pane.line(
+        "ALTER TABLE big EXECUTE expire_snapshots(retain_last = 1, retention_period = '0s');",
+    );
+    pane.wait_for("reading manifests [", 1);
+    pane.press("C-c");
+    let screen = pane.wait_for("Query was cancelled.", 1);
+    assert!(!screen.contains("deleted_data_files_count"), "{screen}");
+    pane.wait_for("icetrim (default) :) ", 3);
+    let after = std::fs::read_dir(&metadata).expect("metadata dir").count();
+    assert_eq!(after, before, "nothing was written or deleted");
+    pane.line("SHOW TABLES FORMAT CSV;");
+    pane.wait_for("\"big\"", 1);
 }

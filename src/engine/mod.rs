@@ -5,7 +5,9 @@
 
 pub mod ddl;
 pub mod introspect;
+pub mod params;
 pub mod procedures;
+pub mod progress;
 pub mod registry;
 pub mod result;
 pub mod runtime;
@@ -13,6 +15,7 @@ pub mod select_eval;
 pub mod session;
 pub mod table;
 
+pub use progress::{CancelToken, Phase, Progress, ProgressEvent, ProgressSink, cancelled_error};
 pub use result::{ExpireMetrics, Metrics, OrphanMetrics, QueryResult};
 pub use runtime::Runtime;
 pub use session::{DEFAULT_DATABASE, Engine, EngineBuilder, Session, handles};

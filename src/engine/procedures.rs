@@ -1,6 +1,8 @@
 //! Runs a bound maintenance procedure on a registered table: `expire_snapshots` and
-//! `remove_orphan_files`, for real, as a dry run, or as `EXPLAIN`.
+//! `remove_orphan_files`, for real, as a dry run, or as `EXPLAIN`, within the statement's
+//! [`Progress`] scope (progress events, cancellation).
 
+use super::progress::Progress;
 use super::registry::TableDef;
 use super::result::QueryResult;
 use super::runtime::Runtime;
@@ -18,9 +20,30 @@ pub async fn run_procedure(
     call: ProcedureCall,
     explain: bool,
 ) -> Result<QueryResult> {
-    let target = open_table(runtime, settings, table)?;
-    match call {
-        ProcedureCall::Expire(options) => expire::run(&target, &options, explain).await,
-        ProcedureCall::Orphans(options) => orphan_scan::run(&target, &options, explain).await,
-    }
+    let progress = Progress::default();
+    run_procedure_with(runtime, settings, table, call, explain, &progress).await
+}
+
+/// [`run_procedure`], reporting to and cancelled by `progress`.
+pub async fn run_procedure_with(
+    runtime: &Runtime,
+    settings: &Settings,
+    table: &TableDef,
+    call: ProcedureCall,
+    explain: bool,
+    progress: &Progress,
+) -> Result<QueryResult> {
+    let mut target = open_table(runtime, settings, table)?;
+    target.progress = progress.clone();
+    let target = &target;
+    progress
+        .scope(async move {
+            match call {
+                ProcedureCall::Expire(options) => expire::run(target, &options, explain).await,
+                ProcedureCall::Orphans(options) => {
+                    orphan_scan::run(target, &options, explain).await
+                }
+            }
+        })
+        .await
 }

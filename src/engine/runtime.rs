@@ -1,5 +1,6 @@
-//! What statements run with beyond the session: the clock, and (as the storage layer grows) the
-//! object stores and progress hooks. One `Runtime` per `Engine`, shared by its sessions.
+//! What statements run with beyond the session: the clock and an optional storage override. One
+//! `Runtime` per `Engine`, shared by its sessions (progress sinks and cancellation are per session
+//! and per statement: see [`super::progress`]).
 
 use std::sync::Arc;
 

@@ -6,7 +6,13 @@
 //! `CREATE DATABASE`; a database exists when it is `default`, the session's current one, or holds a
 //! table (`CREATE TABLE db.t` brings `db` into being). `USE` and `SHOW TABLES FROM` of any other name
 //! fail with `UNKNOWN_DATABASE` as in ClickHouse.
+//!
+//! Hosts follow procedures with a [`ProgressSink`] ([`EngineBuilder::progress`],
+//! [`Session::set_progress`]), cancel them with a [`CancelToken`] ([`Session::execute_with`]),
+//! and fill `{name:Type}` placeholders with [`Session::set_param`] (see [`super::params`]).
 
+use std::collections::BTreeMap;
+use std::fmt;
 use std::ops::ControlFlow;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -17,7 +23,9 @@ use tokio::sync::Mutex;
 
 use super::ddl;
 use super::introspect::system_table_rows;
-use super::procedures::run_procedure;
+use super::params::{PARAM_SETTING_PREFIX, setting_value_text, substitute};
+use super::procedures::run_procedure_with;
+use super::progress::{CancelToken, Progress, ProgressSink, cancelled_error};
 use super::registry::Registry;
 use super::result::QueryResult;
 use super::runtime::Runtime;
@@ -40,6 +48,17 @@ struct Shared {
     registry: Mutex<Registry>,
     runtime: Runtime,
     defaults: Settings,
+    progress: Sink,
+}
+
+/// An optional progress sink that prints as `set` / `none` in `Debug`.
+#[derive(Clone, Default)]
+struct Sink(Option<ProgressSink>);
+
+impl fmt::Debug for Sink {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(if self.0.is_some() { "set" } else { "none" })
+    }
 }
 
 /// An icetrim engine: the registered tables and the runtime (clock) its sessions share.
@@ -71,9 +90,36 @@ pub struct EngineBuilder {
     data_path: Option<PathBuf>,
     clock: Option<Arc<dyn Clock>>,
     settings: Vec<(String, String)>,
+    progress: Sink,
 }
 
 impl EngineBuilder {
+    /// Report the progress of every session's procedures to `sink` (a session may replace it
+    /// with [`Session::set_progress`]).
+    ///
+    /// ```
+    /// use std::sync::atomic::{AtomicUsize, Ordering};
+    /// use std::sync::Arc;
+    /// use icetrim::engine::{Engine, ProgressEvent};
+    ///
+    /// let events = Arc::new(AtomicUsize::new(0));
+    /// let counter = Arc::clone(&events);
+    /// let engine = Engine::builder()
+    ///     .progress(move |_: &ProgressEvent| {
+    ///         counter.fetch_add(1, Ordering::Relaxed);
+    ///     })
+    ///     .build()?;
+    /// # let _ = engine;
+    /// # Ok::<(), icetrim::Error>(())
+    /// ```
+    pub fn progress(
+        mut self,
+        sink: impl Fn(&super::ProgressEvent) + Send + Sync + 'static,
+    ) -> Self {
+        self.progress = Sink(Some(std::sync::Arc::new(sink)));
+        self
+    }
+
     /// Persist the table registry under `dir` (created if missing). Without it, tables live in
     /// memory only.
     pub fn data_path(mut self, dir: impl Into<PathBuf>) -> Self {
@@ -113,6 +159,7 @@ impl EngineBuilder {
                 registry: Mutex::new(registry),
                 runtime,
                 defaults,
+                progress: self.progress,
             }),
         })
     }
@@ -130,6 +177,9 @@ impl Engine {
             shared: Arc::clone(&self.shared),
             settings: self.shared.defaults.clone(),
             database: DEFAULT_DATABASE.to_string(),
+            progress: self.shared.progress.clone(),
+            cancel: None,
+            params: BTreeMap::new(),
         }
     }
 
@@ -200,9 +250,116 @@ pub struct Session {
     shared: Arc<Shared>,
     settings: Settings,
     database: String,
+    progress: Sink,
+    /// The token of the running [`Session::execute_with`], if any.
+    cancel: Option<CancelToken>,
+    params: BTreeMap<String, String>,
 }
 
 impl Session {
+    /// Report this session's procedures to `sink` (`None`: no reporting), replacing the engine's.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use icetrim::engine::{Engine, ProgressEvent};
+    /// let mut session = Engine::builder().build()?.session();
+    /// session.set_progress(Some(Arc::new(|e: &ProgressEvent| eprintln!("{} {}", e.phase, e.done))));
+    /// session.set_progress(None);
+    /// # Ok::<(), icetrim::Error>(())
+    /// ```
+    pub fn set_progress(&mut self, sink: Option<ProgressSink>) {
+        self.progress = Sink(sink);
+    }
+
+    /// Sets query parameter `name` (for `{name:Type}` placeholders) to `value`, as
+    /// `--param_<name>=<value>` or `SET param_<name> = '<value>'` do.
+    ///
+    /// ```
+    /// use icetrim::engine::Engine;
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> icetrim::Result<()> {
+    /// let mut session = Engine::builder().build()?.session();
+    /// session.set_param("n", "4");
+    /// session.execute("SET iceberg_delete_concurrency = {n:UInt64}").await?;
+    /// assert_eq!(session.settings().delete_concurrency(), 4);
+    /// let missing = session.execute("SET iceberg_delete_concurrency = {m:UInt64}").await.unwrap_err();
+    /// assert_eq!(missing.code(), 456);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn set_param(&mut self, name: impl Into<String>, value: impl Into<String>) {
+        self.params.insert(name.into(), value.into());
+    }
+
+    /// The query parameters set so far.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> icetrim::Result<()> {
+    /// let mut session = icetrim::engine::Engine::builder().build()?.session();
+    /// session.execute("SET param_period = '7d'").await?;
+    /// assert_eq!(session.params().get("period").map(String::as_str), Some("7d"));
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn params(&self) -> &BTreeMap<String, String> {
+        &self.params
+    }
+
+    /// [`execute`](Self::execute), cancelled by `token`: a statement cancelled before it writes
+    /// fails with `QUERY_WAS_CANCELLED` (394) and has written and deleted nothing; one cancelled
+    /// after its commit keeps the commit, stops its remaining deletes (they stay as orphans) and
+    /// says so in a warning. Statements after a cancelled one do not run.
+    ///
+    /// ```
+    /// use icetrim::engine::{CancelToken, Engine};
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> icetrim::Result<()> {
+    /// let mut session = Engine::builder().build()?.session();
+    /// let token = CancelToken::new();
+    /// assert_eq!(session.execute_with("SHOW TABLES", &token).await?.len(), 1);
+    /// token.cancel();
+    /// let error = session.execute_with("SHOW TABLES", &token).await.unwrap_err();
+    /// assert_eq!(error.code(), 394);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn execute_with(
+        &mut self,
+        sql: &str,
+        token: &CancelToken,
+    ) -> Result<Vec<QueryResult>> {
+        let previous = self.cancel.replace(token.clone());
+        let outcome = self.execute(sql).await;
+        self.cancel = previous;
+        outcome
+    }
+
+    /// [`execute_one`](Self::execute_one), cancelled by `token` as in
+    /// [`execute_with`](Self::execute_with).
+    ///
+    /// ```
+    /// use icetrim::engine::{CancelToken, Engine};
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> icetrim::Result<()> {
+    /// let mut session = Engine::builder().build()?.session();
+    /// let result = session.execute_one_with("SHOW TABLES", 1, &CancelToken::new()).await?;
+    /// assert!(result.rows.is_empty());
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn execute_one_with(
+        &mut self,
+        text: &str,
+        first_line: usize,
+        token: &CancelToken,
+    ) -> Result<QueryResult> {
+        let previous = self.cancel.replace(token.clone());
+        let outcome = self.execute_one(text, first_line).await;
+        self.cancel = previous;
+        outcome
+    }
+
     /// The current database (`USE db` changes it).
     pub fn current_database(&self) -> &str {
         &self.database
@@ -252,8 +409,10 @@ impl Session {
 
     /// Parses and runs one statement whose text starts on line `first_line` of its script (for
     /// syntax error positions).
+    /// `{name:Type}` placeholders are replaced by the session's parameters first.
     pub async fn execute_one(&mut self, text: &str, first_line: usize) -> Result<QueryResult> {
-        let statement = parse_statement_at(text, first_line)?;
+        let text = substitute(text, &self.params)?;
+        let statement = parse_statement_at(&text, first_line)?;
         self.execute_statement(&statement).await
     }
 
@@ -267,6 +426,9 @@ impl Session {
 
     /// Runs a parsed statement.
     pub async fn execute_statement(&mut self, statement: &Statement) -> Result<QueryResult> {
+        if self.cancel.as_ref().is_some_and(CancelToken::is_cancelled) {
+            return Err(cancelled_error());
+        }
         let format = statement
             .format()
             .map(OutputFormat::from_name)
@@ -308,10 +470,17 @@ impl Session {
             }
             Statement::Set(pairs) => {
                 let mut settings = self.settings.clone();
+                let mut params = self.params.clone();
                 for (name, value) in pairs {
-                    settings.set(name, value)?;
+                    match name.strip_prefix(PARAM_SETTING_PREFIX) {
+                        Some(param) if !param.is_empty() => {
+                            params.insert(param.to_string(), setting_value_text(value));
+                        }
+                        _ => settings.set(name, value)?,
+                    }
                 }
                 self.settings = settings;
+                self.params = params;
                 QueryResult::empty()
             }
             Statement::Select(select) => self.select(select).await?,
@@ -385,6 +554,15 @@ impl Session {
             time_zone: self.settings.session_time_zone(),
         };
         let call = bind(&alter.procedure, &alter.args, &context)?;
-        run_procedure(&self.shared.runtime, &self.settings, &def, call, explain).await
+        let progress = Progress::new(self.progress.0.clone(), self.cancel.clone());
+        run_procedure_with(
+            &self.shared.runtime,
+            &self.settings,
+            &def,
+            call,
+            explain,
+            &progress,
+        )
+        .await
     }
 }

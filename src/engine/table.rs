@@ -65,6 +65,7 @@ pub fn open_table(
         table_name: format!("{}.{}", def.database, def.name),
         settings: settings.clone(),
         now_ms: runtime.clock.now_ms(),
+        progress: Default::default(),
     })
 }
 

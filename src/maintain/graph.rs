@@ -24,6 +24,7 @@ use super::keepset::{
     EntryRef, FileGraph, ManifestContents, ManifestEntries, ManifestRef, PathId, PathInterner,
     SnapshotFiles, StatisticsRef,
 };
+use crate::engine::progress::{Phase, Progress};
 use crate::error::{Error, ErrorKind, Result};
 use crate::iceberg::manifest::for_each_projected;
 use crate::iceberg::manifest_list::read_manifest_list;
@@ -77,6 +78,7 @@ impl TableFiles {
                 }
             }
         }
+        Progress::current().phase(Phase::ReadingManifestLists, Some(lists.len()))?;
         let read = files
             .read_all(io, &lists, concurrency, "manifest list")
             .await?;
@@ -167,11 +169,14 @@ impl TableFiles {
             }
         }
         let jobs = self.jobs(&unique)?;
+        Progress::current().phase(Phase::ReadingManifests, Some(jobs.len()))?;
         let decoded: Vec<(PathId, Vec<RawEntry>)> = futures::stream::iter(jobs)
             .map(|(id, needed, uri)| async move {
                 let Some(bytes) = read_or_skip(io, &uri, needed).await? else {
+                    Progress::current().file_done(0);
                     return Ok((id, None));
                 };
+                Progress::current().file_done(bytes.len());
                 // Decoding is CPU work: on the blocking pool, so manifests decode in parallel.
                 let raw = tokio::task::spawn_blocking(move || decode_manifest(&bytes, &uri))
                     .await
@@ -216,7 +221,9 @@ impl TableFiles {
         let jobs = self.jobs(files)?;
         let read: Vec<(PathId, Option<bytes::Bytes>)> = futures::stream::iter(jobs)
             .map(|(id, needed, uri)| async move {
-                read_or_skip(io, &uri, needed).await.map(|b| (id, b))
+                let bytes = read_or_skip(io, &uri, needed).await?;
+                Progress::current().file_done(bytes.as_ref().map_or(0, |b| b.len()));
+                Ok::<_, Error>((id, bytes))
             })
             .buffer_unordered(concurrency.max(1))
             .try_collect()

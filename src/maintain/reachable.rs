@@ -26,6 +26,7 @@ use std::sync::Arc;
 
 use futures::{StreamExt, TryStreamExt};
 
+use crate::engine::progress::{Phase, Progress};
 use crate::error::{Error, Result};
 use crate::iceberg::locate::version_hint_path;
 use crate::iceberg::manifest::for_each_projected;
@@ -218,9 +219,11 @@ pub async fn collect_reachable(
             }
         }
     }
+    Progress::current().phase(Phase::ReadingManifestLists, Some(lists.len()))?;
     let read_lists: Vec<(&str, Vec<ManifestFile>)> = futures::stream::iter(lists.into_values())
         .map(|list| async move {
             let bytes = io.read(list).await?;
+            Progress::current().file_done(bytes.len());
             let files = read_manifest_list(&bytes, list)?;
             Ok::<_, Error>((list, files))
         })
@@ -245,11 +248,13 @@ pub async fn collect_reachable(
         .fold(0, usize::saturating_add);
     reachable.reserve(expected);
     let root = Arc::clone(&reachable.root);
+    Progress::current().phase(Phase::ReadingManifests, Some(manifests.len()))?;
     let mut live_references = futures::stream::iter(manifests.into_values())
         .map(|manifest| {
             let root = Arc::clone(&root);
             async move {
                 let bytes = io.read(&manifest.path).await?;
+                Progress::current().file_done(bytes.len());
                 decode_off_task(move || live_references(&bytes, &manifest, &root)).await
             }
         })

@@ -1,6 +1,8 @@
 //! The table a maintenance procedure works on, and everything it runs with: storage, where the
-//! table lives, how its current metadata is found, the session settings and "now".
+//! table lives, how its current metadata is found, the session settings, "now", and the
+//! statement's progress reporting and cancellation.
 
+use crate::engine::progress::Progress;
 use crate::iceberg::locate::MetadataSettings;
 use crate::io::FileIO;
 use crate::settings::Settings;
@@ -20,4 +22,7 @@ pub struct MaintenanceTarget {
     pub settings: Settings,
     /// "Now", in milliseconds since the epoch, fixed for the whole statement.
     pub now_ms: i64,
+    /// Where the statement reports progress and learns it was cancelled (see
+    /// [`crate::engine::progress`]); executors without the target use [`Progress::current`].
+    pub progress: Progress,
 }

@@ -1,5 +1,6 @@
 //! The command line, parsed by clap.
 
+use std::ffi::OsString;
 use std::path::PathBuf;
 
 use clap::Parser;
@@ -12,6 +13,7 @@ Examples:
   icetrim --path ~/.icetrim -q \"CREATE TABLE t ENGINE = IcebergLocal('/data/t')\"
   icetrim --path ~/.icetrim -q \"ALTER TABLE t EXECUTE expire_snapshots(retention_period = '7d', dry_run = 1)\" -f PrettyCompact
   icetrim -n < script.sql                   go on after errors (--ignore-error)
+  icetrim --param_keep=5 -q \"ALTER TABLE t EXECUTE expire_snapshots(retain_last = {keep:UInt64})\"
 
 Exit status: 0 on success; after an error, its ClickHouse code modulo 256 (1 if that is 0).";
 
@@ -40,13 +42,19 @@ pub struct Args {
     #[arg(short = 'n', long)]
     pub ignore_error: bool,
 
-    /// Show progress while a procedure runs.
+    /// Show progress bars on standard error while a procedure runs, when it is a terminal
+    /// (default in the interactive shell).
     #[arg(long, overrides_with = "no_progress")]
     pub progress: bool,
 
-    /// Do not show progress.
+    /// Do not show progress bars (default in scripts and with -q).
     #[arg(long, overrides_with = "progress")]
     pub no_progress: bool,
+
+    /// Query parameters from `--param_<name>=<value>` (or `--param_<name> <value>`), for
+    /// `{name:Type}` placeholders.
+    #[arg(skip)]
+    pub params: Vec<(String, String)>,
 
     /// Build a demo table in a temporary folder and run the maintenance SQL on it.
     #[arg(long)]
@@ -58,9 +66,61 @@ pub struct Args {
 }
 
 impl Args {
-    /// Whether progress is shown: `--progress` asks for it, `--no-progress` (the default) not.
-    pub fn show_progress(&self) -> bool {
-        self.progress && !self.no_progress
+    /// Parses a command line whose `--param_<name>=<value>` / `--param_<name> <value>` arguments
+    /// (which clap cannot declare) are taken out first.
+    ///
+    /// ```
+    /// use icetrim::shell::Args;
+    /// let args = Args::parse_with_params(["icetrim", "--param_n=5", "--param_s", "a b", "-q", "SELECT {n:UInt8}"]).unwrap();
+    /// assert_eq!(args.params, [("n".to_string(), "5".to_string()), ("s".to_string(), "a b".to_string())]);
+    /// assert_eq!(args.query.as_deref(), Some("SELECT {n:UInt8}"));
+    /// ```
+    pub fn parse_with_params<I, T>(command_line: I) -> Result<Args, clap::Error>
+    where
+        I: IntoIterator<Item = T>,
+        T: Into<OsString>,
+    {
+        let mut rest: Vec<OsString> = Vec::new();
+        let mut params = Vec::new();
+        let mut items = command_line.into_iter().map(Into::into);
+        while let Some(item) = items.next() {
+            let Some(param) = item.to_str().and_then(|s| s.strip_prefix("--param_")) else {
+                rest.push(item);
+                continue;
+            };
+            let (name, value) = match param.split_once('=') {
+                Some((name, value)) => (name.to_string(), value.to_string()),
+                None => {
+                    let value = items.next().ok_or_else(|| {
+                        clap::Error::raw(
+                            clap::error::ErrorKind::InvalidValue,
+                            format!("--param_{param} needs a value\n"),
+                        )
+                    })?;
+                    (param.to_string(), value.to_string_lossy().into_owned())
+                }
+            };
+            if name.is_empty() {
+                return Err(clap::Error::raw(
+                    clap::error::ErrorKind::UnknownArgument,
+                    "--param_ needs a name: --param_<name>=<value>\n",
+                ));
+            }
+            params.push((name, value));
+        }
+        let mut args = Args::try_parse_from(rest)?;
+        args.params = params;
+        Ok(args)
+    }
+
+    /// Whether progress is shown (on a terminal): the last of `--progress` / `--no-progress`
+    /// decides; without either, on in the interactive shell and off in scripts, as
+    /// clickhouse-client does.
+    pub fn show_progress(&self, interactive: bool) -> bool {
+        if self.no_progress {
+            return false;
+        }
+        self.progress || interactive
     }
 }
 
@@ -85,10 +145,24 @@ mod tests {
         assert_eq!(args.query.as_deref(), Some("SHOW TABLES"));
         assert_eq!(args.format.as_deref(), Some("JSON"));
         assert!(args.time && args.ignore_error);
-        assert!(!args.show_progress());
+        assert!(!args.show_progress(false) && args.show_progress(true));
         let args = Args::try_parse_from(["icetrim", "--no-progress", "--progress"]).unwrap();
-        assert!(args.show_progress());
+        assert!(args.show_progress(false));
         let args = Args::try_parse_from(["icetrim", "--progress", "--no-progress"]).unwrap();
-        assert!(!args.show_progress());
+        assert!(!args.show_progress(true));
+    }
+
+    #[test]
+    fn params_are_taken_out_before_clap() {
+        let args =
+            Args::parse_with_params(["icetrim", "--param_a=x=y", "-n", "--param_b", "2"]).unwrap();
+        assert_eq!(
+            args.params,
+            [("a".into(), "x=y".into()), ("b".into(), "2".into())]
+        );
+        assert!(args.ignore_error);
+        assert!(Args::parse_with_params(["icetrim", "--param_b"]).is_err());
+        assert!(Args::parse_with_params(["icetrim", "--param_=1"]).is_err());
+        assert!(Args::parse_with_params(["icetrim", "--nope"]).is_err());
     }
 }

@@ -1,6 +1,9 @@
 //! The interactive shell: rustyline line editing with a history file, statements that may span
 //! lines and run at `;`, the current database in the prompt, Ctrl-C to drop the line being typed or
-//! to cancel the running statement, Ctrl-D / `exit` / `quit` / `q` to leave. Output as
+//! to cancel the running statement (through its [`CancelToken`]: nothing is written when it is
+//! cancelled before its commit; a second Ctrl-C drops it where it stands), Ctrl-D / `exit` /
+//! `quit` / `q` to leave. Progress bars (on by default, `--no-progress`) are cleared before the
+//! result prints. Output as
 //! clickhouse-client prints it: the result (PrettyCompact unless told otherwise), then
 //! "N rows in set. Elapsed: 0.001 sec." ("Ok." first when there is no result set).
 
@@ -13,7 +16,8 @@ use rustyline::error::ReadlineError;
 use tokio::runtime::Runtime;
 
 use super::output::{Output, OutputError};
-use crate::engine::{QueryResult, Session};
+use crate::engine::{CancelToken, QueryResult, Session};
+use crate::error::ErrorKind;
 use crate::format::OutputFormat;
 use crate::sql::split_statements;
 
@@ -26,8 +30,6 @@ pub struct ShellOptions {
     pub history_file: Option<PathBuf>,
     /// Go on with the remaining statements of an input after an error.
     pub ignore_error: bool,
-    /// Show progress while a statement runs (`--progress`; not drawn yet).
-    pub progress: bool,
 }
 
 /// Runs the shell until the user leaves; returns the exit code (0).
@@ -123,12 +125,29 @@ fn run_input(
 ) -> Result<(), OutputError> {
     for (text, line) in split_statements(input) {
         let started = Instant::now();
-        let outcome = run_cancellable(runtime, session.execute_one(&text, line));
+        let token = CancelToken::new();
+        let outcome = run_cancellable(
+            runtime,
+            &token,
+            session.execute_one_with(&text, line, &token),
+        );
         let elapsed = started.elapsed().as_secs_f64();
+        out.clear_progress();
+        let cancelled =
+            matches!(&outcome, Some(Err(e)) if e.kind() == ErrorKind::QueryWasCancelled);
         match outcome {
             None => {
                 out.note("Query was cancelled.");
                 out.print("\n")?;
+                return Ok(());
+            }
+            Some(Err(_)) if cancelled && token.is_cancelled() => {
+                out.note("Query was cancelled.");
+                out.print("\n")?;
+                return Ok(());
+            }
+            Some(Ok(result)) if token.is_cancelled() => {
+                print_result(out, &result, options.format, elapsed)?;
                 return Ok(());
             }
             Some(Ok(result)) => print_result(out, &result, options.format, elapsed)?,
@@ -144,10 +163,20 @@ fn run_input(
     Ok(())
 }
 
-/// Runs `work` until it finishes or Ctrl-C (SIGINT) arrives; `None` when cancelled, the work then
-/// dropped where it stood.
-pub fn run_cancellable<F: Future>(runtime: &Runtime, work: F) -> Option<F::Output> {
+/// Runs `work` to its end. The first Ctrl-C (SIGINT) cancels `token`, and `work` goes on to
+/// finish as its statement does when cancelled; a second one drops `work` where it stands
+/// (`None`).
+pub fn run_cancellable<F: Future>(
+    runtime: &Runtime,
+    token: &CancelToken,
+    work: F,
+) -> Option<F::Output> {
     runtime.block_on(async {
+        let mut work = std::pin::pin!(work);
+        tokio::select! {
+            output = &mut work => return Some(output),
+            _ = tokio::signal::ctrl_c() => token.cancel(),
+        }
         tokio::select! {
             output = work => Some(output),
             _ = tokio::signal::ctrl_c() => None,
@@ -199,19 +228,35 @@ mod tests {
             .enable_all()
             .build()
             .unwrap();
-        assert_eq!(run_cancellable(&runtime, async { 5 }), Some(5));
-        let pid = std::process::id().to_string();
-        let interrupter = std::thread::spawn(move || {
-            std::thread::sleep(std::time::Duration::from_millis(300));
-            std::process::Command::new("kill")
-                .args(["-INT", &pid])
-                .status()
-        });
+        let token = CancelToken::new();
+        assert_eq!(run_cancellable(&runtime, &token, async { 5 }), Some(5));
+        let interrupt = |after_ms: u64| {
+            let pid = std::process::id().to_string();
+            std::thread::spawn(move || {
+                std::thread::sleep(std::time::Duration::from_millis(after_ms));
+                std::process::Command::new("kill")
+                    .args(["-INT", &pid])
+                    .status()
+            })
+        };
+        // The first Ctrl-C cancels the token; work that honours it ends by itself.
+        let interrupter = interrupt(300);
         let started = Instant::now();
-        let outcome = run_cancellable(&runtime, std::future::pending::<()>());
+        let watched = token.clone();
+        let outcome = run_cancellable(&runtime, &token, async move {
+            watched.cancelled().await;
+            7
+        });
+        assert_eq!(outcome, Some(7));
+        assert!(token.is_cancelled());
+        assert!(interrupter.join().unwrap().unwrap().success());
+        // Work that ignores it is dropped at the second.
+        let (first, second) = (interrupt(200), interrupt(600));
+        let outcome = run_cancellable(&runtime, &CancelToken::new(), std::future::pending::<()>());
         assert_eq!(outcome, None);
         assert!(started.elapsed() < std::time::Duration::from_secs(10));
-        assert!(interrupter.join().unwrap().unwrap().success());
+        assert!(first.join().unwrap().unwrap().success());
+        assert!(second.join().unwrap().unwrap().success());
     }
 
     #[test]

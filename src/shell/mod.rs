@@ -9,13 +9,12 @@ pub mod args;
 pub mod demo;
 pub mod interactive;
 pub mod output;
+pub mod progress_bar;
 pub mod script;
 
 use std::io::{IsTerminal, Read};
 use std::path::PathBuf;
 use std::process::ExitCode;
-
-use clap::Parser;
 
 pub use args::Args;
 use output::{Output, OutputError};
@@ -26,7 +25,10 @@ use crate::format::OutputFormat;
 
 /// The binary's `main`: parses the command line, runs, and turns the outcome into the exit status.
 pub fn main() -> ExitCode {
-    ExitCode::from(run(Args::parse()))
+    match Args::parse_with_params(std::env::args_os()) {
+        Ok(args) => ExitCode::from(run(args)),
+        Err(error) => error.exit(),
+    }
 }
 
 /// Runs icetrim as the command line `args` asks; returns the exit status.
@@ -101,13 +103,21 @@ fn try_main(args: &Args, out: &mut Output) -> Result<u8, Failure> {
     }
     let engine = builder.build()?;
     let mut session = engine.session();
+    for (name, value) in &args.params {
+        session.set_param(name, value);
+    }
     let interactive = args.query.is_none() && std::io::stdin().is_terminal();
+    let progress = args.show_progress(interactive) && std::io::stderr().is_terminal();
+    if progress {
+        let bar = progress_bar::ProgressBar::new();
+        session.set_progress(Some(bar.sink()));
+        out.attach_progress(bar);
+    }
     if interactive {
         let options = interactive::ShellOptions {
             format: format.unwrap_or(OutputFormat::PrettyCompact),
             history_file: args.history_file.clone().or_else(default_history_file),
             ignore_error: args.ignore_error,
-            progress: args.show_progress(),
         };
         return Ok(interactive::run(&runtime, &mut session, &options, out)?);
     }
@@ -119,7 +129,6 @@ fn try_main(args: &Args, out: &mut Output) -> Result<u8, Failure> {
         format: format.unwrap_or(OutputFormat::TabSeparated),
         time: args.time,
         ignore_error: args.ignore_error,
-        progress: args.show_progress(),
     };
     Ok(script::run(&runtime, &mut session, &sql, options, out)?)
 }

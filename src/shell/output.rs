@@ -1,7 +1,11 @@
 //! Writing results and errors: standard output through a handle whose broken pipe ends the
-//! program quietly, errors on standard error (red on a colour terminal unless `NO_COLOR`).
+//! program quietly, errors on standard error (red on a colour terminal unless `NO_COLOR`). A
+//! progress bar, when one is attached, is cleared before anything is written.
 
 use std::io::{self, IsTerminal, Write};
+use std::sync::Arc;
+
+use super::progress_bar::ProgressBar;
 
 use crate::engine::QueryResult;
 use crate::error::Error;
@@ -30,6 +34,7 @@ impl From<io::Error> for OutputError {
 #[derive(Debug)]
 pub struct Output {
     color_errors: bool,
+    progress: Option<Arc<ProgressBar>>,
 }
 
 impl Output {
@@ -39,11 +44,33 @@ impl Output {
         let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
         Output {
             color_errors: io::stderr().is_terminal() && !no_color,
+            progress: None,
+        }
+    }
+
+    /// Clear `bar` before every write.
+    ///
+    /// ```
+    /// use icetrim::shell::output::Output;
+    /// use icetrim::shell::progress_bar::ProgressBar;
+    /// let mut out = Output::new();
+    /// out.attach_progress(ProgressBar::new());
+    /// out.clear_progress();
+    /// ```
+    pub fn attach_progress(&mut self, bar: Arc<ProgressBar>) {
+        self.progress = Some(bar);
+    }
+
+    /// Removes the progress line, if one is drawn.
+    pub fn clear_progress(&self) {
+        if let Some(bar) = &self.progress {
+            bar.clear();
         }
     }
 
     /// Writes `text` to standard output and flushes it.
     pub fn print(&mut self, text: &str) -> Result<(), OutputError> {
+        self.clear_progress();
         let mut out = io::stdout().lock();
         out.write_all(text.as_bytes())?;
         out.flush()?;
@@ -81,6 +108,7 @@ impl Output {
     /// Writes a line to standard error; failures to do so are ignored (there is nowhere to report
     /// them).
     pub fn note(&mut self, line: &str) {
+        self.clear_progress();
         let mut err = io::stderr().lock();
         let _ = writeln!(err, "{line}");
         let _ = err.flush();

@@ -19,8 +19,6 @@ pub struct ScriptOptions {
     pub time: bool,
     /// Go on after an error.
     pub ignore_error: bool,
-    /// Show progress while a statement runs (`--progress`; not drawn yet).
-    pub progress: bool,
 }
 
 /// Runs `sql`; returns the exit code: 0, or the exit code of the last error (see
@@ -37,6 +35,7 @@ pub fn run(
         let started = Instant::now();
         let outcome = runtime.block_on(session.execute_one(&text, line));
         let elapsed = started.elapsed().as_secs_f64();
+        out.clear_progress();
         match outcome {
             Ok(result) => {
                 let format = result.format.unwrap_or(options.format);

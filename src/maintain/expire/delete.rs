@@ -13,6 +13,7 @@
 use std::collections::HashSet;
 
 use super::plan::ExpiryPlan;
+use crate::engine::progress::{Phase, Progress};
 use crate::io::{FileIO, is_under};
 use crate::maintain::keepset::{
     ExpiryFileCounts, FileCandidate, FileCategory, FileDecision, PathId, after_failed_deletes,
@@ -100,7 +101,18 @@ pub async fn delete_planned(
     let mut report = DeleteReport::default();
     let mut failed_ids: HashSet<PathId> = HashSet::new();
     let mut decision: FileDecision = plan.delete.clone();
-    for stage in STAGES {
+    let progress = Progress::current();
+    progress.start(
+        Phase::DeletingFiles,
+        Some(
+            STAGES
+                .concat()
+                .iter()
+                .map(|c| decision.files(*c).len())
+                .sum(),
+        ),
+    );
+    for stage in STAGES.iter().take_while(|_| progress.keep_going()) {
         let batch: Vec<(FileCategory, FileCandidate)> = stage
             .iter()
             .flat_map(|c| decision.files(*c).iter().map(move |f| (*c, *f)))
@@ -115,6 +127,10 @@ pub async fn delete_planned(
             &mut failed_ids,
         )
         .await;
+        progress.advance(
+            batch.len() as u64,
+            batch.iter().filter_map(|(_, f)| f.size).sum::<i64>().max(0) as u64,
+        );
         if !failed_ids.is_empty() {
             let held = after_failed_deletes(
                 &plan.files.graph,

@@ -91,6 +91,7 @@ pub async fn run(
             return Ok(metrics_result(plan.delete.counts(), true, warnings));
         }
         located.check_writable()?;
+        target.progress.begin_writes()?;
         let journal_uri = write_journal(target, &located, &plan).await?;
         match commit_plan(target, &located, &plan).await? {
             CommitOutcome::Conflict { path } => {
@@ -98,6 +99,7 @@ pub async fn run(
                 if let Some(uri) = journal_uri {
                     journal::remove(&target.io, &uri).await;
                 }
+                target.progress.writes_abandoned();
                 last_conflict = path;
                 continue;
             }
@@ -111,9 +113,12 @@ pub async fn run(
         )
         .await;
         warnings.extend(report.warning());
-        if let Some(uri) = journal_uri.filter(|_| report.failed.is_empty()) {
+        // A cancelled run skipped deletes: its journal stays for the next run to finish.
+        let finished = report.failed.is_empty() && target.progress.keep_going();
+        if let Some(uri) = journal_uri.filter(|_| finished) {
             warnings.extend(journal::remove(&target.io, &uri).await);
         }
+        warnings.extend(target.progress.cancel_warning());
         return Ok(metrics_result(report.counts, false, warnings));
     }
     Err(Error::new(

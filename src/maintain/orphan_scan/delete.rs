@@ -1,11 +1,13 @@
-//! The delete step of `remove_orphan_files`: one [`FileIO::delete_many_with`] over all orphans,
-//! which batches per store (1000 keys a request on S3, 256 on Azure, one file elsewhere) with up
-//! to `iceberg_delete_concurrency` requests in flight.
+//! The delete step of `remove_orphan_files`: the orphans in chunks of [`DELETE_CHUNK`], each one
+//! [`FileIO::delete_many_with`] that batches per store (1000 keys a request on S3, 256 on Azure,
+//! one file elsewhere) with up to `iceberg_delete_concurrency` requests in flight. Between chunks
+//! progress is reported and cancellation checked.
 //! Every path is re-checked to lie inside the table location right before; one that does not is
 //! never deleted and counts as a failed deletion. A file already gone counts as deleted.
 
 use super::deletable;
 use super::scan::Orphan;
+use crate::engine::progress::{Phase, Progress};
 use crate::io::FileIO;
 use crate::maintain::orphans::{OrphanCategory, OrphanTally};
 
@@ -29,13 +31,20 @@ pub async fn delete_orphans(
 ) -> Deleted {
     let mut tally = OrphanTally::default();
     let mut failed: Vec<String> = Vec::new();
-    for (category, uri, result) in delete_all(io, location, orphans, concurrency).await {
-        match result {
-            Ok(()) => tally.count_deleted(category),
-            Err(reason) => {
-                tally.count_failed();
-                if failed.len() < FAILED_EXAMPLES {
-                    failed.push(format!("'{uri}' ({reason})"));
+    let progress = Progress::current();
+    progress.start(Phase::DeletingFiles, Some(orphans.len()));
+    for chunk in orphans.chunks(DELETE_CHUNK) {
+        if !progress.keep_going() {
+            break;
+        }
+        for (category, uri, result) in delete_chunk(io, location, chunk, concurrency).await {
+            match result {
+                Ok(()) => tally.count_deleted(category),
+                Err(reason) => {
+                    tally.count_failed();
+                    if failed.len() < FAILED_EXAMPLES {
+                        failed.push(format!("'{uri}' ({reason})"));
+                    }
                 }
             }
         }
@@ -52,13 +61,17 @@ pub async fn delete_orphans(
     Deleted { tally, warnings }
 }
 
+/// Paths per `delete_many_with` call: large enough to keep the requests of one call in flight.
+pub const DELETE_CHUNK: usize = 8192;
+
 type Outcomes = Vec<(OrphanCategory, String, Result<(), String>)>;
 
-async fn delete_all(io: &FileIO, location: &str, orphans: &[Orphan], in_flight: usize) -> Outcomes {
-    let mut outcomes: Outcomes = Vec::with_capacity(orphans.len());
-    let mut uris = Vec::with_capacity(orphans.len());
-    let mut categories = Vec::with_capacity(orphans.len());
-    for orphan in orphans {
+/// One chunk: up to `in_flight` delete requests at once (each of up to 1000 keys on S3).
+async fn delete_chunk(io: &FileIO, location: &str, chunk: &[Orphan], in_flight: usize) -> Outcomes {
+    let mut outcomes: Outcomes = Vec::with_capacity(chunk.len());
+    let mut uris = Vec::with_capacity(chunk.len());
+    let mut categories = Vec::with_capacity(chunk.len());
+    for orphan in chunk {
         if deletable(location, &orphan.uri) {
             uris.push(orphan.uri.clone());
             categories.push(orphan.category);
@@ -75,6 +88,7 @@ async fn delete_all(io: &FileIO, location: &str, orphans: &[Orphan], in_flight: 
         let result = answer.result.map_err(|e| e.message().to_string());
         outcomes.push((category, answer.uri, result));
     }
+    Progress::current().advance(chunk.len() as u64, chunk.iter().map(|o| o.size).sum());
     outcomes
 }
 

@@ -110,6 +110,7 @@ pub async fn run(
         return Ok(metrics_result(&outcome.dry_run_tally(), Vec::new()));
     }
     check_pointer_unchanged(target, &located.path).await?;
+    target.progress.begin_writes()?;
     let deleted = delete::delete_orphans(
         &target.io,
         &target.location,
@@ -119,7 +120,11 @@ pub async fn run(
     .await;
     let mut tally = deleted.tally;
     tally.skipped_missing_metadata = outcome.skipped_missing_metadata;
-    Ok(metrics_result(&tally, deleted.warnings))
+    let warnings = deleted
+        .warnings
+        .into_iter()
+        .chain(target.progress.cancel_warning());
+    Ok(metrics_result(&tally, warnings.collect()))
 }
 
 /// `older_than`, defaulted, and refused when after "now".

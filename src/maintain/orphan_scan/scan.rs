@@ -4,6 +4,7 @@
 
 use futures::TryStreamExt;
 
+use crate::engine::progress::{Phase, Progress};
 use crate::error::{Error, ErrorKind, Result};
 use crate::io::{FileIO, FileInfo, path_key};
 use crate::maintain::orphans::{
@@ -154,6 +155,8 @@ pub async fn scan(
         older_than_ms: request.older_than_ms,
     };
     let mut outcome = ScanOutcome::default();
+    let progress = Progress::current();
+    progress.phase(Phase::ListingFiles, None)?;
     let mut listing = io.list_concurrent(&scan_uri, request.concurrency);
     loop {
         let file = match listing.try_next().await {
@@ -163,6 +166,7 @@ pub async fn scan(
             Err(e) => return Err(e.context("remove_orphan_files: listing the table")),
         };
         outcome.listed += 1;
+        progress.advance(1, file.size);
         let key = path_key(&file.uri);
         let reachable_now = match reachable.lookup(&key) {
             Lookup::Reachable => true,
