@@ -24,8 +24,15 @@
 //!
 //! Variables are listed in `common/session_text.rs` (`${TABLE}`, `${ENGINE}`, `${snapshot:a1}`,
 //! `${data_file:a1}`, `${time:now-10d}` ...). Every fixture of a file is built once, before the
-//! file runs; each emulator gets a relocated copy (`common/relocate.rs`) and the local pass runs on
-//! the original, so every backend starts from the same table.
+//! file runs, by one long-lived Python (`common/pyserver.rs`); each emulator gets a relocated copy
+//! (`common/relocate.rs`) and the local pass runs on the original, so every backend starts from the
+//! same table. A `fixture` line starts a new session: `SET`s and registered tables do not carry
+//! over. The file runs once per backend, local first; the first failure names file, line and backend.
+//!
+//! Orphan files whose scenarios depend on file ages run on local disk only: strays get old
+//! modification times there, while object stores stamp the upload time (the emulators' orphan
+//! deletion is covered by `tests/orphans_emulators.rs`). Age-independent ones (zeros, refusals,
+//! gc.enabled, an empty table) run everywhere.
 
 #[path = "common/backends.rs"]
 mod backends;
