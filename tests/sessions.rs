@@ -27,7 +27,8 @@
 //! file runs, by one long-lived Python (`common/pyserver.rs`); each emulator gets a relocated copy
 //! (`common/relocate.rs`) and the local pass runs on the original, so every backend starts from the
 //! same table. A `fixture` line starts a new session: `SET`s and registered tables do not carry
-//! over. The file runs once per backend, local first; the first failure names file, line and backend.
+//! over. The file runs once per backend, the passes side by side; a failure names file, line and
+//! backend.
 //!
 //! Orphan files whose scenarios depend on file ages run on local disk only: strays get old
 //! modification times there, while object stores stamp the upload time (the emulators' orphan
@@ -365,10 +366,11 @@ async fn prepare(blocks: &[Block], backends: &[Backend], py: &Python) -> Vec<Pre
         let fixture = py.with(|py| py.make_fixture(scenario, now, orphans));
         let location = fixture.fact_str("location").to_string();
         let original = Place::local(&fixture.table_dir(), &location);
-        let mut places = Vec::new();
-        for backend in backends.iter().filter(|b| **b != Backend::Local) {
-            places.push(Place::copy_of(&original, *backend).await);
-        }
+        let copies = backends
+            .iter()
+            .filter(|b| **b != Backend::Local)
+            .map(|b| Place::copy_of(&original, *b));
+        let mut places = futures::future::join_all(copies).await;
         let twin = wants_twin.then(|| py.with(|py| py.make_fixture(scenario, now, orphans)));
         places.push(original);
         prepared.push(Prepared {
@@ -392,7 +394,8 @@ async fn run_file(name: &str) {
     let py = Python::default();
     let prepared = prepare(&blocks, &backends, &py).await;
     let mut timings = vec![("fixtures", started.elapsed())];
-    for backend in &backends {
+    // The passes run side by side (one task: the Python server is shared, its calls block).
+    let passes = backends.iter().map(|backend| async {
         let started = Instant::now();
         let mut runner = Runner {
             file: name,
@@ -408,8 +411,9 @@ async fn run_file(name: &str) {
         for block in &blocks {
             runner.run_block(block).await;
         }
-        timings.push((backend.name(), started.elapsed()));
-    }
+        (backend.name(), started.elapsed())
+    });
+    timings.extend(futures::future::join_all(passes).await);
     let report: Vec<String> = timings
         .iter()
         .map(|(what, t)| format!("{what} {:.1}s", t.as_secs_f64()))
