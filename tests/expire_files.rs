@@ -1,11 +1,11 @@
-//! `expire_snapshots` end to end: which files go (deleted and rewritten files, delete files by
-//! content, statistics, shared manifest lists), dry run and EXPLAIN, and the refusals (files
-//! outside the location, `gc.enabled=false`, unreadable retained metadata). Oracle after each run.
+//! `expire_snapshots` end to end, what SQL sessions cannot show: EXPLAIN's rows, the refusals
+//! (files outside the location, unreadable retained metadata), and how many reads a run makes.
+//! Which files go (deleted and rewritten files, delete files by content, statistics, shared
+//! manifest lists, dry run) is walked through in `tests/sessions/expire_*.test`.
 
 #[path = "expire_support/mod.rs"]
 mod support;
 
-use std::collections::BTreeSet;
 use std::path::Path;
 
 use icetrim::ErrorKind;
@@ -28,114 +28,6 @@ fn snapshot_mut(json: &mut Value, id: i64) -> &mut Value {
         .iter_mut()
         .find(|s| s["snapshot-id"].as_i64() == Some(id))
         .unwrap()
-}
-
-fn strings(v: &Value) -> BTreeSet<String> {
-    fixtures::sorted_strings(v).into_iter().collect()
-}
-
-#[tokio::test]
-async fn deleted_and_rewritten_files_go_with_their_snapshots() {
-    // a1..a4, del_a2 deletes a2's file, ovw_a3 rewrites a3's file.
-    let fx = make_fixture("py_v2_deletes", NOW, false);
-    let all: BTreeSet<String> = fx.facts["data_files"]
-        .as_object()
-        .unwrap()
-        .values()
-        .map(|v| v.as_str().unwrap().to_string())
-        .collect();
-    let live = strings(&fx.facts["live_files"]["main"]);
-    let gone: BTreeSet<&String> = all.difference(&live).collect();
-    assert!(!gone.is_empty());
-    let (r, _) = expire_checked(&fx.table_dir(), policy(Some(1), Some(0))).await;
-    assert_eq!(counts(&r)[0], gone.len() as i64);
-    for f in &gone {
-        assert!(!Path::new(f).exists(), "{f} should be deleted");
-    }
-    for f in &live {
-        assert!(Path::new(f).exists(), "{f} is live and must stay");
-    }
-    assert!(counts(&r)[3] >= 1, "the replaced manifests go");
-}
-
-#[tokio::test]
-async fn statistics_files_go_unless_still_referenced() {
-    let fx = make_fixture("py_v2_statistics", NOW, false);
-    let (r, after) = expire_checked(&fx.table_dir(), ExpireOptions::default()).await;
-    assert_eq!(counts(&r)[5], 2, "a1's Puffin and partition statistics");
-    for key in ["statistics_files", "partition_statistics_files"] {
-        assert!(!Path::new(fx.facts[key]["a1"].as_str().unwrap()).exists());
-        assert!(Path::new(fx.facts[key]["a6"].as_str().unwrap()).exists());
-    }
-    assert_eq!(after["statistics"].as_array().unwrap().len(), 1);
-    assert_eq!(after["partition_statistics"].as_array().unwrap().len(), 1);
-}
-
-#[tokio::test]
-async fn position_delete_file_counted_by_content() {
-    // ch_v3: i1..i4 then a DELETE writing a position-delete file. Roll main back to i4, so the
-    // DELETE snapshot is on no ref; expiring everything but the current one removes the file.
-    let fx = make_fixture("ch_v3", fixtures::now_ms(), false);
-    let i4 = fx.snapshot_id("i4");
-    edit_json(&fx.metadata_path(), |json| {
-        json["current-snapshot-id"] = i4.into();
-        json["refs"]["main"]["snapshot-id"] = i4.into();
-    });
-    let delete_file = fx.facts["delete_files"]["del"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    let before = inspect(&fx.table_dir()).await;
-    let r = expire_at(
-        &fx.table_dir(),
-        fx.facts["now_ms"].as_i64().unwrap(),
-        policy(Some(1), Some(0)),
-        false,
-        None,
-    )
-    .await
-    .unwrap();
-    assert_whole(&before, &inspect(&fx.table_dir()).await);
-    let c = counts(&r);
-    assert_eq!((c[0], c[1], c[2]), (0, 1, 0), "{c:?}");
-    assert_eq!(c[4], 4, "lists of i1..i3 and the DELETE");
-    assert!(!Path::new(&delete_file).exists());
-}
-
-#[tokio::test]
-async fn manifest_list_shared_by_two_snapshots_counted_once() {
-    let fx = make_fixture("py_v2_linear", NOW, false);
-    let (a1, a2) = (fx.snapshot_id("a1"), fx.snapshot_id("a2"));
-    edit_json(&fx.metadata_path(), |json| {
-        let list = snapshot_mut(json, a1)["manifest-list"].clone();
-        snapshot_mut(json, a2)["manifest-list"] = list;
-    });
-    let (r, _) = expire_checked(&fx.table_dir(), ids(&[a1, a2])).await;
-    assert_eq!(counts(&r), [0, 0, 0, 0, 1, 0, 0]);
-}
-
-#[tokio::test]
-async fn dry_run_changes_nothing_and_counts_like_the_real_run() {
-    let fx = make_fixture("py_v2_deletes", NOW, false);
-    let dir = fx.table_dir();
-    let before = files_on_disk(&dir);
-    let dry_counts = counts(&expire(&dir, dry(policy(Some(1), Some(0)))).await);
-    assert_eq!(
-        files_on_disk(&dir),
-        before,
-        "a dry run writes and deletes nothing"
-    );
-    assert_eq!(dry_counts[6], 1);
-    let (r, _) = expire_checked(&dir, policy(Some(1), Some(0))).await;
-    let real = counts(&r);
-    assert_eq!(real[..6], dry_counts[..6]);
-    assert_eq!(real[6], 0);
-    let deleted = before.difference(&files_on_disk(&dir)).count() as i64;
-    assert_eq!(
-        deleted,
-        real[..6].iter().sum::<i64>(),
-        "counts are files really gone"
-    );
 }
 
 fn cell(row: &[Cell], i: usize) -> String {
@@ -195,41 +87,6 @@ async fn explain_shows_the_decision_and_changes_nothing() {
         .unwrap();
     assert_eq!(cell(total, 3), "5 file(s)");
     assert!(matches!(total[5], Cell::Int(n) if n > 0));
-}
-
-#[tokio::test]
-async fn table_without_snapshots_returns_zeros_and_writes_nothing() {
-    let fx = make_fixture("py_v2_linear", NOW, false);
-    let first = fx.facts["metadata_files"][0].as_str().unwrap().to_string();
-    let empty = fx.dir.path().join("empty");
-    std::fs::create_dir_all(empty.join("metadata")).unwrap();
-    let name = Path::new(&first).file_name().unwrap();
-    std::fs::copy(&first, empty.join("metadata").join(name)).unwrap();
-    let before = files_on_disk(&empty);
-    let r = expire(&empty, policy(Some(1), Some(0))).await;
-    assert_eq!(counts(&r), [0; 7]);
-    assert_eq!(files_on_disk(&empty), before);
-}
-
-#[tokio::test]
-async fn gc_disabled_refuses_before_anything() {
-    let fx = make_fixture("py_v2_linear", NOW, false);
-    edit_json(&fx.metadata_path(), |json| {
-        json["properties"]["gc.enabled"] = "false".into();
-    });
-    let before = files_on_disk(&fx.table_dir());
-    for (opts, explain) in [
-        (policy(Some(1), Some(0)), false),
-        (dry(policy(Some(1), Some(0))), false),
-        (policy(Some(1), Some(0)), true),
-    ] {
-        let err = expire_at(&fx.table_dir(), NOW, opts, explain, None)
-            .await
-            .unwrap_err();
-        assert_eq!(err.kind(), ErrorKind::BadArguments);
-        assert!(err.message().contains("gc.enabled"), "{err}");
-    }
-    assert_eq!(files_on_disk(&fx.table_dir()), before);
 }
 
 #[tokio::test]
@@ -343,28 +200,6 @@ async fn each_manifest_list_is_read_once() {
         "the metadata folder and the journal folder: {requests}"
     );
     assert_whole(&before, &inspect(&fx.table_dir()).await);
-}
-
-#[tokio::test]
-async fn statistics_file_still_named_by_a_kept_entry_survives() {
-    // a1's Puffin entry names a6's file: expiring a1 drops the entry but not the file.
-    let fx = make_fixture("py_v2_statistics", NOW, false);
-    let a6_stats = fx.facts["statistics_files"]["a6"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    let a1 = fx.snapshot_id("a1");
-    edit_json(&fx.metadata_path(), |json| {
-        for entry in json["statistics"].as_array_mut().unwrap() {
-            if entry["snapshot-id"].as_i64() == Some(a1) {
-                entry["statistics-path"] = a6_stats.clone().into();
-            }
-        }
-    });
-    let (r, after) = expire_checked(&fx.table_dir(), ExpireOptions::default()).await;
-    assert_eq!(counts(&r)[5], 1, "only a1's partition statistics go");
-    assert!(Path::new(&a6_stats).exists());
-    assert_eq!(after["statistics"].as_array().unwrap().len(), 1);
 }
 
 #[tokio::test]

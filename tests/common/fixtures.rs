@@ -149,6 +149,11 @@ pub fn clickhouse_script(
     let mut args = vec!["clickhouse", dir];
     args.extend_from_slice(statements);
     let reply = run_python_json(&crate_root().join("tests/py/oracle.py"), &args);
+    clickhouse_reply(&reply)
+}
+
+/// The rows of an oracle `clickhouse` reply, or its error text.
+pub fn clickhouse_reply(reply: &Value) -> Result<Vec<Vec<String>>, String> {
     if reply["ok"].as_bool() != Some(true) {
         let error = reply["error"]
             .as_str()

@@ -1,0 +1,59 @@
+#!/usr/bin/env python3
+"""One long-lived Python for a test that builds several fixtures and asks the oracle many times:
+importing pyiceberg and pyarrow takes seconds, a request then takes a fraction of one.
+
+Reads one JSON request per line on stdin, answers one JSON line on stdout:
+  {"op": "build", "argv": [<make_table.py arguments>]}      -> {"ok": true, "result": <facts>}
+  {"op": "inspect", "path": "<metadata json>"}               -> {"ok": true, "result": <oracle report>}
+  {"op": "clickhouse", "dir": "<table dir>", "statements": [...]}
+                                                             -> {"ok": true, "result": <oracle reply>}
+A request that fails answers {"ok": false, "error": "<traceback>"}. Anything a library prints goes to
+stderr, so stdout carries only answers. The answers are those of `scripts/fixtures/make_table.py`
+and `tests/py/oracle.py`, which this calls in-process.
+"""
+
+import json
+import os
+import sys
+import traceback
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "..", "scripts", "fixtures"))
+
+
+def handle(request):
+    op = request.get("op")
+    if op == "build":
+        import make_table
+
+        return make_table.build(request["argv"])
+    if op == "inspect":
+        import oracle
+
+        return oracle.inspect(request["path"])
+    if op == "clickhouse":
+        import oracle
+
+        return oracle.clickhouse(os.path.abspath(request["dir"]), request["statements"])
+    raise ValueError(f"unknown op {op!r}")
+
+
+def main():
+    answers = os.fdopen(os.dup(sys.stdout.fileno()), "w", encoding="utf-8")
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
+    sys.stdout = sys.stderr
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        try:
+            reply = {"ok": True, "result": handle(json.loads(line))}
+        except BaseException:  # noqa: BLE001 - every failure is an answer, the server keeps serving
+            reply = {"ok": False, "error": traceback.format_exc()}
+        answers.write(json.dumps(reply, sort_keys=True) + "\n")
+        answers.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
