@@ -204,7 +204,7 @@ mod tests {
             min_sequence_number: i,
             added_snapshot_id: 40 + i,
             added_files_count: Some(i32::try_from(i).unwrap()),
-            existing_files_count: (i % 2 == 0).then_some(7),
+            existing_files_count: Some(if i % 2 == 0 { 7 } else { 0 }),
             deleted_files_count: Some(0),
             added_rows_count: Some(10),
             existing_rows_count: Some(0),
