@@ -18,6 +18,8 @@ use crate::iceberg::avro::codec::Codec;
 use crate::iceberg::avro::container::{Container, ContainerWriter};
 use crate::iceberg::avro::encode::encode_value;
 use crate::iceberg::avro::iceberg_schema::manifest_list_schema;
+pub use crate::iceberg::avro::list_projection::ListEntryRef;
+use crate::iceberg::avro::list_projection::ListPlan;
 use crate::iceberg::avro::schema::Node;
 use crate::iceberg::avro::value::{decode_value, strip_union};
 use crate::iceberg::spec::{FormatVersion, ManifestContent, SnapshotId};
@@ -86,6 +88,21 @@ pub fn read_manifest_list(bytes: &[u8], file_name: &str) -> Result<Vec<ManifestF
             manifest_file_from_value(v).map_err(|m| container.error(format!("entry {i}: {m}")))
         })
         .collect()
+}
+
+/// Calls `each` for every entry of the manifest list, projected to the fields maintenance needs
+/// ([`ListEntryRef`]); nothing is allocated per entry. Refuses what [`read_manifest_list`] refuses.
+pub fn for_each_list_entry(
+    bytes: &[u8],
+    file_name: &str,
+    mut each: impl FnMut(ListEntryRef<'_>),
+) -> Result<()> {
+    let container = Container::open(bytes, file_name)?;
+    let plan = ListPlan::new(&container.header.schema).map_err(|m| container.error(m))?;
+    container.for_each_datum(|c| {
+        each(plan.decode(c)?);
+        Ok(())
+    })
 }
 
 fn get<'v>(fields: &'v [(String, Value)], names: &[&str]) -> Option<&'v Value> {

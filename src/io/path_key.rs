@@ -15,15 +15,22 @@
 //! [`is_under`] answers "is this file inside the table location" by identity and refuses any
 //! `..` segment, so no spelling of a path can escape the location.
 
-use percent_encoding::percent_decode_str;
+use std::borrow::Cow;
 
-use super::location::fold_slashes;
+use percent_encoding::percent_decode_str;
 
 /// The identity key of `uri`: equal keys ⇔ same object. Never fails: text that is not a URI
 /// is keyed as written (with slashes folded), so it can only equal itself.
 pub fn path_key(uri: &str) -> String {
     let (family, authority, path) = split(uri);
-    format!("{family}://{authority}/{}", canonical_path(path))
+    // One allocation: this runs once per manifest entry.
+    let mut key = String::with_capacity(family.len() + authority.len() + path.len() + 4);
+    key.push_str(&family);
+    key.push_str("://");
+    key.push_str(&authority);
+    key.push('/');
+    push_canonical_path(&mut key, path);
+    key
 }
 
 /// Whether `uri` names an object strictly inside the directory `location` (by identity).
@@ -48,40 +55,48 @@ pub fn is_under(location: &str, uri: &str) -> bool {
         .is_some_and(|rest| !rest.is_empty())
 }
 
-/// (family, authority, raw path) of a URI.
-fn split(uri: &str) -> (String, String, &str) {
+/// (family, authority, raw path) of a URI; borrowed when nothing needs folding.
+fn split(uri: &str) -> (Cow<'static, str>, Cow<'_, str>, &str) {
     if uri.starts_with('/') {
-        return ("file".into(), String::new(), uri);
+        return (Cow::Borrowed("file"), Cow::Borrowed(""), uri);
     }
     let Some((scheme, rest)) = uri.split_once(':') else {
-        return (String::new(), String::new(), uri);
+        return (Cow::Borrowed(""), Cow::Borrowed(""), uri);
     };
-    let scheme = scheme.to_ascii_lowercase();
     let Some(after) = rest.strip_prefix("//") else {
         // `file:/x`, `memory:x`: no authority.
-        return (family_of(&scheme), String::new(), rest);
+        return (family_of(scheme), Cow::Borrowed(""), rest);
     };
     let (authority, path) = after.split_at(after.find('/').unwrap_or(after.len()));
-    let family = family_of(&scheme);
-    let authority = match family.as_str() {
-        "file" if authority.eq_ignore_ascii_case("localhost") => String::new(),
+    let family = family_of(scheme);
+    let authority = match &*family {
+        "file" if authority.eq_ignore_ascii_case("localhost") => Cow::Borrowed(""),
         // memory:// has no authority: everything after the slashes is path.
-        "memory" => return (family, String::new(), after),
-        "abfs" => azure_authority(authority),
-        _ => authority.to_string(),
+        "memory" => return (family, Cow::Borrowed(""), after),
+        "abfs" => Cow::Owned(azure_authority(authority)),
+        _ => Cow::Borrowed(authority),
     };
     (family, authority, path)
 }
 
-fn family_of(scheme: &str) -> String {
-    match scheme {
+/// The family of a scheme (case-insensitive).
+fn family_of(scheme: &str) -> Cow<'static, str> {
+    let lower;
+    let scheme = if scheme.bytes().any(|b| b.is_ascii_uppercase()) {
+        lower = scheme.to_ascii_lowercase();
+        lower.as_str()
+    } else {
+        scheme
+    };
+    Cow::Borrowed(match scheme {
         "s3" | "s3a" | "s3n" => "s3",
         "abfs" | "abfss" | "wasb" | "wasbs" => "abfs",
         "az" | "azure" => "az",
         "gs" | "gcs" => "gs",
-        other => other,
-    }
-    .to_string()
+        "file" => "file",
+        "memory" => "memory",
+        other => return Cow::Owned(other.to_string()),
+    })
 }
 
 /// `container@account.dfs.core.windows.net` and `container@account.blob.core.windows.net`
@@ -106,8 +121,43 @@ fn azure_authority(authority: &str) -> String {
 
 /// Decoded, slash-folded, with literal `%` re-encoded so the result decodes to itself.
 fn canonical_path(path: &str) -> String {
+    let mut out = String::with_capacity(path.len());
+    push_canonical_path(&mut out, path);
+    out
+}
+
+/// Append the non-empty `/`-separated segments of `path`, joined by single slashes.
+fn push_segments(out: &mut String, path: &str) {
+    let mut first = true;
+    for segment in path.split('/').filter(|s| !s.is_empty()) {
+        if !first {
+            out.push('/');
+        }
+        first = false;
+        out.push_str(segment);
+    }
+}
+
+/// Append [`canonical_path`] of `path` to `out`.
+fn push_canonical_path(out: &mut String, path: &str) {
+    if !path.contains('%') {
+        // Nothing to decode or re-encode (the common case): fold slashes only.
+        push_segments(out, path);
+        return;
+    }
     let decoded = percent_decode_str(path).decode_utf8_lossy();
-    fold_slashes(&decoded).replace('%', "%25")
+    let mut first = true;
+    for segment in decoded.split('/').filter(|s| !s.is_empty()) {
+        if !first {
+            out.push('/');
+        }
+        first = false;
+        if segment.contains('%') {
+            out.push_str(&segment.replace('%', "%25"));
+        } else {
+            out.push_str(segment);
+        }
+    }
 }
 
 #[cfg(test)]

@@ -27,7 +27,7 @@ use super::keepset::{
 use crate::engine::progress::{Phase, Progress};
 use crate::error::{Error, ErrorKind, Result};
 use crate::iceberg::manifest::for_each_projected;
-use crate::iceberg::manifest_list::read_manifest_list;
+use crate::iceberg::manifest_list::for_each_list_entry;
 use crate::iceberg::metadata::TableMetadata;
 use crate::iceberg::spec::{DataContent, EntryStatus, ManifestContent, SnapshotId};
 use crate::io::{FileIO, path_key};
@@ -41,14 +41,6 @@ pub struct TableFiles {
     uris: Vec<String>,
     /// Files that were gone but not required (one line each).
     pub warnings: Vec<String>,
-}
-
-/// One decoded manifest entry, before interning.
-struct RawEntry {
-    path: String,
-    content: DataContent,
-    status: EntryStatus,
-    file_size: i64,
 }
 
 impl TableFiles {
@@ -78,34 +70,28 @@ impl TableFiles {
                 }
             }
         }
-        Progress::current().phase(Phase::ReadingManifestLists, Some(lists.len()))?;
-        let read = files
-            .read_all(io, &lists, concurrency, "manifest list")
-            .await?;
-        let mut decoded: HashMap<PathId, (Vec<ManifestRef>, Option<i64>)> = HashMap::new();
-        for (id, bytes) in read {
-            let Some(bytes) = bytes else {
-                decoded.insert(id, (Vec::new(), None));
-                continue;
-            };
-            let uri = files.uri(id).unwrap_or_default().to_string();
-            let size = i64::try_from(bytes.len()).ok();
-            let mut refs = Vec::new();
-            for m in read_manifest_list(&bytes, &uri)? {
-                refs.push(ManifestRef {
-                    path: files.intern(&m.manifest_path)?,
-                    length: m.manifest_length,
-                    content: m.content,
-                    added_snapshot_id: Some(m.added_snapshot_id),
-                });
+        let by_list = files.read_lists(io, &lists, concurrency).await?;
+        let mut by_list: HashMap<PathId, (Vec<ManifestRef>, Option<i64>)> = by_list;
+        // How many snapshots still need each list: the last one takes it, earlier ones clone.
+        let mut uses: HashMap<PathId, usize> = HashMap::new();
+        for s in metadata.snapshots() {
+            if let Some(uri) = &s.manifest_list {
+                *uses.entry(files.intern(uri)?).or_default() += 1;
             }
-            decoded.insert(id, (refs, size));
         }
         for s in metadata.snapshots() {
             let snapshot = match &s.manifest_list {
                 Some(uri) => {
                     let id = files.intern(uri)?;
-                    let (manifests, size) = decoded.get(&id).cloned().ok_or_else(|| {
+                    let remaining = uses.get_mut(&id).map(|n| {
+                        *n -= 1;
+                        *n
+                    });
+                    let taken = match remaining {
+                        Some(0) => by_list.remove(&id),
+                        _ => by_list.get(&id).cloned(),
+                    };
+                    let (manifests, size) = taken.ok_or_else(|| {
                         Error::logical(format!("manifest list '{uri}' was not read"))
                     })?;
                     SnapshotFiles {
@@ -133,6 +119,58 @@ impl TableFiles {
             });
         }
         Ok(files)
+    }
+
+    /// Read and decode (projected, on the blocking pool) every list in `lists`, `concurrency` at
+    /// once, interning each as it arrives (so decoded lists do not pile up); a gone list that is
+    /// not required comes back empty with a warning.
+    async fn read_lists(
+        &mut self,
+        io: &FileIO,
+        lists: &[(PathId, bool)],
+        concurrency: usize,
+    ) -> Result<HashMap<PathId, (Vec<ManifestRef>, Option<i64>)>> {
+        let jobs = self.jobs(lists)?;
+        Progress::current().phase(Phase::ReadingManifestLists, Some(jobs.len()))?;
+        let mut decoded = futures::stream::iter(jobs)
+            .map(|(id, needed, uri)| async move {
+                let Some(bytes) = read_or_skip(io, &uri, needed).await? else {
+                    Progress::current().file_done(0);
+                    return Ok((id, None));
+                };
+                Progress::current().file_done(bytes.len());
+                let list = off_task(move || decode_list(&bytes, &uri)).await?;
+                Ok::<_, Error>((id, Some(list)))
+            })
+            .buffer_unordered(concurrency.max(1));
+        let mut out = HashMap::with_capacity(lists.len());
+        while let Some((id, list)) = decoded.try_next().await? {
+            if list.is_none() {
+                self.note_missing(id, "manifest list");
+            }
+            out.insert(id, self.intern_list(list)?);
+        }
+        Ok(out)
+    }
+
+    /// Intern a decoded list: its manifests and the list file's size.
+    fn intern_list(
+        &mut self,
+        list: Option<DecodedList>,
+    ) -> Result<(Vec<ManifestRef>, Option<i64>)> {
+        let Some(list) = list else {
+            return Ok((Vec::new(), None));
+        };
+        let mut refs = Vec::with_capacity(list.items.len());
+        for (path, item) in list.iter() {
+            refs.push(ManifestRef {
+                path: self.intern(path)?,
+                length: item.length,
+                content: item.content,
+                added_snapshot_id: Some(item.added_snapshot_id),
+            });
+        }
+        Ok((refs, Some(list.file_size)))
     }
 
     /// v1 inline `manifests`: data manifests of unknown length.
@@ -170,7 +208,7 @@ impl TableFiles {
         }
         let jobs = self.jobs(&unique)?;
         Progress::current().phase(Phase::ReadingManifests, Some(jobs.len()))?;
-        let decoded: Vec<(PathId, Vec<RawEntry>)> = futures::stream::iter(jobs)
+        let mut decoded = futures::stream::iter(jobs)
             .map(|(id, needed, uri)| async move {
                 let Some(bytes) = read_or_skip(io, &uri, needed).await? else {
                     Progress::current().file_done(0);
@@ -178,28 +216,22 @@ impl TableFiles {
                 };
                 Progress::current().file_done(bytes.len());
                 // Decoding is CPU work: on the blocking pool, so manifests decode in parallel.
-                let raw = tokio::task::spawn_blocking(move || decode_manifest(&bytes, &uri))
-                    .await
-                    .map_err(|e| Error::logical(format!("manifest decoding task failed: {e}")))??;
+                let raw = off_task(move || decode_manifest(&bytes, &uri)).await?;
                 Ok::<_, Error>((id, Some(raw)))
             })
-            .buffer_unordered(concurrency.max(1))
-            .try_collect::<Vec<_>>()
-            .await?
-            .into_iter()
-            .map(|(id, raw)| {
-                if raw.is_none() {
-                    self.note_missing(id, "manifest");
-                }
-                (id, raw.unwrap_or_default())
-            })
-            .collect();
-        let mut contents = ManifestContents::new();
-        for (id, raw) in decoded {
+            .buffer_unordered(concurrency.max(1));
+        let mut contents = ManifestContents::with_capacity(unique.len());
+        // Interned as each arrives: only `concurrency` decoded manifests are held at once.
+        while let Some((id, raw)) = decoded.try_next().await? {
+            let Some(raw) = raw else {
+                self.note_missing(id, "manifest");
+                contents.insert(id, ManifestEntries::default());
+                continue;
+            };
             let mut entries = Vec::with_capacity(raw.len());
-            for e in raw {
+            for (path, e) in raw.iter() {
                 entries.push(EntryRef {
-                    path: self.intern(&e.path)?,
+                    path: self.intern(path)?,
                     content: e.content,
                     status: e.status,
                     file_size: e.file_size,
@@ -208,32 +240,6 @@ impl TableFiles {
             contents.insert(id, ManifestEntries { entries });
         }
         Ok(contents)
-    }
-
-    /// Read files concurrently; `None` for a gone, not required one.
-    async fn read_all(
-        &mut self,
-        io: &FileIO,
-        files: &[(PathId, bool)],
-        concurrency: usize,
-        what: &str,
-    ) -> Result<Vec<(PathId, Option<bytes::Bytes>)>> {
-        let jobs = self.jobs(files)?;
-        let read: Vec<(PathId, Option<bytes::Bytes>)> = futures::stream::iter(jobs)
-            .map(|(id, needed, uri)| async move {
-                let bytes = read_or_skip(io, &uri, needed).await?;
-                Progress::current().file_done(bytes.as_ref().map_or(0, |b| b.len()));
-                Ok::<_, Error>((id, bytes))
-            })
-            .buffer_unordered(concurrency.max(1))
-            .try_collect()
-            .await?;
-        for (id, bytes) in &read {
-            if bytes.is_none() {
-                self.note_missing(*id, what);
-            }
-        }
-        Ok(read)
     }
 
     /// `(id, required, uri)` for each file; an id this graph did not intern is a logic error
@@ -284,18 +290,121 @@ impl TableFiles {
     }
 }
 
+/// Paths decoded off the async task, in one buffer (one allocation per file, not per entry).
+#[derive(Debug)]
+struct Arena<T> {
+    text: String,
+    /// Each item with the end of its path in `text` (paths are contiguous).
+    items: Vec<(usize, T)>,
+}
+
+impl<T> Default for Arena<T> {
+    fn default() -> Self {
+        Arena {
+            text: String::new(),
+            items: Vec::new(),
+        }
+    }
+}
+
+impl<T> Arena<T> {
+    fn len(&self) -> usize {
+        self.items.len()
+    }
+
+    fn push(&mut self, path: &str, item: T) {
+        self.text.push_str(path);
+        self.items.push((self.text.len(), item));
+    }
+
+    fn iter(&self) -> impl Iterator<Item = (&str, &T)> {
+        let mut start = 0;
+        self.items.iter().map(move |(end, item)| {
+            let path = self.text.get(start..*end).unwrap_or_default();
+            start = *end;
+            (path, item)
+        })
+    }
+}
+
+/// One manifest-list entry, projected.
+#[derive(Debug)]
+struct ListItem {
+    length: i64,
+    content: ManifestContent,
+    added_snapshot_id: SnapshotId,
+}
+
+/// A decoded manifest list and its file size.
+#[derive(Debug)]
+struct DecodedList {
+    items: Arena<ListItem>,
+    file_size: i64,
+}
+
+impl DecodedList {
+    fn iter(&self) -> impl Iterator<Item = (&str, &ListItem)> {
+        self.items.iter()
+    }
+}
+
+/// One manifest entry, projected.
+#[derive(Debug)]
+struct RawEntry {
+    content: DataContent,
+    status: EntryStatus,
+    file_size: i64,
+}
+
+type DecodedManifest = Arena<RawEntry>;
+
+fn decode_list(bytes: &[u8], uri: &str) -> Result<DecodedList> {
+    let mut items = Arena::default();
+    for_each_list_entry(bytes, uri, |e| {
+        items.push(
+            e.manifest_path,
+            ListItem {
+                length: e.manifest_length,
+                content: e.content,
+                added_snapshot_id: e.added_snapshot_id,
+            },
+        );
+    })?;
+    Ok(DecodedList {
+        items,
+        file_size: i64::try_from(bytes.len()).unwrap_or(i64::MAX),
+    })
+}
+
 /// The projected entries of one manifest.
-fn decode_manifest(bytes: &[u8], uri: &str) -> Result<Vec<RawEntry>> {
-    let mut raw = Vec::new();
+fn decode_manifest(bytes: &[u8], uri: &str) -> Result<DecodedManifest> {
+    let mut raw = Arena::default();
     for_each_projected(bytes, uri, |e| {
-        raw.push(RawEntry {
-            path: e.file_path.to_string(),
-            content: e.content,
-            status: e.status,
-            file_size: e.file_size_in_bytes,
-        });
+        raw.push(
+            e.file_path,
+            RawEntry {
+                content: e.content,
+                status: e.status,
+                file_size: e.file_size_in_bytes,
+            },
+        );
     })?;
     Ok(raw)
+}
+
+/// Run CPU work on the blocking pool (so files decode in parallel), or inline outside a runtime.
+async fn off_task<T, F>(work: F) -> Result<T>
+where
+    F: FnOnce() -> Result<T> + Send + 'static,
+    T: Send + 'static,
+{
+    match tokio::runtime::Handle::try_current() {
+        Ok(handle) => handle
+            .spawn_blocking(work)
+            .await
+            .map_err(|e| Error::logical(format!("decoding task failed: {e}")))?,
+        Err(_) => work(),
+    }
 }
 
 /// Read `uri`; a missing file is `None` unless `required`.
@@ -328,17 +437,11 @@ mod tests {
         let io = FileIO::memory();
         let mut files = TableFiles::default();
         let id = files.intern("memory:///t/metadata/snap-1.avro").unwrap();
-        let err = files
-            .read_all(&io, &[(id, true)], 2, "manifest list")
-            .await
-            .unwrap_err();
+        let err = files.read_lists(&io, &[(id, true)], 2).await.unwrap_err();
         assert_eq!(err.kind(), ErrorKind::FileDoesntExist);
-        let read = files
-            .read_all(&io, &[(id, false)], 2, "manifest list")
-            .await
-            .unwrap();
+        let read = files.read_lists(&io, &[(id, false)], 2).await.unwrap();
         assert_eq!(read.len(), 1);
-        assert!(read[0].1.is_none());
+        assert_eq!(read[&id], (Vec::new(), None));
         assert_eq!(files.warnings.len(), 1);
         let contents = files.read_manifests(&io, &[(id, false)], 2).await.unwrap();
         assert!(contents[&id].entries.is_empty());

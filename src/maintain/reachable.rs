@@ -30,7 +30,7 @@ use crate::engine::progress::{Phase, Progress};
 use crate::error::{Error, Result};
 use crate::iceberg::locate::version_hint_path;
 use crate::iceberg::manifest::for_each_projected;
-use crate::iceberg::manifest_list::{ManifestFile, read_manifest_list};
+use crate::iceberg::manifest_list::{ListEntryRef, for_each_list_entry};
 use crate::iceberg::metadata::TableMetadata;
 use crate::io::{FileIO, path_key};
 
@@ -220,11 +220,12 @@ pub async fn collect_reachable(
         }
     }
     Progress::current().phase(Phase::ReadingManifestLists, Some(lists.len()))?;
-    let read_lists: Vec<(&str, Vec<ManifestFile>)> = futures::stream::iter(lists.into_values())
+    let read_lists: Vec<(&str, Vec<ManifestToRead>)> = futures::stream::iter(lists.into_values())
         .map(|list| async move {
             let bytes = io.read(list).await?;
             Progress::current().file_done(bytes.len());
-            let files = read_manifest_list(&bytes, list)?;
+            let name = list.to_string();
+            let files = decode_off_task(move || list_manifests(&bytes, &name)).await?;
             Ok::<_, Error>((list, files))
         })
         .buffer_unordered(concurrency.max(1))
@@ -233,13 +234,7 @@ pub async fn collect_reachable(
     for (list, files) in read_lists {
         reachable.insert(list);
         for file in files {
-            let expected = ManifestToRead::expected_live(&file);
-            manifests
-                .entry(path_key(&file.manifest_path))
-                .or_insert_with(|| ManifestToRead {
-                    path: file.manifest_path,
-                    expected_live: expected,
-                });
+            manifests.entry(path_key(&file.path)).or_insert(file);
         }
     }
     let expected: usize = manifests
@@ -309,10 +304,22 @@ impl ManifestToRead {
         }
     }
 
-    fn expected_live(file: &ManifestFile) -> usize {
-        let count = |c: Option<i32>| c.and_then(|c| usize::try_from(c).ok()).unwrap_or(0);
-        count(file.added_files_count).saturating_add(count(file.existing_files_count))
+    fn expected_live(entry: &ListEntryRef<'_>) -> usize {
+        let count = |c: Option<i64>| c.and_then(|c| usize::try_from(c).ok()).unwrap_or(0);
+        count(entry.added_files_count).saturating_add(count(entry.existing_files_count))
     }
+}
+
+/// The manifests one manifest list names (projected decode).
+fn list_manifests(bytes: &[u8], name: &str) -> Result<Vec<ManifestToRead>> {
+    let mut out = Vec::new();
+    for_each_list_entry(bytes, name, |e| {
+        out.push(ManifestToRead {
+            path: e.manifest_path.to_string(),
+            expected_live: ManifestToRead::expected_live(&e),
+        });
+    })?;
+    Ok(out)
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@ use super::*;
 use crate::error::ErrorKind;
 use crate::iceberg::avro::Codec;
 use crate::iceberg::manifest::{DataFile, ManifestEntry, ManifestWriter, NewManifest};
-use crate::iceberg::manifest_list::{ManifestListMeta, write_manifest_list};
+use crate::iceberg::manifest_list::{ManifestFile, ManifestListMeta, write_manifest_list};
 use crate::iceberg::spec::{DataContent, EntryStatus, FormatVersion, ManifestContent};
 use crate::io::RequestCounter;
 

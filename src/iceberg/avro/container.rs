@@ -88,8 +88,8 @@ impl<'a> Container<'a> {
             .ok_or_else(|| bad(file_name, "header has no avro.schema"))?
             .to_string();
         let codec = Codec::from_name(text("avro.codec")?).map_err(|m| bad(file_name, m))?;
-        let schema =
-            parse_schema(&schema_json).map_err(|m| bad(file_name, format!("avro.schema: {m}")))?;
+        let schema = parse_schema_cached(&schema_json)
+            .map_err(|m| bad(file_name, format!("avro.schema: {m}")))?;
         let body = &bytes[c.position()..];
         let header = Header {
             metadata,
@@ -176,6 +176,37 @@ impl<'a> Container<'a> {
         }
         Ok((count, data))
     }
+}
+
+/// Schemas parsed recently on this thread, by their exact JSON text, most recent last.
+const SCHEMA_CACHE: usize = 8;
+
+thread_local! {
+    static SCHEMAS: std::cell::RefCell<Vec<(String, Node)>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// [`parse_schema`], remembering the last few schemas of this thread: a table's manifests and
+/// lists share a handful of schemas, and parsing one is most of the cost of opening a small file.
+fn parse_schema_cached(json: &str) -> std::result::Result<Node, String> {
+    let hit = SCHEMAS.with(|cache| {
+        let cache = cache.borrow();
+        cache
+            .iter()
+            .find(|(text, _)| text == json)
+            .map(|(_, node)| node.clone())
+    });
+    if let Some(node) = hit {
+        return Ok(node);
+    }
+    let node = parse_schema(json)?;
+    SCHEMAS.with(|cache| {
+        let mut cache = cache.borrow_mut();
+        if cache.len() >= SCHEMA_CACHE {
+            cache.remove(0);
+        }
+        cache.push((json.to_string(), node.clone()));
+    });
+    Ok(node)
 }
 
 fn read_metadata(c: &mut Cursor<'_>) -> Decoded<Vec<(String, Vec<u8>)>> {
@@ -276,5 +307,31 @@ impl ContainerWriter {
     pub fn finish(mut self) -> Result<Vec<u8>> {
         self.flush_block()?;
         Ok(self.out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cached_schemas_equal_freshly_parsed_ones() {
+        let schemas: Vec<String> = (0..SCHEMA_CACHE + 3)
+            .map(|i| {
+                format!(
+                    r#"{{"type":"record","name":"r{i}","fields":[{{"name":"f","type":"long"}}]}}"#
+                )
+            })
+            .collect();
+        for _ in 0..2 {
+            for text in &schemas {
+                assert_eq!(parse_schema_cached(text), parse_schema(text), "{text}");
+            }
+        }
+        assert!(parse_schema_cached("not json").is_err());
+        assert!(
+            parse_schema_cached("not json").is_err(),
+            "errors are not cached as schemas"
+        );
     }
 }

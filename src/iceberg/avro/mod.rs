@@ -14,7 +14,7 @@
 //! Layout: `cursor` (binary primitives, skipping), `schema` (writer schema tree), `codec`,
 //! `container` (file header and blocks), `value`/`encode` (generic datums), `iceberg_schema`
 //! (the spec's schemas per format version), `partition` (partition tuple type and summaries),
-//! `projection` (the hot path), `entry_decode` (datum → typed entry), `entry_value` (typed entry →
+//! `projection` (the hot path), `list_projection` (its manifest-list twin), `entry_decode` (datum → typed entry), `entry_value` (typed entry →
 //! datum), `manifest_writer`.
 
 pub mod codec;
@@ -24,6 +24,7 @@ pub mod encode;
 pub mod entry_decode;
 pub mod entry_value;
 pub mod iceberg_schema;
+pub mod list_projection;
 pub mod manifest_writer;
 pub mod partition;
 pub mod projection;

@@ -1,0 +1,217 @@
+//! Measurements that run inside the benchmark process, through icetrim's library:
+//! - the **floor** of an expiry: which files the algorithm must read (the metadata file, every
+//!   manifest list, the manifests phase A asks for), then the time just to read those bytes, with
+//!   the same number of reads in flight as icetrim uses, and the time to read and decode them
+//!   (JSON parse, inflate, projected Avro decode: what any reader of these files must do);
+//! - **request counts** of an expiry on an object store (the S3 emulator), via a counting `FileIO`.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use futures::{StreamExt, TryStreamExt};
+use icetrim::clock::Clock;
+use icetrim::generate::{GenerateOptions, generate};
+use icetrim::iceberg::locate::{MetadataSettings, locate};
+use icetrim::iceberg::manifest::for_each_projected;
+use icetrim::iceberg::manifest_list::for_each_list_entry;
+use icetrim::iceberg::metadata::TableMetadata;
+use icetrim::io::{FileIO, RequestCounter, RequestCounts, S3Options, StorageOptions};
+use icetrim::maintain::expire::{self, plan_expiry};
+use icetrim::maintain::keepset::plan_manifest_reads;
+use icetrim::maintain::target::MaintenanceTarget;
+use icetrim::plan::ExpireOptions;
+use icetrim::settings::Settings;
+
+/// What an expiry must read, and how long reading just that takes.
+pub struct Floor {
+    pub files: usize,
+    pub bytes: u64,
+    /// Best of three reads of every file.
+    pub seconds: f64,
+    /// Best of three reads that also parse the metadata JSON and inflate and decode the projected
+    /// fields of every list and manifest (no interning, no sets): the decode floor.
+    pub decode_seconds: f64,
+}
+
+/// How a file is decoded for the decode floor.
+#[derive(Debug, Clone, Copy)]
+enum Kind {
+    Metadata,
+    List,
+    Manifest,
+}
+
+fn target(io: FileIO, location: &str, now_ms: i64) -> MaintenanceTarget {
+    MaintenanceTarget {
+        io,
+        location: location.trim_end_matches('/').to_string(),
+        metadata_settings: MetadataSettings::default(),
+        table_name: "default.t".into(),
+        settings: Settings::new(),
+        now_ms,
+    }
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime, String> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("tokio runtime: {e}"))
+}
+
+/// The floor of expiring the local table at `location` with `options` (planned, never run).
+pub fn floor(location: &str, options: &ExpireOptions, now_ms: i64) -> Result<Floor, String> {
+    let rt = runtime()?;
+    rt.block_on(async {
+        let t = target(FileIO::local(), location, now_ms);
+        let located = locate(&t.io, &t.location, &t.metadata_settings)
+            .await
+            .map_err(|e| e.to_string())?;
+        let plan = plan_expiry(&t, &located.metadata, options)
+            .await
+            .map_err(|e| e.to_string())?;
+        let mut files = vec![(located.path.clone(), Kind::Metadata)];
+        let graph = &plan.files.graph;
+        let mut seen = std::collections::HashSet::new();
+        let lists = graph.snapshots.iter().filter_map(|s| s.manifest_list);
+        let reads = plan_manifest_reads(graph, &plan.decision.expired);
+        let tagged = lists
+            .map(|id| (id, Kind::List))
+            .chain(reads.manifests_to_read().map(|id| (id, Kind::Manifest)));
+        for (id, kind) in tagged {
+            if seen.insert(id) {
+                files.extend(plan.files.uri(id).map(|u| (u.to_string(), kind)));
+            }
+        }
+        let concurrency = t.settings.metadata_read_concurrency().max(1);
+        let (mut best, mut best_decode, mut bytes) = (f64::INFINITY, f64::INFINITY, 0);
+        for _ in 0..3 {
+            let started = Instant::now();
+            bytes = read_all(&files, concurrency, false).await?;
+            best = best.min(started.elapsed().as_secs_f64());
+            let started = Instant::now();
+            read_all(&files, concurrency, true).await?;
+            best_decode = best_decode.min(started.elapsed().as_secs_f64());
+        }
+        Ok(Floor {
+            files: files.len(),
+            bytes,
+            seconds: best,
+            decode_seconds: best_decode,
+        })
+    })
+}
+
+/// Read every file (local paths or `file://` URIs), `concurrency` at once, and with `decode` also
+/// decode it on the blocking pool; total bytes.
+async fn read_all(
+    files: &[(String, Kind)],
+    concurrency: usize,
+    decode: bool,
+) -> Result<u64, String> {
+    let sizes: Vec<u64> = futures::stream::iter(files.iter())
+        .map(|(uri, kind)| async move {
+            let path = uri.strip_prefix("file://").unwrap_or(uri);
+            let bytes = tokio::fs::read(path)
+                .await
+                .map_err(|e| format!("{path}: {e}"))?;
+            let len = bytes.len() as u64;
+            if decode {
+                let (kind, name) = (*kind, uri.clone());
+                tokio::task::spawn_blocking(move || decode_file(&bytes, &name, kind))
+                    .await
+                    .map_err(|e| e.to_string())??;
+            }
+            Ok::<_, String>(len)
+        })
+        .buffer_unordered(concurrency)
+        .try_collect()
+        .await?;
+    Ok(sizes.iter().sum())
+}
+
+fn decode_file(bytes: &[u8], name: &str, kind: Kind) -> Result<(), String> {
+    let mut n = 0usize;
+    match kind {
+        Kind::Metadata => TableMetadata::parse(bytes, name).map(drop),
+        Kind::List => for_each_list_entry(bytes, name, |e| n += e.manifest_path.len()),
+        Kind::Manifest => for_each_projected(bytes, name, |e| n += e.file_path.len()),
+    }
+    .map_err(|e| e.to_string())?;
+    std::hint::black_box(n);
+    Ok(())
+}
+
+/// One expiry on the S3 emulator.
+pub struct S3Run {
+    pub snapshots: usize,
+    pub manifests: u64,
+    pub generate_seconds: f64,
+    pub seconds: f64,
+    pub requests: RequestCounts,
+    pub rows: Vec<(String, String)>,
+}
+
+/// The emulator's endpoint and bucket from `target/emulators.env` variables, when running.
+pub fn s3_emulator() -> Option<(String, String)> {
+    let endpoint = std::env::var("ICETRIM_S3_ENDPOINT").ok()?;
+    let bucket = std::env::var("ICETRIM_S3_BUCKET").ok()?;
+    Some((endpoint, bucket))
+}
+
+/// Generate `opts` (its location is replaced) on the emulator and expire it with `options`,
+/// counting every request of the expiry.
+pub fn s3_expiry(
+    endpoint: &str,
+    bucket: &str,
+    mut opts: GenerateOptions,
+    options: &ExpireOptions,
+) -> Result<S3Run, String> {
+    let io = FileIO::new(StorageOptions {
+        s3: S3Options {
+            access_key_id: Some("testing".into()),
+            secret_access_key: Some("testing".into()),
+            region: Some("us-east-1".into()),
+            endpoint: Some(endpoint.to_string()),
+            allow_http: true,
+            ..Default::default()
+        },
+        ..Default::default()
+    });
+    opts.location = format!(
+        "s3://{bucket}/bench-{}-{}",
+        opts.snapshots,
+        uuid::Uuid::new_v4().simple()
+    );
+    let rt = runtime()?;
+    rt.block_on(async {
+        let started = Instant::now();
+        let generated = generate(&io, &opts).await.map_err(|e| e.to_string())?;
+        let generate_seconds = started.elapsed().as_secs_f64();
+        let counter = RequestCounter::new();
+        let counted = io.with_request_counter(Arc::clone(&counter));
+        let now = icetrim::clock::SystemClock.now_ms();
+        let t = target(counted, &opts.location, now);
+        let started = Instant::now();
+        let result = expire::run(&t, options, false)
+            .await
+            .map_err(|e| e.to_string())?;
+        let seconds = started.elapsed().as_secs_f64();
+        let rows = result
+            .rows
+            .iter()
+            .map(|r| {
+                let cell = |i: usize| r.get(i).map(|v| v.to_string()).unwrap_or_default();
+                (cell(0), cell(1))
+            })
+            .collect();
+        Ok(S3Run {
+            snapshots: opts.snapshots,
+            manifests: generated.written.manifests,
+            generate_seconds,
+            seconds,
+            requests: counter.snapshot(),
+            rows,
+        })
+    })
+}

@@ -1,0 +1,105 @@
+//! icetrim against ClickHouse (chdb 4.4) on the same generated tables, in one run.
+//!
+//! ```text
+//! scripts/bench.sh [--quick] [--only 1,2,3,4,5] [--large-orphans] [--dir DIR] [--keep]
+//!                  [--ch-timeout SECONDS]
+//! ```
+//!
+//! Every table is built by icetrim's generator (`icetrim-generate`), twice with the same seed at two
+//! locations (metadata paths are absolute), so icetrim and ClickHouse each work on their own
+//! identical copy. icetrim runs as a child process (a script on stdin: attach, one statement);
+//! ClickHouse runs in Python with chdb, the statement alone timed inside the session. Peak memory
+//! is each child's own `ru_maxrss` (`wait4`). Scenarios (sizes with `--quick` in brackets):
+//! 1. expire on 1,000 [200] fast-append snapshots whose manifest lists grow to 1,000 entries; plus
+//!    the floor: the time just to read the files the expiry must read;
+//! 2. expire on a 10,000 [1,000]-snapshot mixed history (appends, merges, deletes, overwrites,
+//!    compactions, branches, tags); ClickHouse is stopped after `--ch-timeout` (600 s) and
+//!    reported as a lower bound;
+//! 3. expire on 100,000 [10,000] mixed snapshots, 1,000,000 [100,000] data files (not written:
+//!    only metadata), icetrim alone: dry run and real run, time and peak memory;
+//! 4. remove_orphan_files on about 100,000 [10,000] files, 10% orphans (`--large-orphans`: also
+//!    about 1,000,000 files);
+//! 5. expire on the S3 emulator (moto; `scripts/emulators.sh start` and source
+//!    `target/emulators.env` first, else skipped) at two history sizes: requests by kind.
+//!
+//! Both tools get the same SQL text; the result rows are compared and a difference is printed.
+
+mod inproc;
+mod measure;
+mod report;
+mod scenarios;
+mod tools;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+/// Command-line options.
+pub struct Args {
+    pub quick: bool,
+    pub only: Option<Vec<u32>>,
+    pub large_orphans: bool,
+    pub dir: PathBuf,
+    pub keep: bool,
+    pub ch_timeout: Duration,
+}
+
+fn parse_args() -> Result<Args, String> {
+    let mut args = Args {
+        quick: false,
+        only: None,
+        large_orphans: false,
+        dir: std::env::temp_dir().join("icetrim-bench"),
+        keep: false,
+        ch_timeout: Duration::from_secs(600),
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(flag) = it.next() {
+        let mut value = || it.next().ok_or(format!("{flag} needs a value"));
+        match flag.as_str() {
+            "--quick" => args.quick = true,
+            "--large-orphans" => args.large_orphans = true,
+            "--keep" => args.keep = true,
+            // `cargo bench` passes this to every bench target.
+            "--bench" => {}
+            "--dir" => args.dir = PathBuf::from(value()?),
+            "--ch-timeout" => {
+                let secs: u64 = value()?.parse().map_err(|e| format!("--ch-timeout: {e}"))?;
+                args.ch_timeout = Duration::from_secs(secs);
+            }
+            "--only" => {
+                let list = value()?;
+                let picked = list
+                    .split(',')
+                    .map(|s| s.trim().parse::<u32>())
+                    .collect::<Result<Vec<_>, _>>()
+                    .map_err(|e| format!("--only {list}: {e}"))?;
+                args.only = Some(picked);
+            }
+            other => return Err(format!("unknown argument '{other}'")),
+        }
+    }
+    Ok(args)
+}
+
+fn main() -> ExitCode {
+    let args = match parse_args() {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!(
+                "{e}\nusage: scripts/bench.sh [--quick] [--only 1,2,3,4,5] [--large-orphans] [--dir DIR] [--keep] [--ch-timeout SECONDS]"
+            );
+            return ExitCode::from(2);
+        }
+    };
+    match scenarios::run_all(&args) {
+        Ok(report) => {
+            println!("\n{}", report.markdown());
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("benchmark failed: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,123 @@
+//! The benchmark's results and their Markdown table (pasted into README.md's Benchmarks section).
+
+use crate::inproc::{Floor, S3Run};
+use crate::measure::mb;
+
+/// One ClickHouse measurement.
+pub struct ChTime {
+    pub seconds: f64,
+    pub timed_out: bool,
+    pub max_rss: u64,
+}
+
+/// One line of the main table.
+pub struct Line {
+    pub scenario: String,
+    pub table: String,
+    pub icetrim_seconds: f64,
+    pub icetrim_rss: u64,
+    pub clickhouse: Option<ChTime>,
+    /// Whether both tools answered the same rows (None: ClickHouse did not run or finish).
+    pub same_rows: Option<bool>,
+    pub floor: Option<Floor>,
+}
+
+#[derive(Default)]
+pub struct Report {
+    pub lines: Vec<Line>,
+    pub s3: Vec<S3Run>,
+    pub notes: Vec<String>,
+}
+
+fn secs(s: f64) -> String {
+    if s < 1.0 {
+        format!("{:.0} ms", s * 1000.0)
+    } else {
+        format!("{s:.2} s")
+    }
+}
+
+impl Line {
+    fn cells(&self) -> String {
+        let (ch, ch_rss, ratio) = match &self.clickhouse {
+            Some(c) => {
+                let bound = if c.timed_out { "> " } else { "" };
+                (
+                    format!("{bound}{}", secs(c.seconds)),
+                    format!("{:.0} MB", mb(c.max_rss)),
+                    format!("{bound}{:.1}×", c.seconds / self.icetrim_seconds),
+                )
+            }
+            None => ("—".into(), "—".into(), "—".into()),
+        };
+        let same = match self.same_rows {
+            Some(true) => "yes",
+            Some(false) => "NO",
+            None => "—",
+        };
+        format!(
+            "| {} | {} | {} | {:.0} MB | {ch} | {ch_rss} | {ratio} | {same} |",
+            self.scenario,
+            self.table,
+            secs(self.icetrim_seconds),
+            mb(self.icetrim_rss)
+        )
+    }
+}
+
+impl Report {
+    pub fn markdown(&self) -> String {
+        let mut out = String::from(
+            "| scenario | table | icetrim | icetrim peak RSS | ClickHouse | ClickHouse peak RSS (process) | ClickHouse / icetrim | same rows |\n\
+             |---|---|---|---|---|---|---|---|\n",
+        );
+        for line in &self.lines {
+            out.push_str(&line.cells());
+            out.push('\n');
+        }
+        for line in &self.lines {
+            if let Some(f) = &line.floor {
+                out.push_str(&format!(
+                    "\nFloor of \"{}\": reading the {} files the expiry must read ({:.1} MB) takes {} \
+                     (best of 3, warm cache, 32 reads in flight); reading and decoding them (JSON \
+                     parse, inflate, projected Avro decode) takes {}. icetrim (whole process) takes \
+                     {:.1}× the read floor and {:.1}× the decode floor.\n",
+                    line.scenario,
+                    f.files,
+                    mb(f.bytes),
+                    secs(f.seconds),
+                    secs(f.decode_seconds),
+                    line.icetrim_seconds / f.seconds,
+                    line.icetrim_seconds / f.decode_seconds
+                ));
+            }
+        }
+        if !self.s3.is_empty() {
+            out.push_str(
+                "\nS3 emulator (moto), requests of one expiry:\n\n\
+                 | snapshots | manifests | expiry time | GET | HEAD | PUT | LIST | DELETE requests | keys deleted |\n\
+                 |---|---|---|---|---|---|---|---|---|\n",
+            );
+            for r in &self.s3 {
+                let q = &r.requests;
+                out.push_str(&format!(
+                    "| {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
+                    r.snapshots,
+                    r.manifests,
+                    secs(r.seconds),
+                    q.get,
+                    q.head,
+                    q.put,
+                    q.list,
+                    q.delete,
+                    q.deleted_keys
+                ));
+            }
+        }
+        for note in &self.notes {
+            out.push_str(&format!("\n- {note}"));
+        }
+        out.push('\n');
+        out
+    }
+}
