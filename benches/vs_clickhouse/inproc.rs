@@ -49,6 +49,7 @@ fn target(io: FileIO, location: &str, now_ms: i64) -> MaintenanceTarget {
         table_name: "default.t".into(),
         settings: Settings::new(),
         now_ms,
+        progress: Default::default(),
     }
 }
 
