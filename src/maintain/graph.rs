@@ -24,6 +24,7 @@ use super::keepset::{
     EntryRef, FileGraph, ManifestContents, ManifestEntries, ManifestRef, PathId, PathInterner,
     SnapshotFiles, StatisticsRef,
 };
+use super::off_task;
 use crate::engine::progress::{Phase, Progress};
 use crate::error::{Error, ErrorKind, Result};
 use crate::iceberg::manifest::for_each_projected;
@@ -390,21 +391,6 @@ fn decode_manifest(bytes: &[u8], uri: &str) -> Result<DecodedManifest> {
         );
     })?;
     Ok(raw)
-}
-
-/// Run CPU work on the blocking pool (so files decode in parallel), or inline outside a runtime.
-async fn off_task<T, F>(work: F) -> Result<T>
-where
-    F: FnOnce() -> Result<T> + Send + 'static,
-    T: Send + 'static,
-{
-    match tokio::runtime::Handle::try_current() {
-        Ok(handle) => handle
-            .spawn_blocking(work)
-            .await
-            .map_err(|e| Error::logical(format!("decoding task failed: {e}")))?,
-        Err(_) => work(),
-    }
 }
 
 /// Read `uri`; a missing file is `None` unless `required`.

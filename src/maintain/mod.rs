@@ -12,6 +12,8 @@
 //!
 //! The executors that read metadata, commit and delete call these and act on their answers.
 
+use crate::error::{Error, Result};
+
 pub mod expire;
 pub mod graph;
 pub mod keepset;
@@ -22,3 +24,18 @@ pub mod policy;
 pub mod reachable;
 pub mod retention;
 pub mod target;
+
+/// Run CPU work on the blocking pool (so files decode in parallel), or inline outside a runtime.
+pub(crate) async fn off_task<T, F>(work: F) -> Result<T>
+where
+    F: FnOnce() -> Result<T> + Send + 'static,
+    T: Send + 'static,
+{
+    match tokio::runtime::Handle::try_current() {
+        Ok(handle) => handle
+            .spawn_blocking(work)
+            .await
+            .map_err(|e| Error::logical(format!("decoding task failed: {e}")))?,
+        Err(_) => work(),
+    }
+}

@@ -26,6 +26,7 @@ use std::sync::Arc;
 
 use futures::{StreamExt, TryStreamExt};
 
+use super::off_task;
 use crate::engine::progress::{Phase, Progress};
 use crate::error::{Error, Result};
 use crate::iceberg::locate::version_hint_path;
@@ -225,7 +226,7 @@ pub async fn collect_reachable(
             let bytes = io.read(list).await?;
             Progress::current().file_done(bytes.len());
             let name = list.to_string();
-            let files = decode_off_task(move || list_manifests(&bytes, &name)).await?;
+            let files = off_task(move || list_manifests(&bytes, &name)).await?;
             Ok::<_, Error>((list, files))
         })
         .buffer_unordered(concurrency.max(1))
@@ -250,7 +251,7 @@ pub async fn collect_reachable(
             async move {
                 let bytes = io.read(&manifest.path).await?;
                 Progress::current().file_done(bytes.len());
-                decode_off_task(move || live_references(&bytes, &manifest, &root)).await
+                off_task(move || live_references(&bytes, &manifest, &root)).await
             }
         })
         .buffer_unordered(concurrency.max(1));
@@ -272,22 +273,6 @@ fn live_references(bytes: &[u8], manifest: &ManifestToRead, root: &Root) -> Resu
         }
     })?;
     Ok(references)
-}
-
-/// Run CPU-bound decoding on tokio's blocking pool when there is a runtime (so manifests decode
-/// in parallel), else inline.
-async fn decode_off_task<T, F>(work: F) -> Result<T>
-where
-    F: FnOnce() -> Result<T> + Send + 'static,
-    T: Send + 'static,
-{
-    match tokio::runtime::Handle::try_current() {
-        Ok(handle) => handle
-            .spawn_blocking(work)
-            .await
-            .map_err(|e| Error::logical(format!("manifest decoding task failed: {e}")))?,
-        Err(_) => work(),
-    }
 }
 
 /// A manifest to read and how many live entries its list entry announces.
