@@ -195,3 +195,49 @@ async fn deliberate_difference_unreferenced_young_snapshot() {
         "icetrim leaves it"
     );
 }
+
+/// SPEC §3 "each file is counted once": a merge append rewrote a1..a4's manifests into one that
+/// lists their files again as EXISTING. Expiring everything but `compact` deletes the same files on
+/// both tools, but ClickHouse counts a data file once per manifest entry that names it; icetrim
+/// counts each deleted file once.
+#[tokio::test]
+async fn deliberate_difference_file_counted_once() {
+    let now = fixtures::now_ms();
+    let ours = make_fixture("py_v2_compacted", now, false);
+    let theirs = make_fixture("py_v2_compacted", now, false);
+    let sql = "ALTER TABLE t EXECUTE expire_snapshots(retain_last = 1, retention_period = '0s')";
+    let ch = clickhouse_counts(&theirs.table_dir(), sql);
+    let before = inspect(&ours.table_dir()).await;
+    let r = expire_at(
+        &ours.table_dir(),
+        fixtures::now_ms(),
+        policy(Some(1), Some(0)),
+        false,
+        None,
+    )
+    .await
+    .unwrap();
+    assert_whole(&before, &inspect(&ours.table_dir()).await);
+    // The new metadata file's name follows each tool's own scheme; every other file is compared.
+    let content = |dir: &Path| -> BTreeSet<String> {
+        relative_files(dir)
+            .into_iter()
+            .filter(|f| !f.ends_with(".metadata.json"))
+            .collect()
+    };
+    assert_eq!(
+        content(&ours.table_dir()),
+        content(&theirs.table_dir()),
+        "the same files remain"
+    );
+    let ours_counts = counts(&r);
+    assert_eq!(
+        ours_counts[0], 5,
+        "five data files deleted, each counted once"
+    );
+    assert_eq!(
+        ch[0], 9,
+        "ClickHouse: four ADDED + four EXISTING + a5's ADDED entry"
+    );
+    assert_eq!(ours_counts[1..], ch[1..], "every other row agrees");
+}

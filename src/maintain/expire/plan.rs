@@ -160,12 +160,21 @@ fn check_inside_location(
     }
     Err(Error::not_implemented(format!(
         "expire_snapshots on {} would delete {count} file(s) outside the table location '{}', \
-         which is not supported: {}{}",
+         which is not supported: {}",
         target.table_name,
         target.location,
-        first.join(", "),
-        if count > first.len() { ", ..." } else { "" }
+        named_paths(&first, count)
     )))
+}
+
+/// `a, b and 3 more`: the first paths of `count`, for an error message (no trailing dots, which
+/// the error frame would strip).
+fn named_paths<S: AsRef<str>>(first: &[S], count: usize) -> String {
+    let first: Vec<&str> = first.iter().map(AsRef::as_ref).collect();
+    match count.saturating_sub(first.len()) {
+        0 => first.join(", "),
+        more => format!("{} and {more} more", first.join(", ")),
+    }
 }
 
 /// The metadata to commit: kept snapshots (original order), removed refs dropped, snapshot-log
@@ -275,5 +284,18 @@ mod tests {
         let stats: Vec<i64> = md.statistics().iter().map(|s| s.snapshot_id).collect();
         assert_eq!(stats, [3]);
         assert_eq!(md.json()["table-uuid"], base.json()["table-uuid"]);
+    }
+
+    #[test]
+    fn named_paths_say_how_many_more() {
+        let first = vec!["s3://b/x".to_string(), "s3://b/y".to_string()];
+        assert_eq!(named_paths(&first, 2), "s3://b/x, s3://b/y");
+        assert_eq!(named_paths(&first, 12), "s3://b/x, s3://b/y and 10 more");
+        let err = Error::not_implemented(format!("outside: {}", named_paths(&first, 5)));
+        assert!(
+            err.to_string()
+                .ends_with("s3://b/y and 3 more. (NOT_IMPLEMENTED)"),
+            "{err}"
+        );
     }
 }
