@@ -94,7 +94,6 @@ fn table(tag_max_ref_age_ms: Option<i64>) -> Table {
                 } else {
                     ManifestContent::Data
                 },
-                added_snapshot_id: Some(*m as i64),
             })
             .collect();
         t.graph.snapshots.push(SnapshotFiles {

@@ -33,7 +33,7 @@ pub use options::{
     AZURE_EMULATOR_ACCOUNT, AZURE_EMULATOR_ENDPOINT, AZURE_EMULATOR_KEY, AzureOptions, GcsOptions,
     S3Options, StorageOptions, parse_connection_string,
 };
-pub use path_key::{is_under, path_key};
+pub use path_key::{is_under, path_key, path_key_into};
 
 use crate::error::{Error, Result};
 

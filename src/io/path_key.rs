@@ -22,15 +22,22 @@ use percent_encoding::percent_decode_str;
 /// The identity key of `uri`: equal keys ⇔ same object. Never fails: text that is not a URI
 /// is keyed as written (with slashes folded), so it can only equal itself.
 pub fn path_key(uri: &str) -> String {
+    let mut key = String::new();
+    path_key_into(uri, &mut key);
+    key
+}
+
+/// [`path_key`] written into `key` (cleared first), so a caller keying every manifest entry reuses
+/// one buffer instead of allocating per entry.
+pub fn path_key_into(uri: &str, key: &mut String) {
     let (family, authority, path) = split(uri);
-    // One allocation: this runs once per manifest entry.
-    let mut key = String::with_capacity(family.len() + authority.len() + path.len() + 4);
+    key.clear();
+    key.reserve(family.len() + authority.len() + path.len() + 4);
     key.push_str(&family);
     key.push_str("://");
     key.push_str(&authority);
     key.push('/');
-    push_canonical_path(&mut key, path);
-    key
+    push_canonical_path(key, path);
 }
 
 /// Whether `uri` names an object strictly inside the directory `location` (by identity).

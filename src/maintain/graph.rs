@@ -7,7 +7,7 @@
 //! [`TableFiles::read_manifests`] then reads a given set of manifests, each once, concurrently,
 //! projected to what the keep set needs (path, content, status, size).
 //!
-//! Paths are interned by identity key ([`path_key`]) into a [`PathInterner`]; the first URI seen
+//! Paths are interned by identity key ([`crate::io::path_key`]) into a [`PathInterner`]; the first URI seen
 //! for each key is kept ([`TableFiles::uri`]) so deletes use the spelling the metadata wrote.
 //!
 //! Missing files: which side a list or manifest is on is the caller's decision (`required`). A
@@ -27,11 +27,11 @@ use super::keepset::{
 use super::off_task;
 use crate::engine::progress::{Phase, Progress};
 use crate::error::{Error, ErrorKind, Result};
-use crate::iceberg::manifest::for_each_projected;
-use crate::iceberg::manifest_list::for_each_list_entry;
 use crate::iceberg::metadata::TableMetadata;
-use crate::iceberg::spec::{DataContent, EntryStatus, ManifestContent, SnapshotId};
-use crate::io::{FileIO, path_key};
+use crate::iceberg::spec::{ManifestContent, SnapshotId};
+use crate::io::{FileIO, path_key_into};
+
+use super::decoded::{DecodedList, decode_list, decode_manifest};
 
 /// A table's file graph as read from storage, with the interned paths and their URIs.
 #[derive(Debug, Clone, Default)]
@@ -42,6 +42,8 @@ pub struct TableFiles {
     uris: Vec<String>,
     /// Files that were gone but not required (one line each).
     pub warnings: Vec<String>,
+    /// Reused for each entry's identity key (interning runs once per manifest entry).
+    key: String,
 }
 
 impl TableFiles {
@@ -162,16 +164,17 @@ impl TableFiles {
         let Some(list) = list else {
             return Ok((Vec::new(), None));
         };
-        let mut refs = Vec::with_capacity(list.items.len());
+        let mut refs = Vec::with_capacity(list.len());
         for (path, item) in list.iter() {
             refs.push(ManifestRef {
                 path: self.intern(path)?,
                 length: item.length,
                 content: item.content,
-                added_snapshot_id: Some(item.added_snapshot_id),
             });
         }
-        Ok((refs, Some(list.file_size)))
+        let size = list.file_size;
+        list.recycle();
+        Ok((refs, Some(size)))
     }
 
     /// v1 inline `manifests`: data manifests of unknown length.
@@ -182,7 +185,6 @@ impl TableFiles {
                     path: self.intern(uri)?,
                     length: 0,
                     content: ManifestContent::Data,
-                    added_snapshot_id: None,
                 })
             })
             .collect()
@@ -238,6 +240,7 @@ impl TableFiles {
                     file_size: e.file_size,
                 });
             }
+            raw.recycle();
             contents.insert(id, ManifestEntries { entries });
         }
         Ok(contents)
@@ -266,7 +269,8 @@ impl TableFiles {
 
     /// Intern `uri` by its identity key, remembering the first spelling.
     pub fn intern(&mut self, uri: &str) -> Result<PathId> {
-        let id = self.paths.intern(&path_key(uri))?;
+        path_key_into(uri, &mut self.key);
+        let id = self.paths.intern(&self.key)?;
         if id.index() == self.uris.len() {
             self.uris.push(uri.to_string());
         }
@@ -289,108 +293,6 @@ impl TableFiles {
             .filter(|p| seen.insert(*p))
             .collect()
     }
-}
-
-/// Paths decoded off the async task, in one buffer (one allocation per file, not per entry).
-#[derive(Debug)]
-struct Arena<T> {
-    text: String,
-    /// Each item with the end of its path in `text` (paths are contiguous).
-    items: Vec<(usize, T)>,
-}
-
-impl<T> Default for Arena<T> {
-    fn default() -> Self {
-        Arena {
-            text: String::new(),
-            items: Vec::new(),
-        }
-    }
-}
-
-impl<T> Arena<T> {
-    fn len(&self) -> usize {
-        self.items.len()
-    }
-
-    fn push(&mut self, path: &str, item: T) {
-        self.text.push_str(path);
-        self.items.push((self.text.len(), item));
-    }
-
-    fn iter(&self) -> impl Iterator<Item = (&str, &T)> {
-        let mut start = 0;
-        self.items.iter().map(move |(end, item)| {
-            let path = self.text.get(start..*end).unwrap_or_default();
-            start = *end;
-            (path, item)
-        })
-    }
-}
-
-/// One manifest-list entry, projected.
-#[derive(Debug)]
-struct ListItem {
-    length: i64,
-    content: ManifestContent,
-    added_snapshot_id: SnapshotId,
-}
-
-/// A decoded manifest list and its file size.
-#[derive(Debug)]
-struct DecodedList {
-    items: Arena<ListItem>,
-    file_size: i64,
-}
-
-impl DecodedList {
-    fn iter(&self) -> impl Iterator<Item = (&str, &ListItem)> {
-        self.items.iter()
-    }
-}
-
-/// One manifest entry, projected.
-#[derive(Debug)]
-struct RawEntry {
-    content: DataContent,
-    status: EntryStatus,
-    file_size: i64,
-}
-
-type DecodedManifest = Arena<RawEntry>;
-
-fn decode_list(bytes: &[u8], uri: &str) -> Result<DecodedList> {
-    let mut items = Arena::default();
-    for_each_list_entry(bytes, uri, |e| {
-        items.push(
-            e.manifest_path,
-            ListItem {
-                length: e.manifest_length,
-                content: e.content,
-                added_snapshot_id: e.added_snapshot_id,
-            },
-        );
-    })?;
-    Ok(DecodedList {
-        items,
-        file_size: i64::try_from(bytes.len()).unwrap_or(i64::MAX),
-    })
-}
-
-/// The projected entries of one manifest.
-fn decode_manifest(bytes: &[u8], uri: &str) -> Result<DecodedManifest> {
-    let mut raw = Arena::default();
-    for_each_projected(bytes, uri, |e| {
-        raw.push(
-            e.file_path,
-            RawEntry {
-                content: e.content,
-                status: e.status,
-                file_size: e.file_size_in_bytes,
-            },
-        );
-    })?;
-    Ok(raw)
 }
 
 /// Read `uri`; a missing file is `None` unless `required`.

@@ -54,7 +54,6 @@ pub struct ManifestRef {
     /// `manifest_length`; 0 when unknown (v1 inline manifests).
     pub length: i64,
     pub content: ManifestContent,
-    pub added_snapshot_id: Option<SnapshotId>,
 }
 
 /// One snapshot's files, from its manifest list.

@@ -40,7 +40,6 @@ impl Table {
                 path: self.paths.intern(m).expect("intern"),
                 length: 100,
                 content: ManifestContent::Data,
-                added_snapshot_id: Some(id),
             })
             .collect();
         self.graph.snapshots.push(SnapshotFiles {

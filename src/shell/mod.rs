@@ -75,6 +75,18 @@ impl From<OutputError> for Failure {
     }
 }
 
+/// Threads for blocking work (local file I/O, decoding). Tokio's default allows 512, and a
+/// 1,000-file local delete then started ~300 threads; starting one costs more than the unlink it
+/// runs. Reads and deletes stay concurrent (queued on these threads), and remote stores do not
+/// use them for network I/O. `ICETRIM_BLOCKING_THREADS` overrides.
+fn blocking_threads() -> usize {
+    std::env::var("ICETRIM_BLOCKING_THREADS")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+        .filter(|n| *n > 0)
+        .unwrap_or(16)
+}
+
 fn try_main(args: &Args, out: &mut Output) -> Result<u8, Failure> {
     let format = args
         .format
@@ -83,6 +95,7 @@ fn try_main(args: &Args, out: &mut Output) -> Result<u8, Failure> {
         .transpose()?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
+        .max_blocking_threads(blocking_threads())
         .build()
         .map_err(|e| Error::logical(format!("Cannot start the async runtime: {e}")))?;
     if args.demo {

@@ -3,6 +3,9 @@
 //! [`MAX_BLOCK_BYTES`] so a small corrupt or hostile file cannot claim unbounded memory.
 
 use std::io::{Read, Write};
+use std::sync::Mutex;
+
+use flate2::{Decompress, FlushDecompress, Status};
 
 /// Largest decompressed block we accept (Iceberg writers use blocks well below 64 MiB).
 pub const MAX_BLOCK_BYTES: usize = 512 << 20;
@@ -43,7 +46,7 @@ impl Codec {
         out.clear();
         match self {
             Codec::Null => out.extend_from_slice(data),
-            Codec::Deflate => read_capped(flate2::read::DeflateDecoder::new(data), out, "deflate")?,
+            Codec::Deflate => inflate(data, out)?,
             Codec::Zstandard => {
                 let decoder = zstd::stream::read::Decoder::with_buffer(data)
                     .map_err(|e| format!("zstandard block: {e}"))?;
@@ -73,6 +76,55 @@ impl Codec {
                 Ok(out)
             }
             Codec::Zstandard => zstd::stream::encode_all(data, 0).map_err(|e| e.to_string()),
+        }
+    }
+}
+
+/// Raw-deflate states, reset per block rather than allocated per block. A process-wide pool, not
+/// a thread-local: decoding runs on tokio's blocking pool, whose threads come and go.
+static INFLATERS: Mutex<Vec<Decompress>> = Mutex::new(Vec::new());
+const POOLED_INFLATERS: usize = 16;
+
+/// Inflate one raw-deflate block into `out` (empty on entry), capped at [`MAX_BLOCK_BYTES`].
+/// Writes straight into `out`'s spare capacity (a `Read` adapter would zero it first, and a
+/// fresh decoder per block allocates its window each time).
+fn inflate(data: &[u8], out: &mut Vec<u8>) -> Result<(), String> {
+    let pooled = INFLATERS.lock().unwrap_or_else(|p| p.into_inner()).pop();
+    let mut state = pooled.unwrap_or_else(|| Decompress::new(false));
+    state.reset(false);
+    let result = inflate_with(&mut state, data, out);
+    let mut pool = INFLATERS.lock().unwrap_or_else(|p| p.into_inner());
+    if pool.len() < POOLED_INFLATERS {
+        pool.push(state);
+    }
+    result
+}
+
+fn inflate_with(state: &mut Decompress, data: &[u8], out: &mut Vec<u8>) -> Result<(), String> {
+    out.reserve(data.len().saturating_mul(4).clamp(4096, MAX_BLOCK_BYTES));
+    loop {
+        let consumed = usize::try_from(state.total_in()).unwrap_or(usize::MAX);
+        let input = data.get(consumed..).unwrap_or_default();
+        let before = (state.total_in(), state.total_out());
+        let status = state
+            .decompress_vec(input, out, FlushDecompress::Finish)
+            .map_err(|e| format!("deflate block does not decompress: {e}"))?;
+        if out.len() > MAX_BLOCK_BYTES {
+            return Err(format!(
+                "deflate block decompresses to more than {MAX_BLOCK_BYTES} bytes"
+            ));
+        }
+        match status {
+            Status::StreamEnd => return Ok(()),
+            _ if out.len() < out.capacity() => {
+                // Room left but no end and no progress: the input ran out before the final
+                // block. What came out is kept (as a streaming reader would); the Avro layer
+                // refuses a block whose objects do not fit it.
+                if (state.total_in(), state.total_out()) == before {
+                    return Ok(());
+                }
+            }
+            _ => out.reserve(out.len().max(4096)),
         }
     }
 }

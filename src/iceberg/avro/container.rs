@@ -19,6 +19,32 @@ pub const MAGIC: [u8; 4] = *b"Obj\x01";
 /// Target uncompressed size of a written block.
 const BLOCK_TARGET_BYTES: usize = 1 << 20;
 
+/// Largest decompression buffer kept between files.
+const KEPT_SCRATCH_BYTES: usize = 16 << 20;
+const POOLED_SCRATCH: usize = 16;
+
+/// Decompression buffers reused across files (a fresh buffer per file grew to the largest block
+/// and went back to the OS after it: page faults, the costliest part of reading 1,000 manifest
+/// lists). Process-wide, not thread-local: decoding runs on tokio's blocking pool, whose threads
+/// come and go.
+static SCRATCH: std::sync::Mutex<Vec<Vec<u8>>> = std::sync::Mutex::new(Vec::new());
+
+fn take_scratch() -> Vec<u8> {
+    let mut pool = SCRATCH.lock().unwrap_or_else(|p| p.into_inner());
+    pool.pop().unwrap_or_default()
+}
+
+fn give_back_scratch(mut scratch: Vec<u8>) {
+    if scratch.capacity() > KEPT_SCRATCH_BYTES {
+        return;
+    }
+    scratch.clear();
+    let mut pool = SCRATCH.lock().unwrap_or_else(|p| p.into_inner());
+    if pool.len() < POOLED_SCRATCH {
+        pool.push(scratch);
+    }
+}
+
 /// A parsed container header.
 #[derive(Debug, Clone)]
 pub struct Header {
@@ -116,7 +142,17 @@ impl<'a> Container<'a> {
         &self,
         mut datum: impl FnMut(&mut Cursor<'_>) -> Decoded<()>,
     ) -> Result<()> {
-        let mut scratch = Vec::new();
+        let mut scratch = take_scratch();
+        let result = self.for_each_block(&mut scratch, &mut datum);
+        give_back_scratch(scratch);
+        result
+    }
+
+    fn for_each_block(
+        &self,
+        scratch: &mut Vec<u8>,
+        datum: &mut impl FnMut(&mut Cursor<'_>) -> Decoded<()>,
+    ) -> Result<()> {
         let mut c = Cursor::new(self.body);
         let mut block_no = 0usize;
         while c.remaining() > 0 {
@@ -126,9 +162,9 @@ impl<'a> Container<'a> {
             } else {
                 self.header
                     .codec
-                    .decompress(data, &mut scratch)
+                    .decompress(data, scratch)
                     .map_err(|m| self.error(format!("block {block_no}: {m}")))?;
-                &scratch
+                scratch
             };
             if count > data.len() {
                 return Err(self.error(format!(

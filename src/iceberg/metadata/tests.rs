@@ -215,6 +215,39 @@ fn previous_versions_max_property() {
     assert!(m.properties().is_empty());
 }
 
+/// `expiry_edit` equals the separate edits applied in turn (the order `new_metadata` used).
+#[test]
+fn expiry_edit_equals_the_separate_edits() {
+    let base = parse_value(&v2_doc()).unwrap();
+    type Case<'a> = (&'a [i64], &'a [i64], &'a [&'a str], &'a [i64]);
+    let cases: [Case; 4] = [
+        (&[2], &[1], &["old"], &[2]),
+        (&[1, 2], &[], &[], &[1, 2]),
+        (&[2], &[], &["old", "absent"], &[]),
+        (&[2], &[1, 9], &[], &[1, 2]),
+    ];
+    for (keep, expired, refs, stats) in cases {
+        let keep: HashSet<i64> = keep.iter().copied().collect();
+        let expired: HashSet<i64> = expired.iter().copied().collect();
+        let stats: HashSet<i64> = stats.iter().copied().collect();
+        let mut stepwise = base.clone();
+        stepwise.trim_snapshot_log_after_expired(&expired).unwrap();
+        stepwise.remove_refs(refs).unwrap();
+        stepwise.retain_snapshots(&keep).unwrap();
+        stepwise.retain_statistics(&stats).unwrap();
+        let at_once = base.expiry_edit(&keep, &expired, refs, &stats).unwrap();
+        assert_eq!(
+            at_once.json(),
+            stepwise.json(),
+            "{keep:?} {expired:?} {refs:?}"
+        );
+        assert_eq!(at_once.snapshots(), stepwise.snapshots());
+        let order: Vec<&String> = at_once.json().keys().collect();
+        let base_order: Vec<&String> = base.json().keys().collect();
+        assert_eq!(order, base_order, "members keep their order");
+    }
+}
+
 #[test]
 fn statistics_edits() {
     let mut m = parse_value(&v2_doc()).unwrap();

@@ -181,9 +181,7 @@ fn named_paths<S: AsRef<str>>(first: &[S], count: usize) -> String {
 /// trimmed after the last expired entry, statistics of expired snapshots dropped. `metadata-log`
 /// and `last-updated-ms` are the commit's business.
 pub fn new_metadata(base: &TableMetadata, decision: &ExpiryDecision) -> Result<TableMetadata> {
-    let mut md = base.clone();
     let expired: HashSet<SnapshotId> = decision.expired.iter().copied().collect();
-    md.trim_snapshot_log_after_expired(&expired)?;
     let keep: HashSet<SnapshotId> = decision.retained.iter().copied().collect();
     let stats_keep: HashSet<SnapshotId> = base
         .statistics()
@@ -192,11 +190,8 @@ pub fn new_metadata(base: &TableMetadata, decision: &ExpiryDecision) -> Result<T
         .filter(|id| !expired.contains(id))
         .chain(keep.iter().copied())
         .collect();
-    md.retain_snapshots(&keep)?;
     let removed: Vec<&str> = decision.removed_refs().map(|r| r.name.as_str()).collect();
-    md.remove_refs(&removed)?;
-    md.retain_statistics(&stats_keep)?;
-    Ok(md)
+    base.expiry_edit(&keep, &expired, &removed, &stats_keep)
 }
 
 #[cfg(test)]
