@@ -44,6 +44,10 @@ pub struct TableFiles {
     pub warnings: Vec<String>,
     /// Reused for each entry's identity key (interning runs once per manifest entry).
     key: String,
+    /// Manifest URIs exactly as lists spell them → id: a manifest is named by every later list
+    /// (500,000 times over 1,000 fast appends), so the identity key is computed once per spelling.
+    /// Manifests only: content files are too many to hold twice.
+    manifest_spellings: HashMap<Box<str>, PathId, foldhash::fast::RandomState>,
 }
 
 impl TableFiles {
@@ -167,7 +171,7 @@ impl TableFiles {
         let mut refs = Vec::with_capacity(list.len());
         for (path, item) in list.iter() {
             refs.push(ManifestRef {
-                path: self.intern(path)?,
+                path: self.intern_manifest(path)?,
                 length: item.length,
                 content: item.content,
             });
@@ -274,6 +278,16 @@ impl TableFiles {
         if id.index() == self.uris.len() {
             self.uris.push(uri.to_string());
         }
+        Ok(id)
+    }
+
+    /// [`Self::intern`] for a manifest path, remembering the spelling.
+    fn intern_manifest(&mut self, uri: &str) -> Result<PathId> {
+        if let Some(id) = self.manifest_spellings.get(uri) {
+            return Ok(*id);
+        }
+        let id = self.intern(uri)?;
+        self.manifest_spellings.insert(uri.into(), id);
         Ok(id)
     }
 
