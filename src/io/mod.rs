@@ -15,6 +15,7 @@
 mod build;
 mod counting;
 mod faulty;
+mod local_read;
 mod location;
 mod ops;
 mod options;
@@ -191,6 +192,15 @@ impl FileIO {
     /// Map a URI to the object path within its store.
     pub fn object_path(&self, uri: &str) -> Result<ObjectPath> {
         Location::parse(uri)?.object_path()
+    }
+
+    /// Whether a read of `location` may bypass object_store (see `local_read`): a plain path on a
+    /// local store this `FileIO` built itself, with no counting or fault layer to go through.
+    fn reads_local_directly(&self, location: &Location) -> bool {
+        location.store.family == Family::File
+            && self.inner.layers.is_empty()
+            && self.inner.families.contains(&Family::File)
+            && local_read::is_plain(&location.path)
     }
 
     /// The parsed location, its object path and the store that serves it.

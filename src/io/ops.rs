@@ -90,7 +90,10 @@ fn file_info(location: &Location, meta: &ObjectMeta) -> FileInfo {
 impl FileIO {
     /// Read a whole file.
     pub async fn read(&self, uri: &str) -> Result<Bytes> {
-        let (_, path, store) = self.resolve(uri)?;
+        let (location, path, store) = self.resolve(uri)?;
+        if self.reads_local_directly(&location) {
+            return super::local_read::read(uri, &location.path).await;
+        }
         let got = store
             .get(&path)
             .await
