@@ -15,6 +15,7 @@ pub mod iceberg;
 pub mod io;
 pub mod maintain;
 pub mod plan;
+mod pool;
 pub mod settings;
 pub mod shell;
 pub mod sql;

@@ -9,18 +9,17 @@
 //! what is read, and every error kind, stays what object_store would give.
 
 use std::io::Read;
-use std::sync::Mutex;
 
 use bytes::Bytes;
 
 use crate::error::{Error, ErrorKind, Result};
+use crate::pool::Pool;
 
-/// Buffers kept for reuse: about the reads in flight of one statement.
-const POOLED_BUFFERS: usize = 32;
 /// A buffer larger than this is freed rather than pooled.
 const POOLED_BUFFER_BYTES: usize = 16 << 20;
 
-static POOL: Mutex<Vec<Vec<u8>>> = Mutex::new(Vec::new());
+/// Buffers kept for reuse: about the reads in flight of one statement.
+static POOL: Pool<Vec<u8>> = Pool::new(32);
 
 /// A pooled buffer holding one file; goes back to the pool when dropped.
 struct PooledFile(Vec<u8>);
@@ -38,10 +37,7 @@ impl Drop for PooledFile {
             return;
         }
         buf.clear();
-        let mut pool = POOL.lock().unwrap_or_else(|p| p.into_inner());
-        if pool.len() < POOLED_BUFFERS {
-            pool.push(buf);
-        }
+        POOL.give_back(buf);
     }
 }
 
@@ -75,11 +71,7 @@ fn read_blocking(uri: &str, file: &str) -> Result<Bytes> {
     };
     let mut f = std::fs::File::open(file).map_err(fail)?;
     let len = f.metadata().map_err(fail)?.len();
-    let mut buf = POOL
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .pop()
-        .unwrap_or_default();
+    let mut buf = POOL.take().unwrap_or_default();
     buf.reserve(usize::try_from(len).unwrap_or(0));
     let read = f.read_to_end(&mut buf);
     let pooled = PooledFile(buf);

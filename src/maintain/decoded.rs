@@ -4,12 +4,11 @@
 //! lists reuses a handful of warm buffers instead of growing a fresh one per file (those growths
 //! were most of the bytes allocated, and page faults, in a 1,000-snapshot expiry).
 
-use std::sync::Mutex;
-
 use crate::error::Result;
 use crate::iceberg::manifest::for_each_projected;
 use crate::iceberg::manifest_list::for_each_list_entry;
 use crate::iceberg::spec::{DataContent, EntryStatus, ManifestContent};
+use crate::pool::Pool;
 
 /// Paths in one buffer, each item with the end of its path.
 #[derive(Debug)]
@@ -49,9 +48,7 @@ impl<T> Arena<T> {
 }
 
 /// Cleared arenas waiting for the next file.
-struct ArenaPool<T> {
-    free: Mutex<Vec<Arena<T>>>,
-}
+struct ArenaPool<T>(Pool<Arena<T>>);
 
 /// Arenas kept per pool: enough for the files decoding and waiting to be interned at once.
 const POOLED_ARENAS: usize = 16;
@@ -60,26 +57,19 @@ const POOLED_ARENA_BYTES: usize = 8 << 20;
 
 impl<T> ArenaPool<T> {
     const fn new() -> Self {
-        ArenaPool {
-            free: Mutex::new(Vec::new()),
-        }
+        ArenaPool(Pool::new(POOLED_ARENAS))
     }
 
     fn take(&self) -> Arena<T> {
-        let mut free = self.free.lock().unwrap_or_else(|p| p.into_inner());
-        free.pop().unwrap_or_default()
+        self.0.take().unwrap_or_default()
     }
 
     fn give_back(&self, mut arena: Arena<T>) {
         let bytes = arena.text.capacity() + arena.items.capacity() * size_of::<(usize, T)>();
-        if bytes > POOLED_ARENA_BYTES {
-            return;
-        }
-        arena.text.clear();
-        arena.items.clear();
-        let mut free = self.free.lock().unwrap_or_else(|p| p.into_inner());
-        if free.len() < POOLED_ARENAS {
-            free.push(arena);
+        if bytes <= POOLED_ARENA_BYTES {
+            arena.text.clear();
+            arena.items.clear();
+            self.0.give_back(arena);
         }
     }
 }

@@ -139,17 +139,7 @@ impl TableFiles {
     ) -> Result<HashMap<PathId, (Vec<ManifestRef>, Option<i64>)>> {
         let jobs = self.jobs(lists)?;
         Progress::current().phase(Phase::ReadingManifestLists, Some(jobs.len()))?;
-        let mut decoded = futures::stream::iter(jobs)
-            .map(|(id, needed, uri)| async move {
-                let Some(bytes) = read_or_skip(io, &uri, needed).await? else {
-                    Progress::current().file_done(0);
-                    return Ok((id, None));
-                };
-                Progress::current().file_done(bytes.len());
-                let list = off_task(move || decode_list(&bytes, &uri)).await?;
-                Ok::<_, Error>((id, Some(list)))
-            })
-            .buffer_unordered(concurrency.max(1));
+        let mut decoded = read_decoded(io, jobs, concurrency, decode_list);
         let mut out = HashMap::with_capacity(lists.len());
         while let Some((id, list)) = decoded.try_next().await? {
             if list.is_none() {
@@ -215,18 +205,7 @@ impl TableFiles {
         }
         let jobs = self.jobs(&unique)?;
         Progress::current().phase(Phase::ReadingManifests, Some(jobs.len()))?;
-        let mut decoded = futures::stream::iter(jobs)
-            .map(|(id, needed, uri)| async move {
-                let Some(bytes) = read_or_skip(io, &uri, needed).await? else {
-                    Progress::current().file_done(0);
-                    return Ok((id, None));
-                };
-                Progress::current().file_done(bytes.len());
-                // Decoding is CPU work: on the blocking pool, so manifests decode in parallel.
-                let raw = off_task(move || decode_manifest(&bytes, &uri)).await?;
-                Ok::<_, Error>((id, Some(raw)))
-            })
-            .buffer_unordered(concurrency.max(1));
+        let mut decoded = read_decoded(io, jobs, concurrency, decode_manifest);
         let mut contents = ManifestContents::with_capacity(unique.len());
         // Interned as each arrives: only `concurrency` decoded manifests are held at once.
         while let Some((id, raw)) = decoded.try_next().await? {
@@ -307,6 +286,28 @@ impl TableFiles {
             .filter(|p| seen.insert(*p))
             .collect()
     }
+}
+
+/// Read each job's file and decode it off the async task (CPU work: files decode in parallel),
+/// `concurrency` reads at once, in completion order; a gone file that is not required comes back
+/// as `None`. Progress counts each file as it is read.
+fn read_decoded<'a, T: Send + 'static>(
+    io: &'a FileIO,
+    jobs: Vec<(PathId, bool, String)>,
+    concurrency: usize,
+    decode: fn(&[u8], &str) -> Result<T>,
+) -> impl futures::Stream<Item = Result<(PathId, Option<T>)>> + 'a {
+    futures::stream::iter(jobs)
+        .map(move |(id, needed, uri)| async move {
+            let Some(bytes) = read_or_skip(io, &uri, needed).await? else {
+                Progress::current().file_done(0);
+                return Ok((id, None));
+            };
+            Progress::current().file_done(bytes.len());
+            let decoded = off_task(move || decode(&bytes, &uri)).await?;
+            Ok::<_, Error>((id, Some(decoded)))
+        })
+        .buffer_unordered(concurrency.max(1))
 }
 
 /// Read `uri`; a missing file is `None` unless `required`.

@@ -3,10 +3,11 @@
 //! [`MAX_BLOCK_BYTES`] so a small corrupt or hostile file cannot claim unbounded memory.
 
 use std::io::{Read, Write};
-use std::sync::Mutex;
 
 use flate2::{Decompress, FlushDecompress, Status};
 use libdeflater::{DecompressionError, Decompressor};
+
+use crate::pool::Pool;
 
 /// Largest decompressed block we accept (Iceberg writers use blocks well below 64 MiB).
 pub const MAX_BLOCK_BYTES: usize = 512 << 20;
@@ -81,23 +82,9 @@ impl Codec {
     }
 }
 
-/// Decompressor states, reused rather than allocated per block. Process-wide pools, not
-/// thread-locals: decoding runs on tokio's blocking pool, whose threads come and go.
-static WHOLE_INFLATERS: Mutex<Vec<Decompressor>> = Mutex::new(Vec::new());
-static STREAM_INFLATERS: Mutex<Vec<Decompress>> = Mutex::new(Vec::new());
-const POOLED_INFLATERS: usize = 16;
-
-fn pooled<T>(pool: &Mutex<Vec<T>>, new: impl FnOnce() -> T) -> T {
-    let taken = pool.lock().unwrap_or_else(|p| p.into_inner()).pop();
-    taken.unwrap_or_else(new)
-}
-
-fn give_back<T>(pool: &Mutex<Vec<T>>, item: T) {
-    let mut pool = pool.lock().unwrap_or_else(|p| p.into_inner());
-    if pool.len() < POOLED_INFLATERS {
-        pool.push(item);
-    }
-}
+/// Decompressor states, reused rather than allocated per block.
+static WHOLE_INFLATERS: Pool<Decompressor> = Pool::new(16);
+static STREAM_INFLATERS: Pool<Decompress> = Pool::new(16);
 
 /// Inflate one raw-deflate block into `out` (empty on entry), capped at [`MAX_BLOCK_BYTES`].
 /// An Avro block is one whole deflate stream, so libdeflate's whole-buffer inflate does it (about
@@ -106,18 +93,20 @@ fn give_back<T>(pool: &Mutex<Vec<T>>, item: T) {
 /// example one cut short) goes through the streaming inflater, which keeps what decodes and lets
 /// the Avro layer judge the block.
 fn inflate(data: &[u8], out: &mut Vec<u8>) -> Result<(), String> {
-    let mut whole = pooled(&WHOLE_INFLATERS, Decompressor::new);
+    let mut whole = WHOLE_INFLATERS.take().unwrap_or_default();
     let result = inflate_whole(&mut whole, data, out);
-    give_back(&WHOLE_INFLATERS, whole);
+    WHOLE_INFLATERS.give_back(whole);
     match result {
         Ok(true) => Ok(()),
         Err(e) => Err(e),
         Ok(false) => {
             out.clear();
-            let mut stream = pooled(&STREAM_INFLATERS, || Decompress::new(false));
+            let mut stream = STREAM_INFLATERS
+                .take()
+                .unwrap_or_else(|| Decompress::new(false));
             stream.reset(false);
             let result = inflate_with(&mut stream, data, out);
-            give_back(&STREAM_INFLATERS, stream);
+            STREAM_INFLATERS.give_back(stream);
             result
         }
     }

@@ -12,6 +12,7 @@ use super::cursor::{Cursor, Decoded, Malformed};
 use super::encode::{write_bytes, write_long};
 use super::schema::{Node, parse_schema};
 use crate::error::{Error, Result};
+use crate::pool::Pool;
 
 /// `Obj` followed by version 1.
 pub const MAGIC: [u8; 4] = *b"Obj\x01";
@@ -21,27 +22,15 @@ const BLOCK_TARGET_BYTES: usize = 1 << 20;
 
 /// Largest decompression buffer kept between files.
 const KEPT_SCRATCH_BYTES: usize = 16 << 20;
-const POOLED_SCRATCH: usize = 16;
 
 /// Decompression buffers reused across files (a fresh buffer per file grew to the largest block
-/// and went back to the OS after it: page faults, the costliest part of reading 1,000 manifest
-/// lists). Process-wide, not thread-local: decoding runs on tokio's blocking pool, whose threads
-/// come and go.
-static SCRATCH: std::sync::Mutex<Vec<Vec<u8>>> = std::sync::Mutex::new(Vec::new());
-
-fn take_scratch() -> Vec<u8> {
-    let mut pool = SCRATCH.lock().unwrap_or_else(|p| p.into_inner());
-    pool.pop().unwrap_or_default()
-}
+/// and went back to the OS after it).
+static SCRATCH: Pool<Vec<u8>> = Pool::new(16);
 
 fn give_back_scratch(mut scratch: Vec<u8>) {
-    if scratch.capacity() > KEPT_SCRATCH_BYTES {
-        return;
-    }
-    scratch.clear();
-    let mut pool = SCRATCH.lock().unwrap_or_else(|p| p.into_inner());
-    if pool.len() < POOLED_SCRATCH {
-        pool.push(scratch);
+    if scratch.capacity() <= KEPT_SCRATCH_BYTES {
+        scratch.clear();
+        SCRATCH.give_back(scratch);
     }
 }
 
@@ -142,7 +131,7 @@ impl<'a> Container<'a> {
         &self,
         mut datum: impl FnMut(&mut Cursor<'_>) -> Decoded<()>,
     ) -> Result<()> {
-        let mut scratch = take_scratch();
+        let mut scratch = SCRATCH.take().unwrap_or_default();
         let result = self.for_each_block(&mut scratch, &mut datum);
         give_back_scratch(scratch);
         result
