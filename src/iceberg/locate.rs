@@ -386,23 +386,8 @@ pub async fn read_metadata(io: &FileIO, path: &str) -> Result<TableMetadata> {
 
 /// Names of the files directly under `<location>/metadata/`; none when the folder is missing.
 async fn list_metadata_dir(io: &FileIO, location: &str) -> Result<Vec<String>> {
-    let dir = metadata_dir(location);
-    let prefix = dir.trim_end_matches('/');
-    let listed: Result<Vec<_>> = io.list(prefix).try_collect().await;
-    let files = match listed {
-        Ok(files) => files,
-        Err(e) if e.kind() == ErrorKind::FileDoesntExist => Vec::new(),
-        Err(e) => return Err(e),
-    };
-    let base = io_relative(prefix);
-    Ok(files
-        .into_iter()
-        .filter_map(|f| {
-            let relative = io_relative(&f.uri);
-            let rest = relative.strip_prefix(base.as_str())?.strip_prefix('/')?;
-            (!rest.is_empty() && !rest.contains('/')).then(|| rest.to_string())
-        })
-        .collect())
+    io.list_names(metadata_dir(location).trim_end_matches('/'))
+        .await
 }
 
 /// A URI reduced to its path after scheme and authority markers, for prefix comparison of listed

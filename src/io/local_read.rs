@@ -59,7 +59,7 @@ pub(super) async fn read(uri: &str, object_path: &str) -> Result<Bytes> {
         .map_err(|e| Error::logical(format!("local read task failed: {e}")))?
 }
 
-fn read_blocking(uri: &str, file: &str) -> Result<Bytes> {
+pub(super) fn read_blocking(uri: &str, file: &str) -> Result<Bytes> {
     let fail = |e: std::io::Error| {
         let kind = match e.kind() {
             std::io::ErrorKind::NotFound | std::io::ErrorKind::IsADirectory => {
@@ -77,6 +77,40 @@ fn read_blocking(uri: &str, file: &str) -> Result<Bytes> {
     let pooled = PooledFile(buf);
     read.map_err(fail)?;
     Ok(Bytes::from_owner(pooled))
+}
+
+/// The names of the regular files (symlinks followed) directly inside `dir`, or `None` when some
+/// name is not [`is_plain`] (the caller then lists through object_store, which may decode it). A
+/// missing folder has no files; `uri` names it in errors.
+pub(super) fn file_names(uri: &str, dir: &str) -> Result<Option<Vec<String>>> {
+    let fail = |e: std::io::Error| {
+        Error::new(ErrorKind::StorageError, format!("Cannot list '{uri}': {e}"))
+    };
+    let entries = match std::fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Some(Vec::new())),
+        Err(e) => return Err(fail(e)),
+    };
+    let mut names = Vec::new();
+    for entry in entries {
+        let entry = entry.map_err(fail)?;
+        let Some(name) = entry.file_name().to_str().map(str::to_string) else {
+            return Ok(None);
+        };
+        if !is_plain(&name) {
+            return Ok(None);
+        }
+        let kind = entry.file_type().map_err(fail)?;
+        let is_file = if kind.is_symlink() {
+            std::fs::metadata(entry.path()).is_ok_and(|m| m.is_file())
+        } else {
+            kind.is_file()
+        };
+        if is_file {
+            names.push(name);
+        }
+    }
+    Ok(Some(names))
 }
 
 #[cfg(test)]
@@ -124,5 +158,36 @@ mod tests {
             assert_eq!(err.kind(), ErrorKind::FileDoesntExist, "{path}: {err}");
             assert!(err.to_string().contains("Cannot read 'file:///x'"), "{err}");
         }
+    }
+
+    #[test]
+    fn file_names_lists_direct_files_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::write(root.join("v1.metadata.json"), b"{}").unwrap();
+        std::fs::write(root.join("version-hint.text"), b"1").unwrap();
+        std::fs::create_dir(root.join("v2.metadata.json")).unwrap();
+        std::fs::write(root.join("v2.metadata.json").join("inner"), b"x").unwrap();
+        std::os::unix::fs::symlink(root.join("v1.metadata.json"), root.join("v3.metadata.json"))
+            .unwrap();
+        std::os::unix::fs::symlink(root.join("gone"), root.join("v4.metadata.json")).unwrap();
+        let d = root.to_str().unwrap();
+        let mut names = file_names("file:///x", d).unwrap().unwrap();
+        names.sort();
+        assert_eq!(
+            names,
+            ["v1.metadata.json", "v3.metadata.json", "version-hint.text"]
+        );
+        std::fs::write(root.join("odd name%20.json"), b"").unwrap();
+        assert_eq!(
+            file_names("file:///x", d).unwrap(),
+            None,
+            "object_store decides"
+        );
+        let missing = root.join("missing");
+        assert_eq!(
+            file_names("file:///x", missing.to_str().unwrap()).unwrap(),
+            Some(vec![])
+        );
     }
 }

@@ -4,6 +4,9 @@
 //! lists reuses a handful of warm buffers instead of growing a fresh one per file (those growths
 //! were most of the bytes allocated, and page faults, in a 1,000-snapshot expiry).
 
+use std::cell::RefCell;
+
+use super::paths::{Fingerprint, FingerprintSet};
 use crate::error::Result;
 use crate::iceberg::manifest::for_each_projected;
 use crate::iceberg::manifest_list::for_each_list_entry;
@@ -155,18 +158,46 @@ pub(super) fn decode_list(bytes: &[u8], uri: &str) -> Result<DecodedList> {
     })
 }
 
-/// The projected entries of one manifest.
-pub(super) fn decode_manifest(bytes: &[u8], uri: &str) -> Result<DecodedManifest> {
+thread_local! {
+    /// Each decoding thread's scratch buffer for identity keys.
+    static KEY: RefCell<String> = const { RefCell::new(String::new()) };
+}
+
+/// The fingerprints of a manifest's live (ADDED/EXISTING) entries: what a retained manifest
+/// protects.
+pub(super) fn decode_live_fingerprints(bytes: &[u8], uri: &str) -> Result<Vec<Fingerprint>> {
+    KEY.with_borrow_mut(|key| {
+        let mut out = Vec::new();
+        for_each_projected(bytes, uri, |e| {
+            if e.status.is_live() {
+                out.push(Fingerprint::of_uri(e.file_path, key));
+            }
+        })?;
+        Ok(out)
+    })
+}
+
+/// The projected entries of a candidate manifest whose files `kept` does not hold: the only ones
+/// that can be deleted (or hold a manifest back when their delete fails).
+pub(super) fn decode_unkept(
+    bytes: &[u8],
+    uri: &str,
+    kept: &FingerprintSet,
+) -> Result<DecodedManifest> {
     let mut entries = MANIFEST_ARENAS.take();
-    let decoded = for_each_projected(bytes, uri, |e| {
-        entries.push(
-            e.file_path,
-            RawEntry {
-                content: e.content,
-                status: e.status,
-                file_size: e.file_size_in_bytes,
-            },
-        );
+    let decoded = KEY.with_borrow_mut(|key| {
+        for_each_projected(bytes, uri, |e| {
+            if !kept.contains(&Fingerprint::of_uri(e.file_path, key)) {
+                entries.push(
+                    e.file_path,
+                    RawEntry {
+                        content: e.content,
+                        status: e.status,
+                        file_size: e.file_size_in_bytes,
+                    },
+                );
+            }
+        })
     });
     if let Err(e) = decoded {
         MANIFEST_ARENAS.give_back(entries);

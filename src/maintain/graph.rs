@@ -4,8 +4,11 @@
 //! most `concurrency` reads in flight, and builds the [`FileGraph`] that [`super::keepset`] decides
 //! on: per snapshot its manifest list (v1 snapshots with inline `manifests` have none) and the
 //! manifests it names, plus every `statistics` / `partition-statistics` entry.
-//! [`TableFiles::read_manifests`] then reads a given set of manifests, each once, concurrently,
-//! projected to what the keep set needs (path, content, status, size).
+//! Manifests are then read in two streams, each manifest once, concurrently:
+//! [`TableFiles::read_live_fingerprints`] folds the retained ones into the fingerprints of the
+//! files they keep live, and [`TableFiles::read_candidate_manifests`] reads the candidates,
+//! projected (path, content, status, size), keeping only entries that set does not protect.
+//! Memory grows with distinct files, not with entries.
 //!
 //! Paths are interned by identity key ([`crate::io::path_key`]) into a [`PathInterner`]; the first URI seen
 //! for each key is kept ([`TableFiles::uri`]) so deletes use the spelling the metadata wrote.
@@ -17,6 +20,7 @@
 //! any other error on it still fails (it may be transient, and nothing is gained by guessing).
 
 use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
 
 use futures::{StreamExt, TryStreamExt};
 
@@ -24,14 +28,14 @@ use super::keepset::{
     EntryRef, FileGraph, ManifestContents, ManifestEntries, ManifestRef, PathId, PathInterner,
     SnapshotFiles, StatisticsRef,
 };
-use super::off_task;
 use crate::engine::progress::{Phase, Progress};
 use crate::error::{Error, ErrorKind, Result};
 use crate::iceberg::metadata::TableMetadata;
 use crate::iceberg::spec::{ManifestContent, SnapshotId};
 use crate::io::{FileIO, path_key_into};
 
-use super::decoded::{DecodedList, decode_list, decode_manifest};
+use super::decoded::{DecodedList, decode_list, decode_live_fingerprints, decode_unkept};
+use super::paths::FingerprintSet;
 
 /// A table's file graph as read from storage, with the interned paths and their URIs.
 #[derive(Debug, Clone, Default)]
@@ -139,7 +143,7 @@ impl TableFiles {
     ) -> Result<HashMap<PathId, (Vec<ManifestRef>, Option<i64>)>> {
         let jobs = self.jobs(lists)?;
         Progress::current().phase(Phase::ReadingManifestLists, Some(jobs.len()))?;
-        let mut decoded = read_decoded(io, jobs, concurrency, decode_list);
+        let mut decoded = read_decoded(io, jobs, concurrency, Arc::new(decode_list));
         let mut out = HashMap::with_capacity(lists.len());
         while let Some((id, list)) = decoded.try_next().await? {
             if list.is_none() {
@@ -184,30 +188,42 @@ impl TableFiles {
             .collect()
     }
 
-    /// Read `manifests` (each once; `true` = required), projected. A manifest that is not required
-    /// and gone comes back with no entries.
-    pub async fn read_manifests(
+    /// Read the retained `manifests` (each must be readable) and fold the fingerprints of their
+    /// live entries into one set: what protects content files. Fingerprints are computed on the
+    /// decoding threads; only the set grows (with distinct live files, not with entries).
+    pub async fn read_live_fingerprints(
         &mut self,
         io: &FileIO,
-        manifests: &[(PathId, bool)],
+        manifests: &[PathId],
         concurrency: usize,
-    ) -> Result<ManifestContents> {
-        let mut unique: Vec<(PathId, bool)> = Vec::new();
-        let mut index: HashMap<PathId, usize> = HashMap::new();
-        for (id, needed) in manifests {
-            match index.get(id).and_then(|i| unique.get_mut(*i)) {
-                Some(entry) => entry.1 |= *needed,
-                None => {
-                    index.insert(*id, unique.len());
-                    unique.push((*id, *needed));
-                }
-            }
-        }
+    ) -> Result<FingerprintSet> {
+        let unique: Vec<(PathId, bool)> = unique_ids(manifests).map(|id| (id, true)).collect();
         let jobs = self.jobs(&unique)?;
         Progress::current().phase(Phase::ReadingManifests, Some(jobs.len()))?;
-        let mut decoded = read_decoded(io, jobs, concurrency, decode_manifest);
+        let mut decoded = read_decoded(io, jobs, concurrency, Arc::new(decode_live_fingerprints));
+        let mut live = FingerprintSet::default();
+        while let Some((_, fingerprints)) = decoded.try_next().await? {
+            live.extend(fingerprints.unwrap_or_default());
+        }
+        Ok(live)
+    }
+
+    /// Read the candidate `manifests` (a gone one comes back with no entries and a warning),
+    /// keeping only the entries whose files `kept` does not hold — checked on the decoding
+    /// threads, so only entries that may be deleted are interned and held.
+    pub async fn read_candidate_manifests(
+        &mut self,
+        io: &FileIO,
+        manifests: &[PathId],
+        kept: Arc<FingerprintSet>,
+        concurrency: usize,
+    ) -> Result<ManifestContents> {
+        let unique: Vec<(PathId, bool)> = unique_ids(manifests).map(|id| (id, false)).collect();
+        let jobs = self.jobs(&unique)?;
+        Progress::current().phase(Phase::ReadingManifests, None)?;
+        let decode = Arc::new(move |bytes: &[u8], uri: &str| decode_unkept(bytes, uri, &kept));
+        let mut decoded = read_decoded(io, jobs, concurrency, decode);
         let mut contents = ManifestContents::with_capacity(unique.len());
-        // Interned as each arrives: only `concurrency` decoded manifests are held at once.
         while let Some((id, raw)) = decoded.try_next().await? {
             let Some(raw) = raw else {
                 self.note_missing(id, "manifest");
@@ -288,35 +304,45 @@ impl TableFiles {
     }
 }
 
+/// Each id once, in first-seen order.
+fn unique_ids(ids: &[PathId]) -> impl Iterator<Item = PathId> + '_ {
+    let mut seen = std::collections::HashSet::new();
+    ids.iter().copied().filter(move |id| seen.insert(*id))
+}
+
 /// Read each job's file and decode it off the async task (CPU work: files decode in parallel),
 /// `concurrency` reads at once, in completion order; a gone file that is not required comes back
 /// as `None`. Progress counts each file as it is read.
-fn read_decoded<'a, T: Send + 'static>(
+fn read_decoded<'a, T, D>(
     io: &'a FileIO,
     jobs: Vec<(PathId, bool, String)>,
     concurrency: usize,
-    decode: fn(&[u8], &str) -> Result<T>,
-) -> impl futures::Stream<Item = Result<(PathId, Option<T>)>> + 'a {
+    decode: Arc<D>,
+) -> impl futures::Stream<Item = Result<(PathId, Option<T>)>> + 'a
+where
+    T: Send + 'static,
+    D: Fn(&[u8], &str) -> Result<T> + Send + Sync + 'static,
+{
     futures::stream::iter(jobs)
-        .map(move |(id, needed, uri)| async move {
-            let Some(bytes) = read_or_skip(io, &uri, needed).await? else {
-                Progress::current().file_done(0);
-                return Ok((id, None));
-            };
-            Progress::current().file_done(bytes.len());
-            let decoded = off_task(move || decode(&bytes, &uri)).await?;
-            Ok::<_, Error>((id, Some(decoded)))
+        .map(move |(id, needed, uri)| {
+            let decode = Arc::clone(&decode);
+            async move {
+                let name = uri.clone();
+                let read = io.read_and(&uri, move |bytes| decode(bytes, &name)).await;
+                match read {
+                    Ok((size, decoded)) => {
+                        Progress::current().file_done(size);
+                        Ok((id, Some(decoded)))
+                    }
+                    Err(e) if !needed && e.kind() == ErrorKind::FileDoesntExist => {
+                        Progress::current().file_done(0);
+                        Ok((id, None))
+                    }
+                    Err(e) => Err(e),
+                }
+            }
         })
         .buffer_unordered(concurrency.max(1))
-}
-
-/// Read `uri`; a missing file is `None` unless `required`.
-async fn read_or_skip(io: &FileIO, uri: &str, required: bool) -> Result<Option<bytes::Bytes>> {
-    match io.read(uri).await {
-        Ok(bytes) => Ok(Some(bytes)),
-        Err(e) if !required && e.kind() == ErrorKind::FileDoesntExist => Ok(None),
-        Err(e) => Err(e),
-    }
 }
 
 #[cfg(test)]
@@ -346,7 +372,16 @@ mod tests {
         assert_eq!(read.len(), 1);
         assert_eq!(read[&id], (Vec::new(), None));
         assert_eq!(files.warnings.len(), 1);
-        let contents = files.read_manifests(&io, &[(id, false)], 2).await.unwrap();
+        let kept = Arc::new(FingerprintSet::default());
+        let contents = files
+            .read_candidate_manifests(&io, &[id], kept, 2)
+            .await
+            .unwrap();
         assert!(contents[&id].entries.is_empty());
+        let err = files
+            .read_live_fingerprints(&io, &[id], 2)
+            .await
+            .unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::FileDoesntExist);
     }
 }

@@ -22,8 +22,13 @@
 //!   which paths a manifest may list). Like Java, this assumes a manifest list or statistics path
 //!   is never also a retained snapshot's content file: without candidate manifests, retained
 //!   manifests are not read, so such a (nonsensical) overlap would go unseen.
-//! - **B** [`decide_files`], after reading those manifests: the keep set, and the candidates grouped
-//!   by category, each path once, with sizes for EXPLAIN totals.
+//! - **B** [`decide_candidates`], after reading those manifests: the keep set, and the candidates
+//!   grouped by category, each path once, with sizes for EXPLAIN totals. The content part of the
+//!   keep set comes in as a predicate, so the executor can stream: it folds retained manifests into
+//!   fingerprints of their live files (`paths::FingerprintSet`), then reads candidate manifests
+//!   keeping only entries that set does not cover. Memory grows with distinct files, never with
+//!   manifest entries. [`decide_files`] is the same decision from whole manifests (tests, and the
+//!   reference the streamed form is proven equal to).
 //!
 //! A path is counted once, in the first category that claims it, in deletion order: content file,
 //! manifest, manifest list, statistics file. A content path listed with several content types is
@@ -385,19 +390,45 @@ impl FileDecision {
 
 /// Phase B: the keep set and the files to delete. `contents` must hold every manifest of
 /// [`plan_manifest_reads`] (a missing one is a `LOGICAL_ERROR`: deciding without it is unsafe).
+/// The whole-graph form of [`decide_candidates`], which the executor streams into.
 pub fn decide_files(
     graph: &FileGraph,
     expired: &BTreeSet<SnapshotId>,
     contents: &ManifestContents,
 ) -> Result<FileDecision> {
     let plan = plan_manifest_reads(graph, expired);
+    let mut live = PathSet::default();
+    for manifest in &plan.retained_manifests {
+        let entries = &read(contents, *manifest)?.entries;
+        live.extend(
+            entries
+                .iter()
+                .filter(|e| e.status.is_live())
+                .map(|e| e.path),
+        );
+    }
+    decide_candidates(graph, expired, &plan, |id| live.contains(&id), contents)
+}
+
+/// Phase B with the content keep set given as `live_kept` (true for a path some retained
+/// manifest lists live). `candidates` must hold every candidate manifest of `plan`; it may omit
+/// entries whose path `live_kept` holds (they can never be candidates). Lists, manifests and
+/// statistics of retained snapshots are kept here from the graph.
+pub fn decide_candidates(
+    graph: &FileGraph,
+    expired: &BTreeSet<SnapshotId>,
+    plan: &ManifestReadPlan,
+    live_kept: impl Fn(PathId) -> bool,
+    candidates: &ManifestContents,
+) -> Result<FileDecision> {
     let mut out = Claims {
-        keep: keep_set(graph, expired, &plan, contents)?,
+        keep: metadata_keep(graph, expired),
+        live_kept,
         claimed: PathSet::default(),
         decision: FileDecision::default(),
     };
     for manifest in &plan.candidate_manifests {
-        for e in &read(contents, manifest.path)?.entries {
+        for e in &read(candidates, manifest.path)?.entries {
             let category = FileCategory::of_content(e.content);
             out.claim(category, e.path, Some(e.file_size));
         }
@@ -420,15 +451,16 @@ pub fn decide_files(
 }
 
 /// Candidates being collected: each path once, none from the keep set.
-struct Claims {
+struct Claims<F> {
     keep: PathSet,
+    live_kept: F,
     claimed: PathSet,
     decision: FileDecision,
 }
 
-impl Claims {
+impl<F: Fn(PathId) -> bool> Claims<F> {
     fn claim(&mut self, category: FileCategory, path: PathId, size: Option<i64>) {
-        if !self.keep.contains(&path) && self.claimed.insert(path) {
+        if !self.keep.contains(&path) && !(self.live_kept)(path) && self.claimed.insert(path) {
             self.decision
                 .files_mut(category)
                 .push(FileCandidate { path, size });
@@ -445,26 +477,14 @@ fn read(contents: &ManifestContents, manifest: PathId) -> Result<&ManifestEntrie
     })
 }
 
-fn keep_set(
-    graph: &FileGraph,
-    expired: &BTreeSet<SnapshotId>,
-    plan: &ManifestReadPlan,
-    contents: &ManifestContents,
-) -> Result<PathSet> {
+/// The keep set's metadata part: manifest lists and manifests of retained snapshots, and the
+/// statistics files whose entries stay in metadata.
+fn metadata_keep(graph: &FileGraph, expired: &BTreeSet<SnapshotId>) -> PathSet {
     let (retained, _) = split(graph, expired);
     let mut keep = PathSet::default();
     for s in &retained {
         keep.extend(s.manifest_list);
         keep.extend(s.manifests.iter().map(|m| m.path));
-    }
-    for manifest in &plan.retained_manifests {
-        let entries = &read(contents, *manifest)?.entries;
-        keep.extend(
-            entries
-                .iter()
-                .filter(|e| e.status.is_live())
-                .map(|e| e.path),
-        );
     }
     keep.extend(
         graph
@@ -473,7 +493,7 @@ fn keep_set(
             .filter(|st| !expired.contains(&st.snapshot_id))
             .map(|st| st.path),
     );
-    Ok(keep)
+    keep
 }
 
 /// Manifests and manifest lists of a decision that must not be deleted after some deletes failed.

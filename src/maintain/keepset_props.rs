@@ -3,6 +3,7 @@
 //! statistics entries, and a random set of expired snapshots.
 
 use super::*;
+use crate::maintain::paths::{Fingerprint, FingerprintSet};
 use proptest::prelude::*;
 
 type ManifestSpec = Vec<(usize, u8, u8)>;
@@ -261,6 +262,41 @@ proptest! {
                 .filter(|s| w.expired.contains(&s.snapshot_id) && s.manifest_list == Some(list.path))
                 .any(|s| s.manifests.iter().any(|m| failed.contains(&m.path) || held.manifests.contains(&m.path)));
             prop_assert_eq!(held.manifest_lists.contains(&list.path), blocked);
+        }
+    }
+
+    #[test]
+    fn the_streamed_decision_equals_the_whole_graph_one(w in world(), picks in prop::collection::vec(any::<prop::sample::Index>(), 0..4)) {
+        // What the executor does: fold retained manifests into fingerprints of their live
+        // files, keep only the candidate entries those do not cover, decide on that.
+        let t = &w.table;
+        let plan = plan_manifest_reads(&t.graph, &w.expired);
+        let fingerprint = |id: PathId| Fingerprint::of_key(t.paths.resolve(id).expect("interned"));
+        let live: FingerprintSet = plan.retained_manifests.iter()
+            .flat_map(|m| t.contents[m].entries.iter())
+            .filter(|e| e.status.is_live())
+            .map(|e| fingerprint(e.path))
+            .collect();
+        let unkept: ManifestContents = plan.candidate_manifests.iter()
+            .map(|m| {
+                let entries = t.contents[&m.path].entries.iter()
+                    .filter(|e| !live.contains(&fingerprint(e.path)))
+                    .copied()
+                    .collect();
+                (m.path, ManifestEntries { entries })
+            })
+            .collect();
+        let streamed = decide_candidates(&t.graph, &w.expired, &plan,
+            |id| live.contains(&fingerprint(id)), &unkept).expect("candidates read");
+        let whole = decide(&w);
+        prop_assert_eq!(&streamed, &whole);
+        let all = all_candidates(&whole);
+        if !all.is_empty() {
+            let failed: HashSet<PathId> = picks.iter().map(|i| all[i.index(all.len())]).collect();
+            prop_assert_eq!(
+                after_failed_deletes(&t.graph, &w.expired, &whole, &unkept, &failed),
+                after_failed_deletes(&t.graph, &w.expired, &whole, &t.contents, &failed)
+            );
         }
     }
 }

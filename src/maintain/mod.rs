@@ -53,6 +53,39 @@ where
         .map_err(|e| Error::logical(format!("decoding task failed: {e}")))?
 }
 
+/// Holds a value whose drop is slow (a parsed 100,000-snapshot metadata document, a large file
+/// graph: most of a second of `free`) and drops it on a short-lived thread instead of making the
+/// statement wait; dereferences to the value.
+pub(crate) struct DropLater<T: Send + 'static>(Option<T>);
+
+impl<T: Send + 'static> DropLater<T> {
+    pub(crate) fn new(value: T) -> Self {
+        DropLater(Some(value))
+    }
+}
+
+impl<T: Send + 'static> std::ops::Deref for DropLater<T> {
+    type Target = T;
+
+    fn deref(&self) -> &T {
+        // Only `Drop` takes the value out.
+        self.0
+            .as_ref()
+            .unwrap_or_else(|| unreachable!("DropLater is emptied only by drop"))
+    }
+}
+
+impl<T: Send + 'static> Drop for DropLater<T> {
+    fn drop(&mut self) {
+        if let Some(value) = self.0.take() {
+            // When no thread can be started, the closure (and the value) drops here.
+            let _ = std::thread::Builder::new()
+                .name("icetrim-drop".into())
+                .spawn(move || drop(value));
+        }
+    }
+}
+
 /// One permit per core, shared by every statement in the process.
 fn cpu_permits() -> std::sync::Arc<tokio::sync::Semaphore> {
     static PERMITS: std::sync::OnceLock<std::sync::Arc<tokio::sync::Semaphore>> =

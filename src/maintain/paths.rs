@@ -1,6 +1,13 @@
 //! Interned path keys: [`PathInterner`] maps each distinct key (already normalised for identity by
 //! `io::path_key`) to a dense [`PathId`], storing the key once; [`PathSet`] is a bitset of ids, so
 //! the keep-set arithmetic of [`super::keepset`] is index operations, not string hashing.
+//!
+//! [`Fingerprint`]s are for the paths too many to intern: the live content files of retained
+//! manifests (millions of entries at 100,000 snapshots). Decoding threads fingerprint each key in
+//! parallel and fold them into a [`FingerprintSet`]; candidate entries are then checked against that
+//! set on the decoding threads too, so only the entries that may be deleted reach the interner.
+//! A collision (2^-128 per pair) can only make a file look kept: a file is deleted only when its
+//! own spelling's fingerprint is absent from the set, so a collision never deletes a live file.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -123,9 +130,68 @@ impl FromIterator<PathId> for PathSet {
     }
 }
 
+/// A 128-bit hash (XXH3) of a path key: the identity of a content file in the keep set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Fingerprint(u128);
+
+impl Fingerprint {
+    /// The fingerprint of an identity key (`io::path_key`).
+    pub fn of_key(key: &str) -> Fingerprint {
+        Fingerprint(xxhash_rust::xxh3::xxh3_128(key.as_bytes()))
+    }
+
+    /// The fingerprint of a URI's identity key, with `key` as scratch space (reused per entry).
+    pub fn of_uri(uri: &str, key: &mut String) -> Fingerprint {
+        crate::io::path_key_into(uri, key);
+        Fingerprint::of_key(key)
+    }
+}
+
+/// Hashes a [`Fingerprint`] by its low 64 bits: it is already a hash.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct FingerprintHasher(u64);
+
+impl std::hash::Hasher for FingerprintHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        // Only `write_u128` is expected; fold anything else in so the hasher stays correct.
+        for b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(*b);
+        }
+    }
+
+    fn write_u128(&mut self, v: u128) {
+        self.0 = v as u64;
+    }
+}
+
+/// A set of fingerprints (the live content files of retained manifests).
+pub type FingerprintSet =
+    std::collections::HashSet<Fingerprint, std::hash::BuildHasherDefault<FingerprintHasher>>;
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fingerprints_follow_identity_keys() {
+        let mut key = String::new();
+        let a = Fingerprint::of_uri("s3a://b/t/data/x.parquet", &mut key);
+        let b = Fingerprint::of_uri("s3://b//t/data/x.parquet", &mut key);
+        let c = Fingerprint::of_uri("s3://b/t/data/y.parquet", &mut key);
+        assert_eq!(a, b);
+        assert_ne!(a, c);
+        assert_eq!(
+            a,
+            Fingerprint::of_key(&crate::io::path_key("s3://b/t/data/x.parquet"))
+        );
+        let mut set = FingerprintSet::default();
+        assert!(set.insert(a) && !set.insert(b) && set.insert(c));
+        assert!(set.contains(&Fingerprint::of_uri("s3n://b/t/data/y.parquet", &mut key)));
+    }
 
     #[test]
     fn the_interner_gives_one_id_per_distinct_key() {

@@ -53,6 +53,7 @@ use crate::engine::{ExpireMetrics, Metrics, QueryResult};
 use crate::error::{Error, ErrorKind, Result};
 use crate::iceberg::commit::{CommitOptions, CommitOutcome, commit};
 use crate::iceberg::locate::{LocatedMetadata, locate};
+use crate::maintain::DropLater;
 use crate::maintain::policy::{RefFate, RefRemoval};
 use crate::plan::ExpireOptions;
 
@@ -66,11 +67,12 @@ pub async fn run(
     let mut last_conflict = String::new();
     let mut recovered = Recovered::default();
     for attempt in 0..max_attempts {
-        let located = locate(&target.io, &target.location, &target.metadata_settings).await?;
+        let located =
+            DropLater::new(locate(&target.io, &target.location, &target.metadata_settings).await?);
         if attempt == 0 && !explain && !options.dry_run {
             recovered = finish_pending(target, &located.metadata).await?;
         }
-        let plan = plan_expiry(target, &located.metadata, options).await?;
+        let plan = DropLater::new(plan_expiry(target, &located.metadata, options).await?);
         let mut warnings = recovered.warnings.clone();
         warnings.extend(plan_warnings(&plan));
         if explain {

@@ -2,6 +2,7 @@
 //! delete, the safety checks, and the metadata to commit. Reads, never writes.
 
 use std::collections::HashSet;
+use std::sync::Arc;
 
 use crate::error::{Error, Result};
 use crate::iceberg::metadata::TableMetadata;
@@ -9,8 +10,9 @@ use crate::iceberg::spec::SnapshotId;
 use crate::io::path_key;
 use crate::maintain::graph::TableFiles;
 use crate::maintain::keepset::{
-    FileDecision, ManifestContents, PathId, decide_files, plan_manifest_reads,
+    FileDecision, ManifestContents, PathId, decide_candidates, plan_manifest_reads,
 };
+use crate::maintain::paths::Fingerprint;
 use crate::maintain::policy::{ExpiryDecision, ExpiryInput, ExpiryMode, decide_expiry};
 use crate::maintain::retention::{SETTING_MIN_SNAPSHOTS_TO_KEEP, TablePolicy, effective_policy};
 use crate::maintain::target::MaintenanceTarget;
@@ -28,6 +30,8 @@ pub struct ExpiryPlan {
     pub decision: ExpiryDecision,
     /// The file graph (empty when nothing expires: then nothing is read).
     pub files: TableFiles,
+    /// The candidate manifests, each with only its entries no retained manifest keeps live
+    /// (what [`crate::maintain::keepset::after_failed_deletes`] needs).
     pub contents: ManifestContents,
     pub delete: FileDecision,
 }
@@ -97,16 +101,29 @@ pub async fn plan_files(
     })
     .await?;
     let reads = plan_manifest_reads(&files.graph, &decision.expired);
-    let wanted: Vec<(PathId, bool)> = reads
-        .candidate_manifests
-        .iter()
-        .map(|m| (m.path, false))
-        .chain(reads.retained_manifests.iter().map(|p| (*p, true)))
-        .collect();
-    let contents = files
-        .read_manifests(&target.io, &wanted, concurrency)
+    // Retained manifests first (their live files, as fingerprints), then the candidates checked
+    // against them as they decode: no manifest's entries are held whole.
+    let live = files
+        .read_live_fingerprints(&target.io, &reads.retained_manifests, concurrency)
         .await?;
-    let delete = decide_files(&files.graph, &decision.expired, &contents)?;
+    let live = Arc::new(live);
+    let candidates: Vec<PathId> = reads.candidate_manifests.iter().map(|m| m.path).collect();
+    let contents = files
+        .read_candidate_manifests(&target.io, &candidates, Arc::clone(&live), concurrency)
+        .await?;
+    let live_kept = |id: PathId| {
+        files
+            .paths
+            .resolve(id)
+            .is_some_and(|key| live.contains(&Fingerprint::of_key(key)))
+    };
+    let delete = decide_candidates(
+        &files.graph,
+        &decision.expired,
+        &reads,
+        live_kept,
+        &contents,
+    )?;
     check_inside_location(target, &files, &delete)?;
     Ok(ExpiryPlan {
         decision,
