@@ -199,7 +199,6 @@ impl TableFiles {
     ) -> Result<FingerprintSet> {
         let unique: Vec<(PathId, bool)> = unique_ids(manifests).map(|id| (id, true)).collect();
         let jobs = self.jobs(&unique)?;
-        Progress::current().phase(Phase::ReadingManifests, Some(jobs.len()))?;
         let mut decoded = read_decoded(io, jobs, concurrency, Arc::new(decode_live_fingerprints));
         let mut live = FingerprintSet::default();
         while let Some((_, fingerprints)) = decoded.try_next().await? {
@@ -220,7 +219,6 @@ impl TableFiles {
     ) -> Result<ManifestContents> {
         let unique: Vec<(PathId, bool)> = unique_ids(manifests).map(|id| (id, false)).collect();
         let jobs = self.jobs(&unique)?;
-        Progress::current().phase(Phase::ReadingManifests, None)?;
         let decode = Arc::new(move |bytes: &[u8], uri: &str| decode_unkept(bytes, uri, &kept));
         let mut decoded = read_decoded(io, jobs, concurrency, decode);
         let mut contents = ManifestContents::with_capacity(unique.len());

@@ -68,10 +68,10 @@ impl MetadataCompression {
 }
 
 /// The JSON text of a metadata file's bytes: gunzipped when the name or the magic bytes say gzip.
-pub fn decode(bytes: &[u8], file: &str) -> Result<Vec<u8>> {
+pub fn decode<'a>(bytes: &'a [u8], file: &str) -> Result<std::borrow::Cow<'a, [u8]>> {
     let named_gzip = MetadataCompression::from_file_name(file).is_some_and(|c| c.is_gzip());
     if !named_gzip && !bytes.starts_with(&GZIP_MAGIC) {
-        return Ok(bytes.to_vec());
+        return Ok(std::borrow::Cow::Borrowed(bytes));
     }
     let mut out = Vec::new();
     flate2::read::GzDecoder::new(bytes)
@@ -81,7 +81,7 @@ pub fn decode(bytes: &[u8], file: &str) -> Result<Vec<u8>> {
                 "Cannot parse Iceberg metadata file '{file}': not valid gzip: {e}"
             ))
         })?;
-    Ok(out)
+    Ok(std::borrow::Cow::Owned(out))
 }
 
 #[cfg(test)]
@@ -119,10 +119,10 @@ mod tests {
         let json = br#"{"a":1}"#;
         let packed = MetadataCompression::GzipSuffix.encode(json, "t").unwrap();
         assert!(packed.starts_with(&GZIP_MAGIC));
-        assert_eq!(decode(&packed, "v1.metadata.json.gz").unwrap(), json);
+        assert_eq!(*decode(&packed, "v1.metadata.json.gz").unwrap(), *json);
         // Gzip content under a plain name is still recognised.
-        assert_eq!(decode(&packed, "v1.metadata.json").unwrap(), json);
-        assert_eq!(decode(json, "v1.metadata.json").unwrap(), json);
+        assert_eq!(*decode(&packed, "v1.metadata.json").unwrap(), *json);
+        assert_eq!(*decode(json, "v1.metadata.json").unwrap(), *json);
     }
 
     #[test]

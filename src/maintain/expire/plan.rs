@@ -4,6 +4,7 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
+use crate::engine::progress::{Phase, Progress};
 use crate::error::{Error, Result};
 use crate::iceberg::metadata::TableMetadata;
 use crate::iceberg::spec::SnapshotId;
@@ -103,6 +104,9 @@ pub async fn plan_files(
     let reads = plan_manifest_reads(&files.graph, &decision.expired);
     // Retained manifests first (their live files, as fingerprints), then the candidates checked
     // against them as they decode: no manifest's entries are held whole.
+    // One progress phase for both streams (a manifest is on one side only).
+    let manifests = reads.retained_manifests.len() + reads.candidate_manifests.len();
+    Progress::current().phase(Phase::ReadingManifests, Some(manifests))?;
     let live = files
         .read_live_fingerprints(&target.io, &reads.retained_manifests, concurrency)
         .await?;
