@@ -60,6 +60,83 @@ fn runtime() -> Result<tokio::runtime::Runtime, String> {
         .map_err(|e| format!("tokio runtime: {e}"))
 }
 
+/// The flag that makes the benchmark binary a floor-measuring child.
+const FLOOR_FLAG: &str = "--floor-child";
+
+/// [`floor`] in a child process (this binary again), so the benchmark process stays small: a
+/// child's `ru_maxrss` starts from its parent's peak (the kernel carries the high-water mark
+/// across fork and exec), and a 100,000-snapshot floor run in-process made the next icetrim
+/// run report 3 GB.
+pub fn floor_in_child(
+    location: &str,
+    options: &ExpireOptions,
+    now_ms: i64,
+) -> Result<Floor, String> {
+    let exe = std::env::current_exe().map_err(|e| format!("benchmark binary: {e}"))?;
+    let number = |v: Option<i64>| v.map_or("-".to_string(), |v| v.to_string());
+    let out = std::process::Command::new(exe)
+        .args([
+            FLOOR_FLAG,
+            location,
+            &now_ms.to_string(),
+            &number(options.expire_before_ms),
+            &number(options.retention_period_ms),
+        ])
+        .output()
+        .map_err(|e| format!("floor child: {e}"))?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let fields: Vec<&str> = text.split_whitespace().collect();
+    let parsed = match fields.as_slice() {
+        [files, bytes, seconds, decode] => (|| {
+            Some(Floor {
+                files: files.parse().ok()?,
+                bytes: bytes.parse().ok()?,
+                seconds: seconds.parse().ok()?,
+                decode_seconds: decode.parse().ok()?,
+            })
+        })(),
+        _ => None,
+    };
+    parsed.ok_or_else(|| {
+        format!(
+            "floor child failed: {}{}",
+            text.trim(),
+            String::from_utf8_lossy(&out.stderr).trim()
+        )
+    })
+}
+
+/// When this process was started by [`floor_in_child`]: measure, print, and give the exit code.
+pub fn floor_child_main() -> Option<std::process::ExitCode> {
+    let args: Vec<String> = std::env::args().collect();
+    let [_, flag, location, now, before, retention] = args.as_slice() else {
+        return None;
+    };
+    if flag != FLOOR_FLAG {
+        return None;
+    }
+    let number = |v: &str| v.parse::<i64>().ok();
+    let options = ExpireOptions {
+        expire_before_ms: number(before),
+        retention_period_ms: number(retention),
+        ..Default::default()
+    };
+    let measured = now
+        .parse::<i64>()
+        .map_err(|e| e.to_string())
+        .and_then(|now| floor(location, &options, now));
+    Some(match measured {
+        Ok(f) => {
+            println!("{} {} {} {}", f.files, f.bytes, f.seconds, f.decode_seconds);
+            std::process::ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("{e}");
+            std::process::ExitCode::FAILURE
+        }
+    })
+}
+
 /// The floor of expiring the local table at `location` with `options` (planned, never run).
 pub fn floor(location: &str, options: &ExpireOptions, now_ms: i64) -> Result<Floor, String> {
     let rt = runtime()?;

@@ -83,6 +83,10 @@ fn parse_args() -> Result<Args, String> {
 }
 
 fn main() -> ExitCode {
+    // A child of the benchmark measuring a floor (see `inproc::floor_in_child`).
+    if let Some(code) = inproc::floor_child_main() {
+        return code;
+    }
     // `cargo bench` passes `--bench`; `cargo test --all-targets` builds and runs bench targets
     // without it (whatever `test = false` says). The benchmark takes tens of minutes: only run it
     // when asked for.

@@ -15,7 +15,7 @@
 mod build;
 mod counting;
 mod faulty;
-mod local_read;
+mod local_fs;
 mod location;
 mod ops;
 mod options;
@@ -194,13 +194,13 @@ impl FileIO {
         Location::parse(uri)?.object_path()
     }
 
-    /// Whether a read of `location` may bypass object_store (see `local_read`): a plain path on a
+    /// Whether a read of `location` may bypass object_store (see `local_fs`): a plain path on a
     /// local store this `FileIO` built itself, with no counting or fault layer to go through.
     fn reads_local_directly(&self, location: &Location) -> bool {
         location.store.family == Family::File
             && self.inner.layers.is_empty()
             && self.inner.families.contains(&Family::File)
-            && local_read::is_plain(&location.path)
+            && local_fs::is_plain(&location.path)
     }
 
     /// The parsed location, its object path and the store that serves it.

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use futures::{StreamExt, TryStreamExt, stream::BoxStream};
+use futures::{FutureExt, StreamExt, TryStreamExt, stream::BoxStream};
 use object_store::{
     ObjectMeta, ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload,
     path::Path as ObjectPath,
@@ -92,7 +92,7 @@ impl FileIO {
     pub async fn read(&self, uri: &str) -> Result<Bytes> {
         let (location, path, store) = self.resolve(uri)?;
         if self.reads_local_directly(&location) {
-            return super::local_read::read(uri, &location.path).await;
+            return super::local_fs::read(uri, &location.path).await;
         }
         let got = store
             .get(&path)
@@ -115,7 +115,7 @@ impl FileIO {
             let file = format!("/{}", location.path);
             let uri = uri.to_string();
             return crate::maintain::off_task(move || {
-                let bytes = super::local_read::read_blocking(&uri, &file)?;
+                let bytes = super::local_fs::read_blocking(&uri, &file)?;
                 Ok((bytes.len(), work(&bytes)?))
             })
             .await;
@@ -190,8 +190,12 @@ impl FileIO {
     pub async fn delete_many_with(&self, uris: &[String], in_flight: usize) -> Vec<DeleteOutcome> {
         let mut results: Vec<Option<Result<()>>> = vec![None; uris.len()];
         let mut groups: HashMap<StoreKey, (Arc<dyn ObjectStore>, Vec<Target>)> = HashMap::new();
+        let mut local: Vec<(usize, String)> = Vec::new();
         for (index, uri) in uris.iter().enumerate() {
             match self.resolve(uri) {
+                Ok((location, _, _)) if self.reads_local_directly(&location) => {
+                    local.push((index, format!("/{}", location.path)));
+                }
                 Ok((location, path, store)) => {
                     groups
                         .entry(location.store.clone())
@@ -212,15 +216,29 @@ impl FileIO {
             }
             batches
         });
-        let mut answered = futures::stream::iter(batches)
-            .map(|(store, batch)| delete_batch(store, batch))
-            .buffer_unordered(in_flight.max(1));
+        let uri_of = |index: usize| uris.get(index).map_or("", |u| u.as_str());
+        let stored = futures::stream::iter(batches).map(|(store, batch)| {
+            async move {
+                delete_batch(store, batch)
+                    .await
+                    .into_iter()
+                    .map(|(index, outcome)| {
+                        (
+                            index,
+                            outcome.map_err(|e| storage_error("delete", uri_of(index), e)),
+                        )
+                    })
+                    .collect::<Vec<_>>()
+            }
+            .boxed()
+        });
+        let unlinked = super::local_fs::unlink_in_chunks(local, uris);
+        let mut answered =
+            futures::stream::select(stored, unlinked).buffer_unordered(in_flight.max(1));
         while let Some(outcomes) = answered.next().await {
             for (index, outcome) in outcomes {
                 if let Some(slot) = results.get_mut(index) {
-                    *slot = Some(outcome.map_err(|e| {
-                        storage_error("delete", uris.get(index).map_or("", |u| u), e)
-                    }));
+                    *slot = Some(outcome);
                 }
             }
         }
@@ -264,7 +282,7 @@ impl FileIO {
             let dir = format!("/{}", location.path);
             let uri = dir_uri.to_string();
             let names =
-                tokio::task::spawn_blocking(move || super::local_read::file_names(&uri, &dir))
+                tokio::task::spawn_blocking(move || super::local_fs::file_names(&uri, &dir))
                     .await
                     .map_err(|e| Error::logical(format!("local listing task failed: {e}")))??;
             if let Some(names) = names {

@@ -1,4 +1,6 @@
-//! Whole-file reads from local disk into reused buffers.
+//! Direct local-disk I/O for a plain local store: whole-file reads into reused buffers, folder
+//! listings by `readdir`, and unlinks in bulk (see `FileIO::read`, `FileIO::list_names` and
+//! `FileIO::delete_many_with`).
 //!
 //! object_store's local `get` reads each file into a fresh, zero-filled buffer. A maintenance run
 //! reads a thousand manifest lists of a few hundred KiB each; fresh buffers meant a page fault per
@@ -9,6 +11,9 @@
 //! what is read, and every error kind, stays what object_store would give.
 
 use std::io::Read;
+
+use futures::future::BoxFuture;
+use futures::{FutureExt, StreamExt};
 
 use bytes::Bytes;
 
@@ -113,6 +118,63 @@ pub(super) fn file_names(uri: &str, dir: &str) -> Result<Option<Vec<String>>> {
     Ok(Some(names))
 }
 
+/// Plain local files unlinked per blocking call (a task per file cost more than the unlink:
+/// 100,000 deletes took 3.8–4.2 s through object_store, 2.0–2.5 s this way).
+const DELETES_PER_CALL: usize = 256;
+
+/// The deletes of `files` (`(index into uris, local file)`), a blocking call per chunk, as a
+/// stream of futures each answering its chunk's outcomes by index.
+pub(super) fn unlink_in_chunks<'a>(
+    files: Vec<(usize, String)>,
+    uris: &'a [String],
+) -> impl futures::Stream<Item = BoxFuture<'a, Vec<(usize, Result<()>)>>> + 'a {
+    let uri_of = move |index: usize| uris.get(index).map_or("", |u| u.as_str());
+    let chunks: Vec<Vec<(usize, String, String)>> = files
+        .chunks(DELETES_PER_CALL)
+        .map(|chunk| {
+            chunk
+                .iter()
+                .map(|(index, file)| (*index, file.clone(), uri_of(*index).to_string()))
+                .collect()
+        })
+        .collect();
+    futures::stream::iter(chunks).map(move |chunk| {
+        async move {
+            let indices: Vec<usize> = chunk.iter().map(|(index, _, _)| *index).collect();
+            match tokio::task::spawn_blocking(move || remove_files(&chunk)).await {
+                Ok(outcomes) => outcomes,
+                Err(e) => indices
+                    .into_iter()
+                    .map(|index| {
+                        let message = format!("Cannot delete '{}': {e}", uri_of(index));
+                        (index, Err(Error::new(ErrorKind::StorageError, message)))
+                    })
+                    .collect(),
+            }
+        }
+        .boxed()
+    })
+}
+
+/// Unlink each `(index, file, uri)`; a file already gone counts as deleted (as object_store's
+/// local delete answers). One outcome per file, with its index.
+pub(super) fn remove_files(files: &[(usize, String, String)]) -> Vec<(usize, Result<()>)> {
+    files
+        .iter()
+        .map(|(index, file, uri)| {
+            let outcome = match std::fs::remove_file(file) {
+                Ok(()) => Ok(()),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+                Err(e) => Err(Error::new(
+                    ErrorKind::StorageError,
+                    format!("Cannot delete '{uri}': {e}"),
+                )),
+            };
+            (*index, outcome)
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -189,5 +251,34 @@ mod tests {
             file_names("file:///x", missing.to_str().unwrap()).unwrap(),
             Some(vec![])
         );
+    }
+
+    #[test]
+    fn remove_files_counts_gone_files_as_deleted_and_reports_the_rest() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("a.avro");
+        std::fs::write(&file, b"x").unwrap();
+        let sub = dir.path().join("sub");
+        std::fs::create_dir(&sub).unwrap();
+        let entry = |i: usize, p: &std::path::Path| {
+            (
+                i,
+                p.to_str().unwrap().to_string(),
+                format!("file://{}", p.display()),
+            )
+        };
+        let out = remove_files(&[
+            entry(7, &file),
+            entry(8, &dir.path().join("never-there")),
+            entry(9, &sub),
+        ]);
+        assert!(!file.exists());
+        assert_eq!(out.len(), 3);
+        assert!(matches!(out[0], (7, Ok(()))) && matches!(out[1], (8, Ok(()))));
+        let (index, err) = (&out[2].0, out[2].1.as_ref().unwrap_err());
+        assert_eq!(*index, 9);
+        assert_eq!(err.kind(), ErrorKind::StorageError);
+        assert!(err.message().contains("sub"), "{err}");
+        assert!(sub.exists(), "a folder is never removed");
     }
 }
