@@ -26,7 +26,7 @@ use futures::{StreamExt, TryStreamExt};
 
 use super::keepset::{
     EntryRef, FileGraph, ManifestContents, ManifestEntries, ManifestRef, PathId, PathInterner,
-    SnapshotFiles, StatisticsRef,
+    SnapshotFiles, StatisticsRef, unique,
 };
 use crate::engine::progress::{Phase, Progress};
 use crate::error::{Error, ErrorKind, Result};
@@ -192,12 +192,15 @@ impl TableFiles {
     /// live entries into one set: what protects content files. Fingerprints are computed on the
     /// decoding threads; only the set grows (with distinct live files, not with entries).
     pub async fn read_live_fingerprints(
-        &mut self,
+        &self,
         io: &FileIO,
         manifests: &[PathId],
         concurrency: usize,
     ) -> Result<FingerprintSet> {
-        let unique: Vec<(PathId, bool)> = unique_ids(manifests).map(|id| (id, true)).collect();
+        let unique: Vec<(PathId, bool)> = unique(manifests.iter().copied())
+            .into_iter()
+            .map(|id| (id, true))
+            .collect();
         let jobs = self.jobs(&unique)?;
         let mut decoded = read_decoded(io, jobs, concurrency, Arc::new(decode_live_fingerprints));
         let mut live = FingerprintSet::default();
@@ -217,7 +220,10 @@ impl TableFiles {
         kept: Arc<FingerprintSet>,
         concurrency: usize,
     ) -> Result<ManifestContents> {
-        let unique: Vec<(PathId, bool)> = unique_ids(manifests).map(|id| (id, false)).collect();
+        let unique: Vec<(PathId, bool)> = unique(manifests.iter().copied())
+            .into_iter()
+            .map(|id| (id, false))
+            .collect();
         let jobs = self.jobs(&unique)?;
         let decode = Arc::new(move |bytes: &[u8], uri: &str| decode_unkept(bytes, uri, &kept));
         let mut decoded = read_decoded(io, jobs, concurrency, decode);
@@ -300,12 +306,6 @@ impl TableFiles {
             .filter(|p| seen.insert(*p))
             .collect()
     }
-}
-
-/// Each id once, in first-seen order.
-fn unique_ids(ids: &[PathId]) -> impl Iterator<Item = PathId> + '_ {
-    let mut seen = std::collections::HashSet::new();
-    ids.iter().copied().filter(move |id| seen.insert(*id))
 }
 
 /// Read each job's file and decode it off the async task (CPU work: files decode in parallel),

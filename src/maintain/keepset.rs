@@ -173,7 +173,8 @@ pub fn plan_manifest_reads(graph: &FileGraph, expired: &BTreeSet<SnapshotId>) ->
     }
 }
 
-fn unique(ids: impl Iterator<Item = PathId>) -> Vec<PathId> {
+/// Each id once, in first-seen order.
+pub(super) fn unique(ids: impl Iterator<Item = PathId>) -> Vec<PathId> {
     let mut seen = PathSet::default();
     ids.filter(|id| seen.insert(*id)).collect()
 }
