@@ -79,7 +79,7 @@ fn table(tag_max_ref_age_ms: Option<i64>) -> Table {
             timestamp_ms: NOW - age,
             manifest_list: Some(list.clone()),
             manifests: vec![],
-            summary: BTreeMap::new(),
+            summary: Default::default(),
             schema_id: Some(0),
             first_row_id: None,
             added_rows: None,

@@ -236,13 +236,7 @@ fn typed_views_of_real_files() {
     let edge = load("edge-v2-vendor-keys-bigints");
     assert_eq!(edge.current_snapshot_id(), Some(i64::MAX));
     assert_eq!(edge.snapshots()[1].parent_snapshot_id, Some(i64::MIN));
-    assert_eq!(
-        edge.snapshots()[0]
-            .summary
-            .get("x-count")
-            .map(String::as_str),
-        Some("3")
-    );
+    assert_eq!(edge.snapshots()[0].summary.get("x-count"), Some("3"));
     assert_eq!(edge.previous_versions_max().expect("valid"), 2);
     assert_eq!(edge.default_spec_id(), 1);
 }

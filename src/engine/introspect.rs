@@ -10,7 +10,7 @@
 //!
 //! Times print as `DateTime64(3)` in the session time zone.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
 
 use super::registry::TableDef;
 use super::runtime::Runtime;
@@ -118,10 +118,9 @@ fn operation_upper(op: Option<&str>) -> String {
 }
 
 /// A `Map(String, String)` as ClickHouse prints it: `{'k':'v',...}`.
-fn map_text(map: &BTreeMap<String, String>) -> String {
+fn map_text<'a>(entries: impl Iterator<Item = (&'a str, &'a str)>) -> String {
     let quote = |s: &str| format!("'{}'", s.replace('\\', "\\\\").replace('\'', "\\'"));
-    let parts: Vec<String> = map
-        .iter()
+    let parts: Vec<String> = entries
         .map(|(k, v)| format!("{}:{}", quote(k), quote(v)))
         .collect();
     format!("{{{}}}", parts.join(","))
@@ -150,7 +149,7 @@ fn history_rows(
         row.push(Value::UInt(s.parent_snapshot_id.map_or(0, |p| p as u64)));
         row.push(Value::UInt(u64::from(ancestors.contains(&s.snapshot_id))));
         row.push(Value::Str(operation_upper(s.operation())));
-        row.push(Value::Str(map_text(&s.summary)));
+        row.push(Value::Str(map_text(s.summary.iter())));
         rows.push(row);
     }
 }
@@ -213,6 +212,7 @@ fn ref_rows(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::BTreeMap;
 
     #[test]
     fn map_text_quotes_like_clickhouse() {
@@ -220,7 +220,8 @@ mod tests {
             ("operation".to_string(), "append".to_string()),
             ("k'".to_string(), "a\\b".to_string()),
         ]);
-        assert_eq!(map_text(&m), "{'k\\'':'a\\\\b','operation':'append'}");
+        let m = crate::iceberg::spec::Summary::from(m);
+        assert_eq!(map_text(m.iter()), "{'k\\'':'a\\\\b','operation':'append'}");
     }
 
     #[test]

@@ -2,7 +2,6 @@
 
 use super::*;
 use crate::error::ErrorKind;
-use std::collections::BTreeMap;
 
 const NOW: i64 = 10_000_000;
 const DAY: i64 = 1_000;
@@ -15,7 +14,7 @@ fn snap(id: i64, parent: Option<i64>, ts: i64) -> Snapshot {
         timestamp_ms: ts,
         manifest_list: Some(format!("snap-{id}.avro")),
         manifests: vec![],
-        summary: BTreeMap::new(),
+        summary: Default::default(),
         schema_id: None,
         first_row_id: None,
         added_rows: None,

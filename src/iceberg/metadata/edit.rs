@@ -9,11 +9,13 @@
 //! - `set_current_snapshot` writes `-1` for none, moves `refs.main` (v2+, or when `refs` exists)
 //!   and appends to `snapshot-log` when the current snapshot changes.
 
-use std::collections::HashSet;
+use std::collections::{BTreeSet, HashSet};
+use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
 use super::TableMetadata;
+use super::snapshots::{SNAPSHOTS, SnapshotList};
 use crate::error::{Error, Result};
 use crate::iceberg::spec::{
     FormatVersion, MAIN_BRANCH, RefKind, Snapshot, SnapshotId, SnapshotLogEntry, SnapshotRef,
@@ -27,8 +29,9 @@ const PREVIOUS_VERSIONS_MAX_DEFAULT: usize = 100;
 type Json = Map<String, Value>;
 
 impl TableMetadata {
-    /// Apply `change` to a copy of the JSON; keep it only when the result validates.
-    fn edit(&mut self, change: impl FnOnce(&mut Json) -> Result<()>) -> Result<()> {
+    /// Apply `change` to a copy of the members (the snapshots' contents are not among them: see
+    /// [`Self::members`]); keep it only when the result validates.
+    pub(crate) fn edit(&mut self, change: impl FnOnce(&mut Json) -> Result<()>) -> Result<()> {
         let mut json = self.json.clone();
         change(&mut json)?;
         let view = super::view::derive(&json, &self.file)?;
@@ -39,12 +42,8 @@ impl TableMetadata {
 
     /// Keep only the snapshots in `keep`, in their original order, each object untouched.
     pub fn retain_snapshots(&mut self, keep: &HashSet<SnapshotId>) -> Result<()> {
-        self.edit(|json| {
-            retain_objects(json, "snapshots", |o| {
-                id_of(o, "snapshot-id").is_some_and(|id| keep.contains(&id))
-            });
-            Ok(())
-        })
+        self.snapshots = Arc::new(self.snapshots.retained(|id| keep.contains(&id)));
+        Ok(())
     }
 
     /// Drop the named refs from `refs`; names not present are ignored.
@@ -129,10 +128,16 @@ impl TableMetadata {
             )));
         }
         let value = snapshot_json(snapshot, self.format_version())?;
-        self.edit(|json| {
-            array_member(json, "snapshots")?.push(value);
-            Ok(())
-        })
+        let mut added = SnapshotList::default();
+        added.push_value(
+            value,
+            self.snapshots.len(),
+            self.format_version(),
+            &self.file,
+        )?;
+        self.edit(|json| array_member(json, SNAPSHOTS).map(|_| ()))?;
+        Arc::make_mut(&mut self.snapshots).append(added);
+        Ok(())
     }
 
     /// Replace `snapshot-log`.
@@ -193,9 +198,6 @@ impl TableMetadata {
         let mut json = Map::with_capacity(self.json.len());
         for (key, value) in &self.json {
             let value = match (key.as_str(), value) {
-                ("snapshots", Value::Array(items)) => {
-                    Value::Array(items.iter().filter(kept_by(keep)).cloned().collect())
-                }
                 ("statistics" | "partition-statistics", Value::Array(items)) => Value::Array(
                     items
                         .iter()
@@ -220,6 +222,52 @@ impl TableMetadata {
         Ok(TableMetadata {
             file: self.file.clone(),
             json,
+            snapshots: Arc::new(self.snapshots.retained(|id| keep.contains(&id))),
+            view,
+        })
+    }
+
+    /// `self` plus the snapshots of `base` that are in `expired` and their `statistics` and
+    /// `partition-statistics` entries, appended: the table as it stood for an interrupted expiry,
+    /// which a resumed one plans its deletions on.
+    pub fn with_expired_of(
+        &self,
+        base: &TableMetadata,
+        expired: &BTreeSet<SnapshotId>,
+    ) -> Result<TableMetadata> {
+        let mut json = self.json.clone();
+        let has_expired = base
+            .snapshots()
+            .iter()
+            .any(|s| expired.contains(&s.snapshot_id));
+        if has_expired {
+            extend_array(&mut json, SNAPSHOTS, Vec::new(), &self.file)?;
+        }
+        for key in ["statistics", "partition-statistics"] {
+            let from_base: Vec<Value> = base
+                .json
+                .get(key)
+                .and_then(Value::as_array)
+                .map(|items| {
+                    items
+                        .iter()
+                        .filter(|v| id_of(v, "snapshot-id").is_some_and(|id| expired.contains(&id)))
+                        .cloned()
+                        .collect()
+                })
+                .unwrap_or_default();
+            if !from_base.is_empty() {
+                extend_array(&mut json, key, from_base, &self.file)?;
+            }
+        }
+        let view = super::view::derive(&json, &self.file)?;
+        let snapshots = self
+            .snapshots
+            .extended_from(&base.snapshots, |id| expired.contains(&id));
+        Ok(TableMetadata {
+            file: self.file.clone(),
+            json,
+            snapshots: Arc::new(snapshots),
             view,
         })
     }
@@ -408,6 +456,22 @@ fn set_optional(obj: &mut Json, key: &str, value: Option<i64>) {
     }
 }
 
+/// Append `items` to the array member `key` (created when absent; any other value is an error).
+fn extend_array(json: &mut Json, key: &str, items: Vec<Value>, file: &str) -> Result<()> {
+    match json
+        .entry(key.to_string())
+        .or_insert_with(|| Value::Array(Vec::new()))
+    {
+        Value::Array(list) => {
+            list.extend(items);
+            Ok(())
+        }
+        _ => Err(Error::incorrect_data(format!(
+            "'{key}' of '{file}' is not an array"
+        ))),
+    }
+}
+
 fn retain_objects(json: &mut Json, key: &str, keep: impl Fn(&Value) -> bool) {
     if let Some(Value::Array(items)) = json.get_mut(key) {
         items.retain(|v| keep(v));
@@ -482,8 +546,8 @@ fn summary_json(s: &Snapshot) -> Value {
     if let Some(op) = s.operation() {
         summary.insert("operation".into(), op.into());
     }
-    for (k, v) in s.summary.iter().filter(|(k, _)| k.as_str() != "operation") {
-        summary.insert(k.clone(), v.clone().into());
+    for (k, v) in s.summary.iter().filter(|(k, _)| *k != "operation") {
+        summary.insert(k.into(), v.into());
     }
     Value::Object(summary)
 }

@@ -42,6 +42,11 @@ impl<'a> Obj<'a> {
         }
     }
 
+    /// A nested object at JSON path `path` of `file` (an array item read on its own).
+    pub(crate) fn at(map: &'a Map<String, Value>, path: String, file: &'a str) -> Self {
+        Obj { map, path, file }
+    }
+
     /// The path of `key` inside this object.
     pub(crate) fn child_path(&self, key: &str) -> String {
         if self.path.is_empty() {

@@ -2,16 +2,20 @@
 //!
 //! A [`TableMetadata`] keeps the file's JSON object as parsed (serde_json with `preserve_order` and
 //! `arbitrary_precision`: member order and number text survive) next to a validated typed view
-//! ([`view`]). Reads go through the view; edits (`edit.rs`) change only the JSON members they touch
-//! and then rebuild the view, so every field icetrim does not know — vendor keys, schemas, sort
-//! orders, encryption keys — is written back exactly as it was read.
+//! ([`view`]); the snapshots, most of a long-lived table's file, are held as compact JSON texts
+//! beside their typed fields ([`snapshots`]). Reads go through the view; edits (`edit.rs`) change
+//! only the JSON members they touch and then rebuild the view, so every field icetrim does not
+//! know — vendor keys, schemas, sort orders, encryption keys — is written back exactly as it was
+//! read.
 
 mod codec;
 mod edit;
 mod fields;
+mod snapshots;
 mod view;
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
@@ -19,11 +23,12 @@ pub use codec::{MetadataCompression, decode};
 pub use edit::PREVIOUS_VERSIONS_MAX_PROPERTY;
 pub use view::{PartitionField, PartitionSpec};
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::iceberg::spec::{
     FormatVersion, MetadataLogEntry, Snapshot, SnapshotId, SnapshotLogEntry, SnapshotRef,
     StatisticsFile,
 };
+use snapshots::{DocumentIn, DocumentOut, SnapshotList};
 use view::View;
 
 /// A parsed metadata file: the original JSON object and its typed view, always in sync.
@@ -31,7 +36,10 @@ use view::View;
 pub struct TableMetadata {
     /// The file it was read from (or will be written to), for messages.
     file: String,
+    /// Every member; `snapshots`, when an array, is an empty placeholder for `snapshots`.
     json: Map<String, Value>,
+    /// Shared between clones: edits other than snapshot edits do not copy it.
+    snapshots: Arc<SnapshotList>,
     view: View,
 }
 
@@ -41,33 +49,37 @@ impl TableMetadata {
     /// `INCORRECT_DATA` naming the file and the field's JSON path.
     pub fn parse(bytes: &[u8], file: &str) -> Result<Self> {
         let text = decode(bytes, file)?;
-        let value: Value = serde_json::from_slice(&text).map_err(|e| {
-            Error::incorrect_data(format!(
-                "Cannot parse Iceberg metadata file '{file}': invalid JSON: {e}"
-            ))
-        })?;
-        let Value::Object(json) = value else {
-            return Err(Error::incorrect_data(format!(
-                "Cannot parse Iceberg metadata file '{file}': the top level is not a JSON object"
-            )));
-        };
-        Self::from_json(json, file)
+        let document = DocumentIn::parse(&text, file)?;
+        let view = view::derive(&document.members, file)?;
+        let snapshots = SnapshotList::from_texts(&document.snapshots, view.format_version, file)?;
+        Ok(TableMetadata {
+            file: file.to_string(),
+            json: document.members,
+            snapshots: Arc::new(snapshots),
+            view,
+        })
     }
 
-    /// From an already parsed JSON object.
+    /// From an already parsed JSON object (the whole document, snapshots included).
     pub fn from_json(json: Map<String, Value>, file: &str) -> Result<Self> {
         let view = view::derive(&json, file)?;
+        let (json, snapshots) = snapshots::split_values(json, view.format_version, file)?;
         Ok(TableMetadata {
             file: file.to_string(),
             json,
+            snapshots: Arc::new(snapshots),
             view,
         })
     }
 
     /// The JSON text, compact, members in their original order.
     pub fn to_json_bytes(&self) -> Vec<u8> {
-        // Serialising a map of JSON values cannot fail (all keys are strings).
-        serde_json::to_vec(&self.json).unwrap_or_default()
+        let document = DocumentOut {
+            members: &self.json,
+            snapshots: &self.snapshots,
+        };
+        // Serialising JSON values and valid JSON texts under string keys cannot fail.
+        serde_json::to_vec(&document).unwrap_or_default()
     }
 
     /// The bytes of a file with `compression`.
@@ -75,8 +87,19 @@ impl TableMetadata {
         compression.encode(&self.to_json_bytes(), &self.file)
     }
 
-    /// The JSON object as it stands.
-    pub fn json(&self) -> &Map<String, Value> {
+    /// The whole JSON object as it stands, built anew (the snapshots parsed back into values):
+    /// for inspection and tests, not for hot paths.
+    pub fn json(&self) -> Map<String, Value> {
+        let mut json = self.json.clone();
+        if let Some(slot @ Value::Array(_)) = json.get_mut(snapshots::SNAPSHOTS) {
+            *slot = Value::Array(self.snapshots.to_values());
+        }
+        json
+    }
+
+    /// Every member but the snapshots' contents (`snapshots`, when present as an array, is empty
+    /// here): schemas, specs, refs and the rest, without copying.
+    pub fn members(&self) -> &Map<String, Value> {
         &self.json
     }
 
@@ -137,12 +160,11 @@ impl TableMetadata {
 
     /// `snapshots`, in file order.
     pub fn snapshots(&self) -> &[Snapshot] {
-        &self.view.snapshots
+        self.snapshots.snapshots()
     }
 
     pub fn snapshot(&self, id: SnapshotId) -> Option<&Snapshot> {
-        let index = *self.view.snapshot_index.get(&id)?;
-        self.view.snapshots.get(index)
+        self.snapshots.get(id)
     }
 
     /// Branches and tags in file order, with the implicit `main` of tables without one first.

@@ -6,8 +6,8 @@ use std::collections::HashSet;
 use serde_json::json;
 
 use super::*;
-use crate::ErrorKind;
 use crate::iceberg::spec::RefKind;
+use crate::{Error, ErrorKind};
 
 fn v2_doc() -> Value {
     json!({
@@ -242,8 +242,8 @@ fn expiry_edit_equals_the_separate_edits() {
             "{keep:?} {expired:?} {refs:?}"
         );
         assert_eq!(at_once.snapshots(), stepwise.snapshots());
-        let order: Vec<&String> = at_once.json().keys().collect();
-        let base_order: Vec<&String> = base.json().keys().collect();
+        let order: Vec<&String> = at_once.members().keys().collect();
+        let base_order: Vec<&String> = base.members().keys().collect();
         assert_eq!(order, base_order, "members keep their order");
     }
 }

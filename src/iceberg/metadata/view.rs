@@ -10,7 +10,7 @@
 //!   and `last-sequence-number`; each snapshot's `snapshot-id`, `timestamp-ms` and either
 //!   `manifest-list` or (v1) `manifests`.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 use serde_json::{Map, Value};
 
@@ -18,7 +18,7 @@ use super::fields::Obj;
 use crate::error::Result;
 use crate::iceberg::spec::{
     FormatVersion, MAIN_BRANCH, MetadataLogEntry, RefKind, Snapshot, SnapshotId, SnapshotLogEntry,
-    SnapshotRef, StatisticsFile,
+    SnapshotRef, StatisticsFile, Summary,
 };
 
 /// One field of a partition spec.
@@ -49,9 +49,6 @@ pub(crate) struct View {
     pub last_updated_ms: i64,
     pub next_row_id: Option<i64>,
     pub properties: BTreeMap<String, String>,
-    pub snapshots: Vec<Snapshot>,
-    /// Position in `snapshots` by id (the first one when an id repeats).
-    pub snapshot_index: HashMap<SnapshotId, usize>,
     pub refs: Vec<SnapshotRef>,
     pub snapshot_log: Vec<SnapshotLogEntry>,
     pub metadata_log: Vec<MetadataLogEntry>,
@@ -62,7 +59,8 @@ pub(crate) struct View {
     pub current_schema_id: i32,
 }
 
-/// Validate `json` and build its typed view.
+/// Validate `json` and build its typed view of every member but the snapshots' contents
+/// (`snapshots.rs` holds those; here `snapshots` need only be an array or absent).
 pub(crate) fn derive(json: &Map<String, Value>, file: &str) -> Result<View> {
     let root = Obj::root(json, file);
     let format_version = format_version(&root)?;
@@ -80,15 +78,7 @@ pub(crate) fn derive(json: &Map<String, Value>, file: &str) -> Result<View> {
     let current_snapshot_id = none_if_negative(root.opt_i64("current-snapshot-id")?);
     let (schemas, current_schema_id) = schemas(&root)?;
     let (partition_specs, default_spec_id) = partition_specs(&root)?;
-    let snapshots: Vec<Snapshot> = root
-        .objects("snapshots")?
-        .iter()
-        .map(|s| snapshot(s, format_version))
-        .collect::<Result<_>>()?;
-    let mut snapshot_index = HashMap::with_capacity(snapshots.len());
-    for (i, s) in snapshots.iter().enumerate() {
-        snapshot_index.entry(s.snapshot_id).or_insert(i);
-    }
+    root.opt_array(super::snapshots::SNAPSHOTS)?;
     let mut statistics = statistics_files(&root, "statistics", false)?;
     statistics.extend(statistics_files(&root, "partition-statistics", true)?);
     Ok(View {
@@ -100,8 +90,6 @@ pub(crate) fn derive(json: &Map<String, Value>, file: &str) -> Result<View> {
         last_updated_ms: root.req_i64("last-updated-ms")?,
         next_row_id: root.opt_i64("next-row-id")?,
         properties: string_map(root.opt_obj("properties")?)?,
-        snapshots,
-        snapshot_index,
         refs: refs(&root, current_snapshot_id)?,
         snapshot_log: root
             .objects("snapshot-log")?
@@ -155,14 +143,14 @@ fn string_map(obj: Option<Obj<'_>>) -> Result<BTreeMap<String, String>> {
 }
 
 /// `summary` values are strings by the spec; other scalars are taken as their JSON text.
-fn summary(obj: Option<Obj<'_>>) -> Result<BTreeMap<String, String>> {
+fn summary(obj: Option<Obj<'_>>) -> Result<Summary> {
     let Some(obj) = obj else {
-        return Ok(BTreeMap::new());
+        return Ok(Summary::default());
     };
     obj.entries()
         .map(|(k, v)| match v {
-            Value::String(s) => Ok((k.clone(), s.clone())),
-            Value::Number(_) | Value::Bool(_) => Ok((k.clone(), v.to_string())),
+            Value::String(s) => Ok((k.as_str(), std::borrow::Cow::Borrowed(s.as_str()))),
+            Value::Number(_) | Value::Bool(_) => Ok((k.as_str(), v.to_string().into())),
             other => Err(obj.error(
                 k,
                 &format!("must be a string, got {}", super::fields::type_name(other)),
@@ -171,7 +159,8 @@ fn summary(obj: Option<Obj<'_>>) -> Result<BTreeMap<String, String>> {
         .collect()
 }
 
-fn snapshot(s: &Obj<'_>, version: FormatVersion) -> Result<Snapshot> {
+/// One item of `snapshots`.
+pub(super) fn snapshot(s: &Obj<'_>, version: FormatVersion) -> Result<Snapshot> {
     let manifest_list = s.opt_str("manifest-list")?.map(str::to_string);
     let manifests = s.strings("manifests")?;
     if manifest_list.is_none() && (version >= FormatVersion::V2 || !s.has("manifests")) {

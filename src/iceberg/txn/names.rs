@@ -63,7 +63,7 @@ pub fn current_schema_json(metadata: &TableMetadata) -> Result<String> {
 /// The default partition spec as JSON text (`{"spec-id": .., "fields": [..]}`; the v1 legacy
 /// `partition-spec` array when `partition-specs` is absent).
 pub fn default_spec_json(metadata: &TableMetadata) -> Result<String> {
-    let json = metadata.json();
+    let json = metadata.members();
     let wanted = i64::from(metadata.default_spec_id());
     if let Some(Value::Array(specs)) = json.get("partition-specs") {
         if let Some(spec) = specs

@@ -112,7 +112,7 @@ pub async fn prepare_commit_with(
         operation.as_str(),
         &added_tally,
         &removed_tally,
-        parent.map(|p| &p.summary),
+        parent.map(|p| p.summary.to_map()).as_ref(),
     );
     summary.extend(extra_summary.into_iter().filter(|(k, _)| k != "operation"));
     let (snapshot, next_row_id) = plan.write_list(io, &list, summary, &mut written).await?;
@@ -458,7 +458,7 @@ impl Plan {
             timestamp_ms: self.timestamp_ms,
             manifest_list: Some(path),
             manifests: Vec::new(),
-            summary,
+            summary: summary.into(),
             schema_id: Some(self.schema_id),
             first_row_id: self.first_row_id,
             added_rows,

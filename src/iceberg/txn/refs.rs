@@ -205,13 +205,22 @@ pub fn set_puffin_statistics(
         partition_statistics: false,
         ..stats.clone()
     };
-    let md = set_statistics(metadata, &stats)?;
-    let mut json = md.json().clone();
+    let mut md = set_statistics(metadata, &stats)?;
+    md.edit(|json| {
+        add_puffin_members(json, stats.snapshot_id, footer_size_in_bytes);
+        Ok(())
+    })?;
+    Ok(md)
+}
+
+fn add_puffin_members(
+    json: &mut serde_json::Map<String, serde_json::Value>,
+    snapshot_id: SnapshotId,
+    footer_size_in_bytes: i64,
+) {
     if let Some(serde_json::Value::Array(list)) = json.get_mut("statistics") {
         for entry in list.iter_mut().filter_map(serde_json::Value::as_object_mut) {
-            if entry.get("snapshot-id").and_then(serde_json::Value::as_i64)
-                == Some(stats.snapshot_id)
-            {
+            if entry.get("snapshot-id").and_then(serde_json::Value::as_i64) == Some(snapshot_id) {
                 entry.insert(
                     "file-footer-size-in-bytes".into(),
                     footer_size_in_bytes.into(),
@@ -222,7 +231,6 @@ pub fn set_puffin_statistics(
             }
         }
     }
-    TableMetadata::from_json(json, md.file())
 }
 
 /// Locate the table, apply `edit` to its current metadata and commit; retried on conflicts (at most

@@ -10,8 +10,6 @@
 
 use std::collections::BTreeSet;
 
-use serde_json::Value;
-
 use super::delete::delete_planned;
 use super::journal::{self, PendingJournal};
 use super::plan::plan_files;
@@ -121,39 +119,5 @@ fn merged_view(
     base: &TableMetadata,
     expired: &BTreeSet<SnapshotId>,
 ) -> Result<TableMetadata> {
-    let mut json = current.json().clone();
-    for key in ["snapshots", "statistics", "partition-statistics"] {
-        let from_base: Vec<Value> = base
-            .json()
-            .get(key)
-            .and_then(Value::as_array)
-            .map(|items| {
-                items
-                    .iter()
-                    .filter(|v| snapshot_id_of(v).is_some_and(|id| expired.contains(&id)))
-                    .cloned()
-                    .collect()
-            })
-            .unwrap_or_default();
-        if from_base.is_empty() {
-            continue;
-        }
-        let slot = json
-            .entry(key.to_string())
-            .or_insert_with(|| Value::Array(Vec::new()));
-        match slot {
-            Value::Array(items) => items.extend(from_base),
-            _ => {
-                return Err(Error::incorrect_data(format!(
-                    "'{key}' of '{}' is not an array",
-                    current.file()
-                )));
-            }
-        }
-    }
-    TableMetadata::from_json(json, current.file())
-}
-
-fn snapshot_id_of(v: &Value) -> Option<SnapshotId> {
-    v.get("snapshot-id").and_then(Value::as_i64)
+    current.with_expired_of(base, expired)
 }
