@@ -109,7 +109,7 @@ impl DecodedList {
 }
 
 /// One manifest entry, projected.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(super) struct RawEntry {
     pub content: DataContent,
     pub status: EntryStatus,
@@ -161,6 +161,37 @@ pub(super) fn decode_list(bytes: &[u8], uri: &str) -> Result<DecodedList> {
 thread_local! {
     /// Each decoding thread's scratch buffer for identity keys.
     static KEY: RefCell<String> = const { RefCell::new(String::new()) };
+    /// Each decoding thread's batch of candidate entries (see [`decode_unkept`]).
+    static CANDIDATE_BATCH: RefCell<CandidateBatch> = RefCell::new(CandidateBatch::default());
+}
+
+/// Candidate entries decoded, their slots in the kept set prefetched, not yet probed.
+#[derive(Default)]
+struct CandidateBatch {
+    entries: Arena<RawEntry>,
+    fingerprints: Vec<Fingerprint>,
+}
+
+/// Entries per batch: the probes of a batch find their cache lines loaded (a batch's lines stay
+/// within L1/L2), and the batch stays small however long the manifest.
+const CANDIDATE_BATCH_ENTRIES: usize = 256;
+
+impl CandidateBatch {
+    fn clear(&mut self) {
+        self.entries.text.clear();
+        self.entries.items.clear();
+        self.fingerprints.clear();
+    }
+
+    /// Move the entries `kept` does not hold into `out`; empty the batch.
+    fn flush(&mut self, kept: &FingerprintSet, out: &mut Arena<RawEntry>) {
+        for ((path, entry), fingerprint) in self.entries.iter().zip(&self.fingerprints) {
+            if !kept.contains(fingerprint) {
+                out.push(path, entry.clone());
+            }
+        }
+        self.clear();
+    }
 }
 
 /// The fingerprints of a manifest's live (ADDED/EXISTING) entries: what a retained manifest
@@ -178,17 +209,23 @@ pub(super) fn decode_live_fingerprints(bytes: &[u8], uri: &str) -> Result<Vec<Fi
 }
 
 /// The projected entries of a candidate manifest whose files `kept` does not hold: the only ones
-/// that can be deleted (or hold a manifest back when their delete fails).
+/// that can be deleted (or hold a manifest back when their delete fails). Each entry's slot in
+/// `kept` is prefetched as the entry is decoded and probed once the manifest is done, so the
+/// probes' cache misses overlap instead of stalling one entry at a time.
 pub(super) fn decode_unkept(
     bytes: &[u8],
     uri: &str,
     kept: &FingerprintSet,
 ) -> Result<DecodedManifest> {
-    let mut entries = MANIFEST_ARENAS.take();
+    let mut unkept = MANIFEST_ARENAS.take();
     let decoded = KEY.with_borrow_mut(|key| {
-        for_each_projected(bytes, uri, |e| {
-            if !kept.contains(&Fingerprint::of_uri(e.file_path, key)) {
-                entries.push(
+        CANDIDATE_BATCH.with_borrow_mut(|batch| {
+            batch.clear();
+            for_each_projected(bytes, uri, |e| {
+                let fingerprint = Fingerprint::of_uri(e.file_path, key);
+                kept.prefetch(&fingerprint);
+                batch.fingerprints.push(fingerprint);
+                batch.entries.push(
                     e.file_path,
                     RawEntry {
                         content: e.content,
@@ -196,14 +233,19 @@ pub(super) fn decode_unkept(
                         file_size: e.file_size_in_bytes,
                     },
                 );
-            }
+                if batch.fingerprints.len() == CANDIDATE_BATCH_ENTRIES {
+                    batch.flush(kept, &mut unkept);
+                }
+            })?;
+            batch.flush(kept, &mut unkept);
+            Ok(())
         })
     });
     if let Err(e) = decoded {
-        MANIFEST_ARENAS.give_back(entries);
+        MANIFEST_ARENAS.give_back(unkept);
         return Err(e);
     }
-    Ok(DecodedManifest { entries })
+    Ok(DecodedManifest { entries: unkept })
 }
 
 #[cfg(test)]

@@ -205,7 +205,7 @@ impl TableFiles {
         let mut decoded = read_decoded(io, jobs, concurrency, Arc::new(decode_live_fingerprints));
         let mut live = FingerprintSet::default();
         while let Some((_, fingerprints)) = decoded.try_next().await? {
-            live.extend(fingerprints.unwrap_or_default());
+            live.insert_batch(&fingerprints.unwrap_or_default());
         }
         Ok(live)
     }

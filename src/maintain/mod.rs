@@ -15,6 +15,7 @@
 use crate::error::{Error, Result};
 
 mod decoded;
+mod fingerprint_set;
 pub mod expire;
 pub mod graph;
 pub mod keepset;

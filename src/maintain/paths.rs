@@ -140,6 +140,16 @@ impl Fingerprint {
         Fingerprint(xxhash_rust::xxh3::xxh3_128(key.as_bytes()))
     }
 
+    /// The hash itself.
+    pub fn bits(self) -> u128 {
+        self.0
+    }
+
+    /// A fingerprint with the given bits (tests and tables).
+    pub fn from_bits(bits: u128) -> Fingerprint {
+        Fingerprint(bits)
+    }
+
     /// The fingerprint of a URI's identity key, with `key` as scratch space (reused per entry).
     pub fn of_uri(uri: &str, key: &mut String) -> Fingerprint {
         crate::io::path_key_into(uri, key);
@@ -147,30 +157,7 @@ impl Fingerprint {
     }
 }
 
-/// Hashes a [`Fingerprint`] by its low 64 bits: it is already a hash.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct FingerprintHasher(u64);
-
-impl std::hash::Hasher for FingerprintHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        // Only `write_u128` is expected; fold anything else in so the hasher stays correct.
-        for b in bytes {
-            self.0 = self.0.rotate_left(8) ^ u64::from(*b);
-        }
-    }
-
-    fn write_u128(&mut self, v: u128) {
-        self.0 = v as u64;
-    }
-}
-
-/// A set of fingerprints (the live content files of retained manifests).
-pub type FingerprintSet =
-    std::collections::HashSet<Fingerprint, std::hash::BuildHasherDefault<FingerprintHasher>>;
+pub use super::fingerprint_set::FingerprintSet;
 
 #[cfg(test)]
 mod tests {
