@@ -27,9 +27,10 @@ const KEPT_SCRATCH_BYTES: usize = 16 << 20;
 /// and went back to the OS after it).
 static SCRATCH: Pool<Vec<u8>> = Pool::new(16);
 
-fn give_back_scratch(mut scratch: Vec<u8>) {
+/// A buffer goes back with its length (its bytes stay initialised, see
+/// [`Codec::decompress_into`]).
+fn give_back_scratch(scratch: Vec<u8>) {
     if scratch.capacity() <= KEPT_SCRATCH_BYTES {
-        scratch.clear();
         SCRATCH.give_back(scratch);
     }
 }
@@ -149,11 +150,12 @@ impl<'a> Container<'a> {
             let data: &[u8] = if self.header.codec == Codec::Null {
                 data
             } else {
-                self.header
+                let n = self
+                    .header
                     .codec
-                    .decompress(data, scratch)
+                    .decompress_into(data, scratch)
                     .map_err(|m| self.error(format!("block {block_no}: {m}")))?;
-                scratch
+                scratch.get(..n).unwrap_or_default()
             };
             if count > data.len() {
                 return Err(self.error(format!(
