@@ -216,7 +216,10 @@ mod tests {
     fn only_the_low_half_is_held() {
         let mut set = FingerprintSet::default();
         assert!(set.insert(fp(5)));
-        assert!(set.contains(&fp((9 << 64) | 5)), "the safe side: looks kept");
+        assert!(
+            set.contains(&fp((9 << 64) | 5)),
+            "the safe side: looks kept"
+        );
     }
 
     #[test]
@@ -224,7 +227,10 @@ mod tests {
         let mut set = FingerprintSet::default();
         assert!(set.insert(fp(0)));
         assert!(set.contains(&fp(0)) && set.contains(&fp(1)));
-        assert!(!set.insert(fp(1)), "0 and 1 are one fingerprint here: the safe side");
+        assert!(
+            !set.insert(fp(1)),
+            "0 and 1 are one fingerprint here: the safe side"
+        );
     }
 
     #[test]

@@ -15,8 +15,8 @@
 use crate::error::{Error, Result};
 
 mod decoded;
-mod fingerprint_set;
 pub mod expire;
+mod fingerprint_set;
 pub mod graph;
 pub mod keepset;
 pub mod orphan_scan;

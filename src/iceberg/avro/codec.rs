@@ -259,7 +259,9 @@ mod tests {
 
     #[test]
     fn a_reused_buffer_returns_only_the_new_block() {
-        let first: Vec<u8> = (0..200_000u32).flat_map(|i| (i % 251).to_le_bytes()).collect();
+        let first: Vec<u8> = (0..200_000u32)
+            .flat_map(|i| (i % 251).to_le_bytes())
+            .collect();
         let second = b"short block".repeat(3);
         let mut buffer = Vec::new();
         let n = Codec::Deflate

@@ -299,3 +299,116 @@ fn failed_edit_leaves_metadata_unchanged() {
     assert!(m.set_current_snapshot(Some(42), 1).is_err());
     assert_eq!(m, before);
 }
+
+#[test]
+fn snapshots_are_written_back_in_place_and_compact() {
+    let doc = v2_doc();
+    let pretty = serde_json::to_string_pretty(&doc).unwrap();
+    let m = TableMetadata::parse(pretty.as_bytes(), "v7.metadata.json").unwrap();
+    assert_eq!(
+        m.to_json_bytes(),
+        doc.to_string().into_bytes(),
+        "same as the compact tree"
+    );
+    let order: Vec<&String> = m.members().keys().collect();
+    let original: Vec<&String> = doc.as_object().unwrap().keys().collect();
+    assert_eq!(
+        order, original,
+        "snapshots keep their place among the members"
+    );
+    assert_eq!(
+        m.members()["snapshots"],
+        json!([]),
+        "members hold only a placeholder"
+    );
+    assert_eq!(m.json()["snapshots"], doc["snapshots"]);
+}
+
+#[test]
+fn snapshot_text_keeps_numbers_and_unknown_members() {
+    let mut doc = v2_doc();
+    doc["snapshots"][0]["x-vendor"] = json!({"ratio": 1.50, "big": 12345678901234567890u64});
+    let text = doc.to_string().replace("1.5,", "1.50,");
+    let m = TableMetadata::parse(text.as_bytes(), "v7.metadata.json").unwrap();
+    let out = String::from_utf8(m.to_json_bytes()).unwrap();
+    assert!(
+        out.contains(r#""x-vendor":{"ratio":1.50,"big":12345678901234567890}"#),
+        "{out}"
+    );
+}
+
+#[test]
+fn snapshots_absent_null_or_mistyped() {
+    let mut doc = v2_doc();
+    let o = doc.as_object_mut().unwrap();
+    o.remove("snapshots");
+    o.remove("current-snapshot-id");
+    o.remove("refs");
+    o.remove("statistics");
+    o.remove("partition-statistics");
+    o.insert("snapshot-log".into(), json!([]));
+    let m = parse_value(&doc).unwrap();
+    assert!(m.snapshots().is_empty());
+    assert!(!m.members().contains_key("snapshots"));
+    doc["snapshots"] = Value::Null;
+    let m = parse_value(&doc).unwrap();
+    assert!(m.snapshots().is_empty());
+    assert!(
+        String::from_utf8(m.to_json_bytes())
+            .unwrap()
+            .contains(r#""snapshots":null"#)
+    );
+    doc["snapshots"] = json!("many");
+    assert!(
+        err_of(&doc)
+            .message()
+            .contains("'snapshots' must be an array")
+    );
+    doc["snapshots"] = json!([7]);
+    assert!(
+        err_of(&doc)
+            .message()
+            .contains("'snapshots[0]' must be an object")
+    );
+}
+
+#[test]
+fn a_repeated_snapshots_member_keeps_the_last_value() {
+    let doc = v2_doc();
+    let text = doc.to_string();
+    let doubled = text.replacen('{', r#"{"snapshots":[],"#, 1);
+    let m = TableMetadata::parse(doubled.as_bytes(), "v7.metadata.json").unwrap();
+    assert_eq!(m.snapshots().len(), 2);
+    let first_key = m.members().keys().next().unwrap();
+    assert_eq!(
+        first_key, "snapshots",
+        "first position, last value (serde_json's map)"
+    );
+}
+
+#[test]
+fn adding_a_snapshot_to_a_table_without_any() {
+    let mut doc = v2_doc();
+    let snapshot = doc["snapshots"][0].clone();
+    doc["snapshots"] = Value::Null;
+    doc["current-snapshot-id"] = json!(-1);
+    let o = doc.as_object_mut().unwrap();
+    o.remove("refs");
+    o.remove("statistics");
+    o.remove("partition-statistics");
+    o.insert("snapshot-log".into(), json!([]));
+    let mut m = parse_value(&doc).unwrap();
+    let typed = parse_value(&v2_doc())
+        .unwrap()
+        .snapshot(1)
+        .cloned()
+        .unwrap();
+    m.add_snapshot(&typed).unwrap();
+    assert_eq!(m.snapshots(), [typed]);
+    let back = TableMetadata::parse(&m.to_json_bytes(), "v8.metadata.json").unwrap();
+    assert_eq!(back.snapshots(), m.snapshots());
+    assert_eq!(
+        back.json()["snapshots"][0]["manifest-list"],
+        snapshot["manifest-list"]
+    );
+}
