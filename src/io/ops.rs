@@ -314,7 +314,28 @@ impl FileIO {
 
     /// Like [`FileIO::list`], but lists each first-level directory under `prefix_uri` as its own
     /// listing, up to `max_in_flight` at once, merging them into one stream (order unspecified).
+    /// A plain local folder is walked directly (see `local_walk`: same files, sizes and times).
     pub fn list_concurrent(
+        &self,
+        prefix_uri: &str,
+        max_in_flight: usize,
+    ) -> BoxStream<'static, Result<FileInfo>> {
+        let location = match Location::parse(prefix_uri) {
+            Ok(location) if self.reads_local_directly(&location) => location,
+            _ => return self.list_concurrent_store(prefix_uri, max_in_flight),
+        };
+        let (io, root, uri) = (self.clone(), location.path.clone(), prefix_uri.to_string());
+        let base = location.base.clone();
+        let elsewhere = move |folder: String| match folder == root {
+            true => io.list_concurrent_store(&uri, max_in_flight),
+            false => io.list(&format!("{base}{folder}")),
+        };
+        let workers = super::local_walk::workers(max_in_flight);
+        super::local_walk::list(location.base, location.path, workers, elsewhere)
+    }
+
+    /// [`FileIO::list_concurrent`] through object_store.
+    fn list_concurrent_store(
         &self,
         prefix_uri: &str,
         max_in_flight: usize,
