@@ -39,7 +39,7 @@ use super::decoded::{decode_list, for_each_live_path};
 use super::graph::read_decoded;
 use super::paths::{Fingerprint, FingerprintSet};
 use crate::engine::progress::{Phase, Progress};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::iceberg::locate::version_hint_path;
 use crate::iceberg::metadata::TableMetadata;
 use crate::io::{FileIO, path_key, path_key_into};
@@ -285,27 +285,34 @@ pub async fn collect_reachable(
     let mut decoded = read_decoded(io, jobs.collect(), concurrency, Arc::new(decode_list));
     while let Some((list, decoded_list)) = decoded.try_next().await? {
         reachable.insert(list);
-        if let Some(decoded_list) = decoded_list {
-            for (manifest, _) in decoded_list.iter() {
-                manifests.add(manifest);
-            }
-            decoded_list.recycle();
+        let decoded_list = decoded_list.ok_or_else(|| unread("manifest list", list))?;
+        for (manifest, _) in decoded_list.iter() {
+            manifests.add(manifest);
         }
+        decoded_list.recycle();
     }
     drop(decoded);
     let root = Arc::clone(&reachable.root);
-    let jobs: Vec<((), bool, String)> = manifests
-        .uris
-        .into_iter()
-        .map(|uri| ((), true, uri))
+    let Manifests { uris, .. } = manifests;
+    let jobs: Vec<(usize, bool, String)> = uris
+        .iter()
+        .enumerate()
+        .map(|(index, uri)| (index, true, uri.clone()))
         .collect();
     Progress::current().phase(Phase::ReadingManifests, Some(jobs.len()))?;
     let place = Arc::new(move |bytes: &[u8], uri: &str| place_manifest(bytes, uri, &root));
     let mut decoded = read_decoded(io, jobs, concurrency, place);
-    while let Some((_, placed)) = decoded.try_next().await? {
-        reachable.add_placed(placed.unwrap_or_default());
+    while let Some((index, placed)) = decoded.try_next().await? {
+        let uri = uris.get(index).map_or("", String::as_str);
+        reachable.add_placed(placed.ok_or_else(|| unread("manifest", uri))?);
     }
     Ok(reachable)
+}
+
+/// Every file is read as required, so none comes back unread; if one did, the set would be
+/// partial, and a partial reachable set makes live files look orphaned.
+fn unread(what: &str, uri: &str) -> Error {
+    Error::logical(format!("{what} '{uri}' was not read"))
 }
 
 /// The distinct manifests to read, by identity key, each with the first spelling seen.
