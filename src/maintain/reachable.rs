@@ -9,7 +9,7 @@
 //!
 //! Reading: each distinct manifest list, then each distinct manifest, is read once, up to
 //! `concurrency` at a time (`iceberg_metadata_read_concurrency`), and decoded on the decoding
-//! threads ([`super::graph::read_decoded`]). Any read or decode failure fails the whole
+//! threads (`graph::read_decoded`, as the expiry reads). Any read or decode failure fails the whole
 //! collection: a partial reachable set would make live files look orphaned. Manifests are told
 //! apart by their full identity key (never by fingerprint: two manifests folded into one would
 //! leave one unread).
@@ -19,8 +19,8 @@
 //! removed), computed on the decoding threads as each manifest is decoded; the statement's thread
 //! only folds fingerprints into the set. Memory grows with distinct reachable files (16 bytes
 //! each), not with their names nor with manifest entries. A collision (2^-128 per pair) can only
-//! make an unreferenced file look reachable (kept): a referenced file's own fingerprint is always
-//! in the set. A referenced file that is not under the table location (by
+//! make an unreferenced file look reachable (kept) or ambiguous (the statement fails): a
+//! referenced file's own fingerprint is always in the set. A referenced file that is not under the table location (by
 //! [`crate::io::is_under`]) is not stored but counted in [`ReachableFiles::outside`], and the
 //! caller refuses to run.
 //!
