@@ -330,3 +330,45 @@ async fn entries_outside_the_location_are_counted_with_examples() {
     assert!(reachable(&r, "data/in.parquet"));
     assert!(reachable(&r, "metadata/m.avro"));
 }
+
+/// A relative path of 1–4 segments from a small alphabet (so draws overlap).
+fn rel_path() -> impl proptest::strategy::Strategy<Value = String> {
+    use proptest::prelude::*;
+    proptest::collection::vec("[ab=_.]{1,3}", 1..5).prop_map(|segments| segments.join("/"))
+}
+
+proptest::proptest! {
+    /// Against a plain set of relative paths: every referenced file is found under any spelling
+    /// of the location's store, nothing else is, and another bucket's same path is a mismatch.
+    #[test]
+    fn lookups_agree_with_a_set_of_relative_paths(
+        inserted in proptest::collection::vec(rel_path(), 0..12),
+        probed in proptest::collection::vec(rel_path(), 0..12),
+    ) {
+        let mut r = ReachableFiles::new("s3://b/wh/t");
+        let spellings = ["s3://b/wh/t/", "s3a://b/wh/t/", "s3n://b//wh/t//"];
+        for (i, rel) in inserted.iter().enumerate() {
+            r.insert(&format!("{}{rel}", spellings[i % spellings.len()]));
+        }
+        let model: std::collections::HashSet<String> = inserted
+            .iter()
+            .map(|rel| path_key(&format!("s3://b/wh/t/{rel}")))
+            .collect();
+        assert_eq!(r.outside().0, inserted.iter().filter(|rel| rel.split('/').any(|s| s == "..")).count());
+        for rel in inserted.iter().chain(&probed) {
+            let key = path_key(&format!("s3://b/wh/t/{rel}"));
+            let expected = if model.contains(&key) && !rel.split('/').any(|s| s == "..") {
+                Lookup::Reachable
+            } else {
+                Lookup::Unreachable
+            };
+            assert_eq!(r.lookup(&key), expected, "{rel}");
+            let other = path_key(&format!("s3://c/wh/t/{rel}"));
+            let mismatch = match expected {
+                Lookup::Reachable => Lookup::PrefixMismatch,
+                other => other,
+            };
+            assert_eq!(r.lookup(&other), mismatch, "{rel}");
+        }
+    }
+}
