@@ -25,7 +25,9 @@ use futures::stream::BoxStream;
 use futures::{StreamExt, TryStreamExt};
 use tokio::sync::mpsc;
 
+use super::FileIO;
 use super::local_fs::is_plain;
+use super::location::Location;
 use super::ops::FileInfo;
 use crate::error::{Error, ErrorKind, Result};
 
@@ -34,7 +36,7 @@ const BATCH: usize = 1024;
 
 /// Blocking workers for a listing allowed `max_in_flight` folders at once: no more than the
 /// cores (each `stat` is CPU time in the kernel when the folder is cached).
-pub(super) fn workers(max_in_flight: usize) -> usize {
+fn workers(max_in_flight: usize) -> usize {
     let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
     max_in_flight.clamp(1, cores)
 }
@@ -119,6 +121,29 @@ pub(super) fn walk(
         .boxed()
     };
     futures::stream::once(start).flatten().boxed()
+}
+
+/// `io.list_concurrent(prefix_uri, max_in_flight)` for the plain local folder `location`: walked
+/// here, the folders this walk cannot vouch for listed by object_store (the scan root as
+/// `list_concurrent` would, any other folder recursively).
+pub(super) fn list_local(
+    io: &FileIO,
+    location: Location,
+    prefix_uri: &str,
+    max_in_flight: usize,
+) -> BoxStream<'static, Result<FileInfo>> {
+    let (io, root, uri) = (io.clone(), location.path.clone(), prefix_uri.to_string());
+    let base = location.base.clone();
+    let elsewhere = move |folder: String| match folder == root {
+        true => io.list_concurrent_store(&uri, max_in_flight),
+        false => io.list(&format!("{base}{folder}")),
+    };
+    list(
+        location.base,
+        location.path,
+        workers(max_in_flight),
+        elsewhere,
+    )
 }
 
 /// Every file under the plain local folder `/<root>`, as [`walk`] finds them, with the folders it

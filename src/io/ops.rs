@@ -320,22 +320,16 @@ impl FileIO {
         prefix_uri: &str,
         max_in_flight: usize,
     ) -> BoxStream<'static, Result<FileInfo>> {
-        let location = match Location::parse(prefix_uri) {
-            Ok(location) if self.reads_local_directly(&location) => location,
-            _ => return self.list_concurrent_store(prefix_uri, max_in_flight),
-        };
-        let (io, root, uri) = (self.clone(), location.path.clone(), prefix_uri.to_string());
-        let base = location.base.clone();
-        let elsewhere = move |folder: String| match folder == root {
-            true => io.list_concurrent_store(&uri, max_in_flight),
-            false => io.list(&format!("{base}{folder}")),
-        };
-        let workers = super::local_walk::workers(max_in_flight);
-        super::local_walk::list(location.base, location.path, workers, elsewhere)
+        match Location::parse(prefix_uri) {
+            Ok(location) if self.reads_local_directly(&location) => {
+                super::local_walk::list_local(self, location, prefix_uri, max_in_flight)
+            }
+            _ => self.list_concurrent_store(prefix_uri, max_in_flight),
+        }
     }
 
     /// [`FileIO::list_concurrent`] through object_store.
-    fn list_concurrent_store(
+    pub(super) fn list_concurrent_store(
         &self,
         prefix_uri: &str,
         max_in_flight: usize,
