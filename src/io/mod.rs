@@ -2,7 +2,8 @@
 //! `gs://`, `memory://`, …) into an object_store plus a path, and offers the operations
 //! maintenance needs: read (whole, range), head, create-if-absent write, overwrite, delete (a
 //! missing file counts as deleted), bulk delete, and streaming recursive listing with size and
-//! last-modified (plainly or fanned out over the first directory level).
+//! last-modified (plainly or fanned out over the first directory level; a plain local folder is
+//! walked directly, `local_walk`).
 //!
 //! A [`FileIO`] serves the URIs of the store families it was configured for and keeps one client
 //! per store (bucket, or account and container), built on first use. Path identity
@@ -16,6 +17,7 @@ mod build;
 mod counting;
 mod faulty;
 mod local_fs;
+mod local_walk;
 mod location;
 mod ops;
 mod options;

@@ -314,7 +314,22 @@ impl FileIO {
 
     /// Like [`FileIO::list`], but lists each first-level directory under `prefix_uri` as its own
     /// listing, up to `max_in_flight` at once, merging them into one stream (order unspecified).
+    /// A plain local folder is walked directly (see `local_walk`: same files, sizes and times).
     pub fn list_concurrent(
+        &self,
+        prefix_uri: &str,
+        max_in_flight: usize,
+    ) -> BoxStream<'static, Result<FileInfo>> {
+        match Location::parse(prefix_uri) {
+            Ok(location) if self.reads_local_directly(&location) => {
+                super::local_walk::list_local(self, location, prefix_uri, max_in_flight)
+            }
+            _ => self.list_concurrent_store(prefix_uri, max_in_flight),
+        }
+    }
+
+    /// [`FileIO::list_concurrent`] through object_store.
+    pub(super) fn list_concurrent_store(
         &self,
         prefix_uri: &str,
         max_in_flight: usize,

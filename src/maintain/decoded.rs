@@ -197,14 +197,26 @@ impl CandidateBatch {
 /// The fingerprints of a manifest's live (ADDED/EXISTING) entries: what a retained manifest
 /// protects.
 pub(super) fn decode_live_fingerprints(bytes: &[u8], uri: &str) -> Result<Vec<Fingerprint>> {
+    let mut out = Vec::new();
+    for_each_live_path(bytes, uri, |path, key| {
+        out.push(Fingerprint::of_uri(path, key));
+    })?;
+    Ok(out)
+}
+
+/// Calls `each` with the path of every live (ADDED/EXISTING) entry of a manifest and the decoding
+/// thread's scratch buffer for identity keys (reused across entries and files).
+pub(super) fn for_each_live_path(
+    bytes: &[u8],
+    uri: &str,
+    mut each: impl FnMut(&str, &mut String),
+) -> Result<()> {
     KEY.with_borrow_mut(|key| {
-        let mut out = Vec::new();
         for_each_projected(bytes, uri, |e| {
             if e.status.is_live() {
-                out.push(Fingerprint::of_uri(e.file_path, key));
+                each(e.file_path, key);
             }
-        })?;
-        Ok(out)
+        })
     })
 }
 

@@ -310,14 +310,15 @@ impl TableFiles {
 
 /// Read each job's file and decode it off the async task (CPU work: files decode in parallel),
 /// `concurrency` reads at once, in completion order; a gone file that is not required comes back
-/// as `None`. Progress counts each file as it is read.
-fn read_decoded<'a, T, D>(
+/// as `None`. Progress counts each file as it is read. `I` identifies each job to the caller.
+pub(super) fn read_decoded<'a, I, T, D>(
     io: &'a FileIO,
-    jobs: Vec<(PathId, bool, String)>,
+    jobs: Vec<(I, bool, String)>,
     concurrency: usize,
     decode: Arc<D>,
-) -> impl futures::Stream<Item = Result<(PathId, Option<T>)>> + 'a
+) -> impl futures::Stream<Item = Result<(I, Option<T>)>> + 'a
 where
+    I: 'a,
     T: Send + 'static,
     D: Fn(&[u8], &str) -> Result<T> + Send + Sync + 'static,
 {

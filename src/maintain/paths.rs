@@ -8,6 +8,8 @@
 //! set on the decoding threads too, so only the entries that may be deleted reach the interner.
 //! A collision (2^-128 per pair) can only make a file look kept: a file is deleted only when its
 //! own spelling's fingerprint is absent from the set, so a collision never deletes a live file.
+//! `remove_orphan_files` keeps its reachable set the same way, fingerprinting each path below the
+//! table location (see [`super::reachable`]).
 
 use std::collections::HashMap;
 use std::sync::Arc;

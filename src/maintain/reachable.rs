@@ -8,32 +8,41 @@
 //! not reachable (as in Java's `DeleteOrphanFiles`, which reads live entries only).
 //!
 //! Reading: each distinct manifest list, then each distinct manifest, is read once, up to
-//! `concurrency` at a time (`iceberg_metadata_read_concurrency`). Any read or decode failure
-//! fails the whole collection: a partial reachable set would make live files look orphaned.
+//! `concurrency` at a time (`iceberg_metadata_read_concurrency`), and decoded on the decoding
+//! threads (`graph::read_decoded`, as the expiry reads). Any read or decode failure fails the whole
+//! collection: a partial reachable set would make live files look orphaned. Manifests are told
+//! apart by their full identity key (never by fingerprint: two manifests folded into one would
+//! leave one unread).
 //!
-//! Storage: the set holds each reachable file's path *relative to the table location* (its
-//! [`path_key`] with the location's `family://authority/path` prefix removed), so the memory is
-//! about the reachable files' relative names; the set is sized up front from the manifest lists'
-//! file counts. A referenced file that is not under the table location (by [`crate::io::is_under`]) is not
-//! stored but counted in [`ReachableFiles::outside`], and the caller refuses to run.
+//! Storage: the set holds a [`Fingerprint`] (XXH3-128) of each reachable file's path *relative to
+//! the table location* (its [`path_key`] with the location's `family://authority/path` prefix
+//! removed), computed on the decoding threads as each manifest is decoded; the statement's thread
+//! only folds fingerprints into the set. Memory grows with distinct reachable files (16 bytes
+//! each), not with their names nor with manifest entries. A collision (2^-128 per pair) can only
+//! make an unreferenced file look reachable (kept) or ambiguous (the statement fails): a
+//! referenced file's own fingerprint is always in the set. A referenced file that is not under the table location (by
+//! [`crate::io::is_under`]) is not stored but counted in [`ReachableFiles::outside`], and the
+//! caller refuses to run.
 //!
 //! Lookup of a listed file (by path key) answers [`Lookup::PrefixMismatch`] when its path below
 //! the location matches a reachable file but its scheme family or authority differ (Java's
 //! `PrefixMismatchMode.ERROR`): such a file is neither provably reachable nor provably orphaned.
+//! Every stored file has the location's own family and authority (anything else is outside), so
+//! a relative fingerprint and the listed file's prefix are all a lookup needs.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use futures::{StreamExt, TryStreamExt};
+use futures::TryStreamExt;
 
-use super::off_task;
+use super::decoded::{decode_list, for_each_live_path};
+use super::graph::read_decoded;
+use super::paths::{Fingerprint, FingerprintSet};
 use crate::engine::progress::{Phase, Progress};
 use crate::error::{Error, Result};
 use crate::iceberg::locate::version_hint_path;
-use crate::iceberg::manifest::for_each_projected;
-use crate::iceberg::manifest_list::{ListEntryRef, for_each_list_entry};
 use crate::iceberg::metadata::TableMetadata;
-use crate::io::{FileIO, path_key};
+use crate::io::{FileIO, path_key, path_key_into};
 
 /// How many outside-location references are kept for the message.
 pub const OUTSIDE_EXAMPLES: usize = 10;
@@ -47,13 +56,37 @@ pub enum Lookup {
     PrefixMismatch,
 }
 
-/// The reachable files of one table, by path relative to its location.
+/// The reachable files of one table, by fingerprint of their path relative to its location.
 #[derive(Debug, Clone)]
 pub struct ReachableFiles {
     root: Arc<Root>,
-    relative: HashSet<Box<str>>,
-    outside_count: usize,
-    outside_examples: Vec<String>,
+    relative: FingerprintSet,
+    outside: Outside,
+    /// Scratch buffer for identity keys of references added on the statement's thread.
+    key: String,
+}
+
+/// References outside the location: how many, and the first [`OUTSIDE_EXAMPLES`].
+#[derive(Debug, Clone, Default)]
+struct Outside {
+    count: usize,
+    examples: Vec<String>,
+}
+
+impl Outside {
+    fn add(&mut self, uri: &str) {
+        self.count = self.count.saturating_add(1);
+        if self.examples.len() < OUTSIDE_EXAMPLES {
+            self.examples.push(uri.to_string());
+        }
+    }
+
+    /// Fold in `other`'s references, as if added after ours in their order.
+    fn merge(&mut self, other: Outside) {
+        self.count = self.count.saturating_add(other.count);
+        let room = OUTSIDE_EXAMPLES.saturating_sub(self.examples.len());
+        self.examples.extend(other.examples.into_iter().take(room));
+    }
 }
 
 /// The table location, split like a path key.
@@ -63,12 +96,6 @@ struct Root {
     prefix: String,
     /// The location's canonical path (no leading or trailing slash).
     path: String,
-}
-
-/// A referenced file: its path below the root, or the URI when it lies outside.
-enum Reference {
-    Inside(Box<str>),
-    Outside(String),
 }
 
 impl Root {
@@ -81,20 +108,36 @@ impl Root {
         }
     }
 
-    /// Where `uri` lies; the same answer as [`crate::io::is_under`] (same family and authority, strictly
-    /// below the location, no `..` segment), computed on one path key.
-    fn reference(&self, uri: &str) -> Reference {
-        let key = path_key(uri);
-        let (prefix, path) = split_key(&key);
-        let dotted = path.split('/').any(|segment| segment == "..");
-        let inside = (prefix == self.prefix && !dotted)
-            .then(|| below(&self.path, path))
-            .flatten();
-        match inside {
-            Some(rel) => Reference::Inside(rel.into()),
-            None => Reference::Outside(uri.to_string()),
+    /// The fingerprint of `uri`'s path below the location, or `None` when it lies outside; the
+    /// same placement as [`crate::io::is_under`] (same family and authority, strictly below the
+    /// location, no `..` segment), computed on one path key. `key` is scratch space.
+    fn fingerprint(&self, uri: &str, key: &mut String) -> Option<Fingerprint> {
+        path_key_into(uri, key);
+        let (prefix, path) = split_key(key);
+        if prefix != self.prefix || has_dot_dot(path) {
+            return None;
+        }
+        below(&self.path, path).map(Fingerprint::of_key)
+    }
+
+    /// Place `uri`: its fingerprint into `inside`, or counted in `outside`.
+    fn place(
+        &self,
+        uri: &str,
+        key: &mut String,
+        inside: &mut Vec<Fingerprint>,
+        outside: &mut Outside,
+    ) {
+        match self.fingerprint(uri, key) {
+            Some(fingerprint) => inside.push(fingerprint),
+            None => outside.add(uri),
         }
     }
+}
+
+/// Whether a key's path has a `..` segment.
+fn has_dot_dot(path: &str) -> bool {
+    path.contains("..") && path.split('/').any(|segment| segment == "..")
 }
 
 /// Split a path key into `family://authority` and the path after it (no leading slash).
@@ -127,9 +170,9 @@ impl ReachableFiles {
     pub fn new(location: &str) -> Self {
         ReachableFiles {
             root: Arc::new(Root::new(location)),
-            relative: HashSet::new(),
-            outside_count: 0,
-            outside_examples: Vec::new(),
+            relative: FingerprintSet::default(),
+            outside: Outside::default(),
+            key: String::new(),
         }
     }
 
@@ -140,22 +183,18 @@ impl ReachableFiles {
 
     /// Record a referenced file (any URI spelling).
     pub fn insert(&mut self, uri: &str) {
-        let reference = self.root.reference(uri);
-        self.add(reference);
+        match self.root.fingerprint(uri, &mut self.key) {
+            Some(fingerprint) => {
+                self.relative.insert(fingerprint);
+            }
+            None => self.outside.add(uri),
+        }
     }
 
-    fn add(&mut self, reference: Reference) {
-        match reference {
-            Reference::Inside(rel) => {
-                self.relative.insert(rel);
-            }
-            Reference::Outside(uri) => {
-                self.outside_count += 1;
-                if self.outside_examples.len() < OUTSIDE_EXAMPLES {
-                    self.outside_examples.push(uri);
-                }
-            }
-        }
+    /// Fold in the references one manifest placed (on a decoding thread).
+    fn add_placed(&mut self, placed: Placed) {
+        self.relative.extend(placed.inside);
+        self.outside.merge(placed.outside);
     }
 
     /// Whether the listed file with path key `key` is reachable.
@@ -164,7 +203,10 @@ impl ReachableFiles {
         let Some(rel) = below(&self.root.path, path) else {
             return Lookup::Unreachable;
         };
-        match (self.relative.contains(rel), prefix == self.root.prefix) {
+        match (
+            self.relative.contains(&Fingerprint::of_key(rel)),
+            prefix == self.root.prefix,
+        ) {
             (false, _) => Lookup::Unreachable,
             (true, true) => Lookup::Reachable,
             (true, false) => Lookup::PrefixMismatch,
@@ -183,8 +225,26 @@ impl ReachableFiles {
 
     /// References outside the table location: how many, and the first [`OUTSIDE_EXAMPLES`].
     pub fn outside(&self) -> (usize, &[String]) {
-        (self.outside_count, &self.outside_examples)
+        (self.outside.count, &self.outside.examples)
     }
+}
+
+/// The references of one manifest (itself and its live entries), placed on a decoding thread.
+#[derive(Debug, Default)]
+struct Placed {
+    inside: Vec<Fingerprint>,
+    outside: Outside,
+}
+
+/// Decode a manifest into its placed references: the manifest itself, then its live entries.
+fn place_manifest(bytes: &[u8], uri: &str, root: &Root) -> Result<Placed> {
+    let mut placed = Placed::default();
+    let Placed { inside, outside } = &mut placed;
+    root.place(uri, &mut String::new(), inside, outside);
+    for_each_live_path(bytes, uri, |path, key| {
+        root.place(path, key, inside, outside)
+    })?;
+    Ok(placed)
 }
 
 /// Read everything `metadata` (read from `metadata_path`) reaches, for the table at `location`.
@@ -205,7 +265,7 @@ pub async fn collect_reachable(
         reachable.insert(&stats.path);
     }
     let mut lists: HashMap<String, &str> = HashMap::new();
-    let mut manifests: HashMap<String, ManifestToRead> = HashMap::new();
+    let mut manifests = Manifests::default();
     for snapshot in metadata.snapshots() {
         match &snapshot.manifest_list {
             Some(list) => {
@@ -213,98 +273,68 @@ pub async fn collect_reachable(
             }
             None => {
                 for manifest in &snapshot.manifests {
-                    manifests
-                        .entry(path_key(manifest))
-                        .or_insert_with(|| ManifestToRead::inline(manifest));
+                    manifests.add(manifest);
                 }
             }
         }
     }
     Progress::current().phase(Phase::ReadingManifestLists, Some(lists.len()))?;
-    let read_lists: Vec<(&str, Vec<ManifestToRead>)> = futures::stream::iter(lists.into_values())
-        .map(|list| async move {
-            let bytes = io.read(list).await?;
-            Progress::current().file_done(bytes.len());
-            let name = list.to_string();
-            let files = off_task(move || list_manifests(&bytes, &name)).await?;
-            Ok::<_, Error>((list, files))
-        })
-        .buffer_unordered(concurrency.max(1))
-        .try_collect()
-        .await?;
-    for (list, files) in read_lists {
+    let jobs = lists
+        .into_values()
+        .map(|list| (list, true, list.to_string()));
+    let mut decoded = read_decoded(io, jobs.collect(), concurrency, Arc::new(decode_list));
+    while let Some((list, decoded_list)) = decoded.try_next().await? {
         reachable.insert(list);
-        for file in files {
-            manifests.entry(path_key(&file.path)).or_insert(file);
+        let decoded_list = decoded_list.ok_or_else(|| unread("manifest list", list))?;
+        for (manifest, _) in decoded_list.iter() {
+            manifests.add(manifest);
         }
+        decoded_list.recycle();
     }
-    let expected: usize = manifests
-        .values()
-        .map(|m| m.expected_live.saturating_add(1))
-        .fold(0, usize::saturating_add);
-    reachable.reserve(expected);
+    drop(decoded);
     let root = Arc::clone(&reachable.root);
-    Progress::current().phase(Phase::ReadingManifests, Some(manifests.len()))?;
-    let mut live_references = futures::stream::iter(manifests.into_values())
-        .map(|manifest| {
-            let root = Arc::clone(&root);
-            async move {
-                let bytes = io.read(&manifest.path).await?;
-                Progress::current().file_done(bytes.len());
-                off_task(move || live_references(&bytes, &manifest, &root)).await
-            }
-        })
-        .buffer_unordered(concurrency.max(1));
-    while let Some(references) = live_references.try_next().await? {
-        for reference in references {
-            reachable.add(reference);
-        }
+    let Manifests { uris, .. } = manifests;
+    let jobs: Vec<(usize, bool, String)> = uris
+        .iter()
+        .enumerate()
+        .map(|(index, uri)| (index, true, uri.clone()))
+        .collect();
+    Progress::current().phase(Phase::ReadingManifests, Some(jobs.len()))?;
+    let place = Arc::new(move |bytes: &[u8], uri: &str| place_manifest(bytes, uri, &root));
+    let mut decoded = read_decoded(io, jobs, concurrency, place);
+    while let Some((index, placed)) = decoded.try_next().await? {
+        let uri = uris.get(index).map_or("", String::as_str);
+        reachable.add_placed(placed.ok_or_else(|| unread("manifest", uri))?);
     }
     Ok(reachable)
 }
 
-/// The manifest itself and its live entries, placed relative to the root.
-fn live_references(bytes: &[u8], manifest: &ManifestToRead, root: &Root) -> Result<Vec<Reference>> {
-    let mut references = Vec::with_capacity(manifest.expected_live.saturating_add(1));
-    references.push(root.reference(&manifest.path));
-    for_each_projected(bytes, &manifest.path, |entry| {
-        if entry.status.is_live() {
-            references.push(root.reference(entry.file_path));
+/// Every file is read as required, so none comes back unread; if one did, the set would be
+/// partial, and a partial reachable set makes live files look orphaned.
+fn unread(what: &str, uri: &str) -> Error {
+    Error::logical(format!("{what} '{uri}' was not read"))
+}
+
+/// The distinct manifests to read, by identity key, each with the first spelling seen.
+#[derive(Default)]
+struct Manifests {
+    /// Spellings already placed: a manifest is named by every later list, and its identity key
+    /// is computed once per spelling rather than once per naming.
+    spellings: HashSet<Box<str>, foldhash::fast::RandomState>,
+    keys: HashSet<String, foldhash::fast::RandomState>,
+    uris: Vec<String>,
+}
+
+impl Manifests {
+    fn add(&mut self, uri: &str) {
+        if self.spellings.contains(uri) {
+            return;
         }
-    })?;
-    Ok(references)
-}
-
-/// A manifest to read and how many live entries its list entry announces.
-struct ManifestToRead {
-    path: String,
-    expected_live: usize,
-}
-
-impl ManifestToRead {
-    fn inline(path: &str) -> Self {
-        ManifestToRead {
-            path: path.to_string(),
-            expected_live: 0,
+        self.spellings.insert(uri.into());
+        if self.keys.insert(path_key(uri)) {
+            self.uris.push(uri.to_string());
         }
     }
-
-    fn expected_live(entry: &ListEntryRef<'_>) -> usize {
-        let count = |c: Option<i64>| c.and_then(|c| usize::try_from(c).ok()).unwrap_or(0);
-        count(entry.added_files_count).saturating_add(count(entry.existing_files_count))
-    }
-}
-
-/// The manifests one manifest list names (projected decode).
-fn list_manifests(bytes: &[u8], name: &str) -> Result<Vec<ManifestToRead>> {
-    let mut out = Vec::new();
-    for_each_list_entry(bytes, name, |e| {
-        out.push(ManifestToRead {
-            path: e.manifest_path.to_string(),
-            expected_live: ManifestToRead::expected_live(&e),
-        });
-    })?;
-    Ok(out)
 }
 
 #[cfg(test)]
@@ -412,8 +442,9 @@ mod tests {
         ];
         for location in locations {
             let root = Root::new(location);
+            let mut key = String::new();
             for file in files {
-                let inside = matches!(root.reference(file), Reference::Inside(_));
+                let inside = root.fingerprint(file, &mut key).is_some();
                 assert_eq!(
                     inside,
                     crate::io::is_under(location, file),
@@ -421,6 +452,34 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn outside_examples_merge_in_order_up_to_the_limit() {
+        let mut a = Outside::default();
+        for i in 0..4 {
+            a.add(&format!("a{i}"));
+        }
+        let mut b = Outside::default();
+        for i in 0..9 {
+            b.add(&format!("b{i}"));
+        }
+        a.merge(b);
+        assert_eq!(a.count, 13);
+        assert_eq!(a.examples.len(), OUTSIDE_EXAMPLES);
+        assert_eq!(a.examples[3..5], ["a3".to_string(), "b0".to_string()]);
+        assert_eq!(a.examples[9], "b5");
+    }
+
+    #[test]
+    fn a_prefix_mismatch_needs_the_same_relative_path() {
+        let mut r = ReachableFiles::new("s3://b/t");
+        r.insert("s3://b/t/data/x.parquet");
+        let look = |uri: &str| r.lookup(&path_key(uri));
+        assert_eq!(look("s3://c/t/data/x.parquet"), Lookup::PrefixMismatch);
+        assert_eq!(look("s3://c/t/data/y.parquet"), Lookup::Unreachable);
+        assert_eq!(look("s3://b/t/data/../data/x.parquet"), Lookup::Unreachable);
+        assert_eq!(look("s3://b/t"), Lookup::Unreachable);
     }
 
     #[test]

@@ -242,3 +242,133 @@ async fn references_outside_the_location_are_reported() {
         "only the version hint of the other location is inside"
     );
 }
+
+#[tokio::test]
+async fn a_manifest_spelled_two_ways_is_read_once() {
+    let counter = RequestCounter::new();
+    let io = FileIO::memory().with_request_counter(counter.clone());
+    let data = manifest(
+        &io,
+        FormatVersion::V2,
+        ManifestContent::Data,
+        "metadata/m.avro",
+        &[entry(
+            EntryStatus::Added,
+            DataContent::Data,
+            "data/a.parquet",
+        )],
+    )
+    .await;
+    let mut respelled = data.clone();
+    respelled.manifest_path = "memory:///wh//t/metadata/m.avro".into();
+    list(&io, "metadata/snap-1.avro", 1, &[data]).await;
+    list(&io, "metadata/snap-2.avro", 2, &[respelled]).await;
+    let snapshot = |id: i64, rel: &str| {
+        json!({"snapshot-id": id, "sequence-number": id, "timestamp-ms": id,
+               "manifest-list": at(rel), "summary": {"operation": "append"}})
+    };
+    let md = metadata(
+        2,
+        json!([
+            snapshot(1, "metadata/snap-1.avro"),
+            snapshot(2, "metadata/snap-2.avro")
+        ]),
+    );
+    let before = counter.snapshot().get;
+    let r = collect(&io, &md).await.unwrap();
+    assert_eq!(counter.snapshot().get - before, 3, "2 lists + 1 manifest");
+    assert!(reachable(&r, "metadata/m.avro"));
+    assert!(reachable(&r, "data/a.parquet"));
+    assert!(!reachable(&r, "data/b.parquet"));
+}
+
+#[tokio::test]
+async fn entries_outside_the_location_are_counted_with_examples() {
+    let io = FileIO::memory();
+    let mut entries = vec![entry(
+        EntryStatus::Added,
+        DataContent::Data,
+        "data/in.parquet",
+    )];
+    for i in 0..12 {
+        let mut e = entry(EntryStatus::Existing, DataContent::Data, "x");
+        e.data_file = DataFile::new(
+            DataContent::Data,
+            format!("memory:///elsewhere/{i}.parquet"),
+            1,
+            5,
+        );
+        entries.push(e);
+    }
+    let mut gone = entry(EntryStatus::Deleted, DataContent::Data, "x");
+    gone.data_file = DataFile::new(DataContent::Data, "memory:///elsewhere/d.parquet", 1, 5);
+    entries.push(gone);
+    let file = manifest(
+        &io,
+        FormatVersion::V2,
+        ManifestContent::Data,
+        "metadata/m.avro",
+        &entries,
+    )
+    .await;
+    list(&io, "metadata/snap-1.avro", 1, &[file]).await;
+    let md = metadata(
+        2,
+        json!([{"snapshot-id": 1, "sequence-number": 1, "timestamp-ms": 1,
+                "manifest-list": at("metadata/snap-1.avro"), "summary": {"operation": "append"}}]),
+    );
+    let r = collect(&io, &md).await.unwrap();
+    let (count, examples) = r.outside();
+    assert_eq!(count, 12, "live entries only");
+    assert_eq!(examples.len(), OUTSIDE_EXAMPLES);
+    assert_eq!(examples[0], "memory:///elsewhere/0.parquet");
+    assert!(
+        examples
+            .iter()
+            .all(|e| e.starts_with("memory:///elsewhere/"))
+    );
+    assert!(reachable(&r, "data/in.parquet"));
+    assert!(reachable(&r, "metadata/m.avro"));
+}
+
+/// A relative path of 1–4 segments from a small alphabet (so draws overlap).
+fn rel_path() -> impl proptest::strategy::Strategy<Value = String> {
+    use proptest::prelude::*;
+    proptest::collection::vec("[ab=_.]{1,3}", 1..5).prop_map(|segments| segments.join("/"))
+}
+
+proptest::proptest! {
+    /// Against a plain set of relative paths: every referenced file is found under any spelling
+    /// of the location's store, nothing else is, and another bucket's same path is a mismatch.
+    #[test]
+    fn lookups_agree_with_a_set_of_relative_paths(
+        inserted in proptest::collection::vec(rel_path(), 0..12),
+        probed in proptest::collection::vec(rel_path(), 0..12),
+    ) {
+        let mut r = ReachableFiles::new("s3://b/wh/t");
+        let spellings = ["s3://b/wh/t/", "s3a://b/wh/t/", "s3n://b//wh/t//"];
+        for (i, rel) in inserted.iter().enumerate() {
+            r.insert(&format!("{}{rel}", spellings[i % spellings.len()]));
+        }
+        let model: std::collections::HashSet<String> = inserted
+            .iter()
+            .map(|rel| path_key(&format!("s3://b/wh/t/{rel}")))
+            .collect();
+        assert_eq!(r.outside().0, inserted.iter().filter(|rel| rel.split('/').any(|s| s == "..")).count());
+        for rel in inserted.iter().chain(&probed) {
+            let key = path_key(&format!("s3://b/wh/t/{rel}"));
+            let expected = if model.contains(&key) && !rel.split('/').any(|s| s == "..") {
+                Lookup::Reachable
+            } else {
+                Lookup::Unreachable
+            };
+            assert_eq!(r.lookup(&key), expected, "{rel}");
+            let other = path_key(&format!("s3://c/wh/t/{rel}"));
+            let mismatch = match expected {
+                Lookup::Reachable => Lookup::PrefixMismatch,
+                other => other,
+            };
+            assert_eq!(r.lookup(&other), mismatch, "{rel}");
+        }
+    }
+}

@@ -14,7 +14,8 @@
 //!    refused (`NOT_IMPLEMENTED`, naming up to 10).
 //! 4. **Listing** ([`scan`]): recursive and streaming under `<root>` or `<root>/<location>`, each
 //!    file judged by [`crate::maintain::orphans::classify`] as it arrives; first-level folders
-//!    are listed concurrently (up to `iceberg_metadata_read_concurrency`). A `location` under
+//!    are listed concurrently (up to `iceberg_metadata_read_concurrency`; a plain local table is
+//!    walked directly, folders shared by up to one worker per core, see `FileIO::list_concurrent`). A `location` under
 //!    which nothing is listed is `BAD_ARGUMENTS` "Scan path '<path>' does not exist". A listed
 //!    file whose path matches a reachable one except for scheme or authority fails the statement
 //!    (`INCORRECT_DATA`; Java's `PrefixMismatchMode.ERROR`) before anything is deleted.
