@@ -6,8 +6,9 @@
 //! manifests (millions of entries at 100,000 snapshots). Decoding threads fingerprint each key in
 //! parallel and fold them into a [`FingerprintSet`]; candidate entries are then checked against that
 //! set on the decoding threads too, so only the entries that may be deleted reach the interner.
-//! A collision (2^-128 per pair) can only make a file look kept: a file is deleted only when its
-//! own spelling's fingerprint is absent from the set, so a collision never deletes a live file.
+//! A collision (the set compares 64 bits: about n / 2^64 a probe) can only make a file look kept:
+//! a file is deleted only when its own spelling's fingerprint is absent from the set, so a
+//! collision never deletes a live file.
 //! `remove_orphan_files` keeps its reachable set the same way, fingerprinting each path below the
 //! table location (see [`super::reachable`]).
 

@@ -14,11 +14,12 @@
 //! apart by their full identity key (never by fingerprint: two manifests folded into one would
 //! leave one unread).
 //!
-//! Storage: the set holds a [`Fingerprint`] (XXH3-128) of each reachable file's path *relative to
-//! the table location* (its [`path_key`] with the location's `family://authority/path` prefix
-//! removed), computed on the decoding threads as each manifest is decoded; the statement's thread
-//! only folds fingerprints into the set. Memory grows with distinct reachable files (16 bytes
-//! each), not with their names nor with manifest entries. A collision (2^-128 per pair) can only
+//! Storage: the set holds a [`Fingerprint`] (XXH3-128; the set compares its low 64 bits) of each
+//! reachable file's path *relative to the table location* (its [`path_key`] with the location's
+//! `family://authority/path` prefix removed), computed on the decoding threads as each manifest is
+//! decoded; the statement's thread only folds fingerprints into the set. Memory grows with distinct
+//! reachable files (8 to 16 bytes each), not with their names nor with manifest entries. A
+//! collision (about n / 2^64 a lookup) can only
 //! make an unreferenced file look reachable (kept) or ambiguous (the statement fails): a
 //! referenced file's own fingerprint is always in the set. A referenced file that is not under the table location (by
 //! [`crate::io::is_under`]) is not stored but counted in [`ReachableFiles::outside`], and the
