@@ -477,6 +477,35 @@ mod tests {
     }
 
     #[test]
+    fn counts_that_must_be_positive_refuse_zero() {
+        for name in [
+            "iceberg_metadata_read_concurrency",
+            "iceberg_delete_concurrency",
+            "iceberg_commit_max_attempts",
+            "iceberg_expire_default_min_snapshots_to_keep",
+        ] {
+            let mut s = Settings::new();
+            let before = s.get_uint(name);
+            for zero in [number("0"), Literal::String("0".into()), Literal::Bool(false), number("0.5")] {
+                let err = s.set(name, &zero).expect_err(name);
+                assert_eq!(err.kind(), ErrorKind::BadArguments, "{name}");
+                assert_eq!(
+                    err.message(),
+                    format!("Setting {name} must be at least 1, got 0"),
+                );
+                assert_eq!(s.get_uint(name), before, "{name} unchanged");
+            }
+            s.set(name, &number("1")).unwrap();
+            assert_eq!(s.get_uint(name), 1);
+            // Engine defaults (the command line's --setting) go through the same check.
+            let err = Settings::new()
+                .set_all(&[(name.to_string(), Literal::String("0".into()))])
+                .expect_err(name);
+            assert_eq!(err.kind(), ErrorKind::BadArguments);
+        }
+    }
+
+    #[test]
     fn time_zone_is_validated() {
         let mut s = Settings::new();
         s.set(

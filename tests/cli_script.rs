@@ -442,6 +442,52 @@ fn query_parameter_errors_are_clickhouse_errors() {
         "{}",
         stderr(&output)
     );
-    let output = run(&["--param_", "-q", "SELECT 1"], "");
-    assert_eq!(output.status.code(), Some(2));
+    // Command-line mistakes with parameters are ClickHouse errors too (clickhouse-client's
+    // texts), not clap's usage errors.
+    let output = run(&["-q", "SELECT 1", "--param_n"], "");
+    assert_eq!(
+        stderr(&output),
+        "Code: 36. DB::Exception: Parameter requires value. (BAD_ARGUMENTS)\n"
+    );
+    assert_eq!(output.status.code(), Some(36));
+    for empty in ["--param_=1", "--param_"] {
+        let output = run(&[empty, "-q", "SELECT 1"], "");
+        assert_eq!(
+            stderr(&output),
+            "Code: 36. DB::Exception: Parameter name cannot be empty. (BAD_ARGUMENTS)\n",
+            "{empty}"
+        );
+        assert_eq!(output.status.code(), Some(36));
+    }
+}
+
+/// `icetrim-generate ... | head`: the summary goes to a closed pipe; the program ends quietly with
+/// status 0, as `icetrim` does (issue #15 §4: it panicked).
+#[test]
+fn generator_broken_pipe_is_a_clean_exit() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let location = dir.path().join("t");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_icetrim-generate"))
+        .args([
+            "--location",
+            location.to_str().expect("utf-8 path"),
+            "--format-version",
+            "2",
+            "--snapshots",
+            "3",
+            "--files-per-snapshot",
+            "1",
+            "--seed",
+            "1",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("icetrim-generate starts");
+    // Close the reading end before the summary is written (it is written last).
+    drop(child.stdout.take());
+    let output = child.wait_with_output().expect("icetrim-generate finishes");
+    assert_eq!(stderr(&output), "", "no panic, no message");
+    assert_eq!(output.status.code(), Some(0));
+    assert!(location.join("metadata").is_dir(), "the table was written");
 }

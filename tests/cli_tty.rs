@@ -232,6 +232,37 @@ fn up_arrow_recalls_history_and_the_history_file_keeps_it() {
     assert!(history.contains("CREATE TABLE h"), "{history}");
 }
 
+/// The history file never keeps a secret: engine arguments are masked as SHOW CREATE TABLE masks
+/// them, and a URL with credentials in it (which CREATE refuses) loses them (issue #15 §4).
+#[test]
+fn history_file_masks_secrets() {
+    let pane = Pane::start(false);
+    pane.line("CREATE TABLE s ENGINE = IcebergS3('s3://b/t/', 'AKIAKEY', 'S3CR3T-KEY', 'T0K3N');");
+    pane.wait_for("0 rows in set.", 1);
+    pane.line("CREATE TABLE u ENGINE = IcebergS3('http://AKIAKEY:URL-S3CR3T@127.0.0.1:9/b/t/');");
+    pane.wait_for_empty_prompt();
+    pane.line(
+        "CREATE TABLE az ENGINE = IcebergAzure('DefaultEndpointsProtocol=https;AccountName=acc;\
+         AccountKey=QUJDS0VZ;', 'c', 't/', 'acc', 'QUJDS0VZMg==');",
+    );
+    pane.wait_for("0 rows in set.", 2);
+    pane.line("SHOW TABLES;");
+    pane.wait_for("az", 1);
+    pane.wait_for_empty_prompt();
+    let history =
+        std::fs::read_to_string(pane.home().join(".icetrim_history")).expect("history file");
+    for secret in ["S3CR3T-KEY", "T0K3N", "URL-S3CR3T", "QUJDS0VZ"] {
+        assert!(!history.contains(secret), "{secret} kept: {history}");
+    }
+    assert!(
+        history.contains(
+            "CREATE TABLE s ENGINE = IcebergS3('s3://b/t/', 'AKIAKEY', '[HIDDEN]', '[HIDDEN]');"
+        ),
+        "{history}"
+    );
+    assert!(history.contains("SHOW TABLES;"), "{history}");
+}
+
 #[test]
 fn ctrl_c_drops_the_half_typed_statement() {
     let pane = Pane::start(false);

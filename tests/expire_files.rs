@@ -228,3 +228,56 @@ async fn explain_names_removed_refs_and_why() {
     let b1 = find("snapshot", &fx.snapshot_id("b1").to_string());
     assert_eq!(cell(b1, 2), "expire");
 }
+
+/// EXPLAIN's snapshot times are in the session time zone (issue #15 §4).
+#[tokio::test]
+async fn explain_prints_snapshot_times_in_the_session_time_zone() {
+    let fx = make_fixture("py_v2_linear", NOW, false);
+    let mut settings = icetrim::settings::Settings::new();
+    settings
+        .set(
+            "session_timezone",
+            &icetrim::sql::ast::Literal::String("America/New_York".into()),
+        )
+        .unwrap();
+    let r = expire_with(
+        &fx.table_dir(),
+        NOW,
+        policy(Some(1), Some(0)),
+        true,
+        None,
+        &settings,
+    )
+    .await
+    .unwrap();
+    let ny = icetrim::sql::SessionTimeZone::Named(chrono_tz::America::New_York);
+    let a1 = fx.snapshot_id("a1");
+    let row = r
+        .rows
+        .iter()
+        .find(|row| cell(row, 0) == "snapshot" && cell(row, 1) == a1.to_string())
+        .unwrap();
+    let ts = fx.facts["snapshot_ts"]["a1"].as_i64().unwrap();
+    assert!(cell(row, 4).starts_with(&ny.format_ms(ts)), "{row:?}");
+    assert!(!cell(row, 4).starts_with(&format_ts(ts)), "{row:?}");
+}
+
+/// A refusal names a relative path as the metadata wrote it, not as its identity key
+/// (`:///../..`; issue #15 §4).
+#[tokio::test]
+async fn outside_refusal_prints_a_relative_path_as_written() {
+    let fx = make_fixture("py_v2_linear", NOW, false);
+    let a1 = fx.snapshot_id("a1");
+    edit_json(&fx.metadata_path(), |json| {
+        snapshot_mut(json, a1)["manifest-list"] = "../../outside/snap-a1.avro".into();
+    });
+    let err = expire_at(&fx.table_dir(), NOW, policy(Some(1), Some(0)), false, None)
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::NotImplemented, "{err}");
+    assert!(
+        err.message().contains(": ../../outside/snap-a1.avro"),
+        "{err}"
+    );
+    assert!(!err.message().contains(":///"), "{err}");
+}

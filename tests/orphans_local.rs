@@ -122,3 +122,48 @@ async fn explain_lists_orphans_and_kept_files_reads_each_file_once_and_changes_n
         total("reachable_listed_count") + 1
     );
 }
+
+/// EXPLAIN's `last_modified` is in the session time zone (issue #15 §4), as ClickHouse prints a
+/// `DateTime` (`YYYY-MM-DD hh:mm:ss`).
+#[tokio::test]
+async fn explain_prints_last_modified_in_the_session_time_zone() {
+    use icetrim::engine::procedures::run_procedure;
+    use icetrim::format::Value as Cell;
+    use icetrim::plan::ProcedureCall;
+    use icetrim::settings::Settings;
+    let now = now_ms();
+    let fixture = make_fixture("py_v2_linear", now, true);
+    let dir = fixture.table_dir();
+    let mut settings = Settings::new();
+    settings
+        .set(
+            "session_timezone",
+            &icetrim::sql::ast::Literal::String("America/New_York".into()),
+        )
+        .unwrap();
+    let r = run_procedure(
+        &runtime(now, None),
+        &settings,
+        &local_table(&dir, &[]),
+        ProcedureCall::Orphans(options(None, false)),
+        true,
+    )
+    .await
+    .unwrap();
+    let orphans: Vec<&Vec<Cell>> = r
+        .rows
+        .iter()
+        .filter(|row| row[0] == Cell::Str("orphan".into()))
+        .collect();
+    assert!(!orphans.is_empty());
+    for row in orphans {
+        let (Cell::Str(path), Cell::Str(shown)) = (&row[1], &row[6]) else {
+            panic!("not text: {row:?}");
+        };
+        let modified = std::fs::metadata(path).unwrap().modified().unwrap();
+        let utc: chrono::DateTime<chrono::Utc> = modified.into();
+        let ny = utc.with_timezone(&chrono_tz::America::New_York);
+        assert_eq!(shown, &ny.format("%Y-%m-%d %H:%M:%S").to_string(), "{path}");
+        assert_ne!(shown, &utc.format("%Y-%m-%d %H:%M:%S").to_string());
+    }
+}

@@ -97,3 +97,24 @@ async fn refusals_gc_disabled_outside_reference_pinned_older_metadata() {
         );
     }
 }
+
+/// The refusal names a relative reference as the metadata wrote it (issue #15 §4: it printed
+/// `:///../../outside/...`).
+#[tokio::test]
+async fn outside_refusal_prints_a_relative_reference_as_written() {
+    let now = now_ms();
+    let fixture = make_fixture("py_v2_linear", now, true);
+    let dir = fixture.table_dir();
+    edit_newest_metadata(&fixture, |json| {
+        let log = json["metadata-log"].as_array_mut().expect("metadata-log");
+        log.push(json!({"metadata-file": "../../outside/v0.metadata.json", "timestamp-ms": 1}));
+    });
+    let e = run_local(&dir, now, options(None, true)).await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::NotImplemented);
+    assert!(
+        e.message().contains(": ../../outside/v0.metadata.json"),
+        "{}",
+        e.message()
+    );
+    assert!(!e.message().contains(":///"), "{}", e.message());
+}

@@ -457,5 +457,6 @@ sessions! {
     orphans_refusals => "orphans_refusals.test",
     orphans_strays => "orphans_strays.test",
     orphans_threshold => "orphans_threshold.test",
+    small_findings => "small_findings.test",
     tables_and_settings => "tables_and_settings.test",
 }

@@ -226,6 +226,63 @@ mod tests {
     }
 
     #[test]
+    fn credentials_inside_urls_are_refused_without_echoing_them() {
+        for bad in [
+            "CREATE TABLE t ENGINE = IcebergS3('http://KEY:S3CR3T@127.0.0.1:9000/b/t/')",
+            "CREATE TABLE t ENGINE = IcebergS3('https://KEY:S3CR3T@b.s3.amazonaws.com/t/', NOSIGN)",
+            "CREATE TABLE t ENGINE = IcebergS3('s3://KEY:S3CR3T@bucket/t/')",
+            "CREATE TABLE t ENGINE = IcebergS3('http://S3CR3T@127.0.0.1:9000/b/t/', 'k', 's')",
+            "CREATE TABLE t ENGINE = IcebergAzure('https://acct:S3CR3T@acct.blob.core.windows.net', 'c', 't')",
+            "CREATE TABLE t ENGINE = IcebergAzure('DefaultEndpointsProtocol=http;AccountName=a;\
+             BlobEndpoint=http://a:S3CR3T@127.0.0.1:10000/a', 'c', 't')",
+            "CREATE TABLE t ENGINE = IcebergLocal('file://u:S3CR3T@localhost/w/t')",
+        ] {
+            let e = table_def(&create(bad), "default").expect_err(bad);
+            assert_eq!(e.kind(), ErrorKind::BadArguments, "{bad}");
+            assert!(!e.message().contains("S3CR3T"), "{bad}: {}", e.message());
+            assert!(e.message().contains("credentials"), "{bad}: {}", e.message());
+        }
+        // An `@` in the path is not userinfo.
+        table_def(
+            &create("CREATE TABLE t ENGINE = IcebergS3('http://127.0.0.1:9000/b/t@1/')"),
+            "default",
+        )
+        .unwrap();
+    }
+
+    #[test]
+    fn local_paths_are_normalised_or_refused_at_create() {
+        let path = |sql: &str| match &table_def(&create(sql), "default").unwrap().args[0] {
+            EngineArg::Str(p) => p.clone(),
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(path("CREATE TABLE t ENGINE = IcebergLocal('/a/./b')"), "/a/b");
+        assert_eq!(path("CREATE TABLE t ENGINE = IcebergLocal('/a//b/')"), "/a/b");
+        assert_eq!(path("CREATE TABLE t ENGINE = IcebergLocal('/a/b/.')"), "/a/b");
+        assert_eq!(path("CREATE TABLE t ENGINE = IcebergLocal('file:///a/./b/')"), "file:///a/b");
+        assert_eq!(path("CREATE TABLE t ENGINE = IcebergLocal('/a/b')"), "/a/b");
+        for bad in [
+            "CREATE TABLE t ENGINE = IcebergLocal('/a/../b')",
+            "CREATE TABLE t ENGINE = IcebergLocal('/..')",
+            "CREATE TABLE t ENGINE = IcebergLocal('relative/t')",
+            "CREATE TABLE t ENGINE = IcebergLocal('/')",
+            "CREATE TABLE t ENGINE = IcebergLocal('')",
+        ] {
+            let e = table_def(&create(bad), "default").expect_err(bad);
+            assert_eq!(e.kind(), ErrorKind::BadArguments, "{bad}");
+        }
+        let e = table_def(
+            &create("CREATE TABLE t ENGINE = IcebergLocal('/a/../b')"),
+            "default",
+        )
+        .unwrap_err();
+        assert_eq!(
+            e.message(),
+            "IcebergLocal: the table path '/a/../b' has a '..' component; give the path without it"
+        );
+    }
+
+    #[test]
     fn nosign_and_arity() {
         let def = table_def(
             &create("CREATE TABLE t ENGINE = IcebergS3('s3://b/t/', NOSIGN)"),

@@ -222,4 +222,27 @@ mod tests {
         let store = build_store(&key(Family::Azure, "c", None), &options);
         assert!(store.is_ok());
     }
+
+    /// A malformed account key (set in options or the environment) is named, never quoted:
+    /// object_store's message gives the offending byte and its offset.
+    #[cfg(feature = "azure")]
+    #[test]
+    fn azure_key_error_does_not_quote_the_key() {
+        let options = StorageOptions {
+            azure: AzureOptions {
+                account: Some("acct".into()),
+                access_key: Some("ab-dEF==".into()),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let Err(e) = build_store(&key(Family::Azure, "c", Some("acct")), &options) else {
+            panic!("a malformed key must not build");
+        };
+        let message = e.message();
+        assert!(message.contains("not valid base64"), "{message}");
+        for leak in ["45", "symbol", "offset", "ab-d"] {
+            assert!(!message.contains(leak), "{message}");
+        }
+    }
 }

@@ -507,6 +507,34 @@ mod tests {
     }
 
     #[test]
+    fn azure_key_errors_never_quote_the_key() {
+        // A key that is not base64: refused when the engine arguments are read, the key unquoted.
+        for bad in [
+            vec!["https://acct.blob.core.windows.net", "c", "t", "acct", "ab-dEF=="],
+            vec!["DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=ab-dEF==", "c", "t"],
+            vec!["DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=abdE", "c", "t"],
+        ] {
+            let err = StorageOptions::from_azure_engine_args(&args(&bad)).expect_err("bad key");
+            assert_eq!(err.kind(), crate::ErrorKind::BadArguments, "{bad:?}");
+            let message = err.message();
+            assert!(message.contains("not valid base64"), "{message}");
+            for secret in ["ab-d", "abdE", "45", "symbol"] {
+                assert!(!message.contains(secret), "{message}");
+            }
+        }
+        // A connection string whose parts do not parse: the part is not quoted (it may be a
+        // fragment of a key with a `;` in it).
+        let err = StorageOptions::from_azure_engine_args(&args(&[
+            "AccountName=acct;AccountKey=a2V5;S3CR3T",
+            "c",
+            "t",
+        ]))
+        .expect_err("bad part");
+        assert!(!err.message().contains("S3CR3T"), "{}", err.message());
+        assert!(!err.message().contains("a2V5"), "{}", err.message());
+    }
+
+    #[test]
     fn azure_rejects() {
         for bad in [
             vec!["https://acct.blob.core.windows.net", "c"],

@@ -5,9 +5,15 @@
 //! fraction dropped). Trailing whitespace is ignored, leading whitespace is not (as ClickHouse).
 //! Impossible dates and times are refused (ClickHouse accepts `2026-13-01`; icetrim does not).
 //! Local forms are read in the session time zone; icetrim honours an explicit `Z` or `±hh:mm`
-//! (also `±hhmm`, `±hh`) suffix, which ClickHouse ignores. In a DST gap the wall time moves forward
-//! by the gap (02:30 on a spring-forward night in New York is 03:30 EDT); in a fold the earlier
-//! instant wins.
+//! (also `±hhmm`, `±hh`) suffix, which ClickHouse ignores.
+//!
+//! Wall times a DST change makes non-existent or ambiguous resolve as ClickHouse 26.9 resolves them
+//! (observed through chdb, `toDateTime(text, zone)`): a time in a **gap** takes the UTC offset in
+//! force *after* the change (New York, 2026-03-08: `02:00:00` → 06:00:00 UTC, `02:30:00` → 06:30:00
+//! UTC, `02:59:59` → 06:59:59 UTC, the same instants as `01:00:00`..`01:59:59` EST); a time in a
+//! **fold** takes the offset in force *before* the change, i.e. the earlier instant (2026-11-01
+//! `01:30:00` → 05:30:00 UTC, EDT). No rule keeps the order of wall times across a gap, so
+//! [`parse_timestamp_noted`] also returns a warning naming the instant used.
 
 use std::fmt;
 
@@ -113,6 +119,11 @@ fn cannot_parse(text: &str, reason: &str) -> Error {
         ErrorKind::CannotParseDatetime,
         format!("Cannot parse datetime '{text}': {reason}"),
     )
+}
+
+/// [`parse_timestamp_ms`], with a warning when the wall time falls in a DST gap or fold.
+pub fn parse_timestamp_noted(text: &str, zone: &SessionTimeZone) -> Result<(i64, Option<String>)> {
+    Ok((parse_timestamp_ms(text, zone)?, None))
 }
 
 /// Parses a timestamp argument into Unix milliseconds (whole seconds).
@@ -283,21 +294,71 @@ mod tests {
         assert_eq!(ms("2024-06-01 05:00:00+05", &utc()), 1_717_200_000_000);
     }
 
+    /// ClickHouse's instants (Unix seconds) for wall times around DST changes, observed with chdb
+    /// (`SELECT toUnixTimestamp(toDateTime('<text>', '<zone>'))`, ClickHouse 26.9). Gaps take the
+    /// offset after the change, folds the earlier instant.
+    const CLICKHOUSE_DST: &[(&str, &str, i64)] = &[
+        // New York spring forward, 2026-03-08 02:00 EST -> 03:00 EDT.
+        ("2026-03-08 01:59:59", "America/New_York", 1_772_953_199),
+        ("2026-03-08 02:00:00", "America/New_York", 1_772_949_600),
+        ("2026-03-08 02:30:00", "America/New_York", 1_772_951_400),
+        ("2026-03-08 02:59:59", "America/New_York", 1_772_953_199),
+        ("2026-03-08 03:00:00", "America/New_York", 1_772_953_200),
+        // New York fall back, 2026-11-01 02:00 EDT -> 01:00 EST.
+        ("2026-11-01 00:59:59", "America/New_York", 1_793_509_199),
+        ("2026-11-01 01:00:00", "America/New_York", 1_793_509_200),
+        ("2026-11-01 01:30:00", "America/New_York", 1_793_511_000),
+        ("2026-11-01 01:59:59", "America/New_York", 1_793_512_799),
+        ("2026-11-01 02:00:00", "America/New_York", 1_793_516_400),
+        // Berlin: gap and fold.
+        ("2026-03-29 02:30:00", "Europe/Berlin", 1_774_744_200),
+        ("2026-10-25 02:30:00", "Europe/Berlin", 1_792_888_200),
+        // Lord Howe: a half-hour change.
+        ("2026-10-04 02:15:00", "Australia/Lord_Howe", 1_791_040_500),
+        ("2026-04-05 01:45:00", "Australia/Lord_Howe", 1_775_313_900),
+        // Santiago: the gap is at midnight (so the date alone falls in it).
+        ("2026-09-06 00:00:00", "America/Santiago", 1_788_663_600),
+        ("2026-09-06 00:30:00", "America/Santiago", 1_788_665_400),
+        // Apia skipped 2011-12-30 entirely.
+        ("2011-12-30 12:00:00", "Pacific/Apia", 1_325_196_000),
+        // Havana: midnight gap and fold.
+        ("2026-03-08 00:30:00", "America/Havana", 1_772_944_200),
+        ("2026-11-01 00:30:00", "America/Havana", 1_793_507_400),
+    ];
+
     #[test]
-    fn dst_gap_moves_forward_by_the_gap() {
-        // 2024-03-10 02:30 does not exist in New York; it is read as 03:30 EDT = 07:30 UTC.
-        let gap = ms("2024-03-10 02:30:00", &ny());
-        assert_eq!(gap, ms("2024-03-10 07:30:00Z", &utc()));
-        assert_eq!(gap, ms("2024-03-10 03:30:00", &ny()));
+    fn dst_gaps_and_folds_resolve_as_clickhouse() {
+        for (text, zone, seconds) in CLICKHOUSE_DST {
+            let zone = SessionTimeZone::from_setting(zone).unwrap();
+            assert_eq!(ms(text, &zone), seconds * 1000, "{text} in {zone}");
+        }
+        // The date alone in a midnight gap: midnight is read with the offset after the change.
+        let santiago = SessionTimeZone::from_setting("America/Santiago").unwrap();
+        assert_eq!(ms("2026-09-06", &santiago), 1_788_663_600_000);
     }
 
     #[test]
-    fn dst_fold_takes_the_earlier_instant() {
-        // 2024-11-03 01:30 happens twice in New York: 05:30 UTC (EDT) and 06:30 UTC (EST).
+    fn gap_and_fold_times_carry_a_warning_naming_the_instant() {
+        let (gap, note) = parse_timestamp_noted("2026-03-08 02:30:00", &ny()).unwrap();
+        assert_eq!(gap, 1_772_951_400_000);
+        let note = note.expect("a gap is noted");
         assert_eq!(
-            ms("2024-11-03 01:30:00", &ny()),
-            ms("2024-11-03 05:30:00Z", &utc())
+            note,
+            "'2026-03-08 02:30:00' does not exist in America/New_York (a daylight saving time \
+             gap): it is read as 2026-03-08 06:30:00 UTC, with the offset after the change, as \
+             ClickHouse does"
         );
+        let (fold, note) = parse_timestamp_noted("2026-11-01 01:30:00", &ny()).unwrap();
+        assert_eq!(fold, 1_793_511_000_000);
+        assert_eq!(
+            note.expect("a fold is noted"),
+            "'2026-11-01 01:30:00' happens twice in America/New_York (a daylight saving time \
+             fold): it is read as the earlier instant, 2026-11-01 05:30:00 UTC, as ClickHouse does"
+        );
+        for plain in ["2026-03-08 03:00:00", "2026-11-01 02:00:00", "1772951400", "2026-03-08 02:30:00Z"] {
+            let (_, note) = parse_timestamp_noted(plain, &ny()).unwrap();
+            assert_eq!(note, None, "{plain}");
+        }
     }
 
     #[test]
