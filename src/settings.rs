@@ -7,7 +7,9 @@
 //! a Bool, or a string of digits ("Field value -1 is out of range of unsigned long type"); a String
 //! takes only a string ("Bad get: has UInt64, requested String"). icetrim reports all of these as
 //! `BAD_ARGUMENTS` (ClickHouse uses several codes). The three ClickHouse gates default to 1 in
-//! icetrim (ClickHouse: 0).
+//! icetrim (ClickHouse: 0). Concurrency settings, `iceberg_commit_max_attempts` and
+//! `iceberg_expire_default_min_snapshots_to_keep` refuse 0 ("Setting <name> must be at least 1,
+//! got 0"): every path that sets a value (`SET`, the engine's defaults) goes through [`Settings::set`].
 
 use std::collections::BTreeMap;
 
@@ -110,6 +112,15 @@ pub const SESSION_SETTINGS: &[SettingDef] = &[
         default: SettingValue::UInt(4),
         doc: "metadata commit attempts before LIMIT_EXCEEDED",
     },
+];
+
+/// Counts for which 0 makes no sense (nothing would be read, deleted or committed; a branch must
+/// keep its head): refused wherever settings arrive (`SET`, engine defaults, table settings).
+const AT_LEAST_ONE: &[&str] = &[
+    "iceberg_metadata_read_concurrency",
+    "iceberg_delete_concurrency",
+    "iceberg_commit_max_attempts",
+    "iceberg_expire_default_min_snapshots_to_keep",
 ];
 
 /// Table settings (`CREATE TABLE … SETTINGS`), not accepted by `SET`.
@@ -235,6 +246,12 @@ impl Settings {
                 SessionTimeZone::from_setting(zone)?;
             }
         }
+        if AT_LEAST_ONE.contains(&def.name) && value == Value::UInt(0) {
+            return Err(Error::bad_arguments(format!(
+                "Setting {} must be at least 1, got 0",
+                def.name
+            )));
+        }
         if def.name == "iceberg_format_version" && !matches!(value, Value::UInt(1..=3)) {
             return Err(Error::bad_arguments(format!(
                 "iceberg_format_version must be 1, 2 or 3, got {literal}"
@@ -327,7 +344,7 @@ impl Settings {
         self.get_i64("iceberg_orphan_files_older_than_seconds")
     }
 
-    /// At least 1.
+    /// At least 1 (0 is refused when set).
     pub fn metadata_read_concurrency(&self) -> usize {
         usize::try_from(self.get_uint("iceberg_metadata_read_concurrency").max(1)).unwrap_or(1)
     }
@@ -486,7 +503,12 @@ mod tests {
         ] {
             let mut s = Settings::new();
             let before = s.get_uint(name);
-            for zero in [number("0"), Literal::String("0".into()), Literal::Bool(false), number("0.5")] {
+            for zero in [
+                number("0"),
+                Literal::String("0".into()),
+                Literal::Bool(false),
+                number("0.5"),
+            ] {
                 let err = s.set(name, &zero).expect_err(name);
                 assert_eq!(err.kind(), ErrorKind::BadArguments, "{name}");
                 assert_eq!(

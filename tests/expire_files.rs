@@ -70,7 +70,8 @@ async fn explain_shows_the_decision_and_changes_nothing() {
             .1
             .as_i64()
             .unwrap();
-        assert!(cell(row, 4).starts_with(&format_ts(ts)), "{:?}", row);
+        let zone = icetrim::settings::Settings::new().session_time_zone();
+        assert!(cell(row, 4).starts_with(&zone.format_ms(ts)), "{:?}", row);
     }
     let a6 = snapshots
         .iter()
@@ -268,15 +269,22 @@ async fn explain_prints_snapshot_times_in_the_session_time_zone() {
 async fn outside_refusal_prints_a_relative_path_as_written() {
     let fx = make_fixture("py_v2_linear", NOW, false);
     let a1 = fx.snapshot_id("a1");
+    // a1's statistics file, written relative: a candidate once a1 expires (never read).
     edit_json(&fx.metadata_path(), |json| {
-        snapshot_mut(json, a1)["manifest-list"] = "../../outside/snap-a1.avro".into();
+        json["statistics"] = serde_json::json!([{
+            "snapshot-id": a1,
+            "statistics-path": "../../outside/snap-a1.puffin",
+            "file-size-in-bytes": 10,
+            "file-footer-size-in-bytes": 4,
+            "blob-metadata": []
+        }]);
     });
     let err = expire_at(&fx.table_dir(), NOW, policy(Some(1), Some(0)), false, None)
         .await
         .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::NotImplemented, "{err}");
     assert!(
-        err.message().contains(": ../../outside/snap-a1.avro"),
+        err.message().contains(": ../../outside/snap-a1.puffin"),
         "{err}"
     );
     assert!(!err.message().contains(":///"), "{err}");

@@ -255,7 +255,7 @@ async fn core_scenario(io: FileIO, root: String) {
     let e = run_on(&rt, &table, missing, false).await.unwrap_err();
     assert_eq!(
         e.message(),
-        format!("Scan path '{root}/nope' does not exist")
+        format!("Scan path '{root}/nope/' does not exist")
     );
 }
 

@@ -8,7 +8,11 @@
 //!   [--now '2026-01-01 00:00:00'] [--codec deflate|null|snappy|zstandard]
 //!   [--max-manifests M] [--target-manifest-entries E] [--merge-fan-in F]
 //! ```
+//!
+//! A closed standard output (`icetrim-generate ... | head -c 10`) ends the program quietly with
+//! status 0, as `icetrim` does: the table is written by then.
 
+use std::io::Write;
 use std::process::ExitCode;
 use std::time::Instant;
 
@@ -126,8 +130,15 @@ fn main() -> ExitCode {
         Ok(generated) => {
             let mut summary = generated.to_json();
             summary["seconds"] = serde_json::json!(started.elapsed().as_secs_f64());
-            println!("{summary}");
-            ExitCode::SUCCESS
+            let mut out = std::io::stdout().lock();
+            match writeln!(out, "{summary}").and_then(|()| out.flush()) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("cannot write the summary: {e}");
+                    ExitCode::FAILURE
+                }
+            }
         }
         Err(e) => {
             eprintln!("{e}");

@@ -2,7 +2,10 @@
 //!
 //! Engine arguments are checked against the signatures of SPEC §1 (`IcebergLocal(path)`,
 //! `IcebergS3(url [, NOSIGN | key, secret [, token]])`, `IcebergAzure(conn|url, container, path
-//! [, account, key])`), all string literals. Table settings are validated with
+//! [, account, key])`), all string literals. A URL argument that carries credentials
+//! (`http://key:secret@host/...`) is refused without repeating them. The local path is stored
+//! normalised: `.` components, doubled and trailing slashes dropped (`/a/./b/` → `/a/b`, also
+//! after `file://`); a `..` component, a relative path or the root itself is refused. Table settings are validated with
 //! [`Settings::table_from_pairs`] and stored as their normalized text (`1`/`0` for Bool, digits for
 //! UInt, the raw text for String); [`table_settings`] reads them back. Column definitions are kept one
 //! per line as the parser printed them.
@@ -15,6 +18,7 @@ use std::collections::BTreeMap;
 
 use super::registry::{EngineArg, TableDef};
 use crate::error::{Error, Result};
+use crate::io::check_engine_urls;
 use crate::settings::{SettingType, Settings, TABLE_SETTINGS};
 use crate::sql::{self, CreateTable, EngineName, Literal, TableName};
 
@@ -29,6 +33,24 @@ pub fn table_def(create: &CreateTable, current_database: &str) -> Result<TableDe
         .map(|(i, arg)| engine_arg(engine, i, arg))
         .collect::<Result<Vec<_>>>()?;
     check_arity(engine, &args)?;
+    let texts: Vec<&str> = args
+        .iter()
+        .filter_map(|arg| match arg {
+            EngineArg::Str(text) => Some(text.as_str()),
+            EngineArg::NoSign => None,
+        })
+        .collect();
+    check_engine_urls(engine.as_str(), &texts)?;
+    let args = if engine == EngineName::IcebergLocal {
+        args.into_iter()
+            .map(|arg| match arg {
+                EngineArg::Str(path) => normalize_local_path(&path).map(EngineArg::Str),
+                other => Ok(other),
+            })
+            .collect::<Result<Vec<_>>>()?
+    } else {
+        args
+    };
     let validated = Settings::table_from_pairs(&create.settings)?;
     let settings: BTreeMap<String, String> = create
         .settings
@@ -83,6 +105,46 @@ fn engine_arg(engine: EngineName, index: usize, arg: &sql::EngineArg) -> Result<
             engine.as_str()
         ))),
     }
+}
+
+/// The `IcebergLocal` path with `.` components, doubled and trailing slashes dropped, in its own
+/// spelling (`/x`, `file:///x`, `file:/x`, `file://localhost/x`); `..`, a relative path and the
+/// root are refused (object_store refuses `.` and `..` segments only when the table is read).
+fn normalize_local_path(path: &str) -> Result<String> {
+    let lower = path.to_ascii_lowercase();
+    let prefix_len = if path.starts_with('/') {
+        0
+    } else if lower.starts_with("file://localhost/") {
+        "file://localhost".len()
+    } else if lower.starts_with("file:///") {
+        "file://".len()
+    } else if lower.starts_with("file:/") {
+        "file:".len()
+    } else {
+        return Err(Error::bad_arguments(format!(
+            "IcebergLocal: the table path '{path}' must be absolute (/path or file:///path)"
+        )));
+    };
+    let (prefix, rest) = path.split_at(prefix_len);
+    let mut components = Vec::new();
+    for component in rest.split('/') {
+        match component {
+            "" | "." => {}
+            ".." => {
+                return Err(Error::bad_arguments(format!(
+                    "IcebergLocal: the table path '{path}' has a '..' component; give the path \
+                     without it"
+                )));
+            }
+            other => components.push(other),
+        }
+    }
+    if components.is_empty() {
+        return Err(Error::bad_arguments(format!(
+            "IcebergLocal: the table path '{path}' names the root folder; give the table's folder"
+        )));
+    }
+    Ok(format!("{prefix}/{}", components.join("/")))
 }
 
 fn check_arity(engine: EngineName, args: &[EngineArg]) -> Result<()> {
@@ -240,7 +302,11 @@ mod tests {
             let e = table_def(&create(bad), "default").expect_err(bad);
             assert_eq!(e.kind(), ErrorKind::BadArguments, "{bad}");
             assert!(!e.message().contains("S3CR3T"), "{bad}: {}", e.message());
-            assert!(e.message().contains("credentials"), "{bad}: {}", e.message());
+            assert!(
+                e.message().contains("credentials"),
+                "{bad}: {}",
+                e.message()
+            );
         }
         // An `@` in the path is not userinfo.
         table_def(
@@ -256,10 +322,22 @@ mod tests {
             EngineArg::Str(p) => p.clone(),
             other => panic!("{other:?}"),
         };
-        assert_eq!(path("CREATE TABLE t ENGINE = IcebergLocal('/a/./b')"), "/a/b");
-        assert_eq!(path("CREATE TABLE t ENGINE = IcebergLocal('/a//b/')"), "/a/b");
-        assert_eq!(path("CREATE TABLE t ENGINE = IcebergLocal('/a/b/.')"), "/a/b");
-        assert_eq!(path("CREATE TABLE t ENGINE = IcebergLocal('file:///a/./b/')"), "file:///a/b");
+        assert_eq!(
+            path("CREATE TABLE t ENGINE = IcebergLocal('/a/./b')"),
+            "/a/b"
+        );
+        assert_eq!(
+            path("CREATE TABLE t ENGINE = IcebergLocal('/a//b/')"),
+            "/a/b"
+        );
+        assert_eq!(
+            path("CREATE TABLE t ENGINE = IcebergLocal('/a/b/.')"),
+            "/a/b"
+        );
+        assert_eq!(
+            path("CREATE TABLE t ENGINE = IcebergLocal('file:///a/./b/')"),
+            "file:///a/b"
+        );
         assert_eq!(path("CREATE TABLE t ENGINE = IcebergLocal('/a/b')"), "/a/b");
         for bad in [
             "CREATE TABLE t ENGINE = IcebergLocal('/a/../b')",

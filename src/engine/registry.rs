@@ -11,9 +11,8 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, ErrorKind, Result};
-
-/// The text ClickHouse prints in place of a secret.
-pub const HIDDEN: &str = "[HIDDEN]";
+pub use crate::io::HIDDEN;
+use crate::io::{mask_connection_string, mask_url_credentials};
 
 /// An engine argument: a string literal, or the bare keyword `NOSIGN`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -37,37 +36,32 @@ pub struct TableDef {
 }
 
 impl TableDef {
-    /// The engine arguments with secrets replaced by `[HIDDEN]` (as ClickHouse does): S3 secret and token; Azure
-    /// account key and any `AccountKey=`/`SharedAccessSignature=` in a connection string.
+    /// The engine arguments with secrets replaced by `[HIDDEN]` (as ClickHouse does): see
+    /// [`mask_engine_arg`].
     pub fn masked_args(&self) -> Vec<EngineArg> {
         self.args
             .iter()
             .enumerate()
-            .map(|(i, a)| match (self.engine.as_str(), a) {
-                ("IcebergS3", EngineArg::Str(_)) if i >= 2 => EngineArg::Str(HIDDEN.into()),
-                ("IcebergAzure", EngineArg::Str(_)) if i == 4 => EngineArg::Str(HIDDEN.into()),
-                ("IcebergAzure", EngineArg::Str(s)) if i == 0 => {
-                    EngineArg::Str(mask_connection_string(s))
-                }
-                _ => a.clone(),
+            .map(|(i, a)| match a {
+                EngineArg::Str(s) => EngineArg::Str(mask_engine_arg(&self.engine, i, s)),
+                EngineArg::NoSign => EngineArg::NoSign,
             })
             .collect()
     }
 }
 
-fn mask_connection_string(s: &str) -> String {
-    s.split(';')
-        .map(|part| match part.split_once('=') {
-            Some((k, _))
-                if k.eq_ignore_ascii_case("AccountKey")
-                    || k.eq_ignore_ascii_case("SharedAccessSignature") =>
-            {
-                format!("{k}={HIDDEN}")
-            }
-            _ => part.to_string(),
-        })
-        .collect::<Vec<_>>()
-        .join(";")
+/// Engine argument `index` (0-based) of `engine` as `SHOW CREATE TABLE` and the shell's history
+/// show it: the S3 secret key and session token and the Azure account key become `[HIDDEN]`, as do
+/// `AccountKey=` / `SharedAccessSignature=` in a connection string and the `user:password@` of a
+/// URL. The one masking rule of icetrim.
+pub fn mask_engine_arg(engine: &str, index: usize, arg: &str) -> String {
+    let engine = engine.to_ascii_lowercase();
+    match (engine.as_str(), index) {
+        ("icebergs3", 2..) | ("icebergazure", 4) => HIDDEN.to_string(),
+        ("icebergazure", 0) => mask_url_credentials(&mask_connection_string(arg)),
+        (_, 0) => mask_url_credentials(arg),
+        _ => arg.to_string(),
+    }
 }
 
 /// Where tables are remembered.

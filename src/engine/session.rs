@@ -35,7 +35,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::format::{Column, OutputFormat, Value};
 use crate::settings::Settings;
 use crate::sql::{
-    AlterExecute, BindContext, Literal, Select, Statement, TableName, bind, check_gates,
+    AlterExecute, BindContext, Literal, Select, Statement, TableName, bind_noted, check_gates,
     parse_statement_at, split_statements,
 };
 
@@ -553,9 +553,9 @@ impl Session {
             now_ms: self.shared.runtime.clock.now_ms(),
             time_zone: self.settings.session_time_zone(),
         };
-        let call = bind(&alter.procedure, &alter.args, &context)?;
+        let (call, notes) = bind_noted(&alter.procedure, &alter.args, &context)?;
         let progress = Progress::new(self.progress.0.clone(), self.cancel.clone());
-        run_procedure_with(
+        let mut result = run_procedure_with(
             &self.shared.runtime,
             &self.settings,
             &def,
@@ -563,6 +563,9 @@ impl Session {
             explain,
             &progress,
         )
-        .await
+        .await?;
+        // The arguments' warnings (a DST gap or fold) come before the run's own.
+        result.warnings.splice(0..0, notes);
+        Ok(result)
     }
 }

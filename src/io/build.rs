@@ -136,7 +136,19 @@ fn build_azure(
     } else if options.allow_http {
         builder = builder.with_allow_http(true);
     }
-    let store = builder.build().map_err(|e| build_failed(describe(), e))?;
+    let store = builder.build().map_err(|e| {
+        // object_store's message for a malformed key names the offending byte and its offset:
+        // never repeat it.
+        if e.to_string().contains("Invalid Access Key") {
+            Error::bad_arguments(format!(
+                "Cannot configure storage for {}: the account key is not valid base64 (its value \
+                 is not shown)",
+                describe()
+            ))
+        } else {
+            build_failed(describe(), e)
+        }
+    })?;
     Ok(Arc::new(store))
 }
 

@@ -4,13 +4,21 @@
 //! account_key])`. Each engine constructor returns the table location as a URI this module's
 //! `Location` parses, plus the options that reach it.
 //!
-//! Secrets never appear in `Debug` output.
+//! Secrets never appear in `Debug` output, nor in error messages: a URL with credentials in it
+//! (`http://key:secret@host/...`) is refused (ClickHouse's engines take credentials as
+//! arguments, and a URL's `user:password@` would be printed by `SHOW CREATE TABLE`); a malformed
+//! account key is named, never quoted; connection strings in messages have `AccountKey` and
+//! `SharedAccessSignature` masked with [`mask_connection_string`], the one function that also
+//! masks them in `SHOW CREATE TABLE` and the shell's history.
 
 use std::fmt;
 
 use url::Url;
 
 use crate::error::{Error, Result};
+
+/// The text ClickHouse prints in place of a secret.
+pub const HIDDEN: &str = "[HIDDEN]";
 
 /// The Azurite / Azure Storage Emulator development account.
 pub const AZURE_EMULATOR_ACCOUNT: &str = "devstoreaccount1";
@@ -186,12 +194,13 @@ impl StorageOptions {
             azure.account = Some(account.clone());
         }
         if let Some(key) = key {
+            check_account_key(key)?;
             azure.access_key = Some(key.clone());
         }
         let Some(account) = azure.account.clone() else {
             return Err(Error::bad_arguments(format!(
                 "IcebergAzure: cannot tell the storage account from '{}'; pass account_name",
-                redact_connection_string(target)
+                mask_connection_string(target)
             )));
         };
         if container.is_empty() || container.contains('/') {
@@ -214,6 +223,7 @@ impl StorageOptions {
 /// `s3://bucket/key` (also `s3a`, `s3n`), virtual-hosted and path-style AWS URLs, and
 /// path-style URLs of other servers (`http://127.0.0.1:9000/bucket/key`: endpoint).
 fn parse_s3_url(url: &str) -> Result<(String, S3Options)> {
+    refuse_url_credentials("IcebergS3", url)?;
     let lower = url.to_ascii_lowercase();
     if ["s3://", "s3a://", "s3n://"]
         .iter()
@@ -273,24 +283,121 @@ fn looks_like_connection_string(target: &str) -> bool {
     target.contains('=') && !target.starts_with("http://") && !target.starts_with("https://")
 }
 
-/// `Key=Value;...` with the account key replaced, for error messages.
-fn redact_connection_string(target: &str) -> String {
+/// A connection string (`Key=Value;...`) with the values of `AccountKey` and
+/// `SharedAccessSignature` replaced by [`HIDDEN`], as ClickHouse prints them (and the
+/// credentials of an endpoint URL masked); any other text is returned as it is.
+pub fn mask_connection_string(target: &str) -> String {
     if !looks_like_connection_string(target) {
         return target.to_string();
     }
     target
         .split(';')
         .map(|pair| match pair.split_once('=') {
-            Some((key, _))
-                if key.eq_ignore_ascii_case("AccountKey")
-                    || key.eq_ignore_ascii_case("SharedAccessSignature") =>
-            {
-                format!("{key}=<hidden>")
-            }
-            _ => pair.to_string(),
+            Some((key, _)) if is_secret_key(key.trim()) => format!("{key}={HIDDEN}"),
+            Some((key, url)) => format!("{key}={}", mask_url_credentials(url)),
+            None => pair.to_string(),
         })
         .collect::<Vec<_>>()
         .join(";")
+}
+
+fn is_secret_key(key: &str) -> bool {
+    key.eq_ignore_ascii_case("AccountKey") || key.eq_ignore_ascii_case("SharedAccessSignature")
+}
+
+/// The `user[:password]@` of a `http(s)://`, `s3://` (`s3a`, `s3n`), `gs://` or `file://` URL.
+/// (Azure's `abfss://container@account...` names a container, not a user.)
+fn userinfo_range(url: &str) -> Option<std::ops::Range<usize>> {
+    let (scheme, rest) = url.split_once("://")?;
+    let scheme = scheme.to_ascii_lowercase();
+    if !["http", "https", "s3", "s3a", "s3n", "gs", "gcs", "file"].contains(&scheme.as_str()) {
+        return None;
+    }
+    let start = scheme.len() + 3;
+    let authority_len = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let at = rest[..authority_len].rfind('@')?;
+    Some(start..start + at + 1)
+}
+
+/// `url` with its `user:password@` replaced by `[HIDDEN]@`; other text unchanged.
+pub fn mask_url_credentials(url: &str) -> String {
+    match userinfo_range(url) {
+        Some(range) => format!("{}{HIDDEN}@{}", &url[..range.start], &url[range.end..]),
+        None => url.to_string(),
+    }
+}
+
+/// Refuses a URL that carries credentials (`scheme://user:password@host/...`), without repeating
+/// them: icetrim never uses them, and the table definition would keep them in clear.
+pub fn refuse_url_credentials(engine: &str, url: &str) -> Result<()> {
+    if userinfo_range(url).is_none() {
+        return Ok(());
+    }
+    Err(Error::bad_arguments(format!(
+        "{engine}: the url '{}' must not carry credentials (user:password@); give them as engine \
+         arguments instead",
+        mask_url_credentials(url)
+    )))
+}
+
+/// The check `CREATE TABLE` makes on an engine's URL arguments (before any I/O): no credentials
+/// inside a URL (the S3 url, the Azure storage account url or a connection string's
+/// `BlobEndpoint`, a local `file://` URL).
+pub fn check_engine_urls(engine: &str, args: &[&str]) -> Result<()> {
+    match (engine, args.first()) {
+        ("IcebergAzure", Some(target)) if looks_like_connection_string(target) => target
+            .split(';')
+            .filter_map(|pair| pair.split_once('='))
+            .filter(|(key, _)| key.trim().eq_ignore_ascii_case("BlobEndpoint"))
+            .try_for_each(|(_, url)| refuse_url_credentials(engine, url.trim())),
+        (_, Some(url)) => refuse_url_credentials(engine, url),
+        (_, None) => Ok(()),
+    }
+}
+
+/// Refuses an account key that is not standard base64 (padded), without quoting it: the
+/// decoder's own message names the offending character and its offset.
+fn check_account_key(key: &str) -> Result<()> {
+    if is_standard_base64(key) {
+        return Ok(());
+    }
+    Err(Error::bad_arguments(
+        "IcebergAzure: the account key is not valid base64 (its value is not shown)",
+    ))
+}
+
+/// Whether `text` is canonical padded base64 (RFC 4648 standard alphabet), as Azure account keys
+/// are and as object_store's decoder demands.
+pub(crate) fn is_standard_base64(text: &str) -> bool {
+    fn value(b: u8) -> Option<u8> {
+        match b {
+            b'A'..=b'Z' => Some(b - b'A'),
+            b'a'..=b'z' => Some(b - b'a' + 26),
+            b'0'..=b'9' => Some(b - b'0' + 52),
+            b'+' => Some(62),
+            b'/' => Some(63),
+            _ => None,
+        }
+    }
+    let bytes = text.as_bytes();
+    if bytes.is_empty() || bytes.len() % 4 != 0 {
+        return false;
+    }
+    let padding = bytes.iter().rev().take_while(|b| **b == b'=').count();
+    if padding > 2 {
+        return false;
+    }
+    let data = &bytes[..bytes.len() - padding];
+    let Some(values) = data.iter().map(|b| value(*b)).collect::<Option<Vec<u8>>>() else {
+        return false;
+    };
+    // The bits after the last whole byte must be zero (a canonical encoding).
+    let last = values.last().copied().unwrap_or(0);
+    match padding {
+        1 => last & 0b11 == 0,
+        2 => last & 0b1111 == 0,
+        _ => true,
+    }
 }
 
 /// An Azure storage connection string: `DefaultEndpointsProtocol`, `AccountName`, `AccountKey`,
@@ -299,18 +406,31 @@ pub fn parse_connection_string(text: &str) -> Result<AzureOptions> {
     let mut azure = AzureOptions::default();
     let mut protocol = "https".to_string();
     let mut suffix = "core.windows.net".to_string();
-    for pair in text.split(';').map(str::trim).filter(|p| !p.is_empty()) {
+    for (index, pair) in text
+        .split(';')
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
+        .enumerate()
+    {
         let Some((key, value)) = pair.split_once('=') else {
+            // Not quoted: it may be a piece of a key that held a `;`.
             return Err(Error::bad_arguments(format!(
-                "Azure connection string '{}': expected Key=Value, got '{pair}'",
-                redact_connection_string(text)
+                "Azure connection string: part {} is not Key=Value (parts are separated by ';'; \
+                 the part is not shown, it may hold a secret)",
+                index + 1
             )));
         };
         match key.to_ascii_lowercase().as_str() {
             "defaultendpointsprotocol" => protocol = value.to_ascii_lowercase(),
             "accountname" => azure.account = Some(value.to_string()),
-            "accountkey" => azure.access_key = Some(value.to_string()),
-            "blobendpoint" => azure.endpoint = Some(value.trim_end_matches('/').to_string()),
+            "accountkey" => {
+                check_account_key(value)?;
+                azure.access_key = Some(value.to_string());
+            }
+            "blobendpoint" => {
+                refuse_url_credentials("IcebergAzure", value)?;
+                azure.endpoint = Some(value.trim_end_matches('/').to_string());
+            }
             "endpointsuffix" => suffix = value.to_string(),
             "sharedaccesssignature" => azure.sas_token = Some(value.to_string()),
             "usedevelopmentstorage" if value.eq_ignore_ascii_case("true") => {
@@ -341,6 +461,7 @@ pub fn parse_connection_string(text: &str) -> Result<AzureOptions> {
 /// `https://account.blob.core.windows.net[/]` or a path-style emulator URL
 /// (`http://127.0.0.1:10000/devstoreaccount1`).
 fn parse_account_url(target: &str) -> Result<AzureOptions> {
+    refuse_url_credentials("IcebergAzure", target)?;
     let parsed = Url::parse(target).map_err(|e| {
         Error::bad_arguments(format!(
             "IcebergAzure: cannot parse storage account url '{target}': {e}"
@@ -493,10 +614,10 @@ mod tests {
             "cont",
             "w/t",
             "acct",
-            "KEY",
+            "S0VZ",
         ]);
         assert_eq!(location, "abfss://cont@acct.dfs.core.windows.net/w/t");
-        assert_eq!(options.access_key.as_deref(), Some("KEY"));
+        assert_eq!(options.access_key.as_deref(), Some("S0VZ"));
 
         let (location, options) = azure(&["http://127.0.0.1:10000/devstoreaccount1", "c", "t"]);
         assert_eq!(
@@ -510,15 +631,29 @@ mod tests {
     fn azure_key_errors_never_quote_the_key() {
         // A key that is not base64: refused when the engine arguments are read, the key unquoted.
         for bad in [
-            vec!["https://acct.blob.core.windows.net", "c", "t", "acct", "ab-dEF=="],
-            vec!["DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=ab-dEF==", "c", "t"],
-            vec!["DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=abdE", "c", "t"],
+            vec![
+                "https://acct.blob.core.windows.net",
+                "c",
+                "t",
+                "acct",
+                "ab-dEF==",
+            ],
+            vec![
+                "DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=ab-dEF==",
+                "c",
+                "t",
+            ],
+            vec![
+                "DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=abd=",
+                "c",
+                "t",
+            ],
         ] {
             let err = StorageOptions::from_azure_engine_args(&args(&bad)).expect_err("bad key");
             assert_eq!(err.kind(), crate::ErrorKind::BadArguments, "{bad:?}");
             let message = err.message();
             assert!(message.contains("not valid base64"), "{message}");
-            for secret in ["ab-d", "abdE", "45", "symbol"] {
+            for secret in ["ab-d", "abd=", "45", "symbol"] {
                 assert!(!message.contains(secret), "{message}");
             }
         }

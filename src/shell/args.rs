@@ -5,6 +5,25 @@ use std::path::PathBuf;
 
 use clap::Parser;
 
+use crate::error::Error;
+
+/// Why the command line was not accepted.
+#[derive(Debug)]
+pub enum ArgsError {
+    /// A flag clap refused (usage, `--help`, `--version` too): clap prints it and exits 2 (0 for
+    /// help and version).
+    Clap(clap::Error),
+    /// A `--param_` argument as clickhouse-client refuses it: a ClickHouse error
+    /// (`Code: 36. DB::Exception: Parameter requires value. (BAD_ARGUMENTS)`).
+    Param(Error),
+}
+
+impl From<clap::Error> for ArgsError {
+    fn from(error: clap::Error) -> Self {
+        ArgsError::Clap(error)
+    }
+}
+
 const EXAMPLES: &str = "\
 Examples:
   icetrim --demo                            build a demo table and run the maintenance SQL on it
@@ -75,7 +94,7 @@ impl Args {
     /// assert_eq!(args.params, [("n".to_string(), "5".to_string()), ("s".to_string(), "a b".to_string())]);
     /// assert_eq!(args.query.as_deref(), Some("SELECT {n:UInt8}"));
     /// ```
-    pub fn parse_with_params<I, T>(command_line: I) -> Result<Args, clap::Error>
+    pub fn parse_with_params<I, T>(command_line: I) -> Result<Args, ArgsError>
     where
         I: IntoIterator<Item = T>,
         T: Into<OsString>,
@@ -88,23 +107,20 @@ impl Args {
                 rest.push(item);
                 continue;
             };
+            // clickhouse-client's rules and texts (ClientBase::parseAndCheckOptions).
             let (name, value) = match param.split_once('=') {
                 Some((name, value)) => (name.to_string(), value.to_string()),
                 None => {
                     let value = items.next().ok_or_else(|| {
-                        clap::Error::raw(
-                            clap::error::ErrorKind::InvalidValue,
-                            format!("--param_{param} needs a value\n"),
-                        )
+                        ArgsError::Param(Error::bad_arguments("Parameter requires value"))
                     })?;
                     (param.to_string(), value.to_string_lossy().into_owned())
                 }
             };
             if name.is_empty() {
-                return Err(clap::Error::raw(
-                    clap::error::ErrorKind::UnknownArgument,
-                    "--param_ needs a name: --param_<name>=<value>\n",
-                ));
+                return Err(ArgsError::Param(Error::bad_arguments(
+                    "Parameter name cannot be empty",
+                )));
             }
             params.push((name, value));
         }
@@ -161,8 +177,22 @@ mod tests {
             [("a".into(), "x=y".into()), ("b".into(), "2".into())]
         );
         assert!(args.ignore_error);
-        assert!(Args::parse_with_params(["icetrim", "--param_b"]).is_err());
-        assert!(Args::parse_with_params(["icetrim", "--param_=1"]).is_err());
-        assert!(Args::parse_with_params(["icetrim", "--nope"]).is_err());
+        let param_error = |line: &[&str]| match Args::parse_with_params(line.iter().copied()) {
+            Err(ArgsError::Param(e)) => (e.kind(), e.message().to_string()),
+            other => panic!("{line:?}: {other:?}"),
+        };
+        let bad = crate::ErrorKind::BadArguments;
+        assert_eq!(
+            param_error(&["icetrim", "--param_b"]),
+            (bad, "Parameter requires value".into())
+        );
+        assert_eq!(
+            param_error(&["icetrim", "--param_=1"]),
+            (bad, "Parameter name cannot be empty".into())
+        );
+        assert!(matches!(
+            Args::parse_with_params(["icetrim", "--nope"]),
+            Err(ArgsError::Clap(_))
+        ));
     }
 }

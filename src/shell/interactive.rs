@@ -6,6 +6,10 @@
 //! result prints. Output as
 //! clickhouse-client prints it: the result (PrettyCompact unless told otherwise), then
 //! "N rows in set. Elapsed: 0.001 sec." ("Ok." first when there is no result set).
+//!
+//! The history (in memory and in the file) keeps each input as typed except its secrets: the
+//! engine arguments `SHOW CREATE TABLE` masks become `'[HIDDEN]'` before the line is saved
+//! ([`history_text`]), as clickhouse-client hides secrets of the queries it records.
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -16,10 +20,11 @@ use rustyline::error::ReadlineError;
 use tokio::runtime::Runtime;
 
 use super::output::{Output, OutputError};
+use crate::engine::registry::mask_engine_arg;
 use crate::engine::{CancelToken, QueryResult, Session};
 use crate::error::ErrorKind;
 use crate::format::OutputFormat;
-use crate::sql::split_statements;
+use crate::sql::{Literal, split_statements};
 
 /// How the shell runs.
 #[derive(Debug, Clone)]
@@ -68,7 +73,7 @@ pub fn run(
                     continue;
                 }
                 let input = std::mem::take(&mut buffer);
-                let _ = editor.add_history_entry(input.as_str());
+                let _ = editor.add_history_entry(history_text(&input).as_str());
                 if let Some(file) = &options.history_file {
                     let _ = editor.save_history(file);
                 }
@@ -87,6 +92,141 @@ fn readline_error(error: ReadlineError) -> OutputError {
     match error {
         ReadlineError::Io(e) => OutputError::from(e),
         other => OutputError::Io(std::io::Error::other(other.to_string())),
+    }
+}
+
+/// `input` as the history keeps it: every string argument of an `IcebergS3(...)`,
+/// `IcebergAzure(...)` or `IcebergLocal(...)` engine clause masked by [`mask_engine_arg`] (the
+/// rule of `SHOW CREATE TABLE`), everything else as typed. Works on the text, so a statement that
+/// does not parse (a typo, an argument count the engine refuses) is masked too.
+pub fn history_text(input: &str) -> String {
+    let bytes = input.as_bytes();
+    let mut out = String::with_capacity(input.len());
+    let mut copied = 0;
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'\'' | b'"' | b'`' => i = skip_quoted(bytes, i),
+            b'-' if bytes.get(i + 1) == Some(&b'-') => {
+                i = input[i..].find('\n').map_or(bytes.len(), |n| i + n);
+            }
+            b'/' if bytes.get(i + 1) == Some(&b'*') => {
+                i = input[i + 2..]
+                    .find("*/")
+                    .map_or(bytes.len(), |n| i + 2 + n + 2);
+            }
+            b if b.is_ascii_alphabetic() || b == b'_' => {
+                let end = i + bytes[i..]
+                    .iter()
+                    .take_while(|b| b.is_ascii_alphanumeric() || **b == b'_')
+                    .count();
+                let word = &input[i..end];
+                let is_engine = ["IcebergS3", "IcebergAzure", "IcebergLocal"]
+                    .iter()
+                    .any(|name| word.eq_ignore_ascii_case(name));
+                i = end;
+                if is_engine {
+                    i = mask_engine_clause(input, word, i, &mut out, &mut copied);
+                }
+            }
+            _ => i += 1,
+        }
+    }
+    out.push_str(&input[copied..]);
+    out
+}
+
+/// The end of the quoted text starting at `start` (its closing quote included; a doubled quote
+/// or a backslash escape stays inside).
+fn skip_quoted(bytes: &[u8], start: usize) -> usize {
+    let quote = bytes[start];
+    let mut i = start + 1;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'\\' => i += 2,
+            b if b == quote && bytes.get(i + 1) == Some(&quote) => i += 2,
+            b if b == quote => return i + 1,
+            _ => i += 1,
+        }
+    }
+    bytes.len()
+}
+
+/// The value of a `'...'` literal spanning `text` (quotes included).
+fn unquote(text: &str) -> String {
+    let inner = match text.strip_prefix('\'') {
+        Some(rest) if rest.ends_with('\'') && !rest.is_empty() => &rest[..rest.len() - 1],
+        Some(rest) => rest,
+        None => text,
+    };
+    let mut value = String::with_capacity(inner.len());
+    let mut chars = inner.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => value.extend(chars.next()),
+            '\'' => {
+                chars.next();
+                value.push('\'');
+            }
+            other => value.push(other),
+        }
+    }
+    value
+}
+
+/// Masks the string arguments of the engine clause whose name ends at `at` (`(` next, after
+/// blanks); writes into `out` up to each masked literal. Returns where scanning goes on.
+fn mask_engine_clause(
+    input: &str,
+    engine: &str,
+    at: usize,
+    out: &mut String,
+    copied: &mut usize,
+) -> usize {
+    let bytes = input.as_bytes();
+    let blanks = |from: usize| {
+        from + bytes[from..]
+            .iter()
+            .take_while(|b| b.is_ascii_whitespace())
+            .count()
+    };
+    let mut i = blanks(at);
+    if bytes.get(i) != Some(&b'(') {
+        return at;
+    }
+    i += 1;
+    let mut index = 0;
+    loop {
+        i = blanks(i);
+        match bytes.get(i) {
+            Some(b'\'') => {
+                let end = skip_quoted(bytes, i);
+                let written = &input[i..end];
+                let value = unquote(written);
+                let masked = mask_engine_arg(engine, index, &value);
+                if masked != value {
+                    out.push_str(&input[*copied..i]);
+                    out.push_str(&Literal::String(masked).to_string());
+                    *copied = end;
+                }
+                i = end;
+            }
+            Some(b) if b.is_ascii_alphanumeric() || *b == b'_' => {
+                i += bytes[i..]
+                    .iter()
+                    .take_while(|b| b.is_ascii_alphanumeric() || **b == b'_')
+                    .count();
+            }
+            _ => return i,
+        }
+        i = blanks(i);
+        match bytes.get(i) {
+            Some(b',') => {
+                index += 1;
+                i += 1;
+            }
+            _ => return i,
+        }
     }
 }
 
@@ -257,6 +397,50 @@ mod tests {
         assert!(started.elapsed() < std::time::Duration::from_secs(10));
         assert!(first.join().unwrap().unwrap().success());
         assert!(second.join().unwrap().unwrap().success());
+    }
+
+    #[test]
+    fn history_masks_secrets_as_show_create_does() {
+        let cases = [
+            (
+                "CREATE TABLE s ENGINE = IcebergS3('s3://b/t/', 'AKIA', 'S3CR3T', 'T0K3N');",
+                "CREATE TABLE s ENGINE = IcebergS3('s3://b/t/', 'AKIA', '[HIDDEN]', '[HIDDEN]');",
+            ),
+            (
+                "create table s engine = IcebergS3 (\n 'http://AK:S3CR3T@h:9/b/t/' , NOSIGN);",
+                "create table s engine = IcebergS3 (\n 'http://[HIDDEN]@h:9/b/t/' , NOSIGN);",
+            ),
+            (
+                "CREATE TABLE a ENGINE = IcebergAzure('AccountName=a;AccountKey=S3CR3T==;', 'c', \
+                 't', 'a', 'S3CR3T2')",
+                "CREATE TABLE a ENGINE = IcebergAzure('AccountName=a;AccountKey=[HIDDEN];', 'c', \
+                 't', 'a', '[HIDDEN]')",
+            ),
+            // A doubled quote and a backslash escape inside a secret.
+            (
+                "CREATE TABLE s ENGINE = IcebergS3('s3://b/t/', 'k', 'S3''CR\\'3T')",
+                "CREATE TABLE s ENGINE = IcebergS3('s3://b/t/', 'k', '[HIDDEN]')",
+            ),
+            // A statement the parser refuses (too many arguments) is masked too.
+            (
+                "CREATE TABLE s ENGINE = IcebergS3('s3://b/t/', 'k', 'S3CR3T', 't', 'x', 'y');",
+                "CREATE TABLE s ENGINE = IcebergS3('s3://b/t/', 'k', '[HIDDEN]', '[HIDDEN]', \
+                 '[HIDDEN]', '[HIDDEN]');",
+            ),
+        ];
+        for (typed, kept) in cases {
+            assert_eq!(history_text(typed), kept, "{typed}");
+        }
+        // Nothing secret: kept byte for byte, even an engine name inside a string or comment.
+        for plain in [
+            "SHOW TABLES;",
+            "SELECT 'IcebergS3(''a'', ''b'', ''c'')'",
+            "-- IcebergS3('a', 'b', 'c')\nSHOW TABLES",
+            "CREATE TABLE l ENGINE = IcebergLocal('/w/t'); SET a = 'IcebergS3'",
+            "CREATE TABLE s ENGINE = IcebergS3('s3://b/t/', NOSIGN)",
+        ] {
+            assert_eq!(history_text(plain), plain);
+        }
     }
 
     #[test]

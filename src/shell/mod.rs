@@ -3,7 +3,8 @@
 //!
 //! Exit status: 0 on success; after an error, its ClickHouse code modulo 256 as clickhouse-client
 //! does (1 when that would be 0); with `--ignore-error`, the last error's. A closed standard output
-//! (`| head`) ends the program quietly with 0. Command-line mistakes exit with 2 (clap).
+//! (`| head`) ends the program quietly with 0. Command-line mistakes exit with 2 (clap), except
+//! `--param_` mistakes, which are ClickHouse errors as in clickhouse-client (`BAD_ARGUMENTS`, 36).
 
 pub mod args;
 pub mod demo;
@@ -27,7 +28,11 @@ use crate::format::OutputFormat;
 pub fn main() -> ExitCode {
     match Args::parse_with_params(std::env::args_os()) {
         Ok(args) => ExitCode::from(run(args)),
-        Err(error) => error.exit(),
+        Err(args::ArgsError::Clap(error)) => error.exit(),
+        Err(args::ArgsError::Param(error)) => {
+            Output::new().error(&error);
+            ExitCode::from(exit_code(&error))
+        }
     }
 }
 

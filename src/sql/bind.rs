@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 
 use super::ast::{Arg, ArgValue, Literal};
 use super::duration::{DurationError, parse_duration_ms};
-use super::timestamp::{SessionTimeZone, parse_timestamp_ms};
+use super::timestamp::{SessionTimeZone, parse_timestamp_noted};
 use crate::error::{Error, ErrorKind, Result};
 use crate::plan::{ExpireOptions, OrphanOptions, ProcedureCall};
 use crate::settings::Settings;
@@ -107,13 +107,38 @@ pub fn check_gates(procedure: &str, settings: &Settings) -> Result<()> {
 
 /// Binds `procedure(args)` to typed options (`BAD_ARGUMENTS` / `CANNOT_PARSE_DATETIME` on bad input).
 pub fn bind(procedure: &str, args: &[Arg], context: &BindContext) -> Result<ProcedureCall> {
-    match procedure {
-        EXPIRE => bind_expire(args, context).map(ProcedureCall::Expire),
-        ORPHANS => bind_orphans(args, context).map(ProcedureCall::Orphans),
+    bind_noted(procedure, args, context).map(|(call, _)| call)
+}
+
+/// [`bind`], with warnings about the arguments: a timestamp that falls in a DST gap or fold of
+/// the session time zone (no reading of it keeps the order of wall times, so the instant used is
+/// named).
+pub fn bind_noted(
+    procedure: &str,
+    args: &[Arg],
+    context: &BindContext,
+) -> Result<(ProcedureCall, Vec<String>)> {
+    let mut notes = Vec::new();
+    let call = match procedure {
+        EXPIRE => bind_expire(args, context, &mut notes).map(ProcedureCall::Expire),
+        ORPHANS => bind_orphans(args, context, &mut notes).map(ProcedureCall::Orphans),
         other => Err(Error::bad_arguments(format!(
             "Unknown EXECUTE command '{other}' for Iceberg table"
         ))),
-    }
+    }?;
+    Ok((call, notes))
+}
+
+/// A timestamp argument in Unix ms; a DST note goes to `notes`, prefixed with the argument's name.
+fn timestamp(
+    name: &str,
+    text: &str,
+    context: &BindContext,
+    notes: &mut Vec<String>,
+) -> Result<i64> {
+    let (ms, note) = parse_timestamp_noted(text, &context.time_zone)?;
+    notes.extend(note.map(|note| format!("{name} {note}")));
+    Ok(ms)
 }
 
 /// Collects arguments by parameter name, applying the per-argument rules of the module comment.
@@ -195,10 +220,14 @@ fn string_of<'a>(literal: Option<&&'a Literal>) -> Option<&'a str> {
     }
 }
 
-fn bind_expire(args: &[Arg], context: &BindContext) -> Result<ExpireOptions> {
+fn bind_expire(
+    args: &[Arg],
+    context: &BindContext,
+    notes: &mut Vec<String>,
+) -> Result<ExpireOptions> {
     let values = collect(EXPIRE, &EXPIRE_PARAMS, args)?;
     let expire_before_ms = string_of(values.get("expire_before"))
-        .map(|text| parse_timestamp_ms(text, &context.time_zone))
+        .map(|text| timestamp("expire_before", text, context, notes))
         .transpose()?;
     let retention_period_ms = values
         .get("retention_period")
@@ -306,10 +335,14 @@ fn expire_dry_run(value: &Literal) -> Result<bool> {
     })
 }
 
-fn bind_orphans(args: &[Arg], context: &BindContext) -> Result<OrphanOptions> {
+fn bind_orphans(
+    args: &[Arg],
+    context: &BindContext,
+    notes: &mut Vec<String>,
+) -> Result<OrphanOptions> {
     let values = collect(ORPHANS, &ORPHAN_PARAMS, args)?;
     let older_than_ms = string_of(values.get("older_than"))
-        .map(|text| parse_timestamp_ms(text, &context.time_zone))
+        .map(|text| timestamp("older_than", text, context, notes))
         .transpose()?;
     if older_than_ms.is_some_and(|ms| ms > context.now_ms) {
         return Err(Error::bad_arguments(

@@ -19,9 +19,9 @@ pub use ast::{
     AlterExecute, Arg, ArgValue, CreateTable, Engine, EngineArg, EngineName, Literal, Statement,
     TableName,
 };
-pub use bind::{BindContext, bind, check_gates};
+pub use bind::{BindContext, bind, bind_noted, check_gates};
 pub use duration::{DurationError, format_duration_ms, parse_duration_ms};
 pub use parser::{parse_statement, parse_statement_at};
 pub use select::{CompareOp, Comparison, OrderKey, Projection, Select, SystemTable};
 pub use split::split_statements;
-pub use timestamp::{SessionTimeZone, parse_timestamp_ms};
+pub use timestamp::{SessionTimeZone, parse_timestamp_ms, parse_timestamp_noted};

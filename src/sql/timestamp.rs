@@ -57,19 +57,34 @@ impl SessionTimeZone {
     /// `ms` since the epoch as ClickHouse prints a `DateTime64(3)` in this zone:
     /// `YYYY-MM-DD hh:mm:ss.mmm`. Out-of-range instants print as the raw number.
     pub fn format_ms(&self, ms: i64) -> String {
+        self.format(ms, "%Y-%m-%d %H:%M:%S%.3f")
+    }
+
+    /// `ms` since the epoch as ClickHouse prints a `DateTime` in this zone: `YYYY-MM-DD hh:mm:ss`
+    /// (milliseconds dropped). Out-of-range instants print as the raw number.
+    pub fn format_seconds(&self, ms: i64) -> String {
+        self.format(ms, "%Y-%m-%d %H:%M:%S")
+    }
+
+    fn format(&self, ms: i64, format: &str) -> String {
         let Some(utc) = chrono::DateTime::<chrono::Utc>::from_timestamp_millis(ms) else {
             return ms.to_string();
         };
-        const FORMAT: &str = "%Y-%m-%d %H:%M:%S%.3f";
         match self {
-            SessionTimeZone::Named(tz) => utc.with_timezone(tz).format(FORMAT).to_string(),
-            SessionTimeZone::System => utc.with_timezone(&chrono::Local).format(FORMAT).to_string(),
+            SessionTimeZone::Named(tz) => utc.with_timezone(tz).format(format).to_string(),
+            SessionTimeZone::System => utc.with_timezone(&chrono::Local).format(format).to_string(),
         }
     }
 
     /// The instant (Unix ms) of a wall-clock time in this zone, DST gap and fold resolved as the
     /// module comment says.
     pub fn local_to_utc_ms(&self, local: NaiveDateTime) -> Option<i64> {
+        self.resolve(local).map(WallTime::ms)
+    }
+
+    /// The instant of a wall-clock time in this zone, and whether a DST change made it a gap or
+    /// a fold.
+    pub fn resolve(&self, local: NaiveDateTime) -> Option<WallTime> {
         match self {
             SessionTimeZone::Named(tz) => resolve_local(tz, local),
             SessionTimeZone::System => resolve_local(&chrono::Local, local),
@@ -86,27 +101,49 @@ impl fmt::Display for SessionTimeZone {
     }
 }
 
-fn resolve_local<Z: TimeZone>(zone: &Z, local: NaiveDateTime) -> Option<i64> {
-    match zone.from_local_datetime(&local) {
-        LocalResult::Single(instant) => Some(instant.timestamp_millis()),
-        LocalResult::Ambiguous(first, second) => {
-            Some(first.timestamp_millis().min(second.timestamp_millis()))
-        }
-        LocalResult::None => {
-            let before_gap = offset_before_gap(zone, local)?;
-            Some((local - before_gap).and_utc().timestamp_millis())
+/// How a wall time maps to instants in a zone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WallTime {
+    /// Exactly one instant.
+    Single(i64),
+    /// Skipped by a DST change: read with the offset after the change.
+    Gap(i64),
+    /// Repeated by a DST change: read as the earlier instant.
+    Fold(i64),
+}
+
+impl WallTime {
+    /// The instant (Unix ms) ClickHouse reads the wall time as.
+    pub fn ms(self) -> i64 {
+        match self {
+            WallTime::Single(ms) | WallTime::Gap(ms) | WallTime::Fold(ms) => ms,
         }
     }
 }
 
-/// The UTC offset in force just before the gap that swallows `local`: the offset of the nearest
-/// earlier wall time (hour steps, up to two days back) that exists.
-fn offset_before_gap<Z: TimeZone>(zone: &Z, local: NaiveDateTime) -> Option<Duration> {
+fn resolve_local<Z: TimeZone>(zone: &Z, local: NaiveDateTime) -> Option<WallTime> {
+    match zone.from_local_datetime(&local) {
+        LocalResult::Single(instant) => Some(WallTime::Single(instant.timestamp_millis())),
+        LocalResult::Ambiguous(first, second) => Some(WallTime::Fold(
+            first.timestamp_millis().min(second.timestamp_millis()),
+        )),
+        LocalResult::None => {
+            let after_gap = offset_after_gap(zone, local)?;
+            Some(WallTime::Gap(
+                (local - after_gap).and_utc().timestamp_millis(),
+            ))
+        }
+    }
+}
+
+/// The UTC offset in force just after the gap that swallows `local`: the offset of the nearest
+/// later wall time (hour steps, up to two days on: Apia skipped a whole day) that exists.
+fn offset_after_gap<Z: TimeZone>(zone: &Z, local: NaiveDateTime) -> Option<Duration> {
     (1..=48).find_map(|hours| {
-        let earlier = local.checked_sub_signed(Duration::hours(hours))?;
-        let resolved = match zone.from_local_datetime(&earlier) {
+        let later = local.checked_add_signed(Duration::hours(hours))?;
+        let resolved = match zone.from_local_datetime(&later) {
             LocalResult::Single(dt) => dt,
-            LocalResult::Ambiguous(_, later) => later,
+            LocalResult::Ambiguous(earlier, _) => earlier,
             LocalResult::None => return None,
         };
         let offset: FixedOffset = resolved.offset().fix();
@@ -121,21 +158,23 @@ fn cannot_parse(text: &str, reason: &str) -> Error {
     )
 }
 
-/// [`parse_timestamp_ms`], with a warning when the wall time falls in a DST gap or fold.
-pub fn parse_timestamp_noted(text: &str, zone: &SessionTimeZone) -> Result<(i64, Option<String>)> {
-    Ok((parse_timestamp_ms(text, zone)?, None))
-}
-
 /// Parses a timestamp argument into Unix milliseconds (whole seconds).
 pub fn parse_timestamp_ms(text: &str, zone: &SessionTimeZone) -> Result<i64> {
+    parse_timestamp_noted(text, zone).map(|(ms, _)| ms)
+}
+
+/// [`parse_timestamp_ms`], with a warning naming the instant used when the text is a wall time
+/// that a DST change skipped (gap) or repeated (fold) in `zone`.
+pub fn parse_timestamp_noted(text: &str, zone: &SessionTimeZone) -> Result<(i64, Option<String>)> {
     let body = text.trim_end();
     if body.is_empty() {
         return Err(cannot_parse(text, "empty string"));
     }
     if let Some(seconds) = parse_unix_seconds(body) {
-        return seconds
+        let ms = seconds
             .checked_mul(1000)
-            .ok_or_else(|| cannot_parse(text, "Unix time out of range"));
+            .ok_or_else(|| cannot_parse(text, "Unix time out of range"))?;
+        return Ok((ms, None));
     }
     let expected = "expected 'YYYY-MM-DD', 'YYYY-MM-DD hh:mm:ss' or Unix seconds";
     let (date, rest) = split_date(body).ok_or_else(|| cannot_parse(text, expected))?;
@@ -162,14 +201,35 @@ pub fn parse_timestamp_ms(text: &str, zone: &SessionTimeZone) -> Result<i64> {
         .from_local_datetime(&local)
         .single()
         .ok_or_else(|| cannot_parse(text, "out of range"))?;
-    Ok(utc.timestamp() * 1000)
+    Ok((utc.timestamp() * 1000, None))
 }
 
-fn local_instant(text: &str, local: NaiveDateTime, zone: &SessionTimeZone) -> Result<i64> {
-    let ms = zone
-        .local_to_utc_ms(local)
+fn local_instant(
+    text: &str,
+    local: NaiveDateTime,
+    zone: &SessionTimeZone,
+) -> Result<(i64, Option<String>)> {
+    let wall = zone
+        .resolve(local)
         .ok_or_else(|| cannot_parse(text, &format!("no such time in zone {zone}")))?;
-    Ok(ms.div_euclid(1000) * 1000)
+    let ms = wall.ms().div_euclid(1000) * 1000;
+    let utc = || SessionTimeZone::Named(chrono_tz::UTC).format_seconds(ms);
+    let note = match wall {
+        WallTime::Single(_) => None,
+        WallTime::Gap(_) => Some(format!(
+            "'{}' does not exist in {zone} (a daylight saving time gap): it is read as {} UTC, \
+             with the offset after the change, as ClickHouse does",
+            text.trim_end(),
+            utc()
+        )),
+        WallTime::Fold(_) => Some(format!(
+            "'{}' happens twice in {zone} (a daylight saving time fold): it is read as the \
+             earlier instant, {} UTC, as ClickHouse does",
+            text.trim_end(),
+            utc()
+        )),
+    };
+    Ok((ms, note))
 }
 
 /// All digits, optionally with a `.fraction` (dropped).
@@ -355,7 +415,12 @@ mod tests {
             "'2026-11-01 01:30:00' happens twice in America/New_York (a daylight saving time \
              fold): it is read as the earlier instant, 2026-11-01 05:30:00 UTC, as ClickHouse does"
         );
-        for plain in ["2026-03-08 03:00:00", "2026-11-01 02:00:00", "1772951400", "2026-03-08 02:30:00Z"] {
+        for plain in [
+            "2026-03-08 03:00:00",
+            "2026-11-01 02:00:00",
+            "1772951400",
+            "2026-03-08 02:30:00Z",
+        ] {
             let (_, note) = parse_timestamp_noted(plain, &ny()).unwrap();
             assert_eq!(note, None, "{plain}");
         }

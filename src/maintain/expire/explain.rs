@@ -3,7 +3,8 @@
 //! Columns: `kind String, id String, decision String, reason String, detail String,
 //! bytes Nullable(Int64)`. Rows, in this order:
 //! - `snapshot` — id: snapshot id; decision `keep`/`expire`; reason: why (several joined by `; `);
-//!   detail: `<timestamp 'YYYY-MM-DD hh:mm:ss.mmm' UTC> parent <id|none>`; bytes NULL.
+//!   detail: `<timestamp 'YYYY-MM-DD hh:mm:ss.mmm' in the session time zone> parent <id|none>`;
+//!   bytes NULL.
 //! - `branch` / `tag` — id: ref name; decision `keep`/`remove`; reason; detail: `snapshot <id>`.
 //! - `file` — id: the URI to delete; decision `delete`; reason: the category (`data`,
 //!   `position_delete`, `equality_delete`, `manifest`, `manifest_list`, `statistics`); detail
@@ -18,12 +19,14 @@ use crate::format::{Column, Value};
 use crate::iceberg::spec::{MAIN_BRANCH, RefKind, SnapshotId};
 use crate::maintain::keepset::{FileCategory, FileDecision};
 use crate::maintain::policy::{ExpireReason, KeepReason, RefFate, RefRemoval, SnapshotFate};
+use crate::sql::SessionTimeZone;
 
-/// The EXPLAIN table of `plan`. `parents` gives each snapshot's parent.
+/// The EXPLAIN table of `plan`. `parents` gives each snapshot's parent; times print in `zone`.
 pub fn explain_table(
     plan: &ExpiryPlan,
     parent_of: impl Fn(SnapshotId) -> Option<SnapshotId>,
     warnings: &[String],
+    zone: &SessionTimeZone,
 ) -> QueryResult {
     let mut rows = Vec::new();
     for v in &plan.decision.snapshots {
@@ -39,7 +42,7 @@ pub fn explain_table(
             SnapshotFate::Expired(r) => ("expire", expire_reason(*r).to_string()),
         };
         let parent = parent_of(v.snapshot_id).map_or("none".to_string(), |p| p.to_string());
-        let detail = format!("{} parent {parent}", format_ts(v.timestamp_ms));
+        let detail = format!("{} parent {parent}", zone.format_ms(v.timestamp_ms));
         rows.push(row(
             "snapshot",
             &v.snapshot_id.to_string(),

@@ -78,7 +78,12 @@ pub async fn run(
         if explain {
             let metadata = &located.metadata;
             let parent_of = |id| metadata.snapshot(id).and_then(|s| s.parent_snapshot_id);
-            return Ok(explain::explain_table(&plan, parent_of, &warnings));
+            return Ok(explain::explain_table(
+                &plan,
+                parent_of,
+                &warnings,
+                &target.settings.session_time_zone(),
+            ));
         }
         if plan.is_noop() {
             return Ok(metrics_result(

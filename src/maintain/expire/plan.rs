@@ -179,6 +179,17 @@ fn check_inside_location(
     if count == 0 {
         return Ok(());
     }
+    // Name each file as the metadata wrote it, not by its identity key (`:///../x` for `../x`).
+    let first: Vec<&str> = first
+        .into_iter()
+        .map(|key| {
+            files
+                .paths
+                .get(key)
+                .and_then(|id| files.uri(id))
+                .unwrap_or(key)
+        })
+        .collect();
     Err(Error::not_implemented(format!(
         "expire_snapshots on {} would delete {count} file(s) outside the table location '{}', \
          which is not supported: {}",

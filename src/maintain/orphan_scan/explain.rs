@@ -4,6 +4,7 @@ use super::scan::ScanOutcome;
 use crate::engine::QueryResult;
 use crate::format::{Column, Value};
 use crate::maintain::orphans::OrphanCategory;
+use crate::sql::SessionTimeZone;
 
 /// The category's EXPLAIN spelling.
 pub fn category_name(category: OrphanCategory) -> &'static str {
@@ -18,10 +19,9 @@ pub fn category_name(category: OrphanCategory) -> &'static str {
     }
 }
 
-fn timestamp(ms: Option<i64>) -> String {
-    ms.and_then(chrono::DateTime::from_timestamp_millis)
-        .map(|t| t.format("%Y-%m-%d %H:%M:%S").to_string())
-        .unwrap_or_default()
+/// `YYYY-MM-DD hh:mm:ss` in the session time zone, as ClickHouse prints a `DateTime`.
+fn timestamp(ms: Option<i64>, zone: &SessionTimeZone) -> String {
+    ms.map(|ms| zone.format_seconds(ms)).unwrap_or_default()
 }
 
 fn bytes(size: u64) -> i64 {
@@ -35,7 +35,7 @@ fn row(
     reason: &str,
     files: i64,
     size: i64,
-    ms: Option<i64>,
+    last_modified: String,
 ) -> Vec<Value> {
     vec![
         Value::Str(item.to_string()),
@@ -44,12 +44,16 @@ fn row(
         Value::Str(reason.to_string()),
         Value::Int(files),
         Value::Int(size),
-        Value::Str(timestamp(ms)),
+        Value::Str(last_modified),
     ]
 }
 
-/// The plan: orphans, kept unreachable files, totals.
-pub fn result(outcome: &ScanOutcome, reachable_files: usize) -> QueryResult {
+/// The plan: orphans, kept unreachable files, totals; times in `zone`.
+pub fn result(
+    outcome: &ScanOutcome,
+    reachable_files: usize,
+    zone: &SessionTimeZone,
+) -> QueryResult {
     let columns = vec![
         Column::new("item", "String"),
         Column::new("path", "String"),
@@ -70,7 +74,7 @@ pub fn result(outcome: &ScanOutcome, reachable_files: usize) -> QueryResult {
             "unreachable",
             1,
             bytes(o.size),
-            ms,
+            timestamp(ms, zone),
         ));
     }
     for k in &outcome.kept {
@@ -82,7 +86,7 @@ pub fn result(outcome: &ScanOutcome, reachable_files: usize) -> QueryResult {
             reason,
             1,
             bytes(k.size),
-            k.last_modified_ms,
+            timestamp(k.last_modified_ms, zone),
         ));
     }
     let tally = outcome.dry_run_tally();
@@ -120,7 +124,7 @@ pub fn result(outcome: &ScanOutcome, reachable_files: usize) -> QueryResult {
             "",
             *value,
             bytes_of(Some(category)),
-            None,
+            String::new(),
         ));
     }
     use super::KeepReason::{Hidden, NoLastModified, TooYoung};
@@ -145,7 +149,7 @@ pub fn result(outcome: &ScanOutcome, reachable_files: usize) -> QueryResult {
         ),
     ];
     for (name, files, size) in extra {
-        rows.push(row("total", name, "", "", files, size, None));
+        rows.push(row("total", name, "", "", files, size, String::new()));
     }
     QueryResult::table(columns, rows)
 }
@@ -175,7 +179,8 @@ mod tests {
             hidden: 1,
             ..Default::default()
         };
-        let r = result(&outcome, 7);
+        let utc = SessionTimeZone::Named(chrono_tz::UTC);
+        let r = result(&outcome, 7, &utc);
         assert_eq!(r.columns.len(), 7);
         assert_eq!(r.rows.len(), 2 + 7 + 6);
         assert_eq!(
@@ -187,7 +192,7 @@ mod tests {
                 "unreachable",
                 1,
                 10,
-                Some(0)
+                "1970-01-01 00:00:00".into()
             )
         );
         assert_eq!(r.rows[0][6], Value::Str("1970-01-01 00:00:00".into()));
@@ -195,7 +200,15 @@ mod tests {
         assert_eq!(r.rows[1][6], Value::Str(String::new()));
         assert_eq!(
             r.rows[2],
-            row("total", "deleted_data_files_count", "", "", 1, 10, None)
+            row(
+                "total",
+                "deleted_data_files_count",
+                "",
+                "",
+                1,
+                10,
+                String::new()
+            )
         );
         let names: Vec<&Value> = r.rows[2..].iter().map(|row| &row[1]).collect();
         assert_eq!(names.len(), 13);

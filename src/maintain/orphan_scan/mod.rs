@@ -45,7 +45,7 @@
 //! | `reason`        | String | `unreachable`         | `too_young`, `hidden`, `no_last_modified` | `''`                           |
 //! | `files`         | Int64  | 1                     | 1                                         | how many files                 |
 //! | `size_bytes`    | Int64  | the file's size       | the file's size                           | their total size               |
-//! | `last_modified` | String | UTC `YYYY-MM-DD hh:mm:ss` | same, `''` when the store gave none   | `''`                           |
+//! | `last_modified` | String | `YYYY-MM-DD hh:mm:ss` in the session time zone | same, `''` when the store gave none | `''` |
 //!
 //! Total rows: the nine metrics (as a dry run reports them; `failed_deletions_count` is 0), then
 //! `kept_too_young_count`, `kept_hidden_count`, `reachable_listed_count` (listed files that are
@@ -105,7 +105,11 @@ pub async fn run(
     };
     let outcome = scan::scan(&target.io, &request, &reachable).await?;
     if explain {
-        return Ok(explain::result(&outcome, reachable.len()));
+        return Ok(explain::result(
+            &outcome,
+            reachable.len(),
+            &target.settings.session_time_zone(),
+        ));
     }
     if options.dry_run {
         return Ok(metrics_result(&outcome.dry_run_tally(), Vec::new()));

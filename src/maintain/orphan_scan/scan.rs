@@ -182,8 +182,9 @@ pub async fn scan(
         outcome.record(&file, verdict, request.keep_kept_rows);
     }
     if request.scan_rel.is_some() && outcome.listed == 0 {
+        // ClickHouse's text: the scan path ends with a slash (`'<table>/nope/'`).
         return Err(Error::bad_arguments(format!(
-            "Scan path '{scan_uri}' does not exist"
+            "Scan path '{scan_uri}/' does not exist"
         )));
     }
     Ok(outcome)
@@ -273,7 +274,7 @@ mod tests {
             .await
             .unwrap_err();
         assert_eq!(e.kind(), ErrorKind::BadArguments);
-        assert_eq!(e.message(), "Scan path 'memory:///t/nope' does not exist");
+        assert_eq!(e.message(), "Scan path 'memory:///t/nope/' does not exist");
         let out = scan(&io, &request(None, &names, 0), &reachable)
             .await
             .unwrap();
