@@ -241,3 +241,54 @@ async fn deliberate_difference_file_counted_once() {
     );
     assert_eq!(ours_counts[1..], ch[1..], "every other row agrees");
 }
+
+/// Timestamp arguments in a DST gap or fold: icetrim reads them as ClickHouse (chdb, asked live)
+/// reads `toDateTime(text, zone)` — the offset after the change in a gap, the earlier instant in a
+/// fold (issue #15 §4). The same values are hard-coded in `src/sql/timestamp.rs`'s unit tests.
+#[test]
+fn dst_gap_and_fold_timestamps_match_clickhouse() {
+    let cases = [
+        ("2026-03-08 02:00:00", "America/New_York"),
+        ("2026-03-08 02:30:00", "America/New_York"),
+        ("2026-03-08 02:59:59", "America/New_York"),
+        ("2026-03-08 03:00:00", "America/New_York"),
+        ("2026-11-01 01:00:00", "America/New_York"),
+        ("2026-11-01 01:30:00", "America/New_York"),
+        ("2026-11-01 01:59:59", "America/New_York"),
+        ("2026-03-29 02:30:00", "Europe/Berlin"),
+        ("2026-10-25 02:30:00", "Europe/Berlin"),
+        ("2026-10-04 02:15:00", "Australia/Lord_Howe"),
+        ("2026-04-05 01:45:00", "Australia/Lord_Howe"),
+        ("2026-09-06 00:00:00", "America/Santiago"),
+        ("2026-09-06", "America/Santiago"),
+    ];
+    let select: Vec<String> = cases
+        .iter()
+        .map(|(text, zone)| format!("toUnixTimestamp(toDateTime('{text}', '{zone}'))"))
+        .collect();
+    let script = format!(
+        "import chdb; print(chdb.query(\"SELECT {}\", 'CSV').data().strip())",
+        select.join(", ")
+    );
+    let output = std::process::Command::new(fixtures::python())
+        .args(["-c", &script])
+        .output()
+        .expect("python runs");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let text = String::from_utf8(output.stdout).expect("utf-8");
+    let clickhouse: Vec<i64> = text
+        .trim()
+        .split(',')
+        .map(|v| v.parse().expect("seconds"))
+        .collect();
+    assert_eq!(clickhouse.len(), cases.len(), "{text}");
+    for ((text, zone), seconds) in cases.iter().zip(clickhouse) {
+        let zone = icetrim::sql::SessionTimeZone::from_setting(zone).unwrap();
+        let ours = icetrim::sql::parse_timestamp_ms(text, &zone).unwrap();
+        assert_eq!(ours, seconds * 1000, "{text} in {zone}");
+    }
+}

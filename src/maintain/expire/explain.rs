@@ -203,7 +203,8 @@ fn expire_reason(r: ExpireReason) -> &'static str {
     }
 }
 
-/// `YYYY-MM-DD hh:mm:ss.mmm` in UTC.
+/// `YYYY-MM-DD hh:mm:ss.mmm` in UTC (EXPLAIN itself prints in the session time zone,
+/// [`SessionTimeZone::format_ms`]).
 pub fn format_ts(ms: i64) -> String {
     chrono::DateTime::from_timestamp_millis(ms).map_or_else(
         || format!("{ms} ms"),
