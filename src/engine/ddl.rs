@@ -110,7 +110,7 @@ fn engine_arg(engine: EngineName, index: usize, arg: &sql::EngineArg) -> Result<
 /// The `IcebergLocal` path with `.` components, doubled and trailing slashes dropped, in its own
 /// spelling (`/x`, `file:///x`, `file:/x`, `file://localhost/x`); `..`, a relative path and the
 /// root are refused (object_store refuses `.` and `..` segments only when the table is read).
-fn normalize_local_path(path: &str) -> Result<String> {
+pub(crate) fn normalize_local_path(path: &str) -> Result<String> {
     let lower = path.to_ascii_lowercase();
     let prefix_len = if path.starts_with('/') {
         0

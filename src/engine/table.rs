@@ -28,7 +28,8 @@ pub fn open_table(
                 )));
             };
             (
-                path.clone(),
+                // Definitions saved before CREATE normalised paths get the same treatment.
+                super::ddl::normalize_local_path(path)?,
                 runtime.io_override.clone().unwrap_or_else(FileIO::local),
             )
         }
@@ -132,6 +133,24 @@ mod tests {
             Some("v3.metadata.json")
         );
         assert_eq!(t.table_name, "default.t");
+    }
+
+    #[test]
+    fn saved_local_paths_are_normalised_when_opened() {
+        let t = open_table(
+            &Runtime::default(),
+            &Settings::new(),
+            &local("/data/./t/", &[]),
+        )
+        .unwrap();
+        assert_eq!(t.location, "/data/t");
+        let e = open_table(
+            &Runtime::default(),
+            &Settings::new(),
+            &local("/data/../t", &[]),
+        )
+        .unwrap_err();
+        assert_eq!(e.kind(), crate::ErrorKind::BadArguments);
     }
 
     #[test]
