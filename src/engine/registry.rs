@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, ErrorKind, Result};
 pub use crate::io::HIDDEN;
-use crate::io::{mask_connection_string, mask_url_credentials};
+use crate::io::mask_target;
 
 /// An engine argument: a string literal, or the bare keyword `NOSIGN`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -58,8 +58,7 @@ pub fn mask_engine_arg(engine: &str, index: usize, arg: &str) -> String {
     let engine = engine.to_ascii_lowercase();
     match (engine.as_str(), index) {
         ("icebergs3", 2..) | ("icebergazure", 4) => HIDDEN.to_string(),
-        ("icebergazure", 0) => mask_url_credentials(&mask_connection_string(arg)),
-        (_, 0) => mask_url_credentials(arg),
+        (_, 0) => mask_target(arg),
         _ => arg.to_string(),
     }
 }

@@ -34,7 +34,7 @@ pub use location::{Family, Location, StoreKey};
 pub use ops::{DELETE_BATCHES_IN_FLIGHT, DeleteOutcome, FileInfo, WriteOutcome};
 pub use options::{
     AZURE_EMULATOR_ACCOUNT, AZURE_EMULATOR_ENDPOINT, AZURE_EMULATOR_KEY, AzureOptions, GcsOptions,
-    HIDDEN, S3Options, StorageOptions, check_engine_urls, mask_connection_string,
+    HIDDEN, S3Options, StorageOptions, check_engine_urls, mask_connection_string, mask_target,
     mask_url_credentials, parse_connection_string, refuse_url_credentials,
 };
 pub use path_key::{is_under, path_key, path_key_into};

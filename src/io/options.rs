@@ -7,9 +7,9 @@
 //! Secrets never appear in `Debug` output, nor in error messages: a URL with credentials in it
 //! (`http://key:secret@host/...`) is refused (ClickHouse's engines take credentials as
 //! arguments, and a URL's `user:password@` would be printed by `SHOW CREATE TABLE`); a malformed
-//! account key is named, never quoted; connection strings in messages have `AccountKey` and
-//! `SharedAccessSignature` masked with [`mask_connection_string`], the one function that also
-//! masks them in `SHOW CREATE TABLE` and the shell's history.
+//! account key is named, never quoted; a URL or connection string quoted in a message has its
+//! `AccountKey`, `SharedAccessSignature`, `user:password@` and SAS query masked by [`mask_target`],
+//! the one function that also masks them in `SHOW CREATE TABLE` and the shell's history.
 
 use std::fmt;
 
@@ -200,7 +200,7 @@ impl StorageOptions {
         let Some(account) = azure.account.clone() else {
             return Err(Error::bad_arguments(format!(
                 "IcebergAzure: cannot tell the storage account from '{}'; pass account_name",
-                mask_connection_string(target)
+                mask_target(target)
             )));
         };
         if container.is_empty() || container.contains('/') {
@@ -301,6 +301,12 @@ pub fn mask_connection_string(target: &str) -> String {
         .join(";")
 }
 
+/// An engine's first argument (a URL or a connection string) with every secret masked: the one
+/// function `SHOW CREATE TABLE`, the shell's history and error messages use.
+pub fn mask_target(text: &str) -> String {
+    mask_url_credentials(&mask_connection_string(text))
+}
+
 fn is_secret_key(key: &str) -> bool {
     key.eq_ignore_ascii_case("AccountKey") || key.eq_ignore_ascii_case("SharedAccessSignature")
 }
@@ -319,11 +325,20 @@ fn userinfo_range(url: &str) -> Option<std::ops::Range<usize>> {
     Some(start..start + at + 1)
 }
 
-/// `url` with its `user:password@` replaced by `[HIDDEN]@`; other text unchanged.
+/// `url` with its `user:password@` replaced by `[HIDDEN]@` and a query that carries a signature
+/// (a SAS token: `?sv=...&sig=...`) replaced by `?[HIDDEN]`; other text unchanged.
 pub fn mask_url_credentials(url: &str) -> String {
-    match userinfo_range(url) {
+    let url = match userinfo_range(url) {
         Some(range) => format!("{}{HIDDEN}@{}", &url[..range.start], &url[range.end..]),
         None => url.to_string(),
+    };
+    match url.split_once('?') {
+        Some((base, query))
+            if url.contains("://") && query.to_ascii_lowercase().contains("sig=") =>
+        {
+            format!("{base}?{HIDDEN}")
+        }
+        _ => url,
     }
 }
 
@@ -464,12 +479,14 @@ fn parse_account_url(target: &str) -> Result<AzureOptions> {
     refuse_url_credentials("IcebergAzure", target)?;
     let parsed = Url::parse(target).map_err(|e| {
         Error::bad_arguments(format!(
-            "IcebergAzure: cannot parse storage account url '{target}': {e}"
+            "IcebergAzure: cannot parse storage account url '{}': {e}",
+            mask_target(target)
         ))
     })?;
     if !matches!(parsed.scheme(), "http" | "https") {
         return Err(Error::bad_arguments(format!(
-            "IcebergAzure: storage account url '{target}' must be http(s)"
+            "IcebergAzure: storage account url '{}' must be http(s)",
+            mask_target(target)
         )));
     }
     let endpoint = target.trim_end_matches('/').to_string();
@@ -625,6 +642,35 @@ mod tests {
             "abfss://c@devstoreaccount1.dfs.core.windows.net/t"
         );
         assert!(options.allow_http);
+    }
+
+    #[test]
+    fn url_secrets_are_masked() {
+        assert_eq!(
+            mask_url_credentials("http://k:s@h:9/b/t?x=1"),
+            "http://[HIDDEN]@h:9/b/t?x=1"
+        );
+        assert_eq!(
+            mask_url_credentials("https://a.blob.core.windows.net/?sv=2022&sig=S3CR3T"),
+            "https://a.blob.core.windows.net/?[HIDDEN]"
+        );
+        assert_eq!(
+            mask_url_credentials("abfss://c@a.dfs.core.windows.net/t"),
+            "abfss://c@a.dfs.core.windows.net/t"
+        );
+        assert_eq!(
+            mask_connection_string(
+                "BlobEndpoint=http://u:p@h/a;AccountKey=k;SharedAccessSignature=s"
+            ),
+            "BlobEndpoint=http://[HIDDEN]@h/a;AccountKey=[HIDDEN];SharedAccessSignature=[HIDDEN]"
+        );
+        let err = StorageOptions::from_azure_engine_args(&args(&[
+            "ftp://a.blob.core.windows.net/?sv=1&sig=S3CR3T",
+            "c",
+            "t",
+        ]))
+        .expect_err("ftp");
+        assert!(!err.message().contains("S3CR3T"), "{}", err.message());
     }
 
     #[test]
