@@ -441,6 +441,25 @@ mod tests {
         ] {
             assert_eq!(history_text(plain), plain);
         }
+        // Cut-off and odd input never panics and never drops text.
+        for odd in [
+            "IcebergS3",
+            "IcebergS3(",
+            "IcebergS3('s3://b/t/', 'k', 'unterminated",
+            "IcebergS3('s3://b/t/', 'k', '",
+            "IcebergS3('é', 'ü', 'ß')",
+            "IcebergS3('a' 'b')",
+            "x IcebergAzure ( 'a' , , 'b')",
+            "'unterminated IcebergS3('a', 'b', 'c')",
+            "/* IcebergS3('a', 'b', 'c')",
+        ] {
+            let kept = history_text(odd);
+            assert!(!kept.is_empty(), "{odd}");
+        }
+        assert_eq!(
+            history_text("IcebergS3('é', 'ü', 'ß')"),
+            "IcebergS3('é', 'ü', '[HIDDEN]')"
+        );
     }
 
     #[test]
