@@ -28,7 +28,7 @@ fn bytes(size: u64) -> i64 {
     i64::try_from(size).unwrap_or(i64::MAX)
 }
 
-fn row(
+pub(super) fn row(
     item: &str,
     path: &str,
     category: &str,
@@ -148,6 +148,62 @@ pub fn result(outcome: &ScanOutcome, reachable_files: usize) -> QueryResult {
         rows.push(row("total", name, "", "", files, size, None));
     }
     QueryResult::table(columns, rows)
+}
+
+/// The rows of other tables found under the location (protect mode): before the plan, one
+/// `other_table` row per table and one `other_table_metadata` row per metadata file found for it;
+/// after the totals, `kept_other_table_count` (orphans kept because they are another table's).
+pub fn add_other_tables(
+    result: &mut QueryResult,
+    protection: &super::other_tables::Protection,
+    outcome: &ScanOutcome,
+    kept: i64,
+) {
+    let mut rows = Vec::new();
+    for table in &protection.tables {
+        let files = i64::try_from(table.metadata_files.len()).unwrap_or(i64::MAX);
+        rows.push(row(
+            "other_table",
+            &table.location,
+            "",
+            "protected",
+            files,
+            0,
+            None,
+        ));
+        for (file, field) in table.metadata_files.iter().zip(&table.location_fields) {
+            let category = match field {
+                Some(_) => "metadata",
+                None => "version_hint",
+            };
+            let field = field.as_deref().unwrap_or("");
+            rows.push(row(
+                "other_table_metadata",
+                file,
+                category,
+                field,
+                1,
+                0,
+                None,
+            ));
+        }
+    }
+    result.rows.splice(0..0, rows);
+    let size = outcome
+        .kept
+        .iter()
+        .filter(|k| k.reason == super::KeepReason::OtherTable)
+        .map(|k| bytes(k.size))
+        .fold(0, i64::saturating_add);
+    result.rows.push(row(
+        "total",
+        "kept_other_table_count",
+        "",
+        "",
+        kept,
+        size,
+        None,
+    ));
 }
 
 #[cfg(test)]

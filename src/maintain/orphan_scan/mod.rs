@@ -57,6 +57,7 @@
 
 mod delete;
 mod explain;
+mod other_tables;
 mod scan;
 
 use super::reachable::collect_reachable;
@@ -95,17 +96,52 @@ pub async fn run(
         .iter()
         .flat_map(|spec| spec.fields.iter().map(|f| f.name.clone()))
         .collect();
+    let concurrency = target.settings.metadata_read_concurrency();
+    // A narrowed scan does not see the whole location: search it first (and refuse before the
+    // scan); a whole-table scan finds other tables' metadata as it lists.
+    let searched = match scan_rel {
+        Some(_) => Some(other_tables::search(&target.io, &target.location, concurrency).await?),
+        None => None,
+    };
+    if let Some(found) = &searched {
+        refuse_other_tables(target, options, found).await?;
+    }
     let request = scan::ScanRequest {
         location: &target.location,
         scan_rel: scan_rel.as_deref(),
         older_than_ms,
         partition_field_names: &partition_field_names,
         keep_kept_rows: explain,
-        concurrency: target.settings.metadata_read_concurrency(),
+        concurrency,
     };
-    let outcome = scan::scan(&target.io, &request, &reachable).await?;
+    let mut outcome = scan::scan(&target.io, &request, &reachable).await?;
+    let found = match searched {
+        Some(found) => found,
+        None => std::mem::take(&mut outcome.foreign_metadata),
+    };
+    refuse_other_tables(target, options, &found).await?;
+    let protection = match found.is_empty() {
+        true => None,
+        false => {
+            let others = other_tables::group(found);
+            let protection = other_tables::protect(
+                &target.io,
+                &target.table_name,
+                &target.location,
+                others,
+                concurrency,
+            )
+            .await?;
+            let kept = keep_other_tables(&mut outcome, &protection, explain);
+            Some((protection, kept))
+        }
+    };
     if explain {
-        return Ok(explain::result(&outcome, reachable.len()));
+        let mut result = explain::result(&outcome, reachable.len());
+        if let Some((protection, kept)) = &protection {
+            explain::add_other_tables(&mut result, protection, &outcome, *kept);
+        }
+        return Ok(result);
     }
     if options.dry_run {
         return Ok(metrics_result(&outcome.dry_run_tally(), Vec::new()));
@@ -126,6 +162,46 @@ pub async fn run(
         .into_iter()
         .chain(target.progress.cancel_warning());
     Ok(metrics_result(&tally, warnings.collect()))
+}
+
+/// Refuse when `found` (other tables' metadata under the location) is not empty and the
+/// statement does not protect them.
+async fn refuse_other_tables(
+    target: &MaintenanceTarget,
+    options: &OrphanOptions,
+    found: &[String],
+) -> Result<()> {
+    if found.is_empty() || options.protect_other_tables {
+        return Ok(());
+    }
+    let others = other_tables::group(found.to_vec());
+    Err(other_tables::refusal(&target.io, &target.table_name, &target.location, &others).await)
+}
+
+/// Move the orphans that are other tables' into the kept files (reason `other_table`); how many.
+fn keep_other_tables(
+    outcome: &mut ScanOutcome,
+    protection: &other_tables::Protection,
+    keep_rows: bool,
+) -> i64 {
+    let mut kept = 0i64;
+    let orphans = std::mem::take(&mut outcome.orphans);
+    for orphan in orphans {
+        if !protection.keeps(&orphan.uri) {
+            outcome.orphans.push(orphan);
+            continue;
+        }
+        kept = kept.saturating_add(1);
+        if keep_rows {
+            outcome.kept.push(Kept {
+                uri: orphan.uri,
+                reason: KeepReason::OtherTable,
+                size: orphan.size,
+                last_modified_ms: Some(orphan.last_modified_ms),
+            });
+        }
+    }
+    kept
 }
 
 /// `older_than`, defaulted, and refused when after "now".
