@@ -311,7 +311,11 @@ async fn s3_emulator_other_tables_under_the_location() {
             );
         }
     }
-    assert_eq!(files(dst.files().await), before, "a refused run deleted files");
+    assert_eq!(
+        files(dst.files().await),
+        before,
+        "a refused run deleted files"
+    );
     let protect = icetrim::plan::OrphanOptions {
         protect_other_tables: true,
         ..options(Some(older_than), false)

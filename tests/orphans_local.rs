@@ -147,7 +147,10 @@ fn assert_refused_naming(e: &icetrim::Error, nested: &Nested, names: &[&str]) {
     for name in names {
         let location = nested.location(name);
         let location = location.to_str().expect("UTF-8");
-        assert!(e.message().contains(location), "{name} ({location}) not named in: {e}");
+        assert!(
+            e.message().contains(location),
+            "{name} ({location}) not named in: {e}"
+        );
     }
 }
 
@@ -179,7 +182,11 @@ async fn other_tables_under_the_location_refuse_by_default_and_nothing_is_delete
         .await
         .unwrap_err();
     assert_refused_naming(&e, &nested, &["a"]);
-    assert_eq!(all_files(&nested.root()), before, "a refused run deleted files");
+    assert_eq!(
+        all_files(&nested.root()),
+        before,
+        "a refused run deleted files"
+    );
     nested.assert_all_readable();
 }
 

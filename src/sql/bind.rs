@@ -419,13 +419,8 @@ mod tests {
             now_ms: 0,
             time_zone: SessionTimeZone::System,
         };
-        let call = |literal: Literal| {
-            bind(
-                ORPHANS,
-                &[named("protect_other_tables", literal)],
-                &context,
-            )
-        };
+        let call =
+            |literal: Literal| bind(ORPHANS, &[named("protect_other_tables", literal)], &context);
         let protect = |c: ProcedureCall| match c {
             ProcedureCall::Orphans(o) => o.protect_other_tables,
             other => panic!("{other:?}"),

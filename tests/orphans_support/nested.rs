@@ -82,7 +82,10 @@ impl Nested {
             .values()
             .map(|t| {
                 (
-                    t["metadata_path"].as_str().expect("metadata_path").to_string(),
+                    t["metadata_path"]
+                        .as_str()
+                        .expect("metadata_path")
+                        .to_string(),
                     t["rows"].as_i64().expect("rows"),
                 )
             })

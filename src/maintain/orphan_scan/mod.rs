@@ -19,6 +19,14 @@
 //!    which nothing is listed is `BAD_ARGUMENTS` "Scan path '<path>' does not exist". A listed
 //!    file whose path matches a reachable one except for scheme or authority fails the statement
 //!    (`INCORRECT_DATA`; Java's `PrefixMismatchMode.ERROR`) before anything is deleted.
+//!    **Other tables** ([`other_tables`]): files that metadata resolution takes for table
+//!    metadata (every `*.metadata.json` spelling, `version-hint.text`) outside our own
+//!    `metadata/` folder belong to other tables. A whole-table scan finds them in its own listing;
+//!    a narrowed one (`location = ...`) lists the whole location first. Found ones refuse the
+//!    statement (`BAD_ARGUMENTS`, naming them; dry runs and EXPLAIN too) unless
+//!    `protect_other_tables = 1`: then every metadata file found for them is read, and an orphan
+//!    that any of them reaches, or that lies under their location, is kept (`other_table`).
+//!    A found table that cannot be read refuses the statement.
 //! 5. **Delete** (unless dry run or EXPLAIN): re-locate the newest metadata; if it is no longer the
 //!    file scanned against, nothing is deleted and the statement fails with `QUERY_WAS_CANCELLED`
 //!    "Current metadata file changed during orphan scan (was '<a>', now '<b>'); nothing was
@@ -42,7 +50,7 @@
 //! | `item`          | String | `orphan`              | `kept`                                    | `total`                        |
 //! | `path`          | String | the file's URI        | the file's URI                            | metric name (see below)        |
 //! | `category`      | String | by name: `data`, `position_delete`, `equality_delete`, `manifest`, `manifest_list`, `metadata`, `statistics` | `''` | `''` |
-//! | `reason`        | String | `unreachable`         | `too_young`, `hidden`, `no_last_modified` | `''`                           |
+//! | `reason`        | String | `unreachable`         | `too_young`, `hidden`, `no_last_modified`, `other_table` | `''`            |
 //! | `files`         | Int64  | 1                     | 1                                         | how many files                 |
 //! | `size_bytes`    | Int64  | the file's size       | the file's size                           | their total size               |
 //! | `last_modified` | String | UTC `YYYY-MM-DD hh:mm:ss` | same, `''` when the store gave none   | `''`                           |
@@ -51,6 +59,21 @@
 //! `kept_too_young_count`, `kept_hidden_count`, `reachable_listed_count` (listed files that are
 //! reachable; they get no row of their own) and `reachable_files_count` (the size of the
 //! reachable set, `size_bytes` 0).
+//!
+//! With `protect_other_tables = 1` and other tables found, the plan starts with one row per other
+//! table and one per metadata file found for it, and ends with one more total:
+//!
+//! | column     | `other_table` row                      | `other_table_metadata` row                          |
+//! |------------|----------------------------------------|-----------------------------------------------------|
+//! | `item`     | `other_table`                          | `other_table_metadata`                              |
+//! | `path`     | its location (derived, see [`other_tables`]) | the metadata file (or version hint) found     |
+//! | `category` | `''`                                   | `metadata` or `version_hint`                        |
+//! | `reason`   | `protected`                            | the file's `location` field (`''` for a hint)       |
+//! | `files`    | metadata files found for it            | 1                                                   |
+//! | `size_bytes`, `last_modified` | 0, `''`             | 0, `''`                                             |
+//!
+//! and the total `kept_other_table_count`: files that would otherwise be orphans, kept because
+//! they are another table's (`size_bytes` their size). Without other tables the plan is unchanged.
 //!
 //! Memory: the reachable set, one listing page per first-level folder in flight, and the orphans
 //! found (held until the pointer re-check; EXPLAIN also holds the kept rows).
@@ -120,21 +143,20 @@ pub async fn run(
         None => std::mem::take(&mut outcome.foreign_metadata),
     };
     refuse_other_tables(target, options, &found).await?;
-    let protection = match found.is_empty() {
-        true => None,
-        false => {
-            let others = other_tables::group(found);
-            let protection = other_tables::protect(
-                &target.io,
-                &target.table_name,
-                &target.location,
-                others,
-                concurrency,
-            )
-            .await?;
-            let kept = keep_other_tables(&mut outcome, &protection, explain);
-            Some((protection, kept))
-        }
+    let protection = if found.is_empty() {
+        None
+    } else {
+        let others = other_tables::group(found);
+        let protection = other_tables::protect(
+            &target.io,
+            &target.table_name,
+            &target.location,
+            others,
+            concurrency,
+        )
+        .await?;
+        let kept = keep_other_tables(&mut outcome, &protection, explain);
+        Some((protection, kept))
     };
     if explain {
         let mut result = explain::result(&outcome, reachable.len());

@@ -163,10 +163,7 @@ pub async fn refusal(
     for other in others.iter().take(NAMED_TABLES) {
         let detail = match other.newest() {
             Some(file) => match read_metadata(io, file).await {
-                Ok(m) => format!(
-                    "metadata '{file}', its location field '{}'",
-                    m.location()
-                ),
+                Ok(m) => format!("metadata '{file}', its location field '{}'", m.location()),
                 Err(e) => format!("metadata '{file}', unreadable: {}", e.message()),
             },
             None => format!("version hint '{}'", other.metadata_files.join("', '")),
@@ -282,7 +279,12 @@ mod tests {
         ] {
             assert!(is_table_metadata_name(name), "{name}");
         }
-        for name in ["x.json", "snap-1.avro", "metadata.json.bak", "version-hint.txt"] {
+        for name in [
+            "x.json",
+            "snap-1.avro",
+            "metadata.json.bak",
+            "version-hint.txt",
+        ] {
             assert!(!is_table_metadata_name(name), "{name}");
         }
     }
@@ -298,8 +300,14 @@ mod tests {
         assert!(foreign("s3://b/t/v1.metadata.json"));
         assert!(foreign("s3a://b//t/data/b/metadata/version-hint.text"));
         assert!(!foreign("s3://b/t2/metadata/v1.metadata.json"));
-        assert!(!is_foreign_metadata("/w/t", "/w/t/metadata/v1.metadata.json"));
-        assert!(is_foreign_metadata("file:///w/t", "/w/t/b/metadata/v1.metadata.json"));
+        assert!(!is_foreign_metadata(
+            "/w/t",
+            "/w/t/metadata/v1.metadata.json"
+        ));
+        assert!(is_foreign_metadata(
+            "file:///w/t",
+            "/w/t/b/metadata/v1.metadata.json"
+        ));
     }
 
     #[test]
