@@ -271,4 +271,57 @@ mod tests {
         );
         assert_eq!(r.rows.last().map(|row| &row[4]), Some(&Value::Int(7)));
     }
+
+    #[test]
+    fn other_table_rows_lead_and_their_total_closes() {
+        use super::super::other_tables::{OtherTable, Protection};
+        use crate::maintain::reachable::ReachableFiles;
+        let outcome = ScanOutcome {
+            kept: vec![Kept {
+                uri: "s3://b/t/n/data/x.parquet".into(),
+                reason: KeepReason::OtherTable,
+                size: 9,
+                last_modified_ms: Some(0),
+            }],
+            ..Default::default()
+        };
+        let protection = Protection {
+            tables: vec![OtherTable {
+                location: "s3://b/t/n".into(),
+                metadata_files: vec![
+                    "s3://b/t/n/metadata/v1.metadata.json".into(),
+                    "s3://b/t/n/metadata/version-hint.text".into(),
+                ],
+                location_fields: vec![Some("s3://b/t/n".into()), None],
+            }],
+            folders: vec!["s3://b/t/n".into()],
+            reachable: ReachableFiles::new("s3://b/t"),
+        };
+        let mut r = result(&outcome, 0);
+        let plain = r.rows.len();
+        add_other_tables(&mut r, &protection, &outcome, 1);
+        assert_eq!(r.rows.len(), plain + 4);
+        assert_eq!(
+            r.rows[0],
+            row("other_table", "s3://b/t/n", "", "protected", 2, 0, None)
+        );
+        assert_eq!(
+            r.rows[1],
+            row(
+                "other_table_metadata",
+                "s3://b/t/n/metadata/v1.metadata.json",
+                "metadata",
+                "s3://b/t/n",
+                1,
+                0,
+                None
+            )
+        );
+        assert_eq!(r.rows[2][2], Value::Str("version_hint".into()));
+        assert_eq!(r.rows[3][3], Value::Str("other_table".into()));
+        assert_eq!(
+            r.rows.last(),
+            Some(&row("total", "kept_other_table_count", "", "", 1, 9, None))
+        );
+    }
 }
