@@ -34,7 +34,7 @@
 //! not our business (we never delete there) and are ignored. An orphan of ours that the keep set
 //! or a protected location holds is kept with reason `other_table`.
 
-use futures::TryStreamExt;
+use futures::{StreamExt, TryStreamExt};
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::iceberg::locate::{file_name, parse_file_name, read_metadata};
@@ -215,27 +215,52 @@ pub async fn protect(
     concurrency: usize,
 ) -> Result<Protection> {
     let mut references = References::default();
-    let mut folders = Vec::new();
-    for other in &mut others {
-        folders.push(other.location.clone());
-        for (index, file) in other.metadata_files.iter().enumerate() {
-            if file_name(file) == "version-hint.text" {
-                references.add_file(file);
-                continue;
+    let mut folders: Vec<String> = others.iter().map(|o| o.location.clone()).collect();
+    // Every metadata file of every table, read `concurrency` at a time, folded in order.
+    let jobs: Vec<(usize, usize, String)> = others
+        .iter()
+        .enumerate()
+        .flat_map(|(t, other)| {
+            other
+                .metadata_files
+                .iter()
+                .enumerate()
+                .map(move |(f, file)| (t, f, file.clone()))
+        })
+        .collect();
+    let mut read = futures::stream::iter(jobs)
+        .map(|(t, f, file)| async move {
+            if file_name(&file) == "version-hint.text" {
+                return Ok((t, f, file, None));
             }
-            let metadata = read_metadata(io, file)
-                .await
-                .map_err(|e| unreadable(e, table_name, &other.location, file))?;
-            references.add_metadata(&metadata, file, &other.location);
-            let field = metadata.location().trim_end_matches('/').to_string();
-            if is_under(location, &field) && !folders.contains(&field) {
-                folders.push(field.clone());
+            match read_metadata(io, &file).await {
+                Ok(metadata) => Ok((t, f, file, Some(metadata))),
+                Err(e) => Err((e, t, file)),
             }
-            if let Some(slot) = other.location_fields.get_mut(index) {
-                *slot = Some(field);
-            }
+        })
+        .buffered(concurrency.max(1));
+    while let Some(next) = read.next().await {
+        let (t, f, file, metadata) = next.map_err(|(e, t, file)| {
+            let other = others.get(t).map_or("", |o| o.location.as_str());
+            unreadable(e, table_name, other, &file)
+        })?;
+        let Some(other) = others.get_mut(t) else {
+            continue;
+        };
+        let Some(metadata) = metadata else {
+            references.add_file(&file);
+            continue;
+        };
+        references.add_metadata(&metadata, &file, &other.location);
+        let field = metadata.location().trim_end_matches('/').to_string();
+        if is_under(location, &field) && !folders.contains(&field) {
+            folders.push(field.clone());
+        }
+        if let Some(slot) = other.location_fields.get_mut(f) {
+            *slot = Some(field);
         }
     }
+    drop(read);
     let reachable = references
         .read_into(io, ReachableFiles::new(location), concurrency)
         .await
