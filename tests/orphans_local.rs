@@ -340,3 +340,39 @@ async fn an_unreadable_other_table_refuses_even_when_protected() {
     assert!(e.message().contains(only_old), "{e}");
     assert_eq!(all_files(&nested.root()), before);
 }
+
+#[tokio::test]
+async fn a_metadata_file_outside_a_metadata_folder_protects_the_folder_above_it() {
+    let now = now_ms();
+    let nested = Nested::build();
+    let a = nested.location("a");
+    let rt = runtime(now, None);
+    let table = local_table(&a, &[]);
+    // A gzip-spelled copy of b's newest metadata parked in a/backup/ (a folder not named
+    // metadata): its table is taken to live in the folder above, a itself.
+    let newest = nested.facts["tables"]["b"]["metadata_path"]
+        .as_str()
+        .unwrap();
+    let copy = a.join("backup/00003-0f2a0c38-5d0e-4b4b-9a4c-3c4e5b6a7d8e.gz.metadata.json");
+    std::fs::create_dir_all(copy.parent().unwrap()).unwrap();
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    std::io::Write::write_all(&mut gz, &std::fs::read(newest).unwrap()).unwrap();
+    std::fs::write(&copy, gz.finish().unwrap()).unwrap();
+    set_mtime(&copy, now - 10 * DAY_MS);
+    let before = all_files(&nested.root());
+    let e = run_on(&rt, &table, aggressive(now, false, false), false)
+        .await
+        .unwrap_err();
+    let a_text = a.to_str().unwrap();
+    let named = format!(
+        "'{a_text}' (metadata '{}', its location field 'file://{a_text}/nested_b')",
+        copy.display()
+    );
+    assert!(e.message().contains(&named), "{named} not in: {e}");
+    // Protected: the whole location is another table's, so nothing at all is deleted.
+    let r = run_on(&rt, &table, aggressive(now, true, false), false)
+        .await
+        .unwrap();
+    assert_eq!(metrics(&r), icetrim::engine::OrphanMetrics::default());
+    assert_eq!(all_files(&nested.root()), before);
+}
