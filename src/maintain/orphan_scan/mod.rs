@@ -146,7 +146,7 @@ pub async fn run(
     let protection = if found.is_empty() {
         None
     } else {
-        let others = other_tables::group(found);
+        let others = other_tables::group(&target.location, found);
         let protection = other_tables::protect(
             &target.io,
             &target.table_name,
@@ -196,7 +196,7 @@ async fn refuse_other_tables(
     if found.is_empty() || options.protect_other_tables {
         return Ok(());
     }
-    let others = other_tables::group(found.to_vec());
+    let others = other_tables::group(&target.location, found.to_vec());
     Err(other_tables::refusal(&target.io, &target.table_name, &target.location, &others).await)
 }
 

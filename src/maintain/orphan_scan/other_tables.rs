@@ -15,10 +15,15 @@
 //! `write.metadata.path` layout or a copy) is treated alike: the holding folder is taken for that
 //! table's metadata folder, so `<x>` is protected, data folders beside it included. When that
 //! folder is our own location or above it (a metadata file directly in our root, or in a
-//! first-level folder such as `data/`), the other table's location covers ours: nothing of ours
-//! can be told apart from it, so nothing is deleted in protect mode. The metadata file's own
-//! `location` field is read and reported too; when it names a folder strictly inside our
-//! location that is protected as well. Files are grouped into tables by the derived location.
+//! first-level folder such as `data/`), the other table's location covers ours: it is reported
+//! as our own location, nothing of ours can be told apart from it, and nothing is deleted in
+//! protect mode. The metadata file's own `location` field is read and reported too; when it
+//! names a folder strictly inside our location that is protected as well. Files are grouped
+//! into tables by the derived location.
+//!
+//! **Not looked for**: a table whose location is the parent of ours (we are inside it, not it
+//! inside us), and tables living elsewhere that write into our location (`write.data.path`):
+//! their metadata is not under our location, so no listing of it sees them.
 //!
 //! **Default: refuse** (`BAD_ARGUMENTS`, as for `gc.enabled = false`: the remedy is the
 //! statement's own argument), naming up to [`NAMED_TABLES`] tables with their locations, before
@@ -104,14 +109,19 @@ impl OtherTable {
     }
 }
 
-/// Group foreign metadata files (as listed) into tables by derived location.
-pub fn group(found: Vec<String>) -> Vec<OtherTable> {
+/// Group foreign metadata files (as listed) into tables by derived location; a derived location
+/// that is not strictly inside `location` (ours, or above it) is taken as `location` itself.
+pub fn group(location: &str, found: Vec<String>) -> Vec<OtherTable> {
+    let root = location.trim_end_matches('/');
     let mut by_location: std::collections::BTreeMap<String, Vec<String>> = Default::default();
     for uri in found {
-        by_location
-            .entry(derived_location(&uri))
-            .or_default()
-            .push(uri);
+        let derived = derived_location(&uri);
+        let derived = if is_under(root, &derived) {
+            derived
+        } else {
+            root.to_string()
+        };
+        by_location.entry(derived).or_default().push(uri);
     }
     by_location
         .into_iter()
@@ -348,11 +358,14 @@ mod tests {
 
     #[test]
     fn grouping_by_location() {
-        let tables = group(vec![
-            "/w/t/b/metadata/v2.metadata.json".into(),
-            "/w/t/c/metadata/version-hint.text".into(),
-            "/w/t/b/metadata/v1.metadata.json".into(),
-        ]);
+        let tables = group(
+            "/w/t",
+            vec![
+                "/w/t/b/metadata/v2.metadata.json".into(),
+                "/w/t/c/metadata/version-hint.text".into(),
+                "/w/t/b/metadata/v1.metadata.json".into(),
+            ],
+        );
         assert_eq!(tables.len(), 2);
         assert_eq!(tables[0].location, "/w/t/b");
         assert_eq!(
@@ -360,6 +373,13 @@ mod tests {
             Some("/w/t/b/metadata/v2.metadata.json")
         );
         assert_eq!(tables[1].newest(), None);
+        // At our root or above it: the other table covers ours.
+        for uri in ["s3://b/v1.metadata.json", "s3://b/data/v1.metadata.json"] {
+            let tables = group("s3://b/", vec![uri.into()]);
+            assert_eq!(tables[0].location, "s3://b", "{uri}");
+        }
+        let tables = group("/w/t", vec!["/w/t/v1.metadata.json".into()]);
+        assert_eq!(tables[0].location, "/w/t");
     }
 
     #[test]
