@@ -36,8 +36,10 @@
 //!
 //! Deliberate differences from ClickHouse 26.9: files under a `_`/`.` folder (other than a
 //! `<partition field>=<value>` folder) and dotfiles are kept (ClickHouse deletes them as data
-//! files); `gc.enabled=false`, references outside the location, a pinned older metadata file and
-//! a concurrent commit refuse the statement; v1 tables are scanned (ClickHouse refuses them).
+//! files); `gc.enabled=false`, references outside the location, a pinned older metadata file,
+//! other tables' metadata under the location (unless `protect_other_tables = 1`; ClickHouse and
+//! Java delete their files, apache/iceberg #17213) and a concurrent commit refuse the statement;
+//! v1 tables are scanned (ClickHouse refuses them).
 //!
 //! **Result**: the nine rows of SPEC §4. A dry run counts every orphan as deleted; a real run
 //! counts the deletes that succeeded (a file already gone counts as deleted) and the failures in
