@@ -9,6 +9,8 @@
 #[path = "common/mod.rs"]
 mod common;
 mod orphans_support;
+#[path = "common/relocate.rs"]
+mod relocate;
 
 use std::time::Duration;
 
@@ -269,4 +271,84 @@ async fn s3_emulator_core_scenario() {
 async fn azure_emulator_core_scenario() {
     let (io, root) = common::azure_emulator("orphans");
     core_scenario(io, root).await;
+}
+
+/// Tables inside one another's locations (issue #15 §1), built by pyiceberg and copied to the S3
+/// emulator: the refusal names them, protect mode deletes only the table's own strays.
+#[tokio::test]
+async fn s3_emulator_other_tables_under_the_location() {
+    use orphans_support::nested::Nested;
+    use relocate::{Rewrite, Root, copy_table};
+    let nested = Nested::build();
+    let local_root = nested.root();
+    let local_root = local_root.to_str().expect("UTF-8 path");
+    let (io, root) = common::s3_emulator("nested");
+    let src = Root::new(FileIO::local(), local_root);
+    let dst = Root::new(io.clone(), &root);
+    copy_table(&src, &dst, &Rewrite::from_local(local_root, &root), false).await;
+    let before: Vec<String> = dst.files().await.into_iter().map(|f| f.0).collect();
+    assert!(before.len() > 40, "{before:?}");
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let older_than = chrono::Utc::now().timestamp_millis();
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let now = chrono::Utc::now().timestamp_millis();
+    let rt = runtime(now, Some(io.clone()));
+    let a = local_table(std::path::Path::new(&format!("{root}/a")), &[]);
+    let files = |list: Vec<(String, u64, Option<i64>)>| -> Vec<String> {
+        list.into_iter().map(|f| f.0).collect()
+    };
+    for location in [None, Some("data".to_string())] {
+        let refused = icetrim::plan::OrphanOptions {
+            location,
+            ..options(Some(older_than), false)
+        };
+        let e = run_on(&rt, &a, refused, false).await.unwrap_err();
+        assert_eq!(e.kind(), icetrim::ErrorKind::BadArguments, "{e}");
+        for other in ["a/nested_b", "a/data/b", "a/tables/c"] {
+            assert!(
+                e.message().contains(&format!("'{root}/{other}'")),
+                "{other} not named: {e}"
+            );
+        }
+    }
+    assert_eq!(
+        files(dst.files().await),
+        before,
+        "a refused run deleted files"
+    );
+    let protect = icetrim::plan::OrphanOptions {
+        protect_other_tables: true,
+        ..options(Some(older_than), false)
+    };
+    let r = run_on(&rt, &a, protect.clone(), false).await.unwrap();
+    assert_eq!(
+        metrics(&r),
+        OrphanMetrics {
+            deleted_data_files_count: 1,
+            deleted_manifest_lists_count: 1,
+            ..Default::default()
+        },
+        "{:?}",
+        r.warnings
+    );
+    let expected: Vec<String> = before
+        .iter()
+        .filter(|f| *f != "a/data/stray-a.parquet" && *f != "a/metadata/snap-999-1-stray.avro")
+        .cloned()
+        .collect();
+    assert_eq!(files(dst.files().await), expected);
+    // D, whose location is A's parent: only D's own stray would go.
+    let d = local_table(std::path::Path::new(&root), &[]);
+    let dry = icetrim::plan::OrphanOptions {
+        dry_run: true,
+        ..protect
+    };
+    let r = run_on(&rt, &d, dry, false).await.unwrap();
+    assert_eq!(
+        metrics(&r),
+        OrphanMetrics {
+            deleted_data_files_count: 1,
+            ..Default::default()
+        }
+    );
 }

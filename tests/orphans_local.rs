@@ -7,6 +7,7 @@
 mod fixtures;
 mod orphans_support;
 
+use std::collections::BTreeSet;
 use std::path::Path;
 
 use fixtures::{make_fixture, now_ms, oracle_inspect};
@@ -166,4 +167,257 @@ async fn explain_prints_last_modified_in_the_session_time_zone() {
         assert_eq!(shown, &ny.format("%Y-%m-%d %H:%M:%S").to_string(), "{path}");
         assert_ne!(shown, &utc.format("%Y-%m-%d %H:%M:%S").to_string());
     }
+}
+
+// ---- Other tables under the location (issue #15 §1) -------------------------------------------
+
+use icetrim::error::ErrorKind;
+use icetrim::plan::OrphanOptions;
+use orphans_support::nested::{Nested, all_files};
+
+/// `older_than = now` (the most aggressive run), optionally protecting other tables.
+fn aggressive(now: i64, protect: bool, dry_run: bool) -> OrphanOptions {
+    OrphanOptions {
+        protect_other_tables: protect,
+        ..options(Some(now), dry_run)
+    }
+}
+
+fn assert_refused_naming(e: &icetrim::Error, nested: &Nested, names: &[&str]) {
+    assert_eq!(e.kind(), ErrorKind::BadArguments, "{e}");
+    assert!(
+        e.message().contains("protect_other_tables = 1"),
+        "no remedy in: {e}"
+    );
+    for name in names {
+        let location = nested.location(name);
+        let location = location.to_str().expect("UTF-8");
+        assert!(
+            e.message().contains(location),
+            "{name} ({location}) not named in: {e}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn other_tables_under_the_location_refuse_by_default_and_nothing_is_deleted() {
+    let now = now_ms();
+    let nested = Nested::build();
+    let before = all_files(&nested.root());
+    let a = nested.location("a");
+    let rt = runtime(now, None);
+    let table = local_table(&a, &[]);
+    for (dry_run, explain) in [(false, false), (true, false), (false, true)] {
+        let e = run_on(&rt, &table, aggressive(now, false, dry_run), explain)
+            .await
+            .expect_err("a table with other tables under its location must refuse");
+        assert_refused_naming(&e, &nested, &["b", "b2", "c"]);
+    }
+    // Narrowed to data/: the search still covers the whole location (c's metadata is not
+    // under data/, but c's data files are).
+    let narrowed = OrphanOptions {
+        location: Some("data".into()),
+        ..aggressive(now, false, false)
+    };
+    let e = run_on(&rt, &table, narrowed, false).await.unwrap_err();
+    assert_refused_naming(&e, &nested, &["b", "b2", "c"]);
+    // D's location is A's parent: everything of A, B, B2, C is another table's.
+    let d = local_table(&nested.location("d"), &[]);
+    let e = run_on(&rt, &d, aggressive(now, false, false), false)
+        .await
+        .unwrap_err();
+    assert_refused_naming(&e, &nested, &["a"]);
+    assert_eq!(
+        all_files(&nested.root()),
+        before,
+        "a refused run deleted files"
+    );
+    nested.assert_all_readable();
+}
+
+#[tokio::test]
+async fn protect_other_tables_deletes_only_the_tables_own_orphans() {
+    let now = now_ms();
+    let nested = Nested::build();
+    let before = all_files(&nested.root());
+    let rt = runtime(now, None);
+    // D (A's parent) first: only D's own stray goes; all of A (strays too: they are under A's
+    // location) stays.
+    let d = local_table(&nested.location("d"), &[]);
+    let r = run_on(&rt, &d, aggressive(now, true, false), false)
+        .await
+        .unwrap();
+    assert_eq!(
+        metrics(&r),
+        icetrim::engine::OrphanMetrics {
+            deleted_data_files_count: 1,
+            ..Default::default()
+        },
+        "{:?}",
+        r.warnings
+    );
+    let mut expected = before.clone();
+    expected.remove(&nested.stray("d"));
+    assert_eq!(all_files(&nested.root()), expected);
+    // A narrowed to data/, dry run: A's data stray only (b2's stray lies under b2's location,
+    // c's data files are reachable from c).
+    let a = local_table(&nested.location("a"), &[]);
+    let narrowed = OrphanOptions {
+        location: Some("data".into()),
+        ..aggressive(now, true, true)
+    };
+    let r = run_on(&rt, &a, narrowed, false).await.unwrap();
+    assert_eq!(
+        metrics(&r),
+        icetrim::engine::OrphanMetrics {
+            deleted_data_files_count: 1,
+            ..Default::default()
+        }
+    );
+    // A, whole table: exactly its two strays go.
+    let r = run_on(&rt, &a, aggressive(now, true, false), false)
+        .await
+        .unwrap();
+    assert_eq!(
+        metrics(&r),
+        icetrim::engine::OrphanMetrics {
+            deleted_data_files_count: 1,
+            deleted_manifest_lists_count: 1,
+            ..Default::default()
+        },
+        "{:?}",
+        r.warnings
+    );
+    expected.remove(&nested.stray("a_data"));
+    expected.remove(&nested.stray("a_list"));
+    assert_eq!(all_files(&nested.root()), expected);
+    for stray in ["b", "b2", "c"] {
+        assert!(nested.stray(stray).exists(), "{stray}'s stray deleted");
+    }
+    let only_old = nested.facts["b_only_in_old_metadata"].as_str().unwrap();
+    assert!(Path::new(only_old).exists(), "{only_old} deleted");
+    nested.assert_all_readable();
+}
+
+#[tokio::test]
+async fn explain_lists_the_other_tables_and_keeps_their_files() {
+    use icetrim::format::Value as Cell;
+    let now = now_ms();
+    let nested = Nested::build();
+    let before = all_files(&nested.root());
+    let rt = runtime(now, None);
+    let a = local_table(&nested.location("a"), &[]);
+    let r = run_on(&rt, &a, aggressive(now, true, false), true)
+        .await
+        .unwrap();
+    assert_eq!(all_files(&nested.root()), before, "EXPLAIN changed files");
+    let text = |row: &Vec<Cell>, i: usize| match &row[i] {
+        Cell::Str(s) => s.clone(),
+        other => panic!("column {i} is not text: {other:?}"),
+    };
+    let mut tables: Vec<String> = r
+        .rows
+        .iter()
+        .filter(|row| text(row, 0) == "other_table")
+        .map(|row| text(row, 1))
+        .collect();
+    tables.sort();
+    let mut wanted: Vec<String> = ["b", "b2", "c"]
+        .iter()
+        .map(|n| nested.location(n).to_string_lossy().into_owned())
+        .collect();
+    wanted.sort();
+    assert_eq!(tables, wanted);
+    let orphans: BTreeSet<String> = r
+        .rows
+        .iter()
+        .filter(|row| text(row, 0) == "orphan")
+        .map(|row| text(row, 1))
+        .collect();
+    let own: BTreeSet<String> = ["a_data", "a_list"]
+        .iter()
+        .map(|n| nested.stray(n).to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(orphans, own);
+    let kept: BTreeSet<(String, String)> = r
+        .rows
+        .iter()
+        .filter(|row| text(row, 0) == "kept")
+        .map(|row| (text(row, 1), text(row, 3)))
+        .collect();
+    for stray in ["b", "b2", "c"] {
+        let path = nested.stray(stray).to_string_lossy().into_owned();
+        assert!(
+            kept.contains(&(path.clone(), "other_table".to_string())),
+            "{path} not kept as other_table: {kept:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn an_unreadable_other_table_refuses_even_when_protected() {
+    let now = now_ms();
+    let nested = Nested::build();
+    let rt = runtime(now, None);
+    let a = local_table(&nested.location("a"), &[]);
+    // A corrupt metadata file of b.
+    let corrupt = nested
+        .location("b")
+        .join("metadata/00009-0f2a0c38-5d0e-4b4b-9a4c-3c4e5b6a7d8e.metadata.json");
+    std::fs::write(&corrupt, b"{ not json").unwrap();
+    let before = all_files(&nested.root());
+    let e = run_on(&rt, &a, aggressive(now, true, false), false)
+        .await
+        .expect_err("a corrupt metadata file of another table must refuse");
+    assert!(
+        e.message().contains(corrupt.to_str().unwrap()),
+        "corrupt file not named: {e}"
+    );
+    assert_eq!(all_files(&nested.root()), before);
+    // A manifest list only b's older metadata names is gone: b cannot be read whole.
+    std::fs::remove_file(&corrupt).unwrap();
+    let only_old = nested.facts["b_only_in_old_metadata"].as_str().unwrap();
+    std::fs::remove_file(only_old).unwrap();
+    let before = all_files(&nested.root());
+    let e = run_on(&rt, &a, aggressive(now, true, false), false)
+        .await
+        .expect_err("an unreadable manifest list of another table must refuse");
+    assert!(e.message().contains(only_old), "{e}");
+    assert_eq!(all_files(&nested.root()), before);
+}
+
+#[tokio::test]
+async fn a_metadata_file_outside_a_metadata_folder_protects_the_folder_above_it() {
+    let now = now_ms();
+    let nested = Nested::build();
+    let a = nested.location("a");
+    let rt = runtime(now, None);
+    let table = local_table(&a, &[]);
+    // A gzip-spelled copy of b's newest metadata parked in a/backup/ (a folder not named
+    // metadata): its table is taken to live in the folder above, a itself.
+    let newest = nested.facts["tables"]["b"]["metadata_path"]
+        .as_str()
+        .unwrap();
+    let copy = a.join("backup/00003-0f2a0c38-5d0e-4b4b-9a4c-3c4e5b6a7d8e.gz.metadata.json");
+    std::fs::create_dir_all(copy.parent().unwrap()).unwrap();
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    std::io::Write::write_all(&mut gz, &std::fs::read(newest).unwrap()).unwrap();
+    std::fs::write(&copy, gz.finish().unwrap()).unwrap();
+    set_mtime(&copy, now - 10 * DAY_MS);
+    let before = all_files(&nested.root());
+    let e = run_on(&rt, &table, aggressive(now, false, false), false)
+        .await
+        .unwrap_err();
+    let a_text = a.to_str().unwrap();
+    let named = format!(
+        "'{a_text}' (metadata '{}', its location field 'file://{a_text}/nested_b')",
+        copy.display()
+    );
+    assert!(e.message().contains(&named), "{named} not in: {e}");
+    // Protected: the whole location is another table's, so nothing at all is deleted.
+    let r = run_on(&rt, &table, aggressive(now, true, false), false)
+        .await
+        .unwrap();
+    assert_eq!(metrics(&r), icetrim::engine::OrphanMetrics::default());
+    assert_eq!(all_files(&nested.root()), before);
 }

@@ -452,6 +452,7 @@ sessions! {
     orphans_clickhouse => "orphans_clickhouse.test",
     orphans_location => "orphans_location.test",
     orphans_metadata_files => "orphans_metadata_files.test",
+    orphans_other_tables => "orphans_other_tables.test",
     orphans_pyiceberg_tables => "orphans_pyiceberg_tables.test",
     orphans_reachability => "orphans_reachability.test",
     orphans_refusals => "orphans_refusals.test",

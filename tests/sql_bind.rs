@@ -457,8 +457,13 @@ fn orphan_options() {
             older_than_ms: Some(1_764_547_200_000),
             location: Some("data".into()),
             dry_run: true,
+            protect_other_tables: false,
         }
     );
+    let options = orphans("remove_orphan_files(protect_other_tables = 1, dry_run = 0)");
+    assert!(options.protect_other_tables && !options.dry_run);
+    assert!(orphans("remove_orphan_files(protect_other_tables = 3)").protect_other_tables);
+    assert!(!orphans("remove_orphan_files(protect_other_tables = 0)").protect_other_tables);
     for (location, normalised) in [
         ("''", None),
         ("'.'", None),

@@ -27,11 +27,12 @@ pub fn open_table(
                     args.len()
                 )));
             };
-            (
+            match &runtime.io_override {
+                // An injected store (tests, embedders) takes the location as its own URI.
+                Some(io) => (path.clone(), io.clone()),
                 // Definitions saved before CREATE normalised paths get the same treatment.
-                super::ddl::normalize_local_path(path)?,
-                runtime.io_override.clone().unwrap_or_else(FileIO::local),
-            )
+                None => (super::ddl::normalize_local_path(path)?, FileIO::local()),
+            }
         }
         "IcebergS3" => {
             let (location, options) = StorageOptions::from_s3_engine_args(&args)?;

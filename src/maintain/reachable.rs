@@ -256,58 +256,109 @@ pub async fn collect_reachable(
     location: &str,
     concurrency: usize,
 ) -> Result<ReachableFiles> {
-    let mut reachable = ReachableFiles::new(location);
-    reachable.insert(metadata_path);
-    reachable.insert(&version_hint_path(location));
-    for entry in metadata.metadata_log() {
-        reachable.insert(&entry.metadata_file);
-    }
-    for stats in metadata.statistics() {
-        reachable.insert(&stats.path);
-    }
-    let mut lists: HashMap<String, &str> = HashMap::new();
-    let mut manifests = Manifests::default();
-    for snapshot in metadata.snapshots() {
-        match &snapshot.manifest_list {
-            Some(list) => {
-                lists.entry(path_key(list)).or_insert(list.as_str());
-            }
-            None => {
-                for manifest in &snapshot.manifests {
-                    manifests.add(manifest);
+    let mut references = References::default();
+    references.add_metadata(metadata, metadata_path, location);
+    references
+        .read_into(io, ReachableFiles::new(location), concurrency)
+        .await
+}
+
+/// What one or more metadata files name, gathered before any manifest list or manifest is read;
+/// [`References::read_into`] then reads each distinct list and manifest once. The metadata files
+/// may belong to several tables (other tables found under a location, all their metadata files):
+/// their references are placed relative to the set's own location.
+#[derive(Default)]
+pub struct References {
+    /// Files named directly (metadata files, metadata-log, version hints, statistics), in order.
+    singles: Vec<String>,
+    /// Manifest lists by identity key, each with the first spelling seen.
+    lists: HashMap<String, String>,
+    manifests: Manifests,
+}
+
+impl References {
+    /// Gather what `metadata` (the file at `metadata_path` of the table at `table_location`)
+    /// names: itself, its table's version hint, its metadata-log, statistics, and every
+    /// snapshot's manifest list (or a v1 snapshot's inline manifests).
+    pub fn add_metadata(
+        &mut self,
+        metadata: &TableMetadata,
+        metadata_path: &str,
+        table_location: &str,
+    ) {
+        self.singles.push(metadata_path.to_string());
+        self.singles.push(version_hint_path(table_location));
+        for entry in metadata.metadata_log() {
+            self.singles.push(entry.metadata_file.clone());
+        }
+        for stats in metadata.statistics() {
+            self.singles.push(stats.path.clone());
+        }
+        for snapshot in metadata.snapshots() {
+            match &snapshot.manifest_list {
+                Some(list) => {
+                    self.lists
+                        .entry(path_key(list))
+                        .or_insert_with(|| list.clone());
+                }
+                None => {
+                    for manifest in &snapshot.manifests {
+                        self.manifests.add(manifest);
+                    }
                 }
             }
         }
     }
-    Progress::current().phase(Phase::ReadingManifestLists, Some(lists.len()))?;
-    let jobs = lists
-        .into_values()
-        .map(|list| (list, true, list.to_string()));
-    let mut decoded = read_decoded(io, jobs.collect(), concurrency, Arc::new(decode_list));
-    while let Some((list, decoded_list)) = decoded.try_next().await? {
-        reachable.insert(list);
-        let decoded_list = decoded_list.ok_or_else(|| unread("manifest list", list))?;
-        for (manifest, _) in decoded_list.iter() {
-            manifests.add(manifest);
+
+    /// Name one more file directly (e.g. a version hint found by a listing).
+    pub fn add_file(&mut self, uri: &str) {
+        self.singles.push(uri.to_string());
+    }
+
+    /// Read every gathered manifest list and manifest into `reachable`.
+    pub async fn read_into(
+        self,
+        io: &FileIO,
+        mut reachable: ReachableFiles,
+        concurrency: usize,
+    ) -> Result<ReachableFiles> {
+        let References {
+            singles,
+            lists,
+            mut manifests,
+        } = self;
+        for uri in &singles {
+            reachable.insert(uri);
         }
-        decoded_list.recycle();
+        drop(singles);
+        Progress::current().phase(Phase::ReadingManifestLists, Some(lists.len()))?;
+        let jobs = lists.into_values().map(|list| (list.clone(), true, list));
+        let mut decoded = read_decoded(io, jobs.collect(), concurrency, Arc::new(decode_list));
+        while let Some((list, decoded_list)) = decoded.try_next().await? {
+            reachable.insert(&list);
+            let decoded_list = decoded_list.ok_or_else(|| unread("manifest list", &list))?;
+            for (manifest, _) in decoded_list.iter() {
+                manifests.add(manifest);
+            }
+            decoded_list.recycle();
+        }
+        drop(decoded);
+        let root = Arc::clone(&reachable.root);
+        let Manifests { uris, .. } = manifests;
+        let jobs: Vec<(usize, bool, String)> = uris
+            .iter()
+            .enumerate()
+            .map(|(index, uri)| (index, true, uri.clone()))
+            .collect();
+        Progress::current().phase(Phase::ReadingManifests, Some(jobs.len()))?;
+        let place = Arc::new(move |bytes: &[u8], uri: &str| place_manifest(bytes, uri, &root));
+        let mut decoded = read_decoded(io, jobs, concurrency, place);
+        while let Some((index, placed)) = decoded.try_next().await? {
+            let uri = uris.get(index).map_or("", String::as_str);
+            reachable.add_placed(placed.ok_or_else(|| unread("manifest", uri))?);
+        }
+        Ok(reachable)
     }
-    drop(decoded);
-    let root = Arc::clone(&reachable.root);
-    let Manifests { uris, .. } = manifests;
-    let jobs: Vec<(usize, bool, String)> = uris
-        .iter()
-        .enumerate()
-        .map(|(index, uri)| (index, true, uri.clone()))
-        .collect();
-    Progress::current().phase(Phase::ReadingManifests, Some(jobs.len()))?;
-    let place = Arc::new(move |bytes: &[u8], uri: &str| place_manifest(bytes, uri, &root));
-    let mut decoded = read_decoded(io, jobs, concurrency, place);
-    while let Some((index, placed)) = decoded.try_next().await? {
-        let uri = uris.get(index).map_or("", String::as_str);
-        reachable.add_placed(placed.ok_or_else(|| unread("manifest", uri))?);
-    }
-    Ok(reachable)
 }
 
 /// Every file is read as required, so none comes back unread; if one did, the set would be

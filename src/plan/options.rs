@@ -27,6 +27,10 @@ pub struct OrphanOptions {
     /// no `.` components; `None` (or an empty string never occurs) means the whole table.
     pub location: Option<String>,
     pub dry_run: bool,
+    /// `protect_other_tables`: when other tables' metadata lies under the location, keep their
+    /// files (everything under their locations, everything any of their metadata files reaches)
+    /// instead of refusing the statement.
+    pub protect_other_tables: bool,
 }
 
 /// A bound procedure call.

@@ -6,7 +6,8 @@
 //! one must be known and not repeated; parameters with a declared type (`String`, `UInt64`) are
 //! type-checked on the spot. Then the values are validated in a fixed order: `expire_before`,
 //! `retention_period`, `retain_last`, `snapshot_ids`, `dry_run`, then the `snapshot_ids`
-//! combination rule; for `remove_orphan_files`: `older_than` (then "not in the future"), `location`.
+//! combination rule; for `remove_orphan_files`: `older_than` (then "not in the future"), `location`;
+//! `dry_run` and `protect_other_tables` (icetrim's own) are `UInt64`, any non-zero value is true.
 //! Messages are ClickHouse's, word for word.
 
 use std::collections::BTreeMap;
@@ -67,7 +68,7 @@ const EXPIRE_PARAMS: [Param; 5] = [
     },
 ];
 
-const ORPHAN_PARAMS: [Param; 3] = [
+const ORPHAN_PARAMS: [Param; 4] = [
     Param {
         name: "older_than",
         ty: ParamType::String,
@@ -78,6 +79,10 @@ const ORPHAN_PARAMS: [Param; 3] = [
     },
     Param {
         name: "dry_run",
+        ty: ParamType::UInt64,
+    },
+    Param {
+        name: "protect_other_tables",
         ty: ParamType::UInt64,
     },
 ];
@@ -358,10 +363,15 @@ fn bind_orphans(
         .get("dry_run")
         .and_then(|v| v.as_integer())
         .is_some_and(|v| v != 0);
+    let protect_other_tables = values
+        .get("protect_other_tables")
+        .and_then(|v| v.as_integer())
+        .is_some_and(|v| v != 0);
     Ok(OrphanOptions {
         older_than_ms,
         location,
         dry_run,
+        protect_other_tables,
     })
 }
 
@@ -434,5 +444,30 @@ mod tests {
         assert_eq!(call("0").map(|c| c.dry_run()), Ok(false));
         assert_eq!(call("18446744073709551615").map(|c| c.dry_run()), Ok(true));
         assert!(call("18446744073709551616").is_err());
+    }
+
+    #[test]
+    fn protect_other_tables_is_an_unsigned_integer_flag() {
+        let context = BindContext {
+            now_ms: 0,
+            time_zone: SessionTimeZone::System,
+        };
+        let call =
+            |literal: Literal| bind(ORPHANS, &[named("protect_other_tables", literal)], &context);
+        let protect = |c: ProcedureCall| match c {
+            ProcedureCall::Orphans(o) => o.protect_other_tables,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(call(Literal::Number("0".into())).map(protect), Ok(false));
+        assert_eq!(call(Literal::Number("1".into())).map(protect), Ok(true));
+        assert_eq!(call(Literal::Number("7".into())).map(protect), Ok(true));
+        let e = call(Literal::String("1".into())).unwrap_err();
+        assert_eq!(
+            e.message(),
+            "Parameter 'protect_other_tables' for remove_orphan_files has wrong type (got String, \
+             expected UInt64)"
+        );
+        let none = bind(ORPHANS, &[], &context).map(protect);
+        assert_eq!(none, Ok(false));
     }
 }

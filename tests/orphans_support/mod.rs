@@ -3,6 +3,8 @@
 //! from a fixture's `orphans` facts, and check that no live file was lost.
 #![allow(dead_code)]
 
+pub mod nested;
+
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
@@ -90,6 +92,7 @@ pub fn options(older_than_ms: Option<i64>, dry_run: bool) -> OrphanOptions {
         older_than_ms,
         location: None,
         dry_run,
+        protect_other_tables: false,
     }
 }
 

@@ -28,7 +28,7 @@ fn bytes(size: u64) -> i64 {
     i64::try_from(size).unwrap_or(i64::MAX)
 }
 
-fn row(
+pub(super) fn row(
     item: &str,
     path: &str,
     category: &str,
@@ -154,6 +154,62 @@ pub fn result(
     QueryResult::table(columns, rows)
 }
 
+/// The rows of other tables found under the location (protect mode): before the plan, one
+/// `other_table` row per table and one `other_table_metadata` row per metadata file found for it;
+/// after the totals, `kept_other_table_count` (orphans kept because they are another table's).
+pub fn add_other_tables(
+    result: &mut QueryResult,
+    protection: &super::other_tables::Protection,
+    outcome: &ScanOutcome,
+    kept: i64,
+) {
+    let mut rows = Vec::new();
+    for table in &protection.tables {
+        let files = i64::try_from(table.metadata_files.len()).unwrap_or(i64::MAX);
+        rows.push(row(
+            "other_table",
+            &table.location,
+            "",
+            "protected",
+            files,
+            0,
+            String::new(),
+        ));
+        for (file, field) in table.metadata_files.iter().zip(&table.location_fields) {
+            let category = match field {
+                Some(_) => "metadata",
+                None => "version_hint",
+            };
+            let field = field.as_deref().unwrap_or("");
+            rows.push(row(
+                "other_table_metadata",
+                file,
+                category,
+                field,
+                1,
+                0,
+                String::new(),
+            ));
+        }
+    }
+    result.rows.splice(0..0, rows);
+    let size = outcome
+        .kept
+        .iter()
+        .filter(|k| k.reason == super::KeepReason::OtherTable)
+        .map(|k| bytes(k.size))
+        .fold(0, i64::saturating_add);
+    result.rows.push(row(
+        "total",
+        "kept_other_table_count",
+        "",
+        "",
+        kept,
+        size,
+        String::new(),
+    ));
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::scan::{KeepReason, Kept, Orphan};
@@ -227,5 +283,74 @@ mod tests {
             )
         );
         assert_eq!(r.rows.last().map(|row| &row[4]), Some(&Value::Int(7)));
+    }
+
+    #[test]
+    fn other_table_rows_lead_and_their_total_closes() {
+        use super::super::other_tables::{OtherTable, Protection};
+        use crate::maintain::reachable::ReachableFiles;
+        let outcome = ScanOutcome {
+            kept: vec![Kept {
+                uri: "s3://b/t/n/data/x.parquet".into(),
+                reason: KeepReason::OtherTable,
+                size: 9,
+                last_modified_ms: Some(0),
+            }],
+            ..Default::default()
+        };
+        let protection = Protection {
+            tables: vec![OtherTable {
+                location: "s3://b/t/n".into(),
+                metadata_files: vec![
+                    "s3://b/t/n/metadata/v1.metadata.json".into(),
+                    "s3://b/t/n/metadata/version-hint.text".into(),
+                ],
+                location_fields: vec![Some("s3://b/t/n".into()), None],
+            }],
+            folders: vec!["s3://b/t/n".into()],
+            reachable: ReachableFiles::new("s3://b/t"),
+        };
+        let mut r = result(&outcome, 0, &SessionTimeZone::Named(chrono_tz::UTC));
+        let plain = r.rows.len();
+        add_other_tables(&mut r, &protection, &outcome, 1);
+        assert_eq!(r.rows.len(), plain + 4);
+        assert_eq!(
+            r.rows[0],
+            row(
+                "other_table",
+                "s3://b/t/n",
+                "",
+                "protected",
+                2,
+                0,
+                String::new()
+            )
+        );
+        assert_eq!(
+            r.rows[1],
+            row(
+                "other_table_metadata",
+                "s3://b/t/n/metadata/v1.metadata.json",
+                "metadata",
+                "s3://b/t/n",
+                1,
+                0,
+                String::new()
+            )
+        );
+        assert_eq!(r.rows[2][2], Value::Str("version_hint".into()));
+        assert_eq!(r.rows[3][3], Value::Str("other_table".into()));
+        assert_eq!(
+            r.rows.last(),
+            Some(&row(
+                "total",
+                "kept_other_table_count",
+                "",
+                "",
+                1,
+                9,
+                String::new()
+            ))
+        );
     }
 }

@@ -19,6 +19,14 @@
 //!    which nothing is listed is `BAD_ARGUMENTS` "Scan path '<path>' does not exist". A listed
 //!    file whose path matches a reachable one except for scheme or authority fails the statement
 //!    (`INCORRECT_DATA`; Java's `PrefixMismatchMode.ERROR`) before anything is deleted.
+//!    **Other tables** ([`other_tables`]): files that metadata resolution takes for table
+//!    metadata (every `*.metadata.json` spelling, `version-hint.text`) outside our own
+//!    `metadata/` folder belong to other tables. A whole-table scan finds them in its own listing;
+//!    a narrowed one (`location = ...`) lists the whole location first. Found ones refuse the
+//!    statement (`BAD_ARGUMENTS`, naming them; dry runs and EXPLAIN too) unless
+//!    `protect_other_tables = 1`: then every metadata file found for them is read, and an orphan
+//!    that any of them reaches, or that lies under their location, is kept (`other_table`).
+//!    A found table that cannot be read refuses the statement.
 //! 5. **Delete** (unless dry run or EXPLAIN): re-locate the newest metadata; if it is no longer the
 //!    file scanned against, nothing is deleted and the statement fails with `QUERY_WAS_CANCELLED`
 //!    "Current metadata file changed during orphan scan (was '<a>', now '<b>'); nothing was
@@ -28,8 +36,10 @@
 //!
 //! Deliberate differences from ClickHouse 26.9: files under a `_`/`.` folder (other than a
 //! `<partition field>=<value>` folder) and dotfiles are kept (ClickHouse deletes them as data
-//! files); `gc.enabled=false`, references outside the location, a pinned older metadata file and
-//! a concurrent commit refuse the statement; v1 tables are scanned (ClickHouse refuses them).
+//! files); `gc.enabled=false`, references outside the location, a pinned older metadata file,
+//! other tables' metadata under the location (unless `protect_other_tables = 1`; ClickHouse and
+//! Java delete their files, apache/iceberg #17213) and a concurrent commit refuse the statement;
+//! v1 tables are scanned (ClickHouse refuses them).
 //!
 //! **Result**: the nine rows of SPEC §4. A dry run counts every orphan as deleted; a real run
 //! counts the deletes that succeeded (a file already gone counts as deleted) and the failures in
@@ -42,7 +52,7 @@
 //! | `item`          | String | `orphan`              | `kept`                                    | `total`                        |
 //! | `path`          | String | the file's URI        | the file's URI                            | metric name (see below)        |
 //! | `category`      | String | by name: `data`, `position_delete`, `equality_delete`, `manifest`, `manifest_list`, `metadata`, `statistics` | `''` | `''` |
-//! | `reason`        | String | `unreachable`         | `too_young`, `hidden`, `no_last_modified` | `''`                           |
+//! | `reason`        | String | `unreachable`         | `too_young`, `hidden`, `no_last_modified`, `other_table` | `''`            |
 //! | `files`         | Int64  | 1                     | 1                                         | how many files                 |
 //! | `size_bytes`    | Int64  | the file's size       | the file's size                           | their total size               |
 //! | `last_modified` | String | `YYYY-MM-DD hh:mm:ss` in the session time zone | same, `''` when the store gave none | `''` |
@@ -52,11 +62,27 @@
 //! reachable; they get no row of their own) and `reachable_files_count` (the size of the
 //! reachable set, `size_bytes` 0).
 //!
+//! With `protect_other_tables = 1` and other tables found, the plan starts with one row per other
+//! table and one per metadata file found for it, and ends with one more total:
+//!
+//! | column     | `other_table` row                      | `other_table_metadata` row                          |
+//! |------------|----------------------------------------|-----------------------------------------------------|
+//! | `item`     | `other_table`                          | `other_table_metadata`                              |
+//! | `path`     | its location (derived, see [`other_tables`]) | the metadata file (or version hint) found     |
+//! | `category` | `''`                                   | `metadata` or `version_hint`                        |
+//! | `reason`   | `protected`                            | the file's `location` field (`''` for a hint)       |
+//! | `files`    | metadata files found for it            | 1                                                   |
+//! | `size_bytes`, `last_modified` | 0, `''`             | 0, `''`                                             |
+//!
+//! and the total `kept_other_table_count`: files that would otherwise be orphans, kept because
+//! they are another table's (`size_bytes` their size). Without other tables the plan is unchanged.
+//!
 //! Memory: the reachable set, one listing page per first-level folder in flight, and the orphans
 //! found (held until the pointer re-check; EXPLAIN also holds the kept rows).
 
 mod delete;
 mod explain;
+mod other_tables;
 mod scan;
 
 use super::reachable::collect_reachable;
@@ -95,21 +121,55 @@ pub async fn run(
         .iter()
         .flat_map(|spec| spec.fields.iter().map(|f| f.name.clone()))
         .collect();
+    let concurrency = target.settings.metadata_read_concurrency();
+    // A narrowed scan does not see the whole location: search it first (and refuse before the
+    // scan); a whole-table scan finds other tables' metadata as it lists.
+    let searched = match scan_rel {
+        Some(_) => Some(other_tables::search(&target.io, &target.location, concurrency).await?),
+        None => None,
+    };
+    if let Some(found) = &searched {
+        refuse_other_tables(target, options, found).await?;
+    }
     let request = scan::ScanRequest {
         location: &target.location,
         scan_rel: scan_rel.as_deref(),
         older_than_ms,
         partition_field_names: &partition_field_names,
         keep_kept_rows: explain,
-        concurrency: target.settings.metadata_read_concurrency(),
+        concurrency,
     };
-    let outcome = scan::scan(&target.io, &request, &reachable).await?;
+    let mut outcome = scan::scan(&target.io, &request, &reachable).await?;
+    let found = match searched {
+        Some(found) => found,
+        None => std::mem::take(&mut outcome.foreign_metadata),
+    };
+    refuse_other_tables(target, options, &found).await?;
+    let protection = if found.is_empty() {
+        None
+    } else {
+        let others = other_tables::group(&target.location, found);
+        let protection = other_tables::protect(
+            &target.io,
+            &target.table_name,
+            &target.location,
+            others,
+            concurrency,
+        )
+        .await?;
+        let kept = keep_other_tables(&mut outcome, &protection, explain);
+        Some((protection, kept))
+    };
     if explain {
-        return Ok(explain::result(
+        let mut result = explain::result(
             &outcome,
             reachable.len(),
             &target.settings.session_time_zone(),
-        ));
+        );
+        if let Some((protection, kept)) = &protection {
+            explain::add_other_tables(&mut result, protection, &outcome, *kept);
+        }
+        return Ok(result);
     }
     if options.dry_run {
         return Ok(metrics_result(&outcome.dry_run_tally(), Vec::new()));
@@ -130,6 +190,46 @@ pub async fn run(
         .into_iter()
         .chain(target.progress.cancel_warning());
     Ok(metrics_result(&tally, warnings.collect()))
+}
+
+/// Refuse when `found` (other tables' metadata under the location) is not empty and the
+/// statement does not protect them.
+async fn refuse_other_tables(
+    target: &MaintenanceTarget,
+    options: &OrphanOptions,
+    found: &[String],
+) -> Result<()> {
+    if found.is_empty() || options.protect_other_tables {
+        return Ok(());
+    }
+    let others = other_tables::group(&target.location, found.to_vec());
+    Err(other_tables::refusal(&target.io, &target.table_name, &target.location, &others).await)
+}
+
+/// Move the orphans that are other tables' into the kept files (reason `other_table`); how many.
+fn keep_other_tables(
+    outcome: &mut ScanOutcome,
+    protection: &other_tables::Protection,
+    keep_rows: bool,
+) -> i64 {
+    let mut kept = 0i64;
+    let orphans = std::mem::take(&mut outcome.orphans);
+    for orphan in orphans {
+        if !protection.keeps(&orphan.uri) {
+            outcome.orphans.push(orphan);
+            continue;
+        }
+        kept = kept.saturating_add(1);
+        if keep_rows {
+            outcome.kept.push(Kept {
+                uri: orphan.uri,
+                reason: KeepReason::OtherTable,
+                size: orphan.size,
+                last_modified_ms: Some(orphan.last_modified_ms),
+            });
+        }
+    }
+    kept
 }
 
 /// `older_than`, defaulted, and refused when after "now".

@@ -43,6 +43,8 @@ pub enum KeepReason {
     TooYoung,
     Hidden,
     NoLastModified,
+    /// Another table's (see `other_tables`): would otherwise be an orphan.
+    OtherTable,
 }
 
 impl KeepReason {
@@ -52,6 +54,7 @@ impl KeepReason {
             KeepReason::TooYoung => "too_young",
             KeepReason::Hidden => "hidden",
             KeepReason::NoLastModified => "no_last_modified",
+            KeepReason::OtherTable => "other_table",
         }
     }
 }
@@ -76,6 +79,8 @@ pub struct ScanOutcome {
     pub too_young: i64,
     pub hidden: i64,
     pub skipped_missing_metadata: i64,
+    /// Listed files that are another table's metadata (`other_tables::is_foreign_metadata`).
+    pub foreign_metadata: Vec<String>,
 }
 
 impl ScanOutcome {
@@ -167,6 +172,9 @@ pub async fn scan(
         };
         outcome.listed += 1;
         progress.advance(1, file.size);
+        if super::other_tables::is_foreign_metadata(request.location, &file.uri) {
+            outcome.foreign_metadata.push(file.uri.clone());
+        }
         let key = path_key(&file.uri);
         let reachable_now = match reachable.lookup(&key) {
             Lookup::Reachable => true,
