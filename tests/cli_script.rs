@@ -462,5 +462,9 @@ fn a_path_that_is_not_a_folder_names_the_real_cause() {
     let path = file.to_str().expect("utf-8 path");
     let output = run(&["--path", path, "-q", "SHOW TABLES"], "");
     assert_eq!(output.status.code(), Some(172), "{}", stderr(&output));
-    assert!(stderr(&output).contains("it is not a folder"), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("it is not a folder"),
+        "{}",
+        stderr(&output)
+    );
 }

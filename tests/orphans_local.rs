@@ -160,7 +160,11 @@ fn outside_files(outside: &Path, now: i64) -> Vec<std::path::PathBuf> {
 fn assert_link(path: &Path) {
     let meta = std::fs::symlink_metadata(path)
         .unwrap_or_else(|e| panic!("link {} is gone: {e}", path.display()));
-    assert!(meta.file_type().is_symlink(), "{} is no link", path.display());
+    assert!(
+        meta.file_type().is_symlink(),
+        "{} is no link",
+        path.display()
+    );
 }
 
 #[tokio::test]
@@ -230,28 +234,46 @@ async fn links_below_the_table_are_never_followed_nor_deleted() {
             _ => link_uris[..4].iter().collect(),
         };
         for uri in expected {
-            assert!(shown.contains(&uri), "{name}: link {uri} not shown: {items:?}");
+            assert!(
+                shown.contains(&uri),
+                "{name}: link {uri} not shown: {items:?}"
+            );
         }
         assert_eq!(r.columns.len(), 7, "{name}: the EXPLAIN columns stay");
     }
-    let r = run_on(&direct, &local_table(&dir, &[]), options(None, false), false)
-        .await
-        .expect("remove_orphan_files");
+    let r = run_on(
+        &direct,
+        &local_table(&dir, &[]),
+        options(None, false),
+        false,
+    )
+    .await
+    .expect("remove_orphan_files");
     assert_eq!(metrics(&r), expected_old(&fixture.facts, |_| true));
     assert!(
-        r.warnings.iter().any(|w| w.contains("symbolic link")
-            && w.contains(&format!("{}/data/sub", dir.display()))),
+        r.warnings
+            .iter()
+            .any(|w| w.contains("symbolic link")
+                && w.contains(&format!("{}/data/sub", dir.display()))),
         "{:?}",
         r.warnings
     );
     for file in &behind {
-        assert!(file.exists(), "deleted outside the table: {}", file.display());
+        assert!(
+            file.exists(),
+            "deleted outside the table: {}",
+            file.display()
+        );
     }
     for (rel, _) in &links {
         assert_link(&dir.join(rel));
     }
     for stray in strays(&fixture.facts).iter().filter(|s| s.kind == "old") {
-        assert!(!Path::new(&stray.path).exists(), "orphan kept: {}", stray.path);
+        assert!(
+            !Path::new(&stray.path).exists(),
+            "orphan kept: {}",
+            stray.path
+        );
     }
     assert_table_files_exist(&fixture.facts);
 }
@@ -279,7 +301,11 @@ async fn links_through_the_object_store_listing_are_never_deleted() {
     .expect("remove_orphan_files");
     assert_eq!(metrics(&r), expected_old(&fixture.facts, |_| true));
     for file in &behind {
-        assert!(file.exists(), "deleted outside the table: {}", file.display());
+        assert!(
+            file.exists(),
+            "deleted outside the table: {}",
+            file.display()
+        );
     }
     for rel in ["data/sub", "metadata/linked", "data/f.parquet"] {
         assert_link(&dir.join(rel));
@@ -309,25 +335,38 @@ async fn a_data_folder_that_is_a_link_to_a_shared_folder_is_left_alone() {
     assert_link(&dir.join("data"));
     for stray in strays(&fixture.facts) {
         if stray.path.starts_with(&format!("{data_uri}/")) {
-            assert!(Path::new(&stray.path).exists(), "deleted behind data/: {}", stray.path);
+            assert!(
+                Path::new(&stray.path).exists(),
+                "deleted behind data/: {}",
+                stray.path
+            );
         }
     }
-    let r = run_on(&runtime(now, None), &local_table(&dir, &[]), options(None, false), true)
-        .await
-        .expect("EXPLAIN");
+    let r = run_on(
+        &runtime(now, None),
+        &local_table(&dir, &[]),
+        options(None, false),
+        true,
+    )
+    .await
+    .expect("EXPLAIN");
     let items = explain_items(&r);
     assert!(
         items.contains(&("link".into(), data_uri.clone(), "symlink".into())),
         "{items:?}"
     );
     assert!(
-        items.iter().all(|(_, path, _)| !path.starts_with(&format!("{data_uri}/"))),
+        items
+            .iter()
+            .all(|(_, path, _)| !path.starts_with(&format!("{data_uri}/"))),
         "{items:?}"
     );
     // location = 'data/' names the link: nothing listed, nothing deleted, no error.
     let mut opts = options(None, false);
     opts.location = Some("data/".into());
-    let r = run_local(&dir, now, opts).await.expect("location = 'data/'");
+    let r = run_local(&dir, now, opts)
+        .await
+        .expect("location = 'data/'");
     assert_eq!(metrics(&r), Default::default());
     assert!(other.exists());
     assert_table_files_exist(&fixture.facts);
@@ -347,7 +386,11 @@ async fn a_symlink_loop_and_a_non_utf8_name_are_skipped_not_fatal() {
         .expect("remove_orphan_files with link loops");
     assert_eq!(metrics(&r), expected_old(&fixture.facts, |_| true));
     for stray in strays(&fixture.facts).iter().filter(|s| s.kind == "old") {
-        assert!(!Path::new(&stray.path).exists(), "orphan kept: {}", stray.path);
+        assert!(
+            !Path::new(&stray.path).exists(),
+            "orphan kept: {}",
+            stray.path
+        );
     }
     // A file whose name is not UTF-8 beside an old orphan: the orphan goes, the odd file stays.
     let odd = dir
@@ -357,9 +400,14 @@ async fn a_symlink_loop_and_a_non_utf8_name_are_skipped_not_fatal() {
     set_mtime(&odd, now - 10 * DAY_MS);
     let beside = write_stray(&dir, "data/beside-odd.parquet", now - 10 * DAY_MS);
     let odd_uri = format!("{}/data/odd-\\xff.parquet", dir.display());
-    let r = run_on(&runtime(now, None), &local_table(&dir, &[]), options(None, false), true)
-        .await
-        .expect("EXPLAIN with a loop and an odd name");
+    let r = run_on(
+        &runtime(now, None),
+        &local_table(&dir, &[]),
+        options(None, false),
+        true,
+    )
+    .await
+    .expect("EXPLAIN with a loop and an odd name");
     let items = explain_items(&r);
     for rel in ["data/loop", "data/up"] {
         let uri = format!("{}/{rel}", dir.display());

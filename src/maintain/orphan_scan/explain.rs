@@ -1,4 +1,4 @@
-//! The EXPLAIN result of `remove_orphan_files` (columns documented in the parent module).
+//! The EXPLAIN result of `remove_orphan_files` (columns and rows documented in the parent module).
 
 use super::scan::ScanOutcome;
 use crate::engine::QueryResult;
@@ -84,6 +84,16 @@ pub fn result(outcome: &ScanOutcome, reachable_files: usize) -> QueryResult {
             bytes(k.size),
             k.last_modified_ms,
         ));
+    }
+    let mut links: Vec<&String> = outcome.links.iter().collect();
+    links.sort_unstable();
+    for link in links {
+        rows.push(row("link", link, "", "symlink", 0, 0, None));
+    }
+    let mut skipped: Vec<&(String, super::SkipReason)> = outcome.skipped.iter().collect();
+    skipped.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    for (uri, reason) in skipped {
+        rows.push(row("skipped", uri, "", reason.as_str(), 0, 0, None));
     }
     let tally = outcome.dry_run_tally();
     let bytes_of = |category: Option<OrphanCategory>| -> i64 {

@@ -35,17 +35,27 @@
 //! counts the deletes that succeeded (a file already gone counts as deleted) and the failures in
 //! `failed_deletions_count` (also a warning naming the first paths).
 //!
-//! **EXPLAIN** returns one row per orphan and per kept unreachable file, then totals; columns:
+//! **EXPLAIN** returns one row per orphan, per kept unreachable file, per symbolic link and per
+//! skipped entry, then totals; columns:
 //!
-//! | column          | type   | orphan row            | kept row                                  | total row                      |
-//! |-----------------|--------|-----------------------|-------------------------------------------|--------------------------------|
-//! | `item`          | String | `orphan`              | `kept`                                    | `total`                        |
-//! | `path`          | String | the file's URI        | the file's URI                            | metric name (see below)        |
-//! | `category`      | String | by name: `data`, `position_delete`, `equality_delete`, `manifest`, `manifest_list`, `metadata`, `statistics` | `''` | `''` |
-//! | `reason`        | String | `unreachable`         | `too_young`, `hidden`, `no_last_modified` | `''`                           |
-//! | `files`         | Int64  | 1                     | 1                                         | how many files                 |
-//! | `size_bytes`    | Int64  | the file's size       | the file's size                           | their total size               |
-//! | `last_modified` | String | UTC `YYYY-MM-DD hh:mm:ss` | same, `''` when the store gave none   | `''`                           |
+//! | column          | type   | orphan row            | kept row                                  | link row        | skipped row      | total row               |
+//! |-----------------|--------|-----------------------|-------------------------------------------|-----------------|------------------|-------------------------|
+//! | `item`          | String | `orphan`              | `kept`                                    | `link`          | `skipped`        | `total`                 |
+//! | `path`          | String | the file's URI        | the file's URI                            | the link's URI  | the entry's URI (bytes that are not UTF-8 or control characters escaped, `\xff`) | metric name (see below) |
+//! | `category`      | String | by name: `data`, `position_delete`, `equality_delete`, `manifest`, `manifest_list`, `metadata`, `statistics` | `''` | `''` | `''` | `''` |
+//! | `reason`        | String | `unreachable`         | `too_young`, `hidden`, `no_last_modified` | `symlink`       | `not_utf8_name`, `control_character_name`, `unreadable`, `folder_loop` | `''` |
+//! | `files`         | Int64  | 1                     | 1                                         | 0               | 0                | how many files          |
+//! | `size_bytes`    | Int64  | the file's size       | the file's size                           | 0               | 0                | their total size        |
+//! | `last_modified` | String | UTC `YYYY-MM-DD hh:mm:ss` | same, `''` when the store gave none   | `''`            | `''`             | `''`                    |
+//!
+//! **Symbolic links** (local disk; object stores have none) below the table location are never
+//! followed and never deleted, file and folder links alike (SPEC §7): files behind a link are not
+//! listed, so they are neither orphans nor kept. The table location itself is opened as the path
+//! it is (a location that is a link is the user's choice; `location = '<link>'` lists nothing).
+//! Links and skipped entries (a name that is not UTF-8 or holds a control character, a folder
+//! that cannot be read, a bind-mount loop) get an EXPLAIN row and a warning on a run or dry run;
+//! they are counted by no metric row and by no total row. See `FileIO::list_entries` and
+//! `FileIO::delete_below` (the delete re-checks: nothing is unlinked through a link).
 //!
 //! Total rows: the nine metrics (as a dry run reports them; `failed_deletions_count` is 0), then
 //! `kept_too_young_count`, `kept_hidden_count`, `reachable_listed_count` (listed files that are
@@ -68,6 +78,7 @@ use crate::io::{is_under, path_key};
 use crate::maintain::orphans::OrphanTally;
 use crate::plan::OrphanOptions;
 
+pub use crate::io::SkipReason;
 pub use scan::{KeepReason, Kept, Orphan, ScanOutcome};
 
 /// Run `remove_orphan_files` on `target`; with `explain`, return the plan only.
@@ -108,7 +119,7 @@ pub async fn run(
         return Ok(explain::result(&outcome, reachable.len()));
     }
     if options.dry_run {
-        return Ok(metrics_result(&outcome.dry_run_tally(), Vec::new()));
+        return Ok(metrics_result(&outcome.dry_run_tally(), outcome.warnings()));
     }
     check_pointer_unchanged(target, &located.path).await?;
     target.progress.begin_writes()?;
@@ -121,9 +132,10 @@ pub async fn run(
     .await;
     let mut tally = deleted.tally;
     tally.skipped_missing_metadata = outcome.skipped_missing_metadata;
-    let warnings = deleted
-        .warnings
+    let warnings = outcome
+        .warnings()
         .into_iter()
+        .chain(deleted.warnings)
         .chain(target.progress.cancel_warning());
     Ok(metrics_result(&tally, warnings.collect()))
 }
