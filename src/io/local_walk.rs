@@ -24,9 +24,11 @@
 //! so the URIs are what object_store's own listing gives, and what `FileIO::delete` resolves.
 //!
 //! **Speed.** Folders are shared out to a few blocking workers (a folder's path is re-opened
-//! from the table folder, a few `openat` per folder), one `fstatat` per file relative to the open
-//! folder, files sent back in batches through a bounded channel: about twice object_store's local
-//! listing, which `stat`s each file three times by full path and converts it through a URL.
+//! from the table folder, one `openat` per component), one `readdir` per folder and one `fstatat`
+//! per file relative to the open folder, files sent back in batches through a bounded channel.
+//! object_store's local listing `stat`s each file three times by full path and converts it
+//! through a URL; the walk this one replaced (same per-file calls, two `readdir`s per folder) took
+//! 3.0–3.7 s where object_store took 5.6–6.9 s on an 819,207-file table (README).
 //!
 //! **Deletes** ([`unlink_below`]): each file's folder is opened the same way (no link followed
 //! below the table location), the entry is checked to be a regular file (`fstatat` without
@@ -446,14 +448,11 @@ impl Walk {
             let rel = join_rel(rel, &shown_name(bytes));
             return Some(self.skipped(&rel, SkipReason::NotUtf8Name));
         };
-        let rel = join_rel(rel, text);
         if text.chars().any(|c| c.is_ascii_control()) {
-            let rel = join_rel(
-                rel.rsplit_once('/').map_or("", |(parent, _)| parent),
-                &shown_name(bytes),
-            );
+            let rel = join_rel(rel, &shown_name(bytes));
             return Some(self.skipped(&rel, SkipReason::ControlCharacterName));
         }
+        let rel = join_rel(rel, text);
         let kind = match kind_of(dir, name, listed) {
             Ok(kind) => kind,
             Err(Errno::NOENT) => return None,

@@ -225,4 +225,45 @@ mod tests {
         );
         assert_eq!(r.rows.last().map(|row| &row[4]), Some(&Value::Int(7)));
     }
+
+    #[test]
+    fn links_and_skipped_entries_get_rows_but_no_totals() {
+        let outcome = ScanOutcome {
+            links: vec!["/t/data/sub".into(), "/t/a-link".into()],
+            skipped: vec![(
+                "/t/data/\\xff.parquet".into(),
+                super::super::SkipReason::NotUtf8Name,
+            )],
+            ..Default::default()
+        };
+        let r = result(&outcome, 0);
+        assert_eq!(r.columns.len(), 7);
+        assert_eq!(r.rows.len(), 3 + 13, "the totals stay thirteen rows");
+        assert_eq!(
+            r.rows[0],
+            row("link", "/t/a-link", "", "symlink", 0, 0, None)
+        );
+        assert_eq!(
+            r.rows[1],
+            row("link", "/t/data/sub", "", "symlink", 0, 0, None)
+        );
+        assert_eq!(
+            r.rows[2],
+            row(
+                "skipped",
+                "/t/data/\\xff.parquet",
+                "",
+                "not_utf8_name",
+                0,
+                0,
+                None
+            )
+        );
+        let empty = result(&ScanOutcome::default(), 0);
+        assert_eq!(
+            r.rows[3..],
+            empty.rows[..],
+            "no total counts links or skipped entries"
+        );
+    }
 }

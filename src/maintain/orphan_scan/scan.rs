@@ -336,6 +336,30 @@ mod tests {
     }
 
     #[test]
+    fn links_and_skipped_entries_are_warned_about() {
+        assert!(ScanOutcome::default().warnings().is_empty());
+        let outcome = ScanOutcome {
+            links: (0..12).map(|i| format!("/t/data/l{i:02}")).collect(),
+            skipped: vec![(
+                "/t/data/\\xff".into(),
+                SkipReason::Unreadable("Permission denied".into()),
+            )],
+            ..Default::default()
+        };
+        let w = outcome.warnings();
+        assert_eq!(w.len(), 2, "{w:?}");
+        assert!(
+            w[0].contains("12 symbolic link(s)") && w[0].contains("'/t/data/l09'"),
+            "{w:?}"
+        );
+        assert!(!w[0].contains("l10"), "ten named: {w:?}");
+        assert!(
+            w[1].contains("'/t/data/\\xff' (cannot be read: Permission denied)"),
+            "{w:?}"
+        );
+    }
+
+    #[test]
     fn scan_uris() {
         assert_eq!(scan_uri("s3://b/t/", Some("data")), "s3://b/t/data");
         assert_eq!(scan_uri("/w/t", None), "/w/t");
