@@ -187,37 +187,44 @@ pub(super) fn drop_linked(
 }
 
 /// The URI of the first symbolic link on `uri`'s path below `root` (the file itself included),
-/// if any; `verdicts` caches each folder's answer.
+/// if any; `folders` caches each folder's answer (the file itself is checked every time).
 fn linked_part(
     root: &Location,
     uri: &str,
-    verdicts: &mut HashMap<String, Option<String>>,
+    folders: &mut HashMap<String, Option<String>>,
 ) -> Option<String> {
     let location = Location::parse(uri).ok()?;
     let rel = super::local_walk::below(root, &location)?;
-    let mut prefix = String::new();
-    for component in rel.split('/').filter(|c| !c.is_empty()) {
-        prefix = if prefix.is_empty() {
-            component.to_string()
-        } else {
-            format!("{prefix}/{component}")
-        };
-        let verdict = verdicts.entry(prefix.clone()).or_insert_with(|| {
-            let path = format!("/{}/{prefix}", root.path);
-            let linked = std::fs::symlink_metadata(path.replace("//", "/"))
-                .is_ok_and(|m| m.file_type().is_symlink());
-            let uri = if root.path.is_empty() {
-                format!("{}{prefix}", root.base)
-            } else {
-                format!("{}{}/{prefix}", root.base, root.path)
-            };
-            linked.then_some(uri)
-        });
-        if let Some(link) = verdict {
-            return Some(link.clone());
+    let base = match root.path.is_empty() {
+        true => root.base.clone(),
+        false => format!("{}{}/", root.base, root.path),
+    };
+    let is_link = |rel: &str| {
+        std::fs::symlink_metadata(format!("/{}{rel}", &base[root.base.len()..]))
+            .is_ok_and(|m| m.file_type().is_symlink())
+    };
+    let parent = rel.rsplit_once('/').map_or("", |(parent, _)| parent);
+    if !parent.is_empty() {
+        if !folders.contains_key(parent) {
+            let mut found = None;
+            for (i, _) in parent.match_indices('/').chain([(parent.len(), "")]) {
+                let folder = &parent[..i];
+                if let Some(known) = folders.get(folder) {
+                    found = known.clone();
+                } else if is_link(folder) {
+                    found = Some(format!("{base}{folder}"));
+                }
+                if found.is_some() {
+                    break;
+                }
+            }
+            folders.insert(parent.to_string(), found);
+        }
+        if let Some(link) = folders.get(parent).cloned().flatten() {
+            return Some(link);
         }
     }
-    None
+    is_link(&rel).then(|| format!("{base}{rel}"))
 }
 
 /// Plain local files unlinked per blocking call (a task per file cost more than the unlink:

@@ -124,9 +124,20 @@ fn open_root(root: &str) -> rustix::io::Result<OwnedFd> {
     )
 }
 
-/// The folder `rel` below `root_fd`, each component opened without following a link.
+/// The folder `rel` below `root_fd`, no component a link: one `openat2` with
+/// `RESOLVE_NO_SYMLINKS | RESOLVE_BENEATH` on Linux, else (or where the kernel lacks it) each
+/// component opened with `O_NOFOLLOW`.
 fn open_below(root_fd: &OwnedFd, rel: &str) -> rustix::io::Result<OwnedFd> {
     let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
+    #[cfg(target_os = "linux")]
+    if !rel.is_empty() {
+        use rustix::fs::ResolveFlags;
+        let resolve = ResolveFlags::NO_SYMLINKS | ResolveFlags::BENEATH;
+        match rustix::fs::openat2(root_fd, rel, flags, Mode::empty(), resolve) {
+            Err(Errno::NOSYS | Errno::PERM) => {}
+            opened => return opened,
+        }
+    }
     let mut fd = rustix::fs::openat(root_fd, ".", flags, Mode::empty())?;
     for component in rel.split('/').filter(|c| !c.is_empty()) {
         fd = rustix::fs::openat(&fd, component, flags | OFlags::NOFOLLOW, Mode::empty())?;
@@ -391,7 +402,7 @@ impl Walk {
         let ancestors = Arc::new(ancestors);
         let mut subfolders = Vec::new();
         let mut batch = Vec::with_capacity(BATCH);
-        let mut entries = match Dir::read_from(&fd) {
+        let mut entries = match rustix::io::dup(&fd).and_then(Dir::new) {
             Ok(entries) => entries,
             Err(e) => {
                 let reason = SkipReason::Unreadable(std::io::Error::from(e).to_string());
