@@ -304,8 +304,13 @@ impl FileIO {
             .collect()
     }
 
-    /// Every file under the directory `prefix_uri`, recursively, as one streaming listing.
+    /// Every file under the directory `prefix_uri`, recursively, as one streaming listing. On a
+    /// local store this `FileIO` built itself, the files of [`FileIO::list_concurrent`] with one
+    /// worker: no symbolic link below `prefix_uri` is followed.
     pub fn list(&self, prefix_uri: &str) -> BoxStream<'static, Result<FileInfo>> {
+        if Location::parse(prefix_uri).is_ok_and(|l| self.lists_local_directly(&l)) {
+            return self.list_concurrent(prefix_uri, 1);
+        }
         let (location, path, store) = match self.resolve(prefix_uri) {
             Ok(resolved) => resolved,
             Err(e) => return futures::stream::once(async move { Err(e) }).boxed(),
