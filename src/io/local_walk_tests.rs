@@ -350,3 +350,24 @@ async fn deletes_never_go_through_a_link_nor_remove_one() {
     assert!(out[0].result.is_err());
     assert!(outside.join("a.parquet").exists());
 }
+
+#[tokio::test]
+async fn a_table_location_that_is_a_link_loop_is_cannot_open_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("t");
+    link(&root, &root);
+    let path = root.to_str().unwrap();
+    let listed: Result<Vec<FileInfo>> =
+        FileIO::local().list_concurrent(path, 2).try_collect().await;
+    let e = listed.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::CannotOpenFile, "{e}");
+    assert!(
+        e.to_string().contains(path) && e.to_string().contains("(CANNOT_OPEN_FILE)"),
+        "{e}"
+    );
+    let e = FileIO::local()
+        .list_names(&format!("{path}/metadata"))
+        .await
+        .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::CannotOpenFile, "{e}");
+}
