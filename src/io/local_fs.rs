@@ -128,35 +128,6 @@ pub(super) fn file_names(uri: &str, dir: &str) -> Result<Vec<String>> {
     Ok(names)
 }
 
-/// Whether the local file `/<root>/<rel>` may be deleted: no folder on its path below `/<root>`
-/// is a symbolic link, and it is a regular file (or gone). `Err` says why not. Checked with
-/// `lstat` right before an object_store delete (the stores a `FileIO` builds itself unlink
-/// relative to folders opened without following links instead, see `local_walk`).
-pub(super) fn check_no_link(root: &str, rel: &str) -> std::result::Result<(), String> {
-    let mut path = std::path::PathBuf::from(format!("/{root}"));
-    let components: Vec<&str> = rel.split('/').filter(|c| !c.is_empty()).collect();
-    for (i, component) in components.iter().enumerate() {
-        path.push(component);
-        let last = i + 1 == components.len();
-        match std::fs::symlink_metadata(&path) {
-            Ok(meta) if meta.file_type().is_symlink() => {
-                return Err(format!(
-                    "'{}' is a symbolic link; links are never followed or deleted",
-                    path.display()
-                ));
-            }
-            Ok(meta) if !last && !meta.is_dir() => {
-                return Err(format!("'{}' is not a folder", path.display()));
-            }
-            Ok(meta) if last && !meta.is_file() => return Err("not a regular file".into()),
-            Ok(_) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-            Err(e) => return Err(e.to_string()),
-        }
-    }
-    Ok(())
-}
-
 /// object_store's listing of local files under `prefix` (at or below the table folder `root`),
 /// with every file whose path below `root` passes through a symbolic link (object_store follows
 /// links) replaced by that link, reported once.

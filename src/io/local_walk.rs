@@ -1,5 +1,5 @@
 //! The recursive listing of a local folder (see `FileIO::list_entries`) that never follows a
-//! symbolic link below the table location, and the deletes that never go through one.
+//! symbolic link below the table location.
 //!
 //! **Links.** The table location is opened once as the path it is given (a table location that is
 //! itself a link, or lies under one, is the user's choice and is resolved by the kernel). Every
@@ -30,12 +30,7 @@
 //! through a URL; the walk this one replaced (same per-file calls, two `readdir`s per folder) took
 //! 3.0–3.7 s where object_store took 5.6–6.9 s on an 819,207-file table (README).
 //!
-//! **Deletes** ([`unlink_below`]): each file's folder is opened the same way (no link followed
-//! below the table location), the entry is checked to be a regular file (`fstatat` without
-//! following; a link is never deleted) and removed with `unlinkat` relative to that folder. What
-//! remains: an entry swapped for a link between that check and the `unlinkat` loses the link
-//! itself (never what it points to), and a table location that is itself a link is resolved
-//! again at delete time.
+//! The deletes that go with this listing are in `local_delete`.
 
 use std::ffi::CStr;
 use std::os::fd::OwnedFd;
@@ -116,7 +111,7 @@ fn join_rel(rel: &str, name: &str) -> String {
 }
 
 /// The table folder `/<root>`, opened following links (the user chose that path).
-fn open_root(root: &str) -> rustix::io::Result<OwnedFd> {
+pub(super) fn open_root(root: &str) -> rustix::io::Result<OwnedFd> {
     rustix::fs::open(
         format!("/{root}").as_str(),
         OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
@@ -127,7 +122,7 @@ fn open_root(root: &str) -> rustix::io::Result<OwnedFd> {
 /// The folder `rel` below `root_fd`, no component a link: one `openat2` with
 /// `RESOLVE_NO_SYMLINKS | RESOLVE_BENEATH` on Linux, else (or where the kernel lacks it) each
 /// component opened with `O_NOFOLLOW`.
-fn open_below(root_fd: &OwnedFd, rel: &str) -> rustix::io::Result<OwnedFd> {
+pub(super) fn open_below(root_fd: &OwnedFd, rel: &str) -> rustix::io::Result<OwnedFd> {
     let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
     #[cfg(target_os = "linux")]
     if !rel.is_empty() {
@@ -562,83 +557,6 @@ pub(super) fn list(
             Err(e) => futures::stream::once(async move { Err(e) }).boxed(),
         })
         .boxed()
-}
-
-/// Unlink each `(index, object path below root, uri)` under the table folder `/<root>`: each
-/// file's folder opened without following links below the table folder, the entry unlinked only
-/// when it is a regular file (a link is never deleted). A file already gone counts as deleted.
-pub(super) fn unlink_below(
-    root: &str,
-    files: &[(usize, String, String)],
-) -> Vec<(usize, Result<()>)> {
-    let fail = |uri: &str, message: String| {
-        Error::new(
-            ErrorKind::CannotUnlink,
-            format!("Cannot delete '{uri}': {message}"),
-        )
-    };
-    let root_fd = match open_root(root) {
-        Ok(fd) => Some(fd),
-        Err(Errno::NOENT | Errno::NOTDIR) => None,
-        Err(e) => {
-            let message = std::io::Error::from(e).to_string();
-            return files
-                .iter()
-                .map(|(index, _, uri)| (*index, Err(fail(uri, message.clone()))))
-                .collect();
-        }
-    };
-    let mut open: Option<(String, OwnedFd)> = None;
-    let mut outcomes = Vec::with_capacity(files.len());
-    for (index, rel, uri) in files {
-        let Some(root_fd) = &root_fd else {
-            outcomes.push((*index, Ok(())));
-            continue;
-        };
-        let (parent, name) = rel.rsplit_once('/').unwrap_or(("", rel.as_str()));
-        if name.is_empty() {
-            outcomes.push((*index, Err(fail(uri, "not a file".into()))));
-            continue;
-        }
-        if open.as_ref().is_none_or(|(p, _)| p != parent) {
-            open = match open_below(root_fd, parent) {
-                Ok(fd) => Some((parent.to_string(), fd)),
-                Err(Errno::NOENT) => {
-                    outcomes.push((*index, Ok(())));
-                    continue;
-                }
-                Err(Errno::LOOP | Errno::NOTDIR) => {
-                    let message = "a folder on its path is a symbolic link or no folder; links are never followed";
-                    outcomes.push((*index, Err(fail(uri, message.into()))));
-                    continue;
-                }
-                Err(e) => {
-                    outcomes.push((*index, Err(fail(uri, std::io::Error::from(e).to_string()))));
-                    continue;
-                }
-            };
-        }
-        let Some((_, dir)) = &open else {
-            continue;
-        };
-        let outcome = match rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW) {
-            Err(Errno::NOENT) => Ok(()),
-            Err(e) => Err(fail(uri, std::io::Error::from(e).to_string())),
-            Ok(st) => match FileType::from_raw_mode(st.st_mode) {
-                FileType::RegularFile => match rustix::fs::unlinkat(dir, name, AtFlags::empty()) {
-                    Ok(()) | Err(Errno::NOENT) => Ok(()),
-                    Err(e) => Err(fail(uri, std::io::Error::from(e).to_string())),
-                },
-                FileType::Symlink => Err(fail(
-                    uri,
-                    "it is a symbolic link; links are never deleted".into(),
-                )),
-                _ => Err(fail(uri, "not a regular file".into())),
-            },
-        };
-        outcomes.push((*index, outcome));
-    }
-    outcomes
 }
 
 #[cfg(test)]

@@ -16,6 +16,7 @@
 mod build;
 mod counting;
 mod faulty;
+mod local_delete;
 mod local_fs;
 mod local_walk;
 mod location;
