@@ -14,9 +14,10 @@
 //!    refused (`NOT_IMPLEMENTED`, naming up to 10).
 //! 4. **Listing** ([`scan`]): recursive and streaming under `<root>` or `<root>/<location>`, each
 //!    file judged by [`crate::maintain::orphans::classify`] as it arrives; first-level folders
-//!    are listed concurrently (up to `iceberg_metadata_read_concurrency`; a plain local table is
-//!    walked directly, folders shared by up to one worker per core, see `FileIO::list_concurrent`). A `location` under
-//!    which nothing is listed is `BAD_ARGUMENTS` "Scan path '<path>' does not exist". A listed
+//!    are listed concurrently (up to `iceberg_metadata_read_concurrency`; a local table is walked
+//!    directly, folders shared by up to one worker per core, no symbolic link below the table
+//!    location followed, see `FileIO::list_entries`). A `location` under which nothing is listed
+//!    (no file, link or skipped entry) is `BAD_ARGUMENTS` "Scan path '<path>' does not exist". A listed
 //!    file whose path matches a reachable one except for scheme or authority fails the statement
 //!    (`INCORRECT_DATA`; Java's `PrefixMismatchMode.ERROR`) before anything is deleted.
 //! 5. **Delete** (unless dry run or EXPLAIN): re-locate the newest metadata; if it is no longer the
@@ -24,7 +25,8 @@
 //!    "Current metadata file changed during orphan scan (was '<a>', now '<b>'); nothing was
 //!    deleted" (a concurrent commit may reference files the scan judged orphaned; re-run the
 //!    statement). Then bulk deletes ([`delete`]), each path re-checked with [`is_under`] right
-//!    before; no metadata is written.
+//!    before (on local disk also: no link on its path, a regular file; `FileIO::delete_below`);
+//!    no metadata is written.
 //!
 //! Deliberate differences from ClickHouse 26.9: files under a `_`/`.` folder (other than a
 //! `<partition field>=<value>` folder) and dotfiles are kept (ClickHouse deletes them as data
