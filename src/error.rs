@@ -48,6 +48,14 @@ pub enum ErrorKind {
     BadQueryParameter,
     /// 50: a type name icetrim does not know (in a query parameter).
     UnknownType,
+    /// 74: a local file or folder was opened but could not be read.
+    CannotReadFromFileDescriptor,
+    /// 76: a local file or folder could not be opened (permissions, a link loop, not a folder).
+    CannotOpenFile,
+    /// 172: a local folder could not be created (e.g. the data path is a file).
+    CannotCreateDirectory,
+    /// 458: a local file could not be deleted.
+    CannotUnlink,
     /// 499: object storage answered with an error.
     StorageError,
     /// 504: a file that must be new already exists (commit conflict).
@@ -80,6 +88,10 @@ impl ErrorKind {
             ErrorKind::UnknownQueryParameter => 456,
             ErrorKind::BadQueryParameter => 457,
             ErrorKind::UnknownType => 50,
+            ErrorKind::CannotReadFromFileDescriptor => 74,
+            ErrorKind::CannotOpenFile => 76,
+            ErrorKind::CannotCreateDirectory => 172,
+            ErrorKind::CannotUnlink => 458,
             ErrorKind::StorageError => 499,
             ErrorKind::FileAlreadyExists => 504,
         }
@@ -108,6 +120,10 @@ impl ErrorKind {
             ErrorKind::UnknownQueryParameter => "UNKNOWN_QUERY_PARAMETER",
             ErrorKind::BadQueryParameter => "BAD_QUERY_PARAMETER",
             ErrorKind::UnknownType => "UNKNOWN_TYPE",
+            ErrorKind::CannotReadFromFileDescriptor => "CANNOT_READ_FROM_FILE_DESCRIPTOR",
+            ErrorKind::CannotOpenFile => "CANNOT_OPEN_FILE",
+            ErrorKind::CannotCreateDirectory => "CANNOT_CREATE_DIRECTORY",
+            ErrorKind::CannotUnlink => "CANNOT_UNLINK",
             ErrorKind::StorageError => "S3_ERROR",
             ErrorKind::FileAlreadyExists => "FILE_ALREADY_EXISTS",
         }

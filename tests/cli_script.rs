@@ -491,3 +491,26 @@ fn generator_broken_pipe_is_a_clean_exit() {
     assert_eq!(output.status.code(), Some(0));
     assert!(location.join("metadata").is_dir(), "the table was written");
 }
+
+#[test]
+fn a_path_that_is_not_a_folder_names_the_real_cause() {
+    let output = run(&["--path", "/dev/null", "-q", "SHOW TABLES"], "");
+    let err = stderr(&output);
+    assert_eq!(output.status.code(), Some(172), "{err}");
+    assert!(
+        err.starts_with("Code: 172. DB::Exception: Cannot use '/dev/null' as the data path (--path): it is not a folder")
+            && err.trim_end().ends_with("(CANNOT_CREATE_DIRECTORY)"),
+        "{err}"
+    );
+    let dir = tempfile::tempdir().expect("temp dir");
+    let file = dir.path().join("plain-file");
+    std::fs::write(&file, b"x").expect("write");
+    let path = file.to_str().expect("utf-8 path");
+    let output = run(&["--path", path, "-q", "SHOW TABLES"], "");
+    assert_eq!(output.status.code(), Some(172), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("it is not a folder"),
+        "{}",
+        stderr(&output)
+    );
+}

@@ -78,6 +78,15 @@ impl Registry {
 
     /// A registry persisted under `data_path`, loading what is there.
     pub fn open(data_path: &Path) -> Result<Self> {
+        if std::fs::metadata(data_path).is_ok_and(|m| !m.is_dir()) {
+            return Err(Error::new(
+                ErrorKind::CannotCreateDirectory,
+                format!(
+                    "Cannot use '{}' as the data path (--path): it is not a folder",
+                    data_path.display()
+                ),
+            ));
+        }
         let dir = data_path.join("tables");
         std::fs::create_dir_all(&dir).map_err(|e| io_error("create", &dir, e))?;
         let mut tables = BTreeMap::new();
@@ -224,11 +233,19 @@ fn read_dir(dir: &Path) -> Result<Vec<PathBuf>> {
     Ok(out)
 }
 
+/// A local-disk error of the registry, under ClickHouse's name for its cause.
 fn io_error(op: &str, path: &Path, e: std::io::Error) -> Error {
-    Error::new(
-        ErrorKind::StorageError,
-        format!("Cannot {op} {}: {e}", path.display()),
-    )
+    let kind = match (op, e.kind()) {
+        ("create", _) => ErrorKind::CannotCreateDirectory,
+        ("remove", _) => ErrorKind::CannotUnlink,
+        (_, std::io::ErrorKind::NotFound) => ErrorKind::FileDoesntExist,
+        _ => ErrorKind::CannotOpenFile,
+    };
+    let op = match op {
+        "create" => "create directory",
+        other => other,
+    };
+    Error::new(kind, format!("Cannot {op} {}: {e}", path.display()))
 }
 
 #[cfg(test)]

@@ -10,13 +10,17 @@
 //! `FileIO::reads_local_directly`) and plain paths (no `%`, which object_store would decode), so
 //! what is read, and every error kind, stays what object_store would give.
 
+use std::collections::{HashMap, HashSet};
 use std::io::Read;
 
 use futures::future::BoxFuture;
-use futures::{FutureExt, StreamExt};
+use futures::stream::BoxStream;
+use futures::{FutureExt, StreamExt, TryStreamExt};
 
 use bytes::Bytes;
 
+use super::location::Location;
+use super::ops::{FileInfo, Listed};
 use crate::error::{Error, ErrorKind, Result};
 use crate::pool::Pool;
 
@@ -65,57 +69,133 @@ pub(super) async fn read(uri: &str, object_path: &str) -> Result<Bytes> {
 }
 
 pub(super) fn read_blocking(uri: &str, file: &str) -> Result<Bytes> {
-    let fail = |e: std::io::Error| {
-        let kind = match e.kind() {
-            std::io::ErrorKind::NotFound | std::io::ErrorKind::IsADirectory => {
-                ErrorKind::FileDoesntExist
-            }
-            _ => ErrorKind::StorageError,
-        };
-        Error::new(kind, format!("Cannot read '{uri}': {e}"))
+    let fail = |otherwise: ErrorKind| {
+        move |e: std::io::Error| {
+            let kind = match e.kind() {
+                std::io::ErrorKind::NotFound | std::io::ErrorKind::IsADirectory => {
+                    ErrorKind::FileDoesntExist
+                }
+                _ => otherwise,
+            };
+            Error::new(kind, format!("Cannot read '{uri}': {e}"))
+        }
     };
-    let mut f = std::fs::File::open(file).map_err(fail)?;
-    let len = f.metadata().map_err(fail)?.len();
+    let mut f = std::fs::File::open(file).map_err(fail(ErrorKind::CannotOpenFile))?;
+    let len = f
+        .metadata()
+        .map_err(fail(ErrorKind::CannotReadFromFileDescriptor))?
+        .len();
     let mut buf = POOL.take().unwrap_or_default();
     buf.reserve(usize::try_from(len).unwrap_or(0));
     let read = f.read_to_end(&mut buf);
     let pooled = PooledFile(buf);
-    read.map_err(fail)?;
+    read.map_err(fail(ErrorKind::CannotReadFromFileDescriptor))?;
     Ok(Bytes::from_owner(pooled))
 }
 
-/// The names of the regular files (symlinks followed) directly inside `dir`, or `None` when some
-/// name is not [`is_plain`] (the caller then lists through object_store, which may decode it). A
-/// missing folder has no files; `uri` names it in errors.
-pub(super) fn file_names(uri: &str, dir: &str) -> Result<Option<Vec<String>>> {
-    let fail = |e: std::io::Error| {
-        Error::new(ErrorKind::StorageError, format!("Cannot list '{uri}': {e}"))
-    };
+/// The names of the regular files directly inside `dir` (not recursive). A symbolic link is not
+/// a regular file here, whatever it points to: a linked `*.metadata.json` is never taken for a
+/// version of this table. Names object_store would not list (not UTF-8, a control character,
+/// `<name>#<digits>`) are left out rather than failing the listing. A missing folder has no
+/// files; `uri` names it in errors.
+pub(super) fn file_names(uri: &str, dir: &str) -> Result<Vec<String>> {
+    let fail =
+        |kind: ErrorKind, e: std::io::Error| Error::new(kind, format!("Cannot list '{uri}': {e}"));
     let entries = match std::fs::read_dir(dir) {
         Ok(entries) => entries,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Some(Vec::new())),
-        Err(e) => return Err(fail(e)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotADirectory => return Ok(Vec::new()),
+        Err(e) => return Err(fail(ErrorKind::CannotOpenFile, e)),
     };
     let mut names = Vec::new();
     for entry in entries {
-        let entry = entry.map_err(fail)?;
+        let entry = entry.map_err(|e| fail(ErrorKind::CannotReadFromFileDescriptor, e))?;
         let Some(name) = entry.file_name().to_str().map(str::to_string) else {
-            return Ok(None);
+            continue;
         };
-        if !is_plain(&name) {
-            return Ok(None);
+        if name.chars().any(|c| c.is_ascii_control())
+            || !super::local_walk::object_store_lists(&name)
+        {
+            continue;
         }
-        let kind = entry.file_type().map_err(fail)?;
-        let is_file = if kind.is_symlink() {
-            std::fs::metadata(entry.path()).is_ok_and(|m| m.is_file())
-        } else {
-            kind.is_file()
-        };
-        if is_file {
-            names.push(name);
+        match entry.file_type() {
+            Ok(kind) if kind.is_file() => names.push(name),
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(fail(ErrorKind::CannotReadFromFileDescriptor, e)),
         }
     }
-    Ok(Some(names))
+    Ok(names)
+}
+
+/// object_store's listing of local files under `prefix` (at or below the table folder `root`),
+/// with every file whose path below `root` passes through a symbolic link (object_store follows
+/// links) replaced by that link, reported once.
+pub(super) fn drop_linked(
+    files: BoxStream<'static, Result<FileInfo>>,
+    root: Location,
+    prefix: Location,
+) -> BoxStream<'static, Result<Listed>> {
+    let root = match super::local_walk::below(&root, &prefix) {
+        Some(_) => root,
+        None => prefix,
+    };
+    let mut verdicts: HashMap<String, Option<String>> = HashMap::new();
+    let mut reported: HashSet<String> = HashSet::new();
+    files
+        .try_filter_map(move |file| {
+            let listed = linked_part(&root, &file.uri, &mut verdicts).map_or(
+                Some(Listed::File(file)),
+                |link| {
+                    reported
+                        .insert(link.clone())
+                        .then_some(Listed::Link { uri: link })
+                },
+            );
+            futures::future::ready(Ok(listed))
+        })
+        .boxed()
+}
+
+/// The URI of the first symbolic link on `uri`'s path below `root` (the file itself included),
+/// if any; `folders` caches each folder's answer (the file itself is checked every time).
+fn linked_part(
+    root: &Location,
+    uri: &str,
+    folders: &mut HashMap<String, Option<String>>,
+) -> Option<String> {
+    let location = Location::parse(uri).ok()?;
+    let rel = super::local_walk::below(root, &location)?;
+    let base = match root.path.is_empty() {
+        true => root.base.clone(),
+        false => format!("{}{}/", root.base, root.path),
+    };
+    let is_link = |rel: &str| {
+        std::fs::symlink_metadata(format!("/{}{rel}", &base[root.base.len()..]))
+            .is_ok_and(|m| m.file_type().is_symlink())
+    };
+    let parent = rel.rsplit_once('/').map_or("", |(parent, _)| parent);
+    if !parent.is_empty() {
+        if !folders.contains_key(parent) {
+            let mut found = None;
+            for (i, _) in parent.match_indices('/').chain([(parent.len(), "")]) {
+                let folder = &parent[..i];
+                if let Some(known) = folders.get(folder) {
+                    found = known.clone();
+                } else if is_link(folder) {
+                    found = Some(format!("{base}{folder}"));
+                }
+                if found.is_some() {
+                    break;
+                }
+            }
+            folders.insert(parent.to_string(), found);
+        }
+        if let Some(link) = folders.get(parent).cloned().flatten() {
+            return Some(link);
+        }
+    }
+    is_link(&rel).then(|| format!("{base}{rel}"))
 }
 
 /// Plain local files unlinked per blocking call (a task per file cost more than the unlink:
@@ -166,7 +246,7 @@ pub(super) fn remove_files(files: &[(usize, String, String)]) -> Vec<(usize, Res
                 Ok(()) => Ok(()),
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
                 Err(e) => Err(Error::new(
-                    ErrorKind::StorageError,
+                    ErrorKind::CannotUnlink,
                     format!("Cannot delete '{uri}': {e}"),
                 )),
             };
@@ -223,33 +303,36 @@ mod tests {
     }
 
     #[test]
-    fn file_names_lists_direct_files_only() {
+    fn file_names_lists_direct_regular_files_only() {
+        use std::os::unix::ffi::OsStrExt;
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path();
         std::fs::write(root.join("v1.metadata.json"), b"{}").unwrap();
         std::fs::write(root.join("version-hint.text"), b"1").unwrap();
         std::fs::create_dir(root.join("v2.metadata.json")).unwrap();
         std::fs::write(root.join("v2.metadata.json").join("inner"), b"x").unwrap();
+        // A linked metadata file is never taken for a version of this table.
         std::os::unix::fs::symlink(root.join("v1.metadata.json"), root.join("v3.metadata.json"))
             .unwrap();
         std::os::unix::fs::symlink(root.join("gone"), root.join("v4.metadata.json")).unwrap();
+        std::fs::write(root.join("odd name%20.json"), b"").unwrap();
+        std::fs::write(
+            root.join(std::ffi::OsStr::from_bytes(b"v9\xff.metadata.json")),
+            b"",
+        )
+        .unwrap();
+        std::fs::write(root.join("v5.metadata.json#12"), b"").unwrap();
         let d = root.to_str().unwrap();
-        let mut names = file_names("file:///x", d).unwrap().unwrap();
+        let mut names = file_names("file:///x", d).unwrap();
         names.sort();
         assert_eq!(
             names,
-            ["v1.metadata.json", "v3.metadata.json", "version-hint.text"]
-        );
-        std::fs::write(root.join("odd name%20.json"), b"").unwrap();
-        assert_eq!(
-            file_names("file:///x", d).unwrap(),
-            None,
-            "object_store decides"
+            ["odd name%20.json", "v1.metadata.json", "version-hint.text"]
         );
         let missing = root.join("missing");
         assert_eq!(
             file_names("file:///x", missing.to_str().unwrap()).unwrap(),
-            Some(vec![])
+            Vec::<String>::new()
         );
     }
 
@@ -277,7 +360,7 @@ mod tests {
         assert!(matches!(out[0], (7, Ok(()))) && matches!(out[1], (8, Ok(()))));
         let (index, err) = (&out[2].0, out[2].1.as_ref().unwrap_err());
         assert_eq!(*index, 9);
-        assert_eq!(err.kind(), ErrorKind::StorageError);
+        assert_eq!(err.kind(), ErrorKind::CannotUnlink);
         assert!(err.message().contains("sub"), "{err}");
         assert!(sub.exists(), "a folder is never removed");
     }

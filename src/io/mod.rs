@@ -2,8 +2,8 @@
 //! `gs://`, `memory://`, …) into an object_store plus a path, and offers the operations
 //! maintenance needs: read (whole, range), head, create-if-absent write, overwrite, delete (a
 //! missing file counts as deleted), bulk delete, and streaming recursive listing with size and
-//! last-modified (plainly or fanned out over the first directory level; a plain local folder is
-//! walked directly, `local_walk`).
+//! last-modified (plainly or fanned out over the first directory level; a local folder is walked
+//! directly, never following a symbolic link below the table location, `local_walk`).
 //!
 //! A [`FileIO`] serves the URIs of the store families it was configured for and keeps one client
 //! per store (bucket, or account and container), built on first use. Path identity
@@ -16,6 +16,7 @@
 mod build;
 mod counting;
 mod faulty;
+mod local_delete;
 mod local_fs;
 mod local_walk;
 mod location;
@@ -31,7 +32,9 @@ use object_store::{ObjectStore, path::Path as ObjectPath};
 pub use counting::{CountingStore, RequestCounter, RequestCounts};
 pub use faulty::{Fault, FaultInjector, FaultyStore};
 pub use location::{Family, Location, StoreKey};
-pub use ops::{DELETE_BATCHES_IN_FLIGHT, DeleteOutcome, FileInfo, WriteOutcome};
+pub use ops::{
+    DELETE_BATCHES_IN_FLIGHT, DeleteOutcome, FileInfo, Listed, SkipReason, WriteOutcome,
+};
 pub use options::{
     AZURE_EMULATOR_ACCOUNT, AZURE_EMULATOR_ENDPOINT, AZURE_EMULATOR_KEY, AzureOptions, GcsOptions,
     HIDDEN, S3Options, StorageOptions, check_engine_urls, mask_connection_string, mask_target,
@@ -204,6 +207,14 @@ impl FileIO {
             && self.inner.layers.is_empty()
             && self.inner.families.contains(&Family::File)
             && local_fs::is_plain(&location.path)
+    }
+
+    /// Whether a listing (or delete) of `location` may bypass object_store (see `local_walk`):
+    /// any path on a local store this `FileIO` built itself, with no layer to go through.
+    fn lists_local_directly(&self, location: &Location) -> bool {
+        location.store.family == Family::File
+            && self.inner.layers.is_empty()
+            && self.inner.families.contains(&Family::File)
     }
 
     /// The parsed location, its object path and the store that serves it.

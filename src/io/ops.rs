@@ -37,6 +37,54 @@ pub struct FileInfo {
     pub last_modified_ms: Option<i64>,
 }
 
+/// One entry of a listing that says what it saw ([`FileIO::list_entries`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Listed {
+    /// A regular file.
+    File(FileInfo),
+    /// A symbolic link (to a file, a folder, nowhere or itself): never followed, never a file
+    /// of the listing. Only local disk has links.
+    Link { uri: String },
+    /// Something the listing cannot vouch for: not listed (so never deleted).
+    Skipped { uri: String, reason: SkipReason },
+}
+
+/// Why a listing skipped an entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SkipReason {
+    /// The name is not UTF-8 (the URI shows its bytes escaped, `\xff`).
+    NotUtf8Name,
+    /// The name holds an ASCII control character (shown escaped).
+    ControlCharacterName,
+    /// A folder (or file) that could not be opened or read: the system's reason.
+    Unreadable(String),
+    /// A folder met again below itself (a bind-mount loop).
+    FolderLoop,
+}
+
+impl SkipReason {
+    /// The short spelling (EXPLAIN's `reason` column).
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            SkipReason::NotUtf8Name => "not_utf8_name",
+            SkipReason::ControlCharacterName => "control_character_name",
+            SkipReason::Unreadable(_) => "unreadable",
+            SkipReason::FolderLoop => "folder_loop",
+        }
+    }
+}
+
+impl std::fmt::Display for SkipReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SkipReason::NotUtf8Name => f.write_str("the name is not UTF-8"),
+            SkipReason::ControlCharacterName => f.write_str("the name holds a control character"),
+            SkipReason::Unreadable(why) => write!(f, "cannot be read: {why}"),
+            SkipReason::FolderLoop => f.write_str("the folder appears again below itself"),
+        }
+    }
+}
+
 /// The outcome of a create-if-absent write.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum WriteOutcome {
@@ -256,8 +304,13 @@ impl FileIO {
             .collect()
     }
 
-    /// Every file under the directory `prefix_uri`, recursively, as one streaming listing.
+    /// Every file under the directory `prefix_uri`, recursively, as one streaming listing. On a
+    /// local store this `FileIO` built itself, the files of [`FileIO::list_concurrent`] with one
+    /// worker: no symbolic link below `prefix_uri` is followed.
     pub fn list(&self, prefix_uri: &str) -> BoxStream<'static, Result<FileInfo>> {
+        if Location::parse(prefix_uri).is_ok_and(|l| self.lists_local_directly(&l)) {
+            return self.list_concurrent(prefix_uri, 1);
+        }
         let (location, path, store) = match self.resolve(prefix_uri) {
             Ok(resolved) => resolved,
             Err(e) => return futures::stream::once(async move { Err(e) }).boxed(),
@@ -271,23 +324,20 @@ impl FileIO {
     }
 
     /// The names of the files directly inside the folder `dir_uri` (not recursive); an empty
-    /// list when the folder does not exist. A plain local folder (see [`FileIO::read`]) is read
-    /// with one `readdir` and no `stat` per file (object_store's local listing stats every file
-    /// of its recursive walk: a second of a 200,000-file `metadata/`); any name object_store
-    /// might spell differently sends it back to the general listing.
+    /// list when the folder does not exist. A local folder of a store this `FileIO` built itself
+    /// is read with one `readdir` and no `stat` per file (object_store's local listing stats
+    /// every file of its recursive walk: a second of a 200,000-file `metadata/`); there, only
+    /// regular files count (a symbolic link is never a file of the table) and names that are
+    /// not UTF-8 are left out (they are no metadata file this table can name).
     pub async fn list_names(&self, dir_uri: &str) -> Result<Vec<String>> {
         let dir_uri = dir_uri.trim_end_matches('/');
         let location = Location::parse(dir_uri)?;
-        if self.reads_local_directly(&location) {
+        if self.lists_local_directly(&location) {
             let dir = format!("/{}", location.path);
             let uri = dir_uri.to_string();
-            let names =
-                tokio::task::spawn_blocking(move || super::local_fs::file_names(&uri, &dir))
-                    .await
-                    .map_err(|e| Error::logical(format!("local listing task failed: {e}")))??;
-            if let Some(names) = names {
-                return Ok(names);
-            }
+            return tokio::task::spawn_blocking(move || super::local_fs::file_names(&uri, &dir))
+                .await
+                .map_err(|e| Error::logical(format!("local listing task failed: {e}")))?;
         }
         let listed: Result<Vec<FileInfo>> = self.list(dir_uri).try_collect().await;
         let files = match listed {
@@ -314,17 +364,53 @@ impl FileIO {
 
     /// Like [`FileIO::list`], but lists each first-level directory under `prefix_uri` as its own
     /// listing, up to `max_in_flight` at once, merging them into one stream (order unspecified).
-    /// A plain local folder is walked directly (see `local_walk`: same files, sizes and times).
+    /// The files of [`FileIO::list_entries`]`(prefix_uri, prefix_uri, ..)`: on local disk no link
+    /// below `prefix_uri` is followed and nothing the listing cannot vouch for is listed.
     pub fn list_concurrent(
         &self,
         prefix_uri: &str,
         max_in_flight: usize,
     ) -> BoxStream<'static, Result<FileInfo>> {
-        match Location::parse(prefix_uri) {
-            Ok(location) if self.reads_local_directly(&location) => {
-                super::local_walk::list_local(self, location, prefix_uri, max_in_flight)
+        self.list_entries(prefix_uri, prefix_uri, max_in_flight)
+            .try_filter_map(|entry| async move {
+                Ok(match entry {
+                    Listed::File(file) => Some(file),
+                    Listed::Link { .. } | Listed::Skipped { .. } => None,
+                })
+            })
+            .boxed()
+    }
+
+    /// Every entry under `prefix_uri`, which is `root_uri` or lies below it, recursively
+    /// (first-level folders concurrently, up to `max_in_flight`; order unspecified).
+    ///
+    /// On local disk no symbolic link below `root_uri` is followed, in `prefix_uri` or under it:
+    /// each is a [`Listed::Link`], and nothing behind it is listed. `root_uri` itself is opened as
+    /// the path it is (a link there is the caller's choice). Names and folders the listing cannot
+    /// vouch for are [`Listed::Skipped`]. The local store a `FileIO` builds itself is walked
+    /// directly (`local_walk`); an injected or layered local store is listed by object_store,
+    /// which follows links: every file whose path below `root_uri` passes through a link is
+    /// reported as that link instead (a link loop still fails that listing). Object stores have
+    /// no links: every entry is a file.
+    pub fn list_entries(
+        &self,
+        root_uri: &str,
+        prefix_uri: &str,
+        max_in_flight: usize,
+    ) -> BoxStream<'static, Result<Listed>> {
+        let parsed = Location::parse(root_uri).and_then(|r| Ok((r, Location::parse(prefix_uri)?)));
+        match parsed {
+            Ok((root, prefix)) if self.lists_local_directly(&prefix) => {
+                super::local_walk::list(&root, &prefix, max_in_flight)
             }
-            _ => self.list_concurrent_store(prefix_uri, max_in_flight),
+            Ok((root, prefix)) if prefix.store.family == Family::File => {
+                let files = self.list_concurrent_store(prefix_uri, max_in_flight);
+                super::local_fs::drop_linked(files, root, prefix)
+            }
+            _ => self
+                .list_concurrent_store(prefix_uri, max_in_flight)
+                .map_ok(Listed::File)
+                .boxed(),
         }
     }
 

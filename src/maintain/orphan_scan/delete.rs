@@ -3,7 +3,11 @@
 //! one file elsewhere) with up to `iceberg_delete_concurrency` requests in flight. Between chunks
 //! progress is reported and cancellation checked.
 //! Every path is re-checked to lie inside the table location right before; one that does not is
-//! never deleted and counts as a failed deletion. A file already gone counts as deleted.
+//! never deleted and counts as a failed deletion. A file already gone counts as deleted. On local
+//! disk a file is deleted only through folders opened without following links below the table
+//! location, and only when it is a regular file (`FileIO::delete_below`): a folder swapped for a
+//! link since the listing, or a file swapped for one, is a failed deletion, never a delete
+//! elsewhere.
 
 use super::deletable;
 use super::scan::Orphan;
@@ -83,7 +87,7 @@ async fn delete_chunk(io: &FileIO, location: &str, chunk: &[Orphan], in_flight: 
             ));
         }
     }
-    let answers = io.delete_many_with(&uris, in_flight).await;
+    let answers = io.delete_below(location, &uris, in_flight).await;
     for (category, answer) in categories.into_iter().zip(answers) {
         let result = answer.result.map_err(|e| e.message().to_string());
         outcomes.push((category, answer.uri, result));

@@ -1,4 +1,4 @@
-//! The EXPLAIN result of `remove_orphan_files` (columns documented in the parent module).
+//! The EXPLAIN result of `remove_orphan_files` (columns and rows documented in the parent module).
 
 use super::scan::ScanOutcome;
 use crate::engine::QueryResult;
@@ -87,6 +87,24 @@ pub fn result(
             1,
             bytes(k.size),
             timestamp(k.last_modified_ms, zone),
+        ));
+    }
+    let mut links: Vec<&String> = outcome.links.iter().collect();
+    links.sort_unstable();
+    for link in links {
+        rows.push(row("link", link, "", "symlink", 0, 0, String::new()));
+    }
+    let mut skipped: Vec<&(String, super::SkipReason)> = outcome.skipped.iter().collect();
+    skipped.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    for (uri, reason) in skipped {
+        rows.push(row(
+            "skipped",
+            uri,
+            "",
+            reason.as_str(),
+            0,
+            0,
+            String::new(),
         ));
     }
     let tally = outcome.dry_run_tally();
@@ -351,6 +369,51 @@ mod tests {
                 9,
                 String::new()
             ))
+        );
+    }
+
+    #[test]
+    fn links_and_skipped_entries_get_rows_but_no_totals() {
+        let outcome = ScanOutcome {
+            links: vec!["/t/data/sub".into(), "/t/a-link".into()],
+            skipped: vec![(
+                "/t/data/\\xff.parquet".into(),
+                super::super::SkipReason::NotUtf8Name,
+            )],
+            ..Default::default()
+        };
+        let r = result(&outcome, 0, &SessionTimeZone::Named(chrono_tz::UTC));
+        assert_eq!(r.columns.len(), 7);
+        assert_eq!(r.rows.len(), 3 + 13, "the totals stay thirteen rows");
+        assert_eq!(
+            r.rows[0],
+            row("link", "/t/a-link", "", "symlink", 0, 0, String::new())
+        );
+        assert_eq!(
+            r.rows[1],
+            row("link", "/t/data/sub", "", "symlink", 0, 0, String::new())
+        );
+        assert_eq!(
+            r.rows[2],
+            row(
+                "skipped",
+                "/t/data/\\xff.parquet",
+                "",
+                "not_utf8_name",
+                0,
+                0,
+                String::new()
+            )
+        );
+        let empty = result(
+            &ScanOutcome::default(),
+            0,
+            &SessionTimeZone::Named(chrono_tz::UTC),
+        );
+        assert_eq!(
+            r.rows[3..],
+            empty.rows[..],
+            "no total counts links or skipped entries"
         );
     }
 }

@@ -14,9 +14,10 @@
 //!    refused (`NOT_IMPLEMENTED`, naming up to 10).
 //! 4. **Listing** ([`scan`]): recursive and streaming under `<root>` or `<root>/<location>`, each
 //!    file judged by [`crate::maintain::orphans::classify`] as it arrives; first-level folders
-//!    are listed concurrently (up to `iceberg_metadata_read_concurrency`; a plain local table is
-//!    walked directly, folders shared by up to one worker per core, see `FileIO::list_concurrent`). A `location` under
-//!    which nothing is listed is `BAD_ARGUMENTS` "Scan path '<path>' does not exist". A listed
+//!    are listed concurrently (up to `iceberg_metadata_read_concurrency`; a local table is walked
+//!    directly, folders shared by up to one worker per core, no symbolic link below the table
+//!    location followed, see `FileIO::list_entries`). A `location` under which nothing is listed
+//!    (no file, link or skipped entry) is `BAD_ARGUMENTS` "Scan path '<path>' does not exist". A listed
 //!    file whose path matches a reachable one except for scheme or authority fails the statement
 //!    (`INCORRECT_DATA`; Java's `PrefixMismatchMode.ERROR`) before anything is deleted.
 //!    **Other tables** ([`other_tables`]): files that metadata resolution takes for table
@@ -32,7 +33,8 @@
 //!    "Current metadata file changed during orphan scan (was '<a>', now '<b>'); nothing was
 //!    deleted" (a concurrent commit may reference files the scan judged orphaned; re-run the
 //!    statement). Then bulk deletes ([`delete`]), each path re-checked with [`is_under`] right
-//!    before; no metadata is written.
+//!    before (on local disk also: no link on its path, a regular file; `FileIO::delete_below`);
+//!    no metadata is written.
 //!
 //! Deliberate differences from ClickHouse 26.9: files under a `_`/`.` folder (other than a
 //! `<partition field>=<value>` folder) and dotfiles are kept (ClickHouse deletes them as data
@@ -45,17 +47,27 @@
 //! counts the deletes that succeeded (a file already gone counts as deleted) and the failures in
 //! `failed_deletions_count` (also a warning naming the first paths).
 //!
-//! **EXPLAIN** returns one row per orphan and per kept unreachable file, then totals; columns:
+//! **EXPLAIN** returns one row per orphan, per kept unreachable file, per symbolic link and per
+//! skipped entry, then totals; columns:
 //!
-//! | column          | type   | orphan row            | kept row                                  | total row                      |
-//! |-----------------|--------|-----------------------|-------------------------------------------|--------------------------------|
-//! | `item`          | String | `orphan`              | `kept`                                    | `total`                        |
-//! | `path`          | String | the file's URI        | the file's URI                            | metric name (see below)        |
-//! | `category`      | String | by name: `data`, `position_delete`, `equality_delete`, `manifest`, `manifest_list`, `metadata`, `statistics` | `''` | `''` |
-//! | `reason`        | String | `unreachable`         | `too_young`, `hidden`, `no_last_modified`, `other_table` | `''`            |
-//! | `files`         | Int64  | 1                     | 1                                         | how many files                 |
-//! | `size_bytes`    | Int64  | the file's size       | the file's size                           | their total size               |
-//! | `last_modified` | String | `YYYY-MM-DD hh:mm:ss` in the session time zone | same, `''` when the store gave none | `''` |
+//! | column          | type   | orphan row            | kept row                                  | link row        | skipped row      | total row               |
+//! |-----------------|--------|-----------------------|-------------------------------------------|-----------------|------------------|-------------------------|
+//! | `item`          | String | `orphan`              | `kept`                                    | `link`          | `skipped`        | `total`                 |
+//! | `path`          | String | the file's URI        | the file's URI                            | the link's URI  | the entry's URI (bytes that are not UTF-8 or control characters escaped, `\xff`) | metric name (see below) |
+//! | `category`      | String | by name: `data`, `position_delete`, `equality_delete`, `manifest`, `manifest_list`, `metadata`, `statistics` | `''` | `''` | `''` | `''` |
+//! | `reason`        | String | `unreachable`         | `too_young`, `hidden`, `no_last_modified`, `other_table` | `symlink`       | `not_utf8_name`, `control_character_name`, `unreadable`, `folder_loop` | `''` |
+//! | `files`         | Int64  | 1                     | 1                                         | 0               | 0                | how many files          |
+//! | `size_bytes`    | Int64  | the file's size       | the file's size                           | 0               | 0                | their total size        |
+//! | `last_modified` | String | `YYYY-MM-DD hh:mm:ss` in the session time zone | same, `''` when the store gave none | `''`            | `''`             | `''`                    |
+//!
+//! **Symbolic links** (local disk; object stores have none) below the table location are never
+//! followed and never deleted, file and folder links alike (SPEC §7): files behind a link are not
+//! listed, so they are neither orphans nor kept. The table location itself is opened as the path
+//! it is (a location that is a link is the user's choice; `location = '<link>'` lists nothing).
+//! Links and skipped entries (a name that is not UTF-8 or holds a control character, a folder
+//! that cannot be read, a bind-mount loop) get an EXPLAIN row and a warning on a run or dry run;
+//! they are counted by no metric row and by no total row. See `FileIO::list_entries` and
+//! `FileIO::delete_below` (the delete re-checks: nothing is unlinked through a link).
 //!
 //! Total rows: the nine metrics (as a dry run reports them; `failed_deletions_count` is 0), then
 //! `kept_too_young_count`, `kept_hidden_count`, `reachable_listed_count` (listed files that are
@@ -94,6 +106,7 @@ use crate::io::{is_under, path_key};
 use crate::maintain::orphans::OrphanTally;
 use crate::plan::OrphanOptions;
 
+pub use crate::io::SkipReason;
 pub use scan::{KeepReason, Kept, Orphan, ScanOutcome};
 
 /// Run `remove_orphan_files` on `target`; with `explain`, return the plan only.
@@ -172,7 +185,7 @@ pub async fn run(
         return Ok(result);
     }
     if options.dry_run {
-        return Ok(metrics_result(&outcome.dry_run_tally(), Vec::new()));
+        return Ok(metrics_result(&outcome.dry_run_tally(), outcome.warnings()));
     }
     check_pointer_unchanged(target, &located.path).await?;
     target.progress.begin_writes()?;
@@ -185,9 +198,10 @@ pub async fn run(
     .await;
     let mut tally = deleted.tally;
     tally.skipped_missing_metadata = outcome.skipped_missing_metadata;
-    let warnings = deleted
-        .warnings
+    let warnings = outcome
+        .warnings()
         .into_iter()
+        .chain(deleted.warnings)
         .chain(target.progress.cancel_warning());
     Ok(metrics_result(&tally, warnings.collect()))
 }

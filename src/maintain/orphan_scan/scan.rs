@@ -1,12 +1,15 @@
 //! The listing step of `remove_orphan_files`: list the scan path recursively (first-level folders
 //! concurrently), judge each file as it arrives, keep the orphans (and, for EXPLAIN, the kept
-//! unreachable files).
+//! unreachable files). Symbolic links (local disk) are never followed below the table location
+//! and never listed as files: they are collected for EXPLAIN and a warning, as are the entries
+//! the listing could not vouch for (a name that is not UTF-8, an unreadable folder); neither is
+//! ever deleted, and no metric counts them.
 
 use futures::TryStreamExt;
 
 use crate::engine::progress::{Phase, Progress};
 use crate::error::{Error, ErrorKind, Result};
-use crate::io::{FileIO, FileInfo, path_key};
+use crate::io::{FileIO, FileInfo, Listed, SkipReason, path_key};
 use crate::maintain::orphans::{
     ListedFile, OrphanCategory, OrphanRules, OrphanTally, OrphanVerdict, classify,
 };
@@ -81,9 +84,52 @@ pub struct ScanOutcome {
     pub skipped_missing_metadata: i64,
     /// Listed files that are another table's metadata (`other_tables::is_foreign_metadata`).
     pub foreign_metadata: Vec<String>,
+    /// Symbolic links seen (URIs): not followed, not deleted.
+    pub links: Vec<String>,
+    /// Entries the listing could not vouch for: not listed, not deleted.
+    pub skipped: Vec<(String, SkipReason)>,
 }
 
+/// Paths named in a warning.
+const WARNING_EXAMPLES: usize = 10;
+
 impl ScanOutcome {
+    /// Warnings about the links and skipped entries (none when there were none).
+    pub fn warnings(&self) -> Vec<String> {
+        let mut warnings = Vec::new();
+        if !self.links.is_empty() {
+            let mut links: Vec<&str> = self.links.iter().map(String::as_str).collect();
+            links.sort_unstable();
+            let shown: Vec<String> = links
+                .iter()
+                .take(WARNING_EXAMPLES)
+                .map(|l| format!("'{l}'"))
+                .collect();
+            warnings.push(format!(
+                "remove_orphan_files: {} symbolic link(s) under the table location were not \
+                 followed and are never deleted (nothing behind them was listed): {}",
+                links.len(),
+                shown.join(", ")
+            ));
+        }
+        if !self.skipped.is_empty() {
+            let mut skipped: Vec<&(String, SkipReason)> = self.skipped.iter().collect();
+            skipped.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+            let shown: Vec<String> = skipped
+                .iter()
+                .take(WARNING_EXAMPLES)
+                .map(|(uri, reason)| format!("'{uri}' ({reason})"))
+                .collect();
+            warnings.push(format!(
+                "remove_orphan_files: {} entr(ies) under the table location could not be \
+                 vouched for and were skipped (never deleted): {}",
+                skipped.len(),
+                shown.join(", ")
+            ));
+        }
+        warnings
+    }
+
     /// The nine metrics as a dry run reports them.
     pub fn dry_run_tally(&self) -> OrphanTally {
         let mut tally = OrphanTally::default();
@@ -162,10 +208,18 @@ pub async fn scan(
     let mut outcome = ScanOutcome::default();
     let progress = Progress::current();
     progress.phase(Phase::ListingFiles, None)?;
-    let mut listing = io.list_concurrent(&scan_uri, request.concurrency);
+    let mut listing = io.list_entries(request.location, &scan_uri, request.concurrency);
     loop {
         let file = match listing.try_next().await {
-            Ok(Some(file)) => file,
+            Ok(Some(Listed::File(file))) => file,
+            Ok(Some(Listed::Link { uri })) => {
+                outcome.links.push(uri);
+                continue;
+            }
+            Ok(Some(Listed::Skipped { uri, reason })) => {
+                outcome.skipped.push((uri, reason));
+                continue;
+            }
             Ok(None) => break,
             Err(e) if e.kind() == ErrorKind::FileDoesntExist && outcome.listed == 0 => break,
             Err(e) => return Err(e.context("remove_orphan_files: listing the table")),
@@ -189,7 +243,8 @@ pub async fn scan(
         let verdict = classify(&listed, &|_| reachable_now, &rules);
         outcome.record(&file, verdict, request.keep_kept_rows);
     }
-    if request.scan_rel.is_some() && outcome.listed == 0 {
+    let seen = outcome.listed > 0 || !outcome.links.is_empty() || !outcome.skipped.is_empty();
+    if request.scan_rel.is_some() && !seen {
         // ClickHouse's text: the scan path ends with a slash (`'<table>/nope/'`).
         return Err(Error::bad_arguments(format!(
             "Scan path '{scan_uri}/' does not exist"
@@ -287,6 +342,30 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(out.listed, 0);
+    }
+
+    #[test]
+    fn links_and_skipped_entries_are_warned_about() {
+        assert!(ScanOutcome::default().warnings().is_empty());
+        let outcome = ScanOutcome {
+            links: (0..12).map(|i| format!("/t/data/l{i:02}")).collect(),
+            skipped: vec![(
+                "/t/data/\\xff".into(),
+                SkipReason::Unreadable("Permission denied".into()),
+            )],
+            ..Default::default()
+        };
+        let w = outcome.warnings();
+        assert_eq!(w.len(), 2, "{w:?}");
+        assert!(
+            w[0].contains("12 symbolic link(s)") && w[0].contains("'/t/data/l09'"),
+            "{w:?}"
+        );
+        assert!(!w[0].contains("l10"), "ten named: {w:?}");
+        assert!(
+            w[1].contains("'/t/data/\\xff' (cannot be read: Permission denied)"),
+            "{w:?}"
+        );
     }
 
     #[test]
