@@ -310,6 +310,22 @@ fn errors_are_shown_in_red_and_the_shell_goes_on() {
     pane.wait_for("icetrim (default) :) ", 3);
 }
 
+/// A statement's warnings are shown before its `Ok.` (here `iceberg_format_version`'s, which has
+/// no effect on an existing table).
+#[test]
+fn warnings_are_shown_before_ok() {
+    let pane = Pane::start(false);
+    pane.line(
+        "CREATE TABLE t ENGINE = IcebergLocal('/tmp/x') SETTINGS iceberg_format_version = 2;",
+    );
+    let screen = pane.wait_for("0 rows in set.", 1);
+    let warning = screen
+        .find("Warning: Setting iceberg_format_version = 2 has no effect on an existing table")
+        .unwrap_or_else(|| panic!("no warning shown:\n{screen}"));
+    let ok = screen.find("Ok.").expect("Ok. is shown");
+    assert!(warning < ok, "the warning comes first:\n{screen}");
+}
+
 #[test]
 fn no_color_keeps_errors_plain() {
     let pane = Pane::start(false);
