@@ -153,7 +153,8 @@ pub const TABLE_SETTINGS: &[SettingDef] = &[
         name: "iceberg_format_version",
         ty: SettingType::UInt,
         default: SettingValue::UInt(2),
-        doc: "format version of tables icetrim creates (1, 2 or 3)",
+        doc: "format version ClickHouse gives a table it creates (1, 2 or 3); icetrim never \
+              creates tables, so it is accepted and shown but has no effect (a warning says so)",
     },
 ];
 

@@ -514,3 +514,91 @@ fn a_path_that_is_not_a_folder_names_the_real_cause() {
         stderr(&output)
     );
 }
+
+/// ClickHouse scripts set `iceberg_format_version`; ClickHouse reads it only when it creates a new
+/// table, and icetrim never creates one: accepted, echoed, and a warning on standard error says it
+/// does nothing (issue #16 §7). Without the setting there is no warning.
+#[test]
+fn iceberg_format_version_is_accepted_with_a_warning() {
+    let output = run(
+        &[],
+        "CREATE TABLE t ENGINE = IcebergLocal('/tmp/x') SETTINGS iceberg_format_version = 1;\n\
+         SHOW CREATE TABLE t",
+    );
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let err = stderr(&output);
+    assert!(
+        err.starts_with("Warning: ")
+            && err.contains("iceberg_format_version = 1 has no effect on an existing table")
+            && err.lines().count() == 1,
+        "{err}"
+    );
+    assert!(
+        stdout(&output).ends_with("SETTINGS iceberg_format_version = 1\n"),
+        "{}",
+        stdout(&output)
+    );
+    let plain = query(
+        "CREATE TABLE t ENGINE = IcebergLocal('/tmp/x') SETTINGS iceberg_use_version_hint = 1",
+    );
+    assert_eq!(stderr(&plain), "");
+    assert!(plain.status.success());
+}
+
+/// The flags every caller passes (tests, `benches/vs_clickhouse`), as `--help` must list them.
+const GENERATOR_FLAGS: [&str; 18] = [
+    "--location",
+    "--format-version",
+    "--snapshots",
+    "--files-per-snapshot",
+    "--seed",
+    "--mix",
+    "--branches",
+    "--tags",
+    "--staged",
+    "--statistics",
+    "--orphans",
+    "--no-data-files",
+    "--span",
+    "--now",
+    "--codec",
+    "--max-manifests",
+    "--target-manifest-entries",
+    "--merge-fan-in",
+];
+
+/// `icetrim-generate --help` prints every flag and exits 0 (it failed with "--help needs a value").
+#[test]
+fn generator_help_lists_every_flag() {
+    let output = Command::new(env!("CARGO_BIN_EXE_icetrim-generate"))
+        .arg("--help")
+        .output()
+        .expect("icetrim-generate runs");
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let text = stdout(&output);
+    assert!(text.contains("Usage: icetrim-generate"), "{text}");
+    for flag in GENERATOR_FLAGS {
+        assert!(text.contains(flag), "{flag} missing from --help:\n{text}");
+    }
+}
+
+/// An unknown flag is clap's error (named, with the usage line) and status 2; nothing is written.
+#[test]
+fn generator_refuses_an_unknown_flag() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let location = dir.path().join("t");
+    let output = Command::new(env!("CARGO_BIN_EXE_icetrim-generate"))
+        .args(["--location", location.to_str().expect("utf-8 path")])
+        .args(["--snapshot", "3"])
+        .output()
+        .expect("icetrim-generate runs");
+    assert_eq!(output.status.code(), Some(2));
+    let err = stderr(&output);
+    assert!(
+        err.starts_with("error: unexpected argument '--snapshot' found"),
+        "{err}"
+    );
+    assert!(err.contains("Usage: icetrim-generate"), "{err}");
+    assert!(stdout(&output).is_empty());
+    assert!(!location.exists(), "nothing was written");
+}

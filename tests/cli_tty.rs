@@ -28,6 +28,12 @@ impl Pane {
 
     /// [`start`](Self::start) with extra command-line `flags` (shell words).
     fn start_with(color: bool, flags: &str) -> Pane {
+        Pane::start_sized(color, flags, 160)
+    }
+
+    /// [`start_with`](Self::start_with) in a window `columns` wide. `COLUMNS` is taken out of the
+    /// environment: the shell must ask the terminal.
+    fn start_sized(color: bool, flags: &str, columns: usize) -> Pane {
         let id = format!(
             "icetrim-tty-{}-{}",
             std::process::id(),
@@ -36,7 +42,7 @@ impl Pane {
         let home = tempfile::tempdir().expect("temp home");
         let no_color = if color { "" } else { "NO_COLOR=1" };
         let command = format!(
-            "env -u NO_COLOR HOME='{}' TERM=xterm-256color {no_color} '{BIN}' {flags}; echo \"[exit $?]\"; sleep 60",
+            "env -u NO_COLOR -u COLUMNS HOME='{}' TERM=xterm-256color {no_color} '{BIN}' {flags}; echo \"[exit $?]\"; sleep 60",
             home.path().display()
         );
         let pane = Pane {
@@ -50,7 +56,7 @@ impl Pane {
             "-s",
             &id,
             "-x",
-            "160",
+            &columns.to_string(),
             "-y",
             "50",
             "sh",
@@ -304,6 +310,22 @@ fn errors_are_shown_in_red_and_the_shell_goes_on() {
     pane.wait_for("icetrim (default) :) ", 3);
 }
 
+/// A statement's warnings are shown before its `Ok.` (here `iceberg_format_version`'s, which has
+/// no effect on an existing table).
+#[test]
+fn warnings_are_shown_before_ok() {
+    let pane = Pane::start(false);
+    pane.line(
+        "CREATE TABLE t ENGINE = IcebergLocal('/tmp/x') SETTINGS iceberg_format_version = 2;",
+    );
+    let screen = pane.wait_for("0 rows in set.", 1);
+    let warning = screen
+        .find("Warning: Setting iceberg_format_version = 2 has no effect on an existing table")
+        .unwrap_or_else(|| panic!("no warning shown:\n{screen}"));
+    let ok = screen.find("Ok.").expect("Ok. is shown");
+    assert!(warning < ok, "the warning comes first:\n{screen}");
+}
+
 #[test]
 fn no_color_keeps_errors_plain() {
     let pane = Pane::start(false);
@@ -402,6 +424,39 @@ fn progress_bars_name_the_phases_and_are_cleared_before_the_result() {
         );
     }
     assert!(screen.contains("deleted_data_files_count"), "{screen}");
+}
+
+/// In a 40-column window, with no `COLUMNS` in the environment, every bar line is cut to 39
+/// characters (the width comes from the terminal; it was `COLUMNS` or 80, and the line wrapped).
+#[test]
+fn progress_bar_fits_a_narrow_terminal() {
+    let pane = Pane::start_sized(false, "", 40);
+    let location = generated_table(pane.home(), 300);
+    let log = pane.record();
+    pane.line(&format!(
+        "CREATE TABLE big ENGINE = IcebergLocal('{location}');"
+    ));
+    pane.wait_for("0 rows in set.", 1);
+    pane.line("ALTER TABLE big EXECUTE remove_orphan_files(dry_run = 1);");
+    pane.wait_for("rows in set.", 2);
+    let drawn = logged_until(&log, "deleted_data_files_count");
+    // Each bar is drawn as `\r\x1b[2K<line>`; the line ends where the next escape or return starts.
+    let bars: Vec<&str> = drawn
+        .split("\r\x1b[2K")
+        .skip(1)
+        .filter_map(|piece| piece.split(['\r', '\n', '\x1b']).next())
+        .filter(|line| line.starts_with("reading manifest") || line.starts_with("listing files"))
+        .collect();
+    assert!(
+        bars.iter().any(|bar| bar.starts_with("reading manifests")),
+        "no bar drawn:\n{drawn:?}"
+    );
+    for bar in &bars {
+        assert!(
+            bar.chars().count() < 40,
+            "{bar:?} is wider than the 40-column window"
+        );
+    }
 }
 
 #[test]

@@ -71,6 +71,29 @@ pub fn table_def(create: &CreateTable, current_database: &str) -> Result<TableDe
     })
 }
 
+/// The warnings of a `CREATE TABLE` that succeeds: settings accepted because ClickHouse scripts set
+/// them, but that do nothing here.
+///
+/// `iceberg_format_version` is the format version ClickHouse gives a table it creates (it writes
+/// the first metadata file with it, and only when the path has none yet); an existing table is read
+/// at the `format-version` its metadata file records. icetrim never creates a table, so the setting
+/// is kept (and shown by `SHOW CREATE TABLE`) but acts on nothing. The table is not read here, so its
+/// own version is not named.
+pub(crate) fn create_warnings(create: &CreateTable) -> Vec<String> {
+    create
+        .settings
+        .iter()
+        .filter(|(name, _)| name == "iceberg_format_version")
+        .map(|(name, value)| {
+            format!(
+                "Setting {name} = {value} has no effect on an existing table: icetrim never \
+                 creates tables, and reads and commits each table at the format-version its \
+                 metadata file records"
+            )
+        })
+        .collect()
+}
+
 /// The table settings of `def` as typed [`Settings`] (defaults for those not given).
 pub fn table_settings(def: &TableDef) -> Result<Settings> {
     let mut settings = Settings::table_defaults();
@@ -379,6 +402,31 @@ mod tests {
             let e = table_def(&create(bad), "default").unwrap_err();
             assert_eq!(e.kind(), ErrorKind::BadArguments, "{bad}");
         }
+    }
+
+    #[test]
+    fn iceberg_format_version_is_kept_with_a_warning() {
+        let statement = create(
+            "CREATE TABLE t ENGINE = IcebergLocal('/a') SETTINGS iceberg_use_version_hint = 1, \
+             iceberg_format_version = 3",
+        );
+        let def = table_def(&statement, "default").unwrap();
+        assert!(
+            show_create(&def)
+                .ends_with("\nSETTINGS iceberg_format_version = 3, iceberg_use_version_hint = 1")
+        );
+        let warnings = create_warnings(&statement);
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert!(
+            warnings[0].starts_with(
+                "Setting iceberg_format_version = 3 has no effect on an existing table"
+            ),
+            "{warnings:?}"
+        );
+        let plain = create(
+            "CREATE TABLE t ENGINE = IcebergLocal('/a') SETTINGS iceberg_use_version_hint = 1",
+        );
+        assert!(create_warnings(&plain).is_empty());
     }
 
     #[test]

@@ -443,7 +443,10 @@ impl Session {
                     .lock()
                     .await
                     .create(def, create.if_not_exists)?;
-                QueryResult::empty()
+                QueryResult {
+                    warnings: ddl::create_warnings(create),
+                    ..QueryResult::empty()
+                }
             }
             Statement::DropTable { if_exists, name } => {
                 let database = self.database_of(name);

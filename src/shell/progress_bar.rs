@@ -7,8 +7,9 @@
 //! ```
 //!
 //! The rate (files per second) and the ETA are of the current phase since it started; the ETA is
-//! shown when the phase's total is known and some files are done. The line is cut to the width
-//! in `COLUMNS` (80 when unset) so that it never wraps.
+//! shown when the phase's total is known and some files are done. The line is cut to one less than
+//! the terminal's width so that it never wraps: the width of standard error's terminal (asked at
+//! each redraw, so a resized window is followed), else `COLUMNS`, else 80.
 
 use std::io::Write;
 use std::sync::{Arc, Mutex};
@@ -167,12 +168,24 @@ impl ProgressBar {
     }
 }
 
-/// The terminal's width from `COLUMNS`, else 80.
+/// The width to draw in: standard error's terminal (the bar is drawn there), else `COLUMNS`, else 80.
 fn terminal_width() -> usize {
-    std::env::var("COLUMNS")
-        .ok()
-        .and_then(|c| c.trim().parse().ok())
-        .filter(|w| *w > 10)
+    let terminal = terminal_size::terminal_size_of(std::io::stderr()).map(|(width, _)| width.0);
+    width_of(terminal, std::env::var("COLUMNS").ok().as_deref())
+}
+
+/// [`terminal_width`] from what the terminal answered and the `COLUMNS` text: a terminal that
+/// reports 0 columns (some do before their size is set) counts as none; `COLUMNS` must be a
+/// number above 10.
+fn width_of(terminal: Option<u16>, columns: Option<&str>) -> usize {
+    terminal
+        .map(usize::from)
+        .filter(|w| *w > 0)
+        .or_else(|| {
+            columns
+                .and_then(|c| c.trim().parse().ok())
+                .filter(|w| *w > 10)
+        })
         .unwrap_or(80)
 }
 
@@ -218,6 +231,16 @@ mod tests {
             render(&event(10, Some(10), 0), Duration::ZERO, 7),
             "listing"
         );
+    }
+
+    #[test]
+    fn the_terminal_then_columns_then_80() {
+        assert_eq!(width_of(Some(40), Some("200")), 40);
+        assert_eq!(width_of(None, Some(" 132 ")), 132);
+        assert_eq!(width_of(Some(0), Some("100")), 100);
+        assert_eq!(width_of(None, Some("5")), 80);
+        assert_eq!(width_of(None, Some("wide")), 80);
+        assert_eq!(width_of(None, None), 80);
     }
 
     #[test]
