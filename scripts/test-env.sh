@@ -4,7 +4,7 @@
 #                     azure-storage-blob
 #   .cache/node/      the azurite Azure Storage emulator (npm)
 #   .cache/pip/       pip's download cache
-# and tmux (apt) for the interactive shell's tests (tests/cli_tty.rs).
+# and tmux (apt) for the interactive shell's tests (tests/cli/cli_tty.rs).
 # Prints nothing on success but the final line "test env ready".
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)

@@ -237,7 +237,7 @@ mod tests {
     }
 
     /// Every flag the benchmarks and tests pass (benches/vs_clickhouse/scenarios.rs,
-    /// tests/cli_tty.rs, tests/cli_script.rs) parses to its old meaning.
+    /// tests/cli/cli_tty.rs, tests/cli/cli_script.rs) parses to its old meaning.
     #[test]
     fn every_flag_keeps_its_meaning() {
         let args = parse(&[

@@ -3,7 +3,7 @@
 //! Every node prints canonical SQL: upper-case keywords, single spaces, `key = value` arguments,
 //! identifiers bare when they are plain words and back-quoted otherwise, strings in single quotes
 //! with `\\` and `\'` escaped. Printing a parsed statement and parsing the text again yields an equal
-//! tree (tested for every syntax form in `tests/sql_roundtrip.rs`).
+//! tree (tested for every syntax form in `tests/sql/sql_roundtrip.rs`).
 
 use std::fmt;
 
@@ -204,7 +204,7 @@ fn is_plain_word(name: &str) -> bool {
 }
 
 /// Words that cannot stand bare where icetrim prints identifiers (found by round-tripping every
-/// sqlparser keyword through every identifier position, see `tests/sql_roundtrip.rs`).
+/// sqlparser keyword through every identifier position, see `tests/sql/sql_roundtrip.rs`).
 const RESERVED: &[&str] = &[
     "ALL",
     "AND",

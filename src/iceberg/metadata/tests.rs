@@ -1,5 +1,5 @@
 //! Unit tests of parsing and edits on small inline documents; the real-file samples are exercised
-//! in `tests/metadata_lossless.rs`.
+//! in `tests/metadata/metadata_lossless.rs`.
 
 use std::collections::HashSet;
 

@@ -1,0 +1,12 @@
+//! Integration tests: The command-line shell (scripts and a pseudo-terminal), the embedding example and the engine's sessions and progress.
+//!
+//! One binary per area; each file of this folder is a module, helpers come from `tests/support`.
+
+#[path = "../support/mod.rs"]
+mod support;
+
+mod cli_script;
+mod cli_tty;
+mod embed_example;
+mod engine_progress;
+mod engine_session;

@@ -1,0 +1,392 @@
+//! `expire_snapshots` under failure: a crash after every k-th mutation (the table stays readable
+//! and a second run converges to exactly the files of an uninterrupted run, through the journal), failed deletes (a warning; the manifests naming a surviving file
+//! stay), and a concurrent writer committing between planning and commit (recompute from scratch;
+//! the other writer's snapshot and files survive; bounded retries end in LIMIT_EXCEEDED).
+
+use crate::support::expire as support;
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use futures::stream::BoxStream;
+use icetrim::ErrorKind;
+use icetrim::io::{Fault, FaultInjector, FaultyStore, FileIO};
+use icetrim::settings::Settings;
+use icetrim::sql::ast::Literal;
+use object_store::local::LocalFileSystem;
+use object_store::path::Path as ObjectPath;
+use object_store::{
+    CopyOptions, GetOptions, GetResult, ListResult, MultipartUpload, ObjectMeta, ObjectStore,
+    PutMode, PutMultipartOptions, PutOptions, PutPayload, PutResult,
+};
+use support::*;
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.path().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
+fn restore(backup: &Path, dir: &Path) {
+    std::fs::remove_dir_all(dir).unwrap();
+    copy_dir(backup, dir);
+}
+
+/// Files other than metadata JSON (whose names carry random uuids per commit) and expiry
+/// journals (checked apart).
+fn content_files(dir: &Path) -> BTreeSet<String> {
+    files_on_disk(dir)
+        .into_iter()
+        .filter(|f| !f.ends_with(".metadata.json") && !f.contains("/.icetrim/"))
+        .collect()
+}
+
+fn journals(dir: &Path) -> usize {
+    files_on_disk(dir)
+        .iter()
+        .filter(|f| f.contains("/metadata/.icetrim/expiry-"))
+        .count()
+}
+
+fn faulty_local(injector: &Arc<FaultInjector>) -> FileIO {
+    let store = FaultyStore::new(Arc::new(LocalFileSystem::new()), Arc::clone(injector));
+    FileIO::from_store("/", Arc::new(store)).unwrap()
+}
+
+#[tokio::test]
+async fn crash_after_every_mutation_leaves_a_readable_table_and_a_rerun_converges() {
+    let fx = make_fixture("py_v2_deletes", NOW, false);
+    let dir = fx.table_dir();
+    let backup = fx.dir.path().join("backup");
+    copy_dir(&dir, &backup);
+    let opts = policy(Some(1), Some(0));
+    let before = inspect(&dir).await;
+    let original = content_files(&dir);
+    let (_, reference) = expire_checked(&dir, opts.clone()).await;
+    let reference_snapshots = snapshot_ids(&reference);
+    let reference_files = content_files(&dir);
+    let deleted_by_reference: BTreeSet<&String> = original.difference(&reference_files).collect();
+    assert!(deleted_by_reference.len() >= 4);
+    let mut completed = false;
+    for k in 0..200u64 {
+        restore(&backup, &dir);
+        let injector = FaultInjector::new();
+        injector.fail_after(k, Fault::Crash);
+        let result = expire_at(
+            &dir,
+            NOW,
+            opts.clone(),
+            false,
+            Some(faulty_local(&injector)),
+        )
+        .await;
+        if !injector.crashed() {
+            assert!(result.is_ok(), "run without a crash failed: {result:?}");
+            assert!(
+                k as usize > deleted_by_reference.len(),
+                "the run has {k} mutations"
+            );
+            completed = true;
+            break;
+        }
+        let after_crash = inspect(&dir).await;
+        assert_whole(&before, &after_crash);
+        expire(&dir, opts.clone()).await;
+        let after = inspect(&dir).await;
+        assert_whole(&before, &after);
+        assert_eq!(snapshot_ids(&after), reference_snapshots, "k = {k}");
+        // The journal lets the second run finish the first one's deletes: the same files as
+        // an uninterrupted run, and no journal left behind.
+        let files = content_files(&dir);
+        assert_eq!(files, reference_files, "k = {k}: the second run converges");
+        assert_eq!(journals(&dir), 0, "k = {k}: a journal was left behind");
+    }
+    assert!(completed, "the run never completed");
+}
+
+#[tokio::test]
+async fn failed_deletes_warn_and_keep_the_manifests_naming_survivors() {
+    let fx = make_fixture("py_v2_deletes", NOW, false);
+    let dir = fx.table_dir();
+    let before = inspect(&dir).await;
+    let original = content_files(&dir);
+    let planned = counts(&expire(&dir, dry(policy(Some(1), Some(0)))).await);
+    // The journal is mutation 1, the commit mutation 2; the first content delete fails once.
+    let injector = FaultInjector::new();
+    injector.fail_after(2, Fault::FailOnce);
+    let r = expire_at(
+        &dir,
+        NOW,
+        policy(Some(1), Some(0)),
+        false,
+        Some(faulty_local(&injector)),
+    )
+    .await
+    .unwrap();
+    assert_whole(&before, &inspect(&dir).await);
+    let warning = r.warnings.join("\n");
+    assert!(
+        warning.contains("1 file(s) could not be deleted"),
+        "{warning}"
+    );
+    assert!(warning.contains("kept"), "{warning}");
+    let done = counts(&r);
+    assert_eq!(
+        done[0] + done[1] + done[2],
+        planned[0] + planned[1] + planned[2] - 1
+    );
+    assert!(
+        done[3] < planned[3],
+        "the manifest naming the survivor is kept"
+    );
+    let gone = original.difference(&content_files(&dir)).count() as i64;
+    assert_eq!(gone, done[..6].iter().sum::<i64>());
+    // The journal stays, so the next run finishes the deletes (a warning; its own rows are
+    // zeros: nothing more expires).
+    assert_eq!(journals(&dir), 1);
+    let again = expire(&dir, policy(Some(1), Some(0))).await;
+    assert_eq!(counts(&again)[..6], [0; 6]);
+    assert!(
+        again
+            .warnings
+            .iter()
+            .any(|w| w.contains("interrupted expire_snapshots")),
+        "{:?}",
+        again.warnings
+    );
+    assert_eq!(
+        original.difference(&content_files(&dir)).count() as i64,
+        planned[..6].iter().sum::<i64>()
+    );
+    assert_eq!(journals(&dir), 0);
+    assert_whole(&before, &inspect(&dir).await);
+}
+
+#[tokio::test]
+async fn all_deletes_failing_still_succeeds_with_a_warning() {
+    let fx = make_fixture("py_v2_deletes", NOW, false);
+    let dir = fx.table_dir();
+    let before = inspect(&dir).await;
+    let original = content_files(&dir);
+    // Mutations 1 and 2 (journal, commit) succeed; every delete fails.
+    let injector = FaultInjector::new();
+    injector.fail_after(2, Fault::FailMutations);
+    let r = expire_at(
+        &dir,
+        NOW,
+        policy(Some(1), Some(0)),
+        false,
+        Some(faulty_local(&injector)),
+    )
+    .await
+    .unwrap();
+    assert_eq!(counts(&r), [0; 7]);
+    assert!(
+        r.warnings
+            .iter()
+            .any(|w| w.contains("could not be deleted"))
+    );
+    assert_eq!(content_files(&dir), original);
+    assert_eq!(journals(&dir), 1, "the journal stays for the next run");
+    let after = inspect(&dir).await;
+    assert_whole(&before, &after);
+    assert_eq!(snapshot_ids(&after).len(), 1, "the commit happened");
+}
+
+/// A local store that runs `hook` once, just before the first create-if-absent of a metadata
+/// file: another writer committing between our planning and our commit.
+struct HookStore {
+    inner: Arc<dyn ObjectStore>,
+    hook: Mutex<Option<Box<dyn FnOnce() + Send>>>,
+}
+
+impl std::fmt::Debug for HookStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "HookStore")
+    }
+}
+
+impl std::fmt::Display for HookStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "HookStore({})", self.inner)
+    }
+}
+
+#[async_trait]
+impl ObjectStore for HookStore {
+    async fn put_opts(
+        &self,
+        location: &ObjectPath,
+        payload: PutPayload,
+        opts: PutOptions,
+    ) -> object_store::Result<PutResult> {
+        if matches!(opts.mode, PutMode::Create) && location.as_ref().ends_with(".metadata.json") {
+            let hook = self.hook.lock().unwrap().take();
+            if let Some(hook) = hook {
+                hook();
+            }
+        }
+        self.inner.put_opts(location, payload, opts).await
+    }
+
+    async fn put_multipart_opts(
+        &self,
+        location: &ObjectPath,
+        opts: PutMultipartOptions,
+    ) -> object_store::Result<Box<dyn MultipartUpload>> {
+        self.inner.put_multipart_opts(location, opts).await
+    }
+
+    async fn get_opts(
+        &self,
+        location: &ObjectPath,
+        options: GetOptions,
+    ) -> object_store::Result<GetResult> {
+        self.inner.get_opts(location, options).await
+    }
+
+    fn delete_stream(
+        &self,
+        locations: BoxStream<'static, object_store::Result<ObjectPath>>,
+    ) -> BoxStream<'static, object_store::Result<ObjectPath>> {
+        self.inner.delete_stream(locations)
+    }
+
+    fn list(
+        &self,
+        prefix: Option<&ObjectPath>,
+    ) -> BoxStream<'static, object_store::Result<ObjectMeta>> {
+        self.inner.list(prefix)
+    }
+
+    async fn list_with_delimiter(
+        &self,
+        prefix: Option<&ObjectPath>,
+    ) -> object_store::Result<ListResult> {
+        self.inner.list_with_delimiter(prefix).await
+    }
+
+    async fn copy_opts(
+        &self,
+        from: &ObjectPath,
+        to: &ObjectPath,
+        options: CopyOptions,
+    ) -> object_store::Result<()> {
+        self.inner.copy_opts(from, to, options).await
+    }
+}
+
+/// Local storage whose first metadata commit is preceded by a ClickHouse INSERT into `dir`.
+fn io_with_concurrent_insert(dir: &Path, fired: &Arc<AtomicBool>) -> FileIO {
+    let (dir, fired) = (dir.to_path_buf(), Arc::clone(fired));
+    let hook: Box<dyn FnOnce() + Send> = Box::new(move || {
+        fixtures::clickhouse(&dir, "INSERT INTO t VALUES (100, 'concurrent')")
+            .expect("the concurrent INSERT");
+        fired.store(true, Ordering::SeqCst);
+    });
+    let store = HookStore {
+        inner: Arc::new(LocalFileSystem::new()),
+        hook: Mutex::new(Some(hook)),
+    };
+    FileIO::from_store("/", Arc::new(store)).unwrap()
+}
+
+fn data_files(dir: &Path) -> BTreeSet<PathBuf> {
+    std::fs::read_dir(dir.join("data"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect()
+}
+
+#[tokio::test]
+async fn concurrent_writer_conflict_recomputes_and_keeps_its_snapshot() {
+    let now = fixtures::now_ms();
+    let fx = make_fixture("ch_v2", now, false);
+    let dir = fx.table_dir();
+    let original_ids: BTreeSet<i64> = snapshot_ids(&inspect(&dir).await);
+    let opts = policy(Some(1), Some(0));
+
+    // One attempt only: the conflict ends in LIMIT_EXCEEDED and nothing is deleted.
+    let mut settings = Settings::new();
+    settings
+        .set("iceberg_commit_max_attempts", &Literal::Number("1".into()))
+        .unwrap();
+    let fired = Arc::new(AtomicBool::new(false));
+    let data_before = data_files(&dir);
+    let err = expire_with(
+        &dir,
+        now,
+        opts.clone(),
+        false,
+        Some(io_with_concurrent_insert(&dir, &fired)),
+        &settings,
+    )
+    .await
+    .unwrap_err();
+    assert!(fired.load(Ordering::SeqCst));
+    assert_eq!(err.kind(), ErrorKind::LimitExceeded, "{err}");
+    let after_insert = inspect(&dir).await;
+    assert_eq!(snapshot_ids(&after_insert).len(), original_ids.len() + 1);
+    assert!(
+        data_files(&dir).is_superset(&data_before),
+        "nothing deleted"
+    );
+
+    // Default attempts: the retry re-reads, keeps the other writer's snapshot and files.
+    let fired = Arc::new(AtomicBool::new(false));
+    let data_before = data_files(&dir);
+    // "Now" after the first INSERT, so it is old enough for `retention_period = 0`.
+    let r = expire_at(
+        &dir,
+        fixtures::now_ms(),
+        opts,
+        false,
+        Some(io_with_concurrent_insert(&dir, &fired)),
+    )
+    .await
+    .unwrap();
+    assert!(fired.load(Ordering::SeqCst));
+    let after = inspect(&dir).await;
+    assert_eq!(
+        after["missing"],
+        serde_json::json!([]),
+        "nothing referenced is missing"
+    );
+    let kept = snapshot_ids(&after);
+    assert_eq!(kept.len(), 1);
+    let current = after["current_snapshot_id"].as_i64().unwrap();
+    assert!(kept.contains(&current));
+    assert!(!original_ids.contains(&current));
+    assert!(
+        !snapshot_ids(&after_insert).contains(&current),
+        "the second INSERT is current"
+    );
+    let new_files: Vec<PathBuf> = data_files(&dir).difference(&data_before).cloned().collect();
+    assert_eq!(new_files.len(), 1, "the concurrent INSERT's data file");
+    let mut expected = fixtures::sorted_strings(&after_insert["ref_files"]["main"]["data"]);
+    expected.push(new_files[0].to_string_lossy().into_owned());
+    expected.sort();
+    assert_eq!(
+        fixtures::sorted_strings(&after["ref_files"]["main"]["data"]),
+        expected
+    );
+    assert_eq!(
+        after["ref_files"]["main"]["deletes"],
+        after_insert["ref_files"]["main"]["deletes"]
+    );
+    assert_eq!(
+        after["rows_main"].as_i64(),
+        after_insert["rows_main"].as_i64().map(|n| n + 1)
+    );
+    assert!(counts(&r)[4] >= 6, "every older list goes");
+}

@@ -1,0 +1,12 @@
+//! Integration tests: Interoperability with pyiceberg: Avro, metadata, transactions and generated tables read by pyiceberg.
+//!
+//! One binary per area; each file of this folder is a module, helpers come from `tests/support`.
+
+#[path = "../support/mod.rs"]
+mod support;
+
+mod avro_interop;
+mod fixture_smoke;
+mod generate_interop;
+mod metadata_interop;
+mod txn_interop;

@@ -1,0 +1,12 @@
+//! Integration tests: SQL: the grammar, binding, parse/print round trips, property tests and the README's examples.
+//!
+//! One binary per area; each file of this folder is a module, helpers come from `tests/support`.
+
+#[path = "../support/mod.rs"]
+mod support;
+
+mod sql_bind;
+mod sql_examples;
+mod sql_grammar;
+mod sql_props;
+mod sql_roundtrip;

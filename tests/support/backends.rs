@@ -1,0 +1,155 @@
+//! Where a SQL session runs: the local disk, or a copy of the fixture table on the S3 (moto) or
+//! Azure (azurite) emulator, and what a session needs to know about that place (the table location
+//! icetrim sees, the `ENGINE = ...` clause that registers it, how a fixture's local paths read there).
+//!
+//! A fixture is built once on local disk; each emulator gets a relocated copy in a fresh folder
+//! (`relocate::copy_table`) before any session touches the original. The oracle reads an emulator
+//! table by copying it back to a local folder and relocating it there.
+//!
+//! Include beside `common/mod.rs` (as `common`) and `common/relocate.rs` (as `relocate`) at the
+//! test crate's root.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+
+use icetrim::io::FileIO;
+
+use crate::support as common;
+use crate::support::relocate::{Rewrite, Root, copy_table};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Backend {
+    Local,
+    S3,
+    Azure,
+}
+
+impl Backend {
+    pub fn parse(name: &str) -> Option<Backend> {
+        match name {
+            "local" => Some(Backend::Local),
+            "s3" => Some(Backend::S3),
+            "azure" => Some(Backend::Azure),
+            _ => None,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Backend::Local => "local",
+            Backend::S3 => "s3",
+            Backend::Azure => "azure",
+        }
+    }
+}
+
+/// A fixture table on one backend.
+pub struct Place {
+    pub backend: Backend,
+    /// The store and the table location as icetrim sees it.
+    pub root: Root,
+    /// `IcebergLocal(...)`, `IcebergS3(...)` or `IcebergAzure(...)` for this table.
+    pub engine: String,
+    /// The fixture's local table folder: fact paths under it map to this place.
+    source_dir: String,
+    /// How the table spells local paths (`file://` or bare), for copies back to local disk.
+    local_style_uri: bool,
+}
+
+impl Place {
+    /// The original fixture folder itself.
+    pub fn local(table_dir: &Path, location: &str) -> Place {
+        let dir = table_dir.to_str().expect("UTF-8 paths").to_string();
+        Place {
+            backend: Backend::Local,
+            root: Root::new(FileIO::local(), &dir),
+            engine: format!("IcebergLocal('{dir}')"),
+            source_dir: dir,
+            local_style_uri: location.starts_with("file:"),
+        }
+    }
+
+    /// A relocated copy of `original` in a fresh folder on the emulator `backend`.
+    pub async fn copy_of(original: &Place, backend: Backend) -> Place {
+        let (io, root, engine) = match backend {
+            Backend::Local => panic!("the local pass runs on the original fixture"),
+            Backend::S3 => {
+                let (io, root) = common::s3_emulator("session");
+                let endpoint = common::emulator_var("ICETRIM_S3_ENDPOINT");
+                let key = root.trim_start_matches("s3://");
+                let engine = format!("IcebergS3('{endpoint}/{key}', 'testing', 'testing')");
+                (io, root, engine)
+            }
+            Backend::Azure => {
+                let (io, root) = common::azure_emulator("session");
+                let container = common::emulator_var("ICETRIM_AZURE_CONTAINER");
+                let folder = root.rsplit('/').next().expect("a folder").to_string();
+                let engine = format!(
+                    "IcebergAzure('{}', '{container}', '{folder}')",
+                    common::azure_emulator_connection_string()
+                );
+                (io, root, engine)
+            }
+        };
+        let place = Place {
+            backend,
+            root: Root::new(io, &root),
+            engine,
+            source_dir: original.source_dir.clone(),
+            local_style_uri: original.local_style_uri,
+        };
+        let target = place.spelled_root();
+        let rewrite = Rewrite::from_local(&original.source_dir, &target);
+        copy_table(&original.root, &place.root, &rewrite, false).await;
+        place
+    }
+
+    /// The root as the table's metadata spells it here.
+    fn spelled_root(&self) -> String {
+        match self.backend {
+            Backend::Local if self.local_style_uri => format!("file://{}", self.root.root),
+            _ => self.root.root.clone(),
+        }
+    }
+
+    /// The table location icetrim reports (`${TABLE}`).
+    pub fn location(&self) -> &str {
+        &self.root.root
+    }
+
+    /// A fixture fact's local path as a path or URI of this place.
+    pub fn path_of(&self, local: &str) -> String {
+        Rewrite::from_local(&self.source_dir, &self.root.root)
+            .apply(local)
+            .unwrap_or_else(|| panic!("{local} is not in the fixture table {}", self.source_dir))
+    }
+
+    /// Whether the file exists here.
+    pub async fn exists(&self, path: &str) -> bool {
+        self.root.io.head(path).await.is_ok()
+    }
+
+    /// The table as a local folder the oracle can read: the folder itself on local disk, else a
+    /// copy in `scratch` relocated there.
+    pub async fn local_view(&self, scratch: &Path) -> PathBuf {
+        if self.backend == Backend::Local {
+            return PathBuf::from(&self.root.root);
+        }
+        let dir = scratch.join(common::unique("oracle"));
+        let dir_text = dir.to_str().expect("UTF-8 paths").to_string();
+        let target = if self.local_style_uri {
+            format!("file://{dir_text}")
+        } else {
+            dir_text.clone()
+        };
+        let local = Root::new(FileIO::local(), &dir_text);
+        copy_table(
+            &self.root,
+            &local,
+            &Rewrite::from_uri(&self.root.root, &target),
+            true,
+        )
+        .await;
+        dir
+    }
+}

@@ -1,0 +1,95 @@
+//! Shared helpers of every integration-test binary, the one place they live.
+//!
+//! Each binary `tests/<area>/main.rs` includes this folder with
+//! `#[path = "../support/mod.rs"] mod support;` and declares each file of its folder as a module
+//! (`mod <file>;`); test files reach the helpers as `crate::support::…`. A helper only one binary
+//! uses is a file of that binary's folder (`tests/sessions/session_text.rs`).
+//!
+//! This file itself: storage emulators (started by `scripts/emulators.sh`, which `scripts/test.sh`
+//! runs) and unique scratch locations. A missing emulator fails the test (panic), never skips it.
+#![allow(dead_code)]
+
+pub mod backends;
+pub mod expire;
+pub mod fixtures;
+pub mod metadata;
+pub mod orphans;
+pub mod pyserver;
+pub mod relocate;
+
+use icetrim::io::{
+    AZURE_EMULATOR_ACCOUNT, AZURE_EMULATOR_KEY, AzureOptions, FileIO, S3Options, StorageOptions,
+};
+
+const NOT_RUNNING: &str = "emulators not running: run scripts/test.sh";
+
+/// An emulator setting from `target/emulators.env`; panics when the emulators are not running.
+pub fn emulator_var(name: &str) -> String {
+    match std::env::var(name) {
+        Ok(value) if !value.is_empty() => value,
+        _ => panic!("{NOT_RUNNING} ({name} is not set)"),
+    }
+}
+
+/// A short unique name for one test's scratch folder.
+pub fn unique(label: &str) -> String {
+    format!("{label}-{}", uuid::Uuid::new_v4().simple())
+}
+
+/// Options reaching the moto S3 emulator.
+pub fn s3_emulator_options() -> StorageOptions {
+    StorageOptions {
+        s3: S3Options {
+            access_key_id: Some("testing".into()),
+            secret_access_key: Some("testing".into()),
+            region: Some("us-east-1".into()),
+            endpoint: Some(emulator_var("ICETRIM_S3_ENDPOINT")),
+            allow_http: true,
+            ..Default::default()
+        },
+        ..Default::default()
+    }
+}
+
+/// A `FileIO` on the moto S3 emulator and a fresh, empty folder URI in its test bucket
+/// (`s3://icetrim-test/<label>-<uuid>`).
+pub fn s3_emulator(label: &str) -> (FileIO, String) {
+    let bucket = emulator_var("ICETRIM_S3_BUCKET");
+    let io = FileIO::new(s3_emulator_options());
+    (io, format!("s3://{bucket}/{}", unique(label)))
+}
+
+/// Options reaching the azurite emulator's development account.
+pub fn azure_emulator_options() -> StorageOptions {
+    StorageOptions {
+        azure: AzureOptions {
+            account: Some(AZURE_EMULATOR_ACCOUNT.into()),
+            access_key: Some(AZURE_EMULATOR_KEY.into()),
+            endpoint: Some(emulator_var("ICETRIM_AZURE_ENDPOINT")),
+            allow_http: true,
+            ..Default::default()
+        },
+        ..Default::default()
+    }
+}
+
+/// A `FileIO` on the azurite emulator and a fresh, empty folder URI in its test container
+/// (`abfss://icetrim-test@devstoreaccount1.dfs.core.windows.net/<label>-<uuid>`).
+pub fn azure_emulator(label: &str) -> (FileIO, String) {
+    let container = emulator_var("ICETRIM_AZURE_CONTAINER");
+    let io = FileIO::new(azure_emulator_options());
+    let root = format!(
+        "abfss://{container}@{AZURE_EMULATOR_ACCOUNT}.dfs.core.windows.net/{}",
+        unique(label)
+    );
+    (io, root)
+}
+
+/// The azurite connection string (for `IcebergAzure(...)` engine tests).
+pub fn azure_emulator_connection_string() -> String {
+    format!(
+        "DefaultEndpointsProtocol=http;AccountName={AZURE_EMULATOR_ACCOUNT};\
+         AccountKey={AZURE_EMULATOR_KEY};BlobEndpoint={};",
+        emulator_var("ICETRIM_AZURE_ENDPOINT")
+    )
+}
