@@ -8,6 +8,10 @@
 //! - [`Fault::Crash`]: it fails without effect and every later call (reads too) fails;
 //! - [`Fault::CrashAfterApplying`]: it takes effect but reports failure (a lost response), then
 //!   every later call fails.
+//!
+//! A test that needs more (run a concurrent writer before a commit, drop a connection in the
+//! middle of a bulk delete, count requests in flight) gives the store a [`StoreHook`]: code run
+//! before and after each call, told the call's [`Op`] and path, that may fail the call.
 
 use std::fmt;
 use std::sync::Arc;
@@ -18,7 +22,8 @@ use async_trait::async_trait;
 use futures::{StreamExt, stream::BoxStream};
 use object_store::{
     CopyOptions, GetOptions, GetResult, ListResult, MultipartUpload, ObjectMeta, ObjectStore,
-    ObjectStoreExt, PutMultipartOptions, PutOptions, PutPayload, PutResult, Result, path::Path,
+    ObjectStoreExt, PutMode, PutMultipartOptions, PutOptions, PutPayload, PutResult, Result,
+    path::Path,
 };
 
 /// What happens at the planned mutation.
@@ -149,16 +154,127 @@ impl FaultInjector {
     }
 }
 
-/// A store that obeys a [`FaultInjector`].
+/// The kind of call a [`StoreHook`] is told about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Op {
+    /// A put; `create` when it must not overwrite (`PutMode::Create`, a metadata commit).
+    Put { create: bool },
+    /// The start of a multipart upload.
+    PutMultipart,
+    Get,
+    /// One `delete_stream` request as a whole: before its first key, after its last answer.
+    DeleteRequest,
+    /// One key of a delete request; `index` is its position in the request.
+    Delete { index: usize },
+    List,
+    ListWithDelimiter,
+    /// A copy; the path is the target.
+    Copy,
+}
+
+/// Code a test runs around each call of a [`FaultyStore`] (before the [`FaultInjector`] judges
+/// it). An error from `before` fails the call without effect; on a key of a delete request it
+/// ends the request there, as a dropped connection does: that key answers the error and the keys
+/// after it get no answer. `after` runs once the call is answered (a listing or delete request:
+/// once its stream ends). Both default to doing nothing.
+#[async_trait]
+pub trait StoreHook: fmt::Debug + Send + Sync {
+    async fn before(&self, op: Op, path: Option<&Path>) -> Result<()> {
+        let _ = (op, path);
+        Ok(())
+    }
+
+    async fn after(&self, op: Op, path: Option<&Path>) {
+        let _ = (op, path);
+    }
+}
+
+/// A [`StoreHook`] that runs a closure before each call.
+pub struct HookFn<F>(pub F);
+
+impl<F> fmt::Debug for HookFn<F> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("HookFn")
+    }
+}
+
+#[async_trait]
+impl<F> StoreHook for HookFn<F>
+where
+    F: Fn(Op, Option<&Path>) -> Result<()> + Send + Sync,
+{
+    async fn before(&self, op: Op, path: Option<&Path>) -> Result<()> {
+        (self.0)(op, path)
+    }
+}
+
+/// A store that obeys a [`FaultInjector`] and runs an optional [`StoreHook`].
 #[derive(Debug)]
 pub struct FaultyStore {
     inner: Arc<dyn ObjectStore>,
     injector: Arc<FaultInjector>,
+    hook: Option<Arc<dyn StoreHook>>,
 }
 
 impl FaultyStore {
     pub fn new(inner: Arc<dyn ObjectStore>, injector: Arc<FaultInjector>) -> Self {
-        FaultyStore { inner, injector }
+        FaultyStore {
+            inner,
+            injector,
+            hook: None,
+        }
+    }
+
+    /// A store that only runs `hook` (its injector has no plan).
+    pub fn hooked(inner: Arc<dyn ObjectStore>, hook: Arc<dyn StoreHook>) -> Self {
+        Self::new(inner, FaultInjector::new()).with_hook(hook)
+    }
+
+    /// Run `hook` around every call.
+    pub fn with_hook(mut self, hook: Arc<dyn StoreHook>) -> Self {
+        self.hook = Some(hook);
+        self
+    }
+
+    async fn before(&self, op: Op, path: Option<&Path>) -> Result<()> {
+        match &self.hook {
+            Some(hook) => hook.before(op, path).await,
+            None => Ok(()),
+        }
+    }
+
+    async fn after<T>(&self, op: Op, path: Option<&Path>, result: Result<T>) -> Result<T> {
+        if let Some(hook) = &self.hook {
+            hook.after(op, path).await;
+        }
+        result
+    }
+
+    /// `stream` after the hook's `before(op)`, and followed by its `after(op)`.
+    fn hook_stream<T: Send + 'static>(
+        &self,
+        op: Op,
+        path: Option<&Path>,
+        stream: impl FnOnce() -> BoxStream<'static, Result<T>> + Send + 'static,
+    ) -> BoxStream<'static, Result<T>> {
+        let Some(hook) = self.hook.clone() else {
+            return stream();
+        };
+        let path = path.cloned();
+        let ended = Arc::clone(&hook);
+        let end_path = path.clone();
+        futures::stream::once(async move {
+            match hook.before(op, path.as_ref()).await {
+                Ok(()) => stream(),
+                Err(e) => futures::stream::once(async move { Err(e) }).boxed(),
+            }
+        })
+        .flatten()
+        .chain(
+            futures::stream::once(async move { ended.after(op, end_path.as_ref()).await })
+                .filter_map(|()| async { None }),
+        )
+        .boxed()
     }
 }
 
@@ -176,10 +292,16 @@ impl ObjectStore for FaultyStore {
         payload: PutPayload,
         opts: PutOptions,
     ) -> Result<PutResult> {
+        let op = Op::Put {
+            create: matches!(opts.mode, PutMode::Create),
+        };
+        self.before(op, Some(location)).await?;
         let write = self.inner.put_opts(location, payload, opts);
-        self.injector
+        let result = self
+            .injector
             .mutate(&format!("put {location}"), write)
-            .await
+            .await;
+        self.after(op, Some(location), result).await
     }
 
     async fn put_multipart_opts(
@@ -187,15 +309,20 @@ impl ObjectStore for FaultyStore {
         location: &Path,
         opts: PutMultipartOptions,
     ) -> Result<Box<dyn MultipartUpload>> {
+        self.before(Op::PutMultipart, Some(location)).await?;
         let start = self.inner.put_multipart_opts(location, opts);
-        self.injector
+        let result = self
+            .injector
             .mutate(&format!("put {location}"), start)
-            .await
+            .await;
+        self.after(Op::PutMultipart, Some(location), result).await
     }
 
     async fn get_opts(&self, location: &Path, options: GetOptions) -> Result<GetResult> {
+        self.before(Op::Get, Some(location)).await?;
         self.injector.check_read(&format!("get {location}"))?;
-        self.inner.get_opts(location, options).await
+        let result = self.inner.get_opts(location, options).await;
+        self.after(Op::Get, Some(location), result).await
     }
 
     fn delete_stream(
@@ -204,35 +331,65 @@ impl ObjectStore for FaultyStore {
     ) -> BoxStream<'static, Result<Path>> {
         let inner = Arc::clone(&self.inner);
         let injector = Arc::clone(&self.injector);
-        locations
-            .then(move |location| {
+        let hook = self.hook.clone();
+        let keys = move || {
+            // (the keys left, the next key's index, whether a refusal ended the request)
+            futures::stream::unfold((locations, 0, false), move |(mut locations, index, ended)| {
                 let inner = Arc::clone(&inner);
                 let injector = Arc::clone(&injector);
+                let hook = hook.clone();
                 async move {
-                    let location = location?;
+                    if ended {
+                        return None;
+                    }
+                    let location = match locations.next().await? {
+                        Ok(location) => location,
+                        Err(e) => return Some((Err(e), (locations, index + 1, false))),
+                    };
+                    let op = Op::Delete { index };
+                    if let Some(hook) = &hook {
+                        // A refusal ends the request: the keys after it get no answer.
+                        if let Err(e) = hook.before(op, Some(&location)).await {
+                            return Some((Err(e), (locations, index + 1, true)));
+                        }
+                    }
                     let what = format!("delete {location}");
-                    injector.mutate(&what, inner.delete(&location)).await?;
-                    Ok(location)
+                    let result = injector.mutate(&what, inner.delete(&location)).await;
+                    if let Some(hook) = &hook {
+                        hook.after(op, Some(&location)).await;
+                    }
+                    Some((result.map(|()| location), (locations, index + 1, false)))
                 }
             })
             .boxed()
+        };
+        self.hook_stream(Op::DeleteRequest, None, keys)
     }
 
     fn list(&self, prefix: Option<&Path>) -> BoxStream<'static, Result<ObjectMeta>> {
-        match self.injector.check_read("list") {
-            Ok(()) => self.inner.list(prefix),
-            Err(e) => futures::stream::once(async move { Err(e) }).boxed(),
-        }
+        let inner = Arc::clone(&self.inner);
+        let injector = Arc::clone(&self.injector);
+        let owned = prefix.cloned();
+        self.hook_stream(Op::List, prefix, move || {
+            match injector.check_read("list") {
+                Ok(()) => inner.list(owned.as_ref()),
+                Err(e) => futures::stream::once(async move { Err(e) }).boxed(),
+            }
+        })
     }
 
     async fn list_with_delimiter(&self, prefix: Option<&Path>) -> Result<ListResult> {
+        self.before(Op::ListWithDelimiter, prefix).await?;
         self.injector.check_read("list")?;
-        self.inner.list_with_delimiter(prefix).await
+        let result = self.inner.list_with_delimiter(prefix).await;
+        self.after(Op::ListWithDelimiter, prefix, result).await
     }
 
     async fn copy_opts(&self, from: &Path, to: &Path, options: CopyOptions) -> Result<()> {
+        self.before(Op::Copy, Some(to)).await?;
         let copy = self.inner.copy_opts(from, to, options);
-        self.injector.mutate(&format!("copy to {to}"), copy).await
+        let result = self.injector.mutate(&format!("copy to {to}"), copy).await;
+        self.after(Op::Copy, Some(to), result).await
     }
 }
 

@@ -30,7 +30,7 @@ use std::sync::{Arc, Mutex};
 use object_store::{ObjectStore, path::Path as ObjectPath};
 
 pub use counting::{CountingStore, RequestCounter, RequestCounts};
-pub use faulty::{Fault, FaultInjector, FaultyStore};
+pub use faulty::{Fault, FaultInjector, FaultyStore, HookFn, Op, StoreHook};
 pub use location::{Family, Location, StoreKey};
 pub use ops::{
     DELETE_BATCHES_IN_FLIGHT, DeleteOutcome, FileInfo, Listed, SkipReason, WriteOutcome,

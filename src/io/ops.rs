@@ -525,113 +525,59 @@ mod tests {
 
     use async_trait::async_trait;
     use object_store::memory::InMemory;
-    use object_store::{
-        CopyOptions, GetOptions, GetResult, ListResult, MultipartUpload, PutMultipartOptions,
-        PutResult,
-    };
 
     use super::*;
+    use crate::io::{FaultyStore, Op, StoreHook};
 
-    /// Memory store whose first `failures` delete requests fail as a whole after deleting the
-    /// first key (a connection dropped mid-batch).
+    /// Its first `failures` delete requests drop the connection after deleting their first key,
+    /// and it counts the delete requests running at once (each pauses a little first).
     #[derive(Debug, Default)]
-    struct DroppingStore {
-        inner: Arc<InMemory>,
+    struct Dropping {
         failures: AtomicU32,
-        /// Delete requests running now, and the most seen at once.
-        active: Arc<AtomicUsize>,
-        peak: Arc<AtomicUsize>,
-    }
-
-    impl std::fmt::Display for DroppingStore {
-        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-            f.write_str("DroppingStore")
-        }
+        active: AtomicUsize,
+        peak: AtomicUsize,
     }
 
     #[async_trait]
-    impl ObjectStore for DroppingStore {
-        async fn put_opts(
-            &self,
-            location: &ObjectPath,
-            payload: PutPayload,
-            opts: PutOptions,
-        ) -> object_store::Result<PutResult> {
-            self.inner.put_opts(location, payload, opts).await
-        }
-
-        async fn put_multipart_opts(
-            &self,
-            location: &ObjectPath,
-            opts: PutMultipartOptions,
-        ) -> object_store::Result<Box<dyn MultipartUpload>> {
-            self.inner.put_multipart_opts(location, opts).await
-        }
-
-        async fn get_opts(
-            &self,
-            location: &ObjectPath,
-            options: GetOptions,
-        ) -> object_store::Result<GetResult> {
-            self.inner.get_opts(location, options).await
-        }
-
-        fn delete_stream(
-            &self,
-            locations: BoxStream<'static, object_store::Result<ObjectPath>>,
-        ) -> BoxStream<'static, object_store::Result<ObjectPath>> {
-            let fail = self
-                .failures
-                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
-                .is_ok();
-            let now = self.active.fetch_add(1, Ordering::SeqCst) + 1;
-            self.peak.fetch_max(now, Ordering::SeqCst);
-            let active = Arc::clone(&self.active);
-            let pause =
-                futures::stream::once(tokio::time::sleep(std::time::Duration::from_millis(2)))
-                    .filter_map(|()| async { None });
-            let done = futures::stream::once(async move {
-                active.fetch_sub(1, Ordering::SeqCst);
-            })
-            .filter_map(|()| async { None });
-            let deleted = pause
-                .chain(self.inner.delete_stream(locations))
-                .chain(done)
-                .boxed();
-            if !fail {
-                return deleted;
+    impl StoreHook for Dropping {
+        async fn before(&self, op: Op, _: Option<&ObjectPath>) -> object_store::Result<()> {
+            match op {
+                Op::DeleteRequest => {
+                    let now = self.active.fetch_add(1, Ordering::SeqCst) + 1;
+                    self.peak.fetch_max(now, Ordering::SeqCst);
+                    tokio::time::sleep(Duration::from_millis(2)).await;
+                    Ok(())
+                }
+                Op::Delete { index: 1 }
+                    if self
+                        .failures
+                        .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+                        .is_ok() =>
+                {
+                    Err(object_store::Error::Generic {
+                        store: "Dropping",
+                        source: "connection dropped".into(),
+                    })
+                }
+                _ => Ok(()),
             }
-            let dropped = futures::stream::once(async {
-                Err(object_store::Error::Generic {
-                    store: "DroppingStore",
-                    source: "connection dropped".into(),
-                })
-            });
-            deleted.take(1).chain(dropped).boxed()
         }
 
-        fn list(
-            &self,
-            prefix: Option<&ObjectPath>,
-        ) -> BoxStream<'static, object_store::Result<ObjectMeta>> {
-            self.inner.list(prefix)
+        async fn after(&self, op: Op, _: Option<&ObjectPath>) {
+            if op == Op::DeleteRequest {
+                self.active.fetch_sub(1, Ordering::SeqCst);
+            }
         }
+    }
 
-        async fn list_with_delimiter(
-            &self,
-            prefix: Option<&ObjectPath>,
-        ) -> object_store::Result<ListResult> {
-            self.inner.list_with_delimiter(prefix).await
-        }
-
-        async fn copy_opts(
-            &self,
-            from: &ObjectPath,
-            to: &ObjectPath,
-            options: CopyOptions,
-        ) -> object_store::Result<()> {
-            self.inner.copy_opts(from, to, options).await
-        }
+    fn dropping(inner: &Arc<InMemory>, failures: u32) -> (Arc<dyn ObjectStore>, Arc<Dropping>) {
+        let hook = Arc::new(Dropping {
+            failures: AtomicU32::new(failures),
+            ..Dropping::default()
+        });
+        let inner: Arc<dyn ObjectStore> = Arc::clone(inner) as Arc<dyn ObjectStore>;
+        let store = FaultyStore::hooked(inner, Arc::clone(&hook) as Arc<dyn StoreHook>);
+        (Arc::new(store), hook)
     }
 
     async fn run(failures: u32) -> (Vec<bool>, Arc<InMemory>) {
@@ -643,11 +589,7 @@ mod tests {
             assert!(written.is_ok());
             batch.push(Target { index, path });
         }
-        let store = Arc::new(DroppingStore {
-            inner: Arc::clone(&inner),
-            failures: AtomicU32::new(failures),
-            ..DroppingStore::default()
-        });
+        let (store, _) = dropping(&inner, failures);
         let mut outcomes = delete_batch(store, batch).await;
         outcomes.sort_by_key(|(index, _)| *index);
         (outcomes.iter().map(|(_, r)| r.is_ok()).collect(), inner)
@@ -672,9 +614,9 @@ mod tests {
     #[tokio::test]
     async fn delete_many_with_bounds_the_requests_in_flight() {
         for in_flight in [1, 3, 8] {
-            let store = Arc::new(DroppingStore::default());
-            let io = FileIO::from_store("memory:///", Arc::clone(&store) as Arc<dyn ObjectStore>)
-                .expect("memory io");
+            let inner = Arc::new(InMemory::new());
+            let (store, hook) = dropping(&inner, 0);
+            let io = FileIO::from_store("memory:///", store).expect("memory io");
             let uris: Vec<String> = (0..40).map(|i| format!("memory:///t/f{i}")).collect();
             for uri in &uris {
                 io.overwrite(uri, bytes::Bytes::from_static(b"x"))
@@ -683,8 +625,8 @@ mod tests {
             }
             let outcomes = io.delete_many_with(&uris, in_flight).await;
             assert!(outcomes.iter().all(|o| o.result.is_ok()));
-            assert_eq!(store.inner.list(None).count().await, 0);
-            let peak = store.peak.load(Ordering::SeqCst);
+            assert_eq!(inner.list(None).count().await, 0);
+            let peak = hook.peak.load(Ordering::SeqCst);
             assert!(
                 peak <= in_flight,
                 "{peak} requests at once, asked for {in_flight}"
