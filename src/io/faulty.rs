@@ -158,14 +158,18 @@ impl FaultInjector {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Op {
     /// A put; `create` when it must not overwrite (`PutMode::Create`, a metadata commit).
-    Put { create: bool },
+    Put {
+        create: bool,
+    },
     /// The start of a multipart upload.
     PutMultipart,
     Get,
     /// One `delete_stream` request as a whole: before its first key, after its last answer.
     DeleteRequest,
     /// One key of a delete request; `index` is its position in the request.
-    Delete { index: usize },
+    Delete {
+        index: usize,
+    },
     List,
     ListWithDelimiter,
     /// A copy; the path is the target.
@@ -334,33 +338,36 @@ impl ObjectStore for FaultyStore {
         let hook = self.hook.clone();
         let keys = move || {
             // (the keys left, the next key's index, whether a refusal ended the request)
-            futures::stream::unfold((locations, 0, false), move |(mut locations, index, ended)| {
-                let inner = Arc::clone(&inner);
-                let injector = Arc::clone(&injector);
-                let hook = hook.clone();
-                async move {
-                    if ended {
-                        return None;
-                    }
-                    let location = match locations.next().await? {
-                        Ok(location) => location,
-                        Err(e) => return Some((Err(e), (locations, index + 1, false))),
-                    };
-                    let op = Op::Delete { index };
-                    if let Some(hook) = &hook {
-                        // A refusal ends the request: the keys after it get no answer.
-                        if let Err(e) = hook.before(op, Some(&location)).await {
-                            return Some((Err(e), (locations, index + 1, true)));
+            futures::stream::unfold(
+                (locations, 0, false),
+                move |(mut locations, index, ended)| {
+                    let inner = Arc::clone(&inner);
+                    let injector = Arc::clone(&injector);
+                    let hook = hook.clone();
+                    async move {
+                        if ended {
+                            return None;
                         }
+                        let location = match locations.next().await? {
+                            Ok(location) => location,
+                            Err(e) => return Some((Err(e), (locations, index + 1, false))),
+                        };
+                        let op = Op::Delete { index };
+                        if let Some(hook) = &hook {
+                            // A refusal ends the request: the keys after it get no answer.
+                            if let Err(e) = hook.before(op, Some(&location)).await {
+                                return Some((Err(e), (locations, index + 1, true)));
+                            }
+                        }
+                        let what = format!("delete {location}");
+                        let result = injector.mutate(&what, inner.delete(&location)).await;
+                        if let Some(hook) = &hook {
+                            hook.after(op, Some(&location)).await;
+                        }
+                        Some((result.map(|()| location), (locations, index + 1, false)))
                     }
-                    let what = format!("delete {location}");
-                    let result = injector.mutate(&what, inner.delete(&location)).await;
-                    if let Some(hook) = &hook {
-                        hook.after(op, Some(&location)).await;
-                    }
-                    Some((result.map(|()| location), (locations, index + 1, false)))
-                }
-            })
+                },
+            )
             .boxed()
         };
         self.hook_stream(Op::DeleteRequest, None, keys)
@@ -464,5 +471,44 @@ mod tests {
         assert!(!exists(&store, "a").await);
         assert!(exists(&store, "b").await && exists(&store, "c").await);
         assert_eq!(injector.mutations(), 6);
+    }
+
+    #[tokio::test]
+    async fn a_hook_sees_each_call_and_its_refusal_ends_a_delete_request() {
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let log = Arc::clone(&seen);
+        let hook = HookFn(move |op: Op, path: Option<&Path>| -> Result<()> {
+            log.lock().unwrap().push((op, path.map(|p| p.to_string())));
+            match (op, path) {
+                (Op::Delete { .. }, Some(path)) if path.as_ref() == "b" => {
+                    Err(object_store::Error::Generic {
+                        store: "hook",
+                        source: "dropped".into(),
+                    })
+                }
+                _ => Ok(()),
+            }
+        });
+        let store = FaultyStore::hooked(Arc::new(InMemory::new()), Arc::new(hook));
+        for name in ["a", "b", "c"] {
+            assert!(put(&store, name).await.is_ok());
+        }
+        let paths = futures::stream::iter(["a", "b", "c"].map(|n| Ok(Path::from(n)))).boxed();
+        let results: Vec<_> = store.delete_stream(paths).collect().await;
+        let outcomes: Vec<bool> = results.iter().map(|r| r.is_ok()).collect();
+        assert_eq!(outcomes, [true, false], "no answer after the refusal");
+        assert!(!exists(&store, "a").await);
+        assert!(exists(&store, "b").await && exists(&store, "c").await);
+        let seen = seen.lock().unwrap().clone();
+        let key = |name: &str| Some(name.to_string());
+        assert_eq!(
+            seen[3..],
+            [
+                (Op::DeleteRequest, None),
+                (Op::Delete { index: 0 }, key("a")),
+                (Op::Delete { index: 1 }, key("b")),
+            ]
+        );
+        assert_eq!(seen[0], (Op::Put { create: false }, key("a")));
     }
 }

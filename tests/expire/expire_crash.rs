@@ -7,21 +7,15 @@ use crate::support::expire as support;
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
 
-use async_trait::async_trait;
-use futures::stream::BoxStream;
 use icetrim::ErrorKind;
-use icetrim::io::{Fault, FaultInjector, FaultyStore, FileIO};
+use icetrim::io::{Fault, FaultInjector, FaultyStore, FileIO, HookFn, Op};
 use icetrim::settings::Settings;
 use icetrim::sql::ast::Literal;
 use object_store::local::LocalFileSystem;
 use object_store::path::Path as ObjectPath;
-use object_store::{
-    CopyOptions, GetOptions, GetResult, ListResult, MultipartUpload, ObjectMeta, ObjectStore,
-    PutMode, PutMultipartOptions, PutOptions, PutPayload, PutResult,
-};
 use support::*;
 
 fn copy_dir(from: &Path, to: &Path) {
@@ -203,101 +197,25 @@ async fn all_deletes_failing_still_succeeds_with_a_warning() {
     assert_eq!(snapshot_ids(&after).len(), 1, "the commit happened");
 }
 
-/// A local store that runs `hook` once, just before the first create-if-absent of a metadata
-/// file: another writer committing between our planning and our commit.
-struct HookStore {
-    inner: Arc<dyn ObjectStore>,
-    hook: Mutex<Option<Box<dyn FnOnce() + Send>>>,
-}
-
-impl std::fmt::Debug for HookStore {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "HookStore")
-    }
-}
-
-impl std::fmt::Display for HookStore {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "HookStore({})", self.inner)
-    }
-}
-
-#[async_trait]
-impl ObjectStore for HookStore {
-    async fn put_opts(
-        &self,
-        location: &ObjectPath,
-        payload: PutPayload,
-        opts: PutOptions,
-    ) -> object_store::Result<PutResult> {
-        if matches!(opts.mode, PutMode::Create) && location.as_ref().ends_with(".metadata.json") {
-            let hook = self.hook.lock().unwrap().take();
-            if let Some(hook) = hook {
-                hook();
-            }
-        }
-        self.inner.put_opts(location, payload, opts).await
-    }
-
-    async fn put_multipart_opts(
-        &self,
-        location: &ObjectPath,
-        opts: PutMultipartOptions,
-    ) -> object_store::Result<Box<dyn MultipartUpload>> {
-        self.inner.put_multipart_opts(location, opts).await
-    }
-
-    async fn get_opts(
-        &self,
-        location: &ObjectPath,
-        options: GetOptions,
-    ) -> object_store::Result<GetResult> {
-        self.inner.get_opts(location, options).await
-    }
-
-    fn delete_stream(
-        &self,
-        locations: BoxStream<'static, object_store::Result<ObjectPath>>,
-    ) -> BoxStream<'static, object_store::Result<ObjectPath>> {
-        self.inner.delete_stream(locations)
-    }
-
-    fn list(
-        &self,
-        prefix: Option<&ObjectPath>,
-    ) -> BoxStream<'static, object_store::Result<ObjectMeta>> {
-        self.inner.list(prefix)
-    }
-
-    async fn list_with_delimiter(
-        &self,
-        prefix: Option<&ObjectPath>,
-    ) -> object_store::Result<ListResult> {
-        self.inner.list_with_delimiter(prefix).await
-    }
-
-    async fn copy_opts(
-        &self,
-        from: &ObjectPath,
-        to: &ObjectPath,
-        options: CopyOptions,
-    ) -> object_store::Result<()> {
-        self.inner.copy_opts(from, to, options).await
-    }
-}
-
-/// Local storage whose first metadata commit is preceded by a ClickHouse INSERT into `dir`.
+/// Local storage that runs a ClickHouse INSERT into `dir` once, just before the first
+/// create-if-absent of a metadata file: another writer committing between our planning and our
+/// commit.
 fn io_with_concurrent_insert(dir: &Path, fired: &Arc<AtomicBool>) -> FileIO {
     let (dir, fired) = (dir.to_path_buf(), Arc::clone(fired));
-    let hook: Box<dyn FnOnce() + Send> = Box::new(move || {
-        fixtures::clickhouse(&dir, "INSERT INTO t VALUES (100, 'concurrent')")
-            .expect("the concurrent INSERT");
-        fired.store(true, Ordering::SeqCst);
-    });
-    let store = HookStore {
-        inner: Arc::new(LocalFileSystem::new()),
-        hook: Mutex::new(Some(hook)),
-    };
+    let started = AtomicBool::new(false);
+    let hook = HookFn(
+        move |op: Op, path: Option<&ObjectPath>| -> object_store::Result<()> {
+            let commit = op == (Op::Put { create: true })
+                && path.is_some_and(|p| p.as_ref().ends_with(".metadata.json"));
+            if commit && !started.swap(true, Ordering::SeqCst) {
+                fixtures::clickhouse(&dir, "INSERT INTO t VALUES (100, 'concurrent')")
+                    .expect("the concurrent INSERT");
+                fired.store(true, Ordering::SeqCst);
+            }
+            Ok(())
+        },
+    );
+    let store = FaultyStore::hooked(Arc::new(LocalFileSystem::new()), Arc::new(hook));
     FileIO::from_store("/", Arc::new(store)).unwrap()
 }
 

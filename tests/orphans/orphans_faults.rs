@@ -4,23 +4,17 @@
 use crate::support::fixtures;
 use crate::support::orphans as orphans_support;
 
-use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use async_trait::async_trait;
 use fixtures::{Fixture, make_fixture, now_ms, oracle_inspect};
-use futures::stream::BoxStream;
 use icetrim::ErrorKind;
 use icetrim::engine::OrphanMetrics;
-use icetrim::io::{Fault, FaultInjector, FaultyStore, FileIO};
+use icetrim::io::{Fault, FaultInjector, FaultyStore, FileIO, HookFn, Op};
+use object_store::ObjectStore;
 use object_store::local::LocalFileSystem;
 use object_store::path::Path as ObjectPath;
-use object_store::{
-    CopyOptions, GetOptions, GetResult, ListResult, MultipartUpload, ObjectMeta, ObjectStore,
-    PutMultipartOptions, PutOptions, PutPayload, PutResult,
-};
 use orphans_support::*;
 use serde_json::Value;
 
@@ -37,79 +31,17 @@ fn assert_oracle_clean(fixture: &Fixture) {
 /// A local store that, on the first delimited listing (the orphan scan's first request; finding
 /// the metadata uses plain listings), commits: copies the newest metadata file to the next
 /// version's name, as a concurrent writer would.
-#[derive(Debug)]
-struct CommitDuringScan {
-    inner: Arc<dyn ObjectStore>,
-    newest: PathBuf,
-    next: PathBuf,
-    fired: AtomicBool,
-}
-
-impl fmt::Display for CommitDuringScan {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "CommitDuringScan({})", self.inner)
-    }
-}
-
-#[async_trait]
-impl ObjectStore for CommitDuringScan {
-    async fn put_opts(
-        &self,
-        location: &ObjectPath,
-        payload: PutPayload,
-        opts: PutOptions,
-    ) -> object_store::Result<PutResult> {
-        self.inner.put_opts(location, payload, opts).await
-    }
-
-    async fn put_multipart_opts(
-        &self,
-        location: &ObjectPath,
-        opts: PutMultipartOptions,
-    ) -> object_store::Result<Box<dyn MultipartUpload>> {
-        self.inner.put_multipart_opts(location, opts).await
-    }
-
-    async fn get_opts(
-        &self,
-        location: &ObjectPath,
-        options: GetOptions,
-    ) -> object_store::Result<GetResult> {
-        self.inner.get_opts(location, options).await
-    }
-
-    fn delete_stream(
-        &self,
-        locations: BoxStream<'static, object_store::Result<ObjectPath>>,
-    ) -> BoxStream<'static, object_store::Result<ObjectPath>> {
-        self.inner.delete_stream(locations)
-    }
-
-    fn list(
-        &self,
-        prefix: Option<&ObjectPath>,
-    ) -> BoxStream<'static, object_store::Result<ObjectMeta>> {
-        self.inner.list(prefix)
-    }
-
-    async fn list_with_delimiter(
-        &self,
-        prefix: Option<&ObjectPath>,
-    ) -> object_store::Result<ListResult> {
-        if !self.fired.swap(true, Ordering::SeqCst) {
-            std::fs::copy(&self.newest, &self.next).expect("concurrent commit");
-        }
-        self.inner.list_with_delimiter(prefix).await
-    }
-
-    async fn copy_opts(
-        &self,
-        from: &ObjectPath,
-        to: &ObjectPath,
-        options: CopyOptions,
-    ) -> object_store::Result<()> {
-        self.inner.copy_opts(from, to, options).await
-    }
+fn commit_during_scan(newest: PathBuf, next: PathBuf) -> FaultyStore {
+    let fired = AtomicBool::new(false);
+    let hook = HookFn(
+        move |op: Op, _: Option<&ObjectPath>| -> object_store::Result<()> {
+            if op == Op::ListWithDelimiter && !fired.swap(true, Ordering::SeqCst) {
+                std::fs::copy(&newest, &next).expect("concurrent commit");
+            }
+            Ok(())
+        },
+    );
+    FaultyStore::hooked(local_store(), Arc::new(hook))
 }
 
 /// `<N>-<uuid>.metadata.json` → `<N+1>-<new uuid>.metadata.json`, same width.
@@ -137,12 +69,7 @@ async fn a_commit_during_the_scan_aborts_the_deletion() {
     let dir = fixture.table_dir();
     let newest = fixture.metadata_path();
     let next = next_metadata_name(&newest);
-    let store = CommitDuringScan {
-        inner: local_store(),
-        newest: newest.clone(),
-        next: next.clone(),
-        fired: AtomicBool::new(false),
-    };
+    let store = commit_during_scan(newest.clone(), next.clone());
     let io = FileIO::from_store("/", Arc::new(store)).unwrap();
     let rt = runtime(now, Some(io));
     let table = local_table(&dir, &[]);
