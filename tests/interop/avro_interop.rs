@@ -17,18 +17,7 @@ use icetrim::iceberg::manifest_list::{ManifestListMeta, read_manifest_list, writ
 use icetrim::iceberg::spec::{DataContent, EntryStatus, FormatVersion, ManifestContent};
 use serde_json::{Value as Json, json};
 
-fn python() -> PathBuf {
-    let path = std::env::var_os("ICETRIM_PYTHON")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv/bin/python"));
-    assert!(
-        path.exists(),
-        "interop test needs the venv python with pyiceberg and fastavro: set ICETRIM_PYTHON or create {} \
-         (e.g. a symlink to /work/main/.venv)",
-        path.display()
-    );
-    path
-}
+use crate::support::fixtures::python;
 
 fn run_py(script: &str, args: &[&Path]) -> String {
     let script = Path::new(env!("CARGO_MANIFEST_DIR"))

@@ -4,7 +4,6 @@
 //! tests fail, not skip, when it is missing.
 
 use std::collections::HashSet;
-use std::path::PathBuf;
 use std::process::Command;
 
 use icetrim::iceberg::commit::{CommitOptions, CommitOutcome, commit};
@@ -12,17 +11,7 @@ use icetrim::iceberg::locate::{LocatedMetadata, MetadataSettings, locate};
 use icetrim::io::FileIO;
 use serde_json::Value;
 
-fn python() -> PathBuf {
-    let path = std::env::var_os("ICETRIM_PYTHON")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".venv/bin/python"));
-    assert!(
-        path.exists(),
-        "Python with pyiceberg and chdb not found at {} (set ICETRIM_PYTHON or run scripts/test-env.sh)",
-        path.display()
-    );
-    path
-}
+use crate::support::fixtures::python;
 
 /// Run a Python snippet with `args`; its last stdout line is JSON.
 fn run_python(script: &str, args: &[&str]) -> Value {

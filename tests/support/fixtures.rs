@@ -86,7 +86,7 @@ pub fn python() -> PathBuf {
 }
 
 /// Runs a Python script with arguments; returns stdout parsed as JSON, panicking with stderr on failure.
-fn run_python_json(script: &Path, args: &[&str]) -> Value {
+pub fn run_python_json(script: &Path, args: &[&str]) -> Value {
     let output = Command::new(python())
         .arg(script)
         .args(args)

@@ -5,7 +5,6 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use serde_json::Value;
 
@@ -15,29 +14,9 @@ pub struct Nested {
     pub facts: Value,
 }
 
-fn python() -> PathBuf {
-    match std::env::var_os("ICETRIM_PYTHON") {
-        Some(path) => PathBuf::from(path),
-        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".venv/bin/python"),
-    }
-}
-
 fn run(args: &[&str]) -> Value {
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/py/make_nested_tables.py");
-    let output = Command::new(python())
-        .arg(&script)
-        .args(args)
-        .env("PYTHONDONTWRITEBYTECODE", "1")
-        .env("TZ", "UTC")
-        .output()
-        .unwrap_or_else(|e| panic!("cannot start {}: {e}", script.display()));
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success(),
-        "make_nested_tables.py {args:?} failed:\n{}\n{stdout}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("no JSON ({e}): {stdout}"))
+    crate::support::fixtures::run_python_json(&script, args)
 }
 
 impl Nested {
