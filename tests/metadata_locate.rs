@@ -205,3 +205,77 @@ async fn version_hint_settles_mixed_names() {
         found.check_writable().expect("hint names the current file");
     }
 }
+
+#[tokio::test]
+async fn garbage_outside_and_older_version_hints_warn() {
+    for (io, loc, _dir) in stores() {
+        for v in 1..=3 {
+            put_doc(
+                &io,
+                &loc,
+                &format!("v{v}.metadata.json"),
+                &doc(&loc, UUID_A, v, &[v]),
+            )
+            .await;
+        }
+        let hint = format!("{loc}/metadata/version-hint.text");
+        for use_hint in [false, true] {
+            let mut s = settings();
+            s.use_version_hint = use_hint;
+            for (text, why) in [
+                ("not a version!\n", "garbage"),
+                ("/elsewhere/metadata/v3.metadata.json", "outside"),
+                ("1\n", "older"),
+                ("7\n", "missing"),
+            ] {
+                put(&io, &hint, text.as_bytes().to_vec()).await;
+                let found = locate(&io, &loc, &s).await.expect("located");
+                assert_eq!(found.version, Some(3), "{text}");
+                assert!(
+                    found
+                        .warnings
+                        .iter()
+                        .any(|w| w.contains("version-hint.text")),
+                    "{why} hint {text:?} gives no warning: {:?}",
+                    found.warnings
+                );
+            }
+            put(&io, &hint, b"3\n".to_vec()).await;
+            let found = locate(&io, &loc, &s).await.expect("located");
+            assert!(found.warnings.is_empty(), "{:?}", found.warnings);
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_dangling_higher_version_hint_never_steers_a_commit() {
+    use icetrim::iceberg::commit::{CommitOptions, commit_with_retries};
+    for (io, loc, _dir) in stores() {
+        for v in 1..=3 {
+            put_doc(
+                &io,
+                &loc,
+                &format!("v{v}.metadata.json"),
+                &doc(&loc, UUID_A, v, &[v]),
+            )
+            .await;
+        }
+        let hint = format!("{loc}/metadata/version-hint.text");
+        // A hint naming a missing higher version is no reason to leave the hint behind.
+        put(&io, &hint, b"7\n".to_vec()).await;
+        let committed = commit_with_retries(
+            &io,
+            &loc,
+            &settings(),
+            2,
+            &CommitOptions::default(),
+            |md| Ok(Some(md.clone())),
+        )
+        .await
+        .expect("commit")
+        .expect("written");
+        assert_eq!(committed.version, 4);
+        let text = io.read(&hint).await.expect("hint");
+        assert_eq!(String::from_utf8_lossy(&text).trim(), "4");
+    }
+}
