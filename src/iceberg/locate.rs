@@ -110,7 +110,7 @@ fn is_uuid(text: &str) -> bool {
 }
 
 /// The last `/`-separated segment.
-pub(crate) fn file_name(path: &str) -> &str {
+pub fn file_name(path: &str) -> &str {
     path.rsplit('/').next().unwrap_or(path)
 }
 
@@ -131,6 +131,11 @@ pub struct LocatedMetadata {
     pub version_hint: Option<String>,
     /// The table asks for a version hint (`iceberg_use_version_hint`).
     pub use_version_hint: bool,
+    /// The file was named by `iceberg_metadata_file_path` (it may not be the newest).
+    pub pinned: bool,
+    /// What the caller should pass on to the user (a version hint that is garbage, points
+    /// outside the table, or names a missing or older file).
+    pub warnings: Vec<String>,
 }
 
 impl LocatedMetadata {
@@ -211,6 +216,8 @@ pub async fn locate(
             ambiguous_naming: false,
             version_hint,
             use_version_hint: settings.use_version_hint,
+            pinned: true,
+            warnings: Vec::new(),
         });
     }
     let dir = metadata_dir(&location);
@@ -230,8 +237,20 @@ pub async fn locate(
     }
     let mut chosen = choose(io, &location, candidates, settings).await?;
     let mut hinted = false;
-    if settings.use_version_hint && version_hint.is_some() {
-        hinted = follow_hint(io, &location, &mut chosen).await?;
+    let mut warnings = Vec::new();
+    if version_hint.is_some()
+        && let Some(text) = read_hint(io, &location).await?
+    {
+        if settings.use_version_hint {
+            hinted = follow_hint(&text, &location, &mut chosen);
+        }
+        warnings.extend(hint_warning(
+            &text,
+            &location,
+            &chosen.candidate.path,
+            chosen.candidate.version,
+            &listing,
+        ));
     }
     let Chosen {
         candidate,
@@ -253,6 +272,155 @@ pub async fn locate(
         ambiguous_naming: ambiguous && !hinted,
         version_hint,
         use_version_hint: settings.use_version_hint,
+        pinned: false,
+        warnings,
+    })
+}
+
+/// The error for maintenance asked to work on a pinned file that is not the newest (SPEC §5:
+/// planning on an older file forks the table and deletes what the newest still needs).
+pub fn pinned_not_newest(procedure: &str, table: &str, pinned: &str, newest: &str) -> Error {
+    Error::bad_arguments(format!(
+        "{procedure} on {table} works only on the newest metadata file, but the table setting \
+         iceberg_metadata_file_path pins '{pinned}' and the newest is '{newest}'"
+    ))
+}
+
+/// [`locate`] for maintenance: the newest committed metadata. When `iceberg_metadata_file_path`
+/// pins a file, it must be the newest one (else [`pinned_not_newest`]); `procedure` and `table`
+/// name the statement in the error.
+pub async fn locate_newest(
+    io: &FileIO,
+    location: &str,
+    settings: &MetadataSettings,
+    procedure: &str,
+    table: &str,
+) -> Result<LocatedMetadata> {
+    let located = locate(io, location, settings).await?;
+    if settings.metadata_file_path.is_none() {
+        return Ok(located);
+    }
+    let unpinned = MetadataSettings {
+        metadata_file_path: None,
+        ..settings.clone()
+    };
+    match locate(io, location, &unpinned).await {
+        Ok(newest) if crate::io::path_key(&newest.path) == crate::io::path_key(&located.path) => {
+            Ok(located)
+        }
+        Ok(newest) => Err(pinned_not_newest(
+            procedure,
+            table,
+            &located.path,
+            &newest.path,
+        )),
+        // No versioned metadata file at all: the pinned one is the only candidate.
+        Err(e) if e.kind() == ErrorKind::FileDoesntExist => Ok(located),
+        Err(e) => Err(e),
+    }
+}
+
+/// The versioned metadata files directly under `<location>/metadata/`: `(version, name)`.
+pub async fn metadata_versions(io: &FileIO, location: &str) -> Result<Vec<(u64, String)>> {
+    Ok(list_metadata_dir(io, location)
+        .await?
+        .into_iter()
+        .filter_map(|n| Some((parse_file_name(&n)?.version?, n)))
+        .collect())
+}
+
+/// Refuse when the versioned metadata files of our own `metadata/` carry more than one
+/// `table-uuid` (two tables written to one location) and `iceberg_metadata_table_uuid` does not
+/// pick one: "this table" could silently be the other one. Only the first bytes of each file are
+/// read ([`crate::iceberg::metadata_peek`]). A file without `table-uuid` (format v1) sides with
+/// either. With `even_when_chosen` (a procedure that deletes by listing, whose listing would
+/// take the other table's files for orphans) a second table refuses even when the setting picks
+/// one. `procedure` and `table` name the statement in the error.
+pub async fn check_single_table_uuid(
+    io: &FileIO,
+    location: &str,
+    settings: &MetadataSettings,
+    in_flight: usize,
+    (procedure, table): (&str, &str),
+    even_when_chosen: bool,
+) -> Result<()> {
+    let chosen = settings.table_uuid.is_some() || settings.metadata_file_path.is_some();
+    if chosen && !even_when_chosen {
+        return Ok(());
+    }
+    let tables = table_uuids(io, location, in_flight).await?;
+    if tables.len() < 2 {
+        return Ok(());
+    }
+    Err(two_tables_error(procedure, table, location, &tables, chosen))
+}
+
+/// The distinct `table-uuid`s (normalised) of the versioned metadata files of our own
+/// `metadata/`, each with its original spelling and up to two example file names.
+pub async fn table_uuids(
+    io: &FileIO,
+    location: &str,
+    in_flight: usize,
+) -> Result<Vec<(String, String, Vec<String>)>> {
+    let location = location.trim_end_matches('/');
+    let dir = metadata_dir(location);
+    let mut files = metadata_versions(io, location).await?;
+    files.sort();
+    let paths: Vec<String> = files.iter().map(|(_, n)| format!("{dir}{n}")).collect();
+    let heads = crate::iceberg::metadata_peek::read_heads(io, &paths, in_flight).await;
+    let mut tables: Vec<(String, String, Vec<String>)> = Vec::new();
+    for (path, head) in heads {
+        let head = match head {
+            Ok(head) => head,
+            // Gone since the listing (a concurrent cleanup): nothing to tell.
+            Err(e) if e.kind() == ErrorKind::FileDoesntExist => continue,
+            Err(e) => return Err(e),
+        };
+        let Some(uuid) = head.table_uuid else {
+            continue;
+        };
+        let key = normalize_uuid(&uuid);
+        let name = file_name(&path).to_string();
+        match tables.iter_mut().find(|(k, _, _)| *k == key) {
+            Some((_, _, examples)) => {
+                if examples.len() < 2 {
+                    examples.push(name);
+                }
+            }
+            None => tables.push((key, uuid, vec![name])),
+        }
+    }
+    Ok(tables)
+}
+
+fn two_tables_error(
+    procedure: &str,
+    table: &str,
+    location: &str,
+    tables: &[(String, String, Vec<String>)],
+    chosen: bool,
+) -> Error {
+    let named: Vec<String> = tables
+        .iter()
+        .map(|(_, uuid, examples)| format!("table-uuid {uuid} (e.g. {})", examples.join(", ")))
+        .collect();
+    let folder = metadata_dir(location.trim_end_matches('/'));
+    let head = format!(
+        "{procedure} on {table}: the metadata folder '{folder}' holds metadata files of {} \
+         tables: {}. Two tables were written to one location",
+        tables.len(),
+        named.join("; ")
+    );
+    Error::bad_arguments(if chosen {
+        format!(
+            "{head}; even with iceberg_metadata_table_uuid naming one, {procedure} would take \
+             the other table's files for orphans; nothing was deleted"
+        )
+    } else {
+        format!(
+            "{head}, so it cannot tell which one it maintains; name the table with the table \
+             setting iceberg_metadata_table_uuid"
+        )
     })
 }
 
@@ -324,31 +492,94 @@ async fn choose(
     })
 }
 
-/// Follow `version-hint.text` when it names the chosen file or one of its same-version rivals.
-/// Returns whether the hint settled the choice.
-async fn follow_hint(io: &FileIO, location: &str, chosen: &mut Chosen) -> Result<bool> {
-    let hint_path = version_hint_path(location);
-    let bytes = match io.read(&hint_path).await {
-        Ok(b) => b,
-        Err(e) if e.kind() == ErrorKind::FileDoesntExist => return Ok(false),
-        Err(e) => return Err(e),
-    };
-    let hinted = hinted_file_name(&String::from_utf8_lossy(&bytes));
+/// The text of `metadata/version-hint.text`, `None` when it is gone.
+async fn read_hint(io: &FileIO, location: &str) -> Result<Option<String>> {
+    match io.read(&version_hint_path(location)).await {
+        Ok(b) => Ok(Some(String::from_utf8_lossy(&b).into_owned())),
+        Err(e) if e.kind() == ErrorKind::FileDoesntExist => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// Follow the hint `text` when it names the chosen file or one of its same-version rivals (and
+/// points into our own `metadata/`). Returns whether the hint settled the choice.
+fn follow_hint(text: &str, location: &str, chosen: &mut Chosen) -> bool {
+    if hint_points_outside(text.trim(), location) {
+        return false;
+    }
+    let hinted = hinted_file_name(text);
     if file_name(&chosen.candidate.path) == hinted {
-        return Ok(true);
+        return true;
     }
     let Some(pos) = chosen
         .rivals
         .iter()
         .position(|c| file_name(&c.path) == hinted)
     else {
-        return Ok(false);
+        return false;
     };
     let rival = chosen.rivals.swap_remove(pos);
     let previous = std::mem::replace(&mut chosen.candidate, rival);
     chosen.rivals.push(previous);
     chosen.metadata = None;
-    Ok(true)
+    true
+}
+
+/// Whether a hint with a path (`/t/metadata/v3.metadata.json`, `metadata/v3.metadata.json`,
+/// relative to the table) names a file outside the table's own `metadata/` folder.
+fn hint_points_outside(trimmed: &str, location: &str) -> bool {
+    if !trimmed.contains('/') {
+        return false;
+    }
+    let full = if trimmed.contains("://") || trimmed.starts_with('/') {
+        trimmed.to_string()
+    } else {
+        format!("{location}/{trimmed}")
+    };
+    let dir = full.rsplit_once('/').map_or("", |(dir, _)| dir);
+    trimmed.split('/').any(|c| c == ".." || c == ".") || !same_place(dir, &metadata_dir(location))
+}
+
+/// A warning about the version hint `text` of the table at `location`, whose newest metadata
+/// file is `newest` (version `newest_version`) among the files `listing` of `metadata/`: a hint
+/// that is garbage, points outside the table's `metadata/`, or names a missing or older file.
+/// Such a hint is never followed; the warning says so, because readers that trust hints
+/// (ClickHouse with `iceberg_use_version_hint`, Java Hadoop tables) would read something else.
+pub fn hint_warning(
+    text: &str,
+    location: &str,
+    newest: &str,
+    newest_version: u64,
+    listing: &[String],
+) -> Option<String> {
+    let trimmed = text.trim();
+    let shown: String = trimmed.chars().take(120).collect();
+    let head = format!(
+        "metadata/version-hint.text of the Iceberg table at '{location}' holds {shown:?}, which"
+    );
+    let tail = format!(
+        "; it is ignored and the newest metadata file '{}' is used (readers that follow the          hint may see another version)",
+        file_name(newest)
+    );
+    let hinted = hinted_file_name(trimmed);
+    let Some(version) = parse_file_name(&hinted).and_then(|n| n.version) else {
+        return Some(format!("{head} names no metadata file{tail}"));
+    };
+    if hint_points_outside(trimmed, location) {
+        return Some(format!(
+            "{head} points outside the table's metadata folder{tail}"
+        ));
+    }
+    if !listing.iter().any(|n| *n == hinted) {
+        return Some(format!("{head} names '{hinted}', which does not exist{tail}"));
+    }
+    if version < newest_version {
+        return Some(format!(
+            "{head} names '{hinted}' (version {version}), older than the newest metadata file \
+             (version {newest_version}){tail}"
+        ));
+    }
+    None
 }
 
 /// The file name a version hint stands for, as ClickHouse reads it: `N` → `vN.metadata.json`;

@@ -7,5 +7,6 @@ pub mod locate;
 pub mod manifest;
 pub mod manifest_list;
 pub mod metadata;
+pub mod metadata_peek;
 pub mod spec;
 pub mod txn;

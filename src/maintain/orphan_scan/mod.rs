@@ -12,6 +12,9 @@
 //!    `DeleteOrphanFiles` refuses likewise, and so does our `expire_snapshots`).
 //! 3. **Reachable set** ([`collect_reachable`]); a reference outside the table location is
 //!    refused (`NOT_IMPLEMENTED`, naming up to 10).
+//!    The metadata files the listing calls orphans pass the metadata-file rule
+//!    ([`newer_metadata`]): one at least as new as the planned file (version or
+//!    `last-updated-ms`) is never deleted, and a versioned one refuses the statement.
 //! 4. **Listing** ([`scan`]): recursive and streaming under `<root>` or `<root>/<location>`, each
 //!    file judged by [`crate::maintain::orphans::classify`] as it arrives; first-level folders
 //!    are listed concurrently (up to `iceberg_metadata_read_concurrency`; a plain local table is
@@ -57,13 +60,14 @@
 
 mod delete;
 mod explain;
+mod newer_metadata;
 mod scan;
 
 use super::reachable::collect_reachable;
 use super::target::MaintenanceTarget;
 use crate::engine::{Metrics, OrphanMetrics, QueryResult};
 use crate::error::{Error, ErrorKind, Result};
-use crate::iceberg::locate::{LocatedMetadata, MetadataSettings, locate};
+use crate::iceberg::locate::LocatedMetadata;
 use crate::io::{is_under, path_key};
 use crate::maintain::orphans::OrphanTally;
 use crate::plan::OrphanOptions;
@@ -103,12 +107,20 @@ pub async fn run(
         keep_kept_rows: explain,
         concurrency: target.settings.metadata_read_concurrency(),
     };
-    let outcome = scan::scan(&target.io, &request, &reachable).await?;
+    let mut outcome = scan::scan(&target.io, &request, &reachable).await?;
+    newer_metadata::keep_newer_metadata(
+        &target.io,
+        &located,
+        &mut outcome.orphans,
+        target.settings.metadata_read_concurrency(),
+        &target.table_name,
+    )
+    .await?;
     if explain {
         return Ok(explain::result(&outcome, reachable.len()));
     }
     if options.dry_run {
-        return Ok(metrics_result(&outcome.dry_run_tally(), Vec::new()));
+        return Ok(metrics_result(&outcome.dry_run_tally(), located.warnings.clone()));
     }
     check_pointer_unchanged(target, &located.path).await?;
     target.progress.begin_writes()?;
@@ -121,9 +133,11 @@ pub async fn run(
     .await;
     let mut tally = deleted.tally;
     tally.skipped_missing_metadata = outcome.skipped_missing_metadata;
-    let warnings = deleted
+    let warnings = located
         .warnings
-        .into_iter()
+        .iter()
+        .cloned()
+        .chain(deleted.warnings)
         .chain(target.progress.cancel_warning());
     Ok(metrics_result(&tally, warnings.collect()))
 }
@@ -164,28 +178,10 @@ fn normalize_scan_location(location: Option<&str>) -> Result<Option<String>> {
     Ok((!kept.is_empty()).then(|| kept.join("/")))
 }
 
-/// The newest committed metadata; a pinned `iceberg_metadata_file_path` must be it.
+/// The newest committed metadata; a pinned `iceberg_metadata_file_path` must be it (one rule for
+/// every procedure: [`MaintenanceTarget::locate_newest`]).
 async fn locate_newest(target: &MaintenanceTarget) -> Result<LocatedMetadata> {
-    let settings = &target.metadata_settings;
-    let located = locate(&target.io, &target.location, settings).await?;
-    if settings.metadata_file_path.is_none() {
-        return Ok(located);
-    }
-    let unpinned = MetadataSettings {
-        metadata_file_path: None,
-        ..settings.clone()
-    };
-    match locate(&target.io, &target.location, &unpinned).await {
-        Ok(newest) if path_key(&newest.path) == path_key(&located.path) => Ok(located),
-        Ok(newest) => Err(Error::bad_arguments(format!(
-            "remove_orphan_files on {} works only on the newest metadata file, but the table \
-             setting iceberg_metadata_file_path pins '{}' and the newest is '{}'",
-            target.table_name, located.path, newest.path
-        ))),
-        // No versioned metadata file at all: the pinned one is the only candidate.
-        Err(e) if e.kind() == ErrorKind::FileDoesntExist => Ok(located),
-        Err(e) => Err(e),
-    }
+    target.locate_newest("remove_orphan_files").await
 }
 
 fn check_gc_enabled(target: &MaintenanceTarget, located: &LocatedMetadata) -> Result<()> {
