@@ -73,15 +73,19 @@ pub async fn run(
     let mut last_conflict = String::new();
     let mut recovered = Recovered::default();
     let mut retracted = Vec::new();
+    let mut journals = None;
     for attempt in 0..max_attempts {
         if attempt == 0 && !explain && !options.dry_run {
-            retracted = retract_unconfirmed(target).await?;
+            let (found, parse_warnings) = journal::pending(&target.io, &target.location).await?;
+            let (still, warnings) = retract_unconfirmed(target, found).await?;
+            retracted = warnings;
+            journals = Some((still, parse_warnings));
         }
         let located = DropLater::new(target.locate_newest("expire_snapshots").await?);
-        if attempt == 0 && !explain && !options.dry_run {
+        if let Some(pending) = journals.take() {
             // Recovery deletes files: never on a table whose current file is in doubt.
             located.check_writable()?;
-            recovered = finish_pending(target, &located.metadata).await?;
+            recovered = finish_pending(target, &located.metadata, pending).await?;
         }
         let plan = DropLater::new(plan_expiry(target, &located.metadata, options).await?);
         let mut warnings = retracted.clone();

@@ -29,11 +29,13 @@ pub struct Recovered {
 }
 
 /// Finish every pending journal of `target`, whose newest metadata is `current`.
+/// `pending` is what [`journal::pending`] found (after [`retract_unconfirmed`]).
 pub async fn finish_pending(
     target: &MaintenanceTarget,
     current: &TableMetadata,
+    pending: (Vec<PendingJournal>, Vec<String>),
 ) -> Result<Recovered> {
-    let (journals, warnings) = journal::pending(&target.io, &target.location).await?;
+    let (journals, warnings) = pending;
     let mut recovered = Recovered {
         warnings,
         ..Recovered::default()
@@ -75,16 +77,22 @@ pub async fn finish_pending(
 /// still there beside the other file and no higher version builds on either, ours is removed now
 /// (the commit never counted, so the journal goes too); when the other file is gone, ours is the
 /// commit and the journal's deletes proceed as for any committed expiry; otherwise (a higher
-/// version exists) nothing can be decided and a warning says so. Returns warnings.
-pub async fn retract_unconfirmed(target: &MaintenanceTarget) -> Result<Vec<String>> {
-    let (journals, _) = journal::pending(&target.io, &target.location).await?;
+/// version exists) nothing can be decided and a warning says so. Returns the journals still
+/// pending and warnings.
+pub async fn retract_unconfirmed(
+    target: &MaintenanceTarget,
+    journals: Vec<PendingJournal>,
+) -> Result<(Vec<PendingJournal>, Vec<String>)> {
     let mut warnings = Vec::new();
-    for pending in journals {
+    let mut still = Vec::new();
+    for mut pending in journals {
         let Some(ours) = pending.journal.unconfirmed_metadata.clone() else {
+            still.push(pending);
             continue;
         };
         let ours_name = file_name(&ours).to_string();
         let Some(version) = parse_file_name(&ours_name).and_then(|n| n.version) else {
+            still.push(pending);
             continue;
         };
         let listed = metadata_versions(&target.io, &target.location).await?;
@@ -106,23 +114,33 @@ pub async fn retract_unconfirmed(target: &MaintenanceTarget) -> Result<Vec<Strin
                     ));
                     warnings.extend(journal::remove(&target.io, &pending.uri).await);
                 }
-                Err(e) => warnings.push(format!(
-                    "the unconfirmed commit '{ours}' of an earlier expire_snapshots could not be \
-                     retracted ({}); '{rival}' has the same version",
-                    e.message()
-                )),
+                Err(e) => {
+                    warnings.push(format!(
+                        "the unconfirmed commit '{ours}' of an earlier expire_snapshots could \
+                         not be retracted ({}); '{rival}' has the same version",
+                        e.message()
+                    ));
+                    still.push(pending);
+                }
             },
-            (true, Some(rival), true) => warnings.push(format!(
-                "the unconfirmed commit '{ours}' of an earlier expire_snapshots and '{rival}' \
-                 share a version and a later version follows; remove the one readers must not \
-                 take by hand (journal '{}')",
-                pending.uri
-            )),
+            (true, Some(rival), true) => {
+                warnings.push(format!(
+                    "the unconfirmed commit '{ours}' of an earlier expire_snapshots and \
+                     '{rival}' share a version and a later version follows; remove the one \
+                     readers must not take by hand (journal '{}')",
+                    pending.uri
+                ));
+                still.push(pending);
+            }
             // Ours alone (the commit stands) or gone (it never counted): an ordinary journal.
-            _ => journal::rewrite(&target.io, &pending.uri, &cleared).await?,
+            _ => {
+                journal::rewrite(&target.io, &pending.uri, &cleared).await?;
+                pending.journal = cleared;
+                still.push(pending);
+            }
         }
     }
-    Ok(warnings)
+    Ok((still, warnings))
 }
 
 /// Re-plan and delete one committed journal's leftovers; removes the journal when all went well.
