@@ -459,7 +459,11 @@ async fn a_pinned_older_metadata_file_refuses_expiry_and_changes_nothing() {
             message.contains("iceberg_metadata_file_path") && message.contains(&older[0]),
             "{message}"
         );
-        assert_eq!(files_on_disk(&dir), files_before, "nothing written or deleted");
+        assert_eq!(
+            files_on_disk(&dir),
+            files_before,
+            "nothing written or deleted"
+        );
     }
     assert_one_file_per_version(&dir);
     assert_whole(&before, &inspect(&dir).await);
@@ -531,8 +535,8 @@ impl ObjectStore for RivalStore {
     ) -> object_store::Result<PutResult> {
         let create = matches!(opts.mode, PutMode::Create);
         let result = self.inner.put_opts(location, payload, opts).await?;
-        let version = icetrim::iceberg::locate::parse_file_name(location.as_ref())
-            .and_then(|n| n.version);
+        let version =
+            icetrim::iceberg::locate::parse_file_name(location.as_ref()).and_then(|n| n.version);
         if let Some(version) = version.filter(|_| create)
             && self.armed.swap(false, Ordering::SeqCst)
         {

@@ -263,17 +263,13 @@ async fn a_dangling_higher_version_hint_never_steers_a_commit() {
         let hint = format!("{loc}/metadata/version-hint.text");
         // A hint naming a missing higher version is no reason to leave the hint behind.
         put(&io, &hint, b"7\n".to_vec()).await;
-        let committed = commit_with_retries(
-            &io,
-            &loc,
-            &settings(),
-            2,
-            &CommitOptions::default(),
-            |md| Ok(Some(md.clone())),
-        )
-        .await
-        .expect("commit")
-        .expect("written");
+        let committed =
+            commit_with_retries(&io, &loc, &settings(), 2, &CommitOptions::default(), |md| {
+                Ok(Some(md.clone()))
+            })
+            .await
+            .expect("commit")
+            .expect("written");
         assert_eq!(committed.version, 4);
         let text = io.read(&hint).await.expect("hint");
         assert_eq!(String::from_utf8_lossy(&text).trim(), "4");

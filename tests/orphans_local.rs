@@ -171,7 +171,10 @@ async fn a_higher_version_metadata_file_is_never_deleted_when_planning_by_last_u
         &[("iceberg_recent_metadata_file_by_last_updated_ms_field", "1")],
     );
     let outcome = run_on(&runtime(now, None), &table, options(None, false), false).await;
-    assert!(path.exists(), "the newest metadata file was deleted: {outcome:?}");
+    assert!(
+        path.exists(),
+        "the newest metadata file was deleted: {outcome:?}"
+    );
     let lost: Vec<&String> = before.iter().filter(|f| !Path::new(f).exists()).collect();
     assert!(lost.is_empty(), "files of the newest commit lost: {lost:?}");
     let e = outcome.expect_err("a newer metadata file than the plan's refuses");

@@ -45,7 +45,9 @@ pub async fn run_procedure_with(
                     expire::run(target, &options, explain).await
                 }
                 ProcedureCall::Orphans(options) => {
-                    target.check_single_table("remove_orphan_files", true).await?;
+                    target
+                        .check_single_table("remove_orphan_files", true)
+                        .await?;
                     orphan_scan::run(target, &options, explain).await
                 }
             }

@@ -37,9 +37,10 @@
 use bytes::Bytes;
 
 use crate::error::{Error, ErrorKind, Result};
+use crate::iceberg::guard::pinned_not_newest;
 use crate::iceberg::locate::{
     LocatedMetadata, MetadataSettings, NamingScheme, file_name, hinted_file_name, locate,
-    metadata_versions, parse_file_name, pinned_not_newest, same_place, version_hint_path,
+    metadata_versions, parse_file_name, same_place, version_hint_path,
 };
 use crate::iceberg::metadata::{MetadataCompression, TableMetadata};
 use crate::io::{FileIO, WriteOutcome};

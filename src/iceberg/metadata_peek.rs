@@ -162,9 +162,7 @@ fn head_of(scanned: &[Option<&[u8]>], path: &str) -> Result<MetadataHead> {
     };
     let last_updated_ms = match scanned[1] {
         None => None,
-        Some(raw) => Some(
-            serde_json::from_slice::<i64>(raw).map_err(|_| bad("last-updated-ms"))?,
-        ),
+        Some(raw) => Some(serde_json::from_slice::<i64>(raw).map_err(|_| bad("last-updated-ms"))?),
     };
     Ok(MetadataHead {
         table_uuid,
@@ -186,9 +184,7 @@ pub async fn read_head(io: &FileIO, path: &str) -> Result<MetadataHead> {
         return head_of(&found, path);
     }
     let bytes = io.read(path).await?;
-    if !compressed
-        && let Scanned::Complete(found) = top_level_members(&bytes, &HEAD_MEMBERS)
-    {
+    if !compressed && let Scanned::Complete(found) = top_level_members(&bytes, &HEAD_MEMBERS) {
         return head_of(&found, path);
     }
     let metadata = TableMetadata::parse(&bytes, path)?;
@@ -244,8 +240,14 @@ mod tests {
         let cut = r#"{"table-uuid":"u","last-updated-ms":5,"snapshots":[{"#;
         assert_eq!(text(&scan(cut)), [Some(r#""u""#.into()), Some("5".into())]);
         // A missing member is known missing only when the object closes.
-        assert_eq!(text(&scan(r#"{"table-uuid":"u"}"#)), [Some(r#""u""#.into()), None]);
-        assert_eq!(scan(r#"{"table-uuid":"u","schemas":[{"#), Scanned::Truncated);
+        assert_eq!(
+            text(&scan(r#"{"table-uuid":"u"}"#)),
+            [Some(r#""u""#.into()), None]
+        );
+        assert_eq!(
+            scan(r#"{"table-uuid":"u","schemas":[{"#),
+            Scanned::Truncated
+        );
         assert_eq!(scan(r#"{"last-updated-ms":12"#), Scanned::Truncated);
         assert_eq!(scan(r#"{"table-uu"#), Scanned::Truncated);
         assert_eq!(scan(""), Scanned::Truncated);

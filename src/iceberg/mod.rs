@@ -3,6 +3,7 @@
 
 pub mod avro;
 pub mod commit;
+pub mod guard;
 pub mod locate;
 pub mod manifest;
 pub mod manifest_list;

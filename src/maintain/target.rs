@@ -4,9 +4,8 @@
 
 use crate::engine::progress::Progress;
 use crate::error::Result;
-use crate::iceberg::locate::{
-    LocatedMetadata, MetadataSettings, check_single_table_uuid, locate_newest,
-};
+use crate::iceberg::guard::{check_single_table_uuid, locate_newest};
+use crate::iceberg::locate::{LocatedMetadata, MetadataSettings};
 use crate::io::FileIO;
 use crate::settings::Settings;
 
@@ -34,11 +33,7 @@ impl MaintenanceTarget {
     /// Refuse when our own `metadata/` holds a second `table-uuid` and the table settings do not
     /// pick one (see [`check_single_table_uuid`]); `even_when_chosen` for procedures that delete
     /// by listing. `procedure` names the statement in the error.
-    pub async fn check_single_table(
-        &self,
-        procedure: &str,
-        even_when_chosen: bool,
-    ) -> Result<()> {
+    pub async fn check_single_table(&self, procedure: &str, even_when_chosen: bool) -> Result<()> {
         check_single_table_uuid(
             &self.io,
             &self.location,

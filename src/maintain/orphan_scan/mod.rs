@@ -12,9 +12,6 @@
 //!    `DeleteOrphanFiles` refuses likewise, and so does our `expire_snapshots`).
 //! 3. **Reachable set** ([`collect_reachable`]); a reference outside the table location is
 //!    refused (`NOT_IMPLEMENTED`, naming up to 10).
-//!    The metadata files the listing calls orphans pass the metadata-file rule
-//!    ([`newer_metadata`]): one at least as new as the planned file (version or
-//!    `last-updated-ms`) is never deleted, and a versioned one refuses the statement.
 //! 4. **Listing** ([`scan`]): recursive and streaming under `<root>` or `<root>/<location>`, each
 //!    file judged by [`crate::maintain::orphans::classify`] as it arrives; first-level folders
 //!    are listed concurrently (up to `iceberg_metadata_read_concurrency`; a plain local table is
@@ -22,6 +19,9 @@
 //!    which nothing is listed is `BAD_ARGUMENTS` "Scan path '<path>' does not exist". A listed
 //!    file whose path matches a reachable one except for scheme or authority fails the statement
 //!    (`INCORRECT_DATA`; Java's `PrefixMismatchMode.ERROR`) before anything is deleted.
+//!    The metadata files the listing calls orphans then pass the metadata-file rule
+//!    ([`newer_metadata`]): one at least as new as the planned file (version or
+//!    `last-updated-ms`) is never deleted, and a versioned one refuses the statement.
 //! 5. **Delete** (unless dry run or EXPLAIN): re-locate the newest metadata; if it is no longer the
 //!    file scanned against, nothing is deleted and the statement fails with `QUERY_WAS_CANCELLED`
 //!    "Current metadata file changed during orphan scan (was '<a>', now '<b>'); nothing was
@@ -120,7 +120,10 @@ pub async fn run(
         return Ok(explain::result(&outcome, reachable.len()));
     }
     if options.dry_run {
-        return Ok(metrics_result(&outcome.dry_run_tally(), located.warnings.clone()));
+        return Ok(metrics_result(
+            &outcome.dry_run_tally(),
+            located.warnings.clone(),
+        ));
     }
     check_pointer_unchanged(target, &located.path).await?;
     target.progress.begin_writes()?;
