@@ -275,3 +275,30 @@ async fn a_dangling_higher_version_hint_never_steers_a_commit() {
         assert_eq!(String::from_utf8_lossy(&text).trim(), "4");
     }
 }
+
+#[tokio::test]
+async fn a_commit_on_a_pinned_older_file_is_refused_in_any_naming() {
+    use icetrim::iceberg::commit::{CommitOptions, commit_with_retries};
+    for (io, loc, _dir) in stores() {
+        let older = format!("00001-{UUID_A}.metadata.json");
+        let newest = format!("00002-{UUID_B}.metadata.json");
+        put_doc(&io, &loc, &older, &doc(&loc, UUID_A, 1, &[1])).await;
+        put_doc(&io, &loc, &newest, &doc(&loc, UUID_A, 2, &[1, 2])).await;
+        let pinned = MetadataSettings {
+            metadata_file_path: Some(format!("metadata/{older}")),
+            ..settings()
+        };
+        let e = commit_with_retries(&io, &loc, &pinned, 2, &CommitOptions::default(), |md| {
+            Ok(Some(md.clone()))
+        })
+        .await
+        .expect_err("a commit on an older pinned file forks the table");
+        assert_eq!(e.kind(), ErrorKind::BadArguments, "{e}");
+        assert!(
+            e.message().contains(&older) && e.message().contains(&newest),
+            "{e}"
+        );
+        let names = io.list_names(&format!("{loc}/metadata")).await.unwrap();
+        assert_eq!(names.len(), 2, "nothing written: {names:?}");
+    }
+}

@@ -21,7 +21,8 @@
 //!    (`INCORRECT_DATA`; Java's `PrefixMismatchMode.ERROR`) before anything is deleted.
 //!    The metadata files the listing calls orphans then pass the metadata-file rule
 //!    ([`newer_metadata`]): one at least as new as the planned file (version or
-//!    `last-updated-ms`) is never deleted, and a versioned one refuses the statement.
+//!    `last-updated-ms`) is never deleted, and one of a version at least the planned one refuses
+//!    the statement.
 //! 5. **Delete** (unless dry run or EXPLAIN): re-locate the newest metadata; if it is no longer the
 //!    file scanned against, nothing is deleted and the statement fails with `QUERY_WAS_CANCELLED`
 //!    "Current metadata file changed during orphan scan (was '<a>', now '<b>'); nothing was

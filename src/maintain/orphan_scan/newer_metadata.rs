@@ -5,17 +5,20 @@
 //! - Only orphan candidates whose name is a metadata file are looked at; the version comes from
 //!   the name, and `last-updated-ms` is read (the first bytes of the file, see
 //!   [`crate::iceberg::metadata_peek`]) only for those the name does not settle.
-//! - A **versioned** file at least as new is a fork of the table's history (two writers of one
-//!   version, a commit built on a pinned older file, a writer with a skewed clock): readers may
-//!   take it, and the files only it reaches would be deleted with the plan's other orphans. The
-//!   statement refuses (`INCORRECT_DATA`, naming both files); nothing is deleted, in a dry run and
-//!   EXPLAIN as in the real run.
-//! - An **unversioned** file (`<uuid>.metadata.json`, a writer's temporary file) at least as new is
-//!   only kept: no reader takes it as current.
+//! - A file whose **version** is at least the planned one is a fork of the table's history (two
+//!   writers of one version, a commit built on a pinned older file, a plan chosen by
+//!   `last-updated-ms` below a higher version): readers that choose by version take it, and the
+//!   files only it reaches would be deleted with the plan's other orphans. The statement refuses
+//!   (`INCORRECT_DATA`, naming both files); nothing is deleted, in a dry run and EXPLAIN as in the
+//!   real run.
+//! - A file of a lower version (or none: `<uuid>.metadata.json`, a writer's temporary file) whose
+//!   `last-updated-ms` is at least the planned one's is kept (a copy, a skewed clock), and the
+//!   statement goes on.
 //! - A file whose `last-updated-ms` cannot be read is kept.
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::iceberg::locate::{LocatedMetadata, file_name, parse_file_name};
+
 use crate::iceberg::metadata_peek::read_heads;
 use crate::io::FileIO;
 use crate::maintain::orphans::{
@@ -52,17 +55,9 @@ pub async fn keep_newer_metadata(
     let mut keep: Vec<String> = newer.iter().map(|(uri, _)| uri.clone()).collect();
     for (uri, head) in read_heads(io, &to_read, in_flight).await {
         let last_updated = head.ok().and_then(|h| h.last_updated_ms);
-        if !metadata_file_at_least_as_new(last_updated, &planned) {
-            continue;
+        if metadata_file_at_least_as_new(last_updated, &planned) {
+            keep.push(uri);
         }
-        if parse_file_name(&uri).and_then(|n| n.version).is_some() {
-            let why = match last_updated {
-                Some(ms) => format!("last-updated-ms {ms}"),
-                None => "unreadable".to_string(),
-            };
-            newer.push((uri.clone(), why));
-        }
-        keep.push(uri);
     }
     if let Some((uri, why)) = newer.first() {
         return Err(Error::new(
@@ -71,9 +66,9 @@ pub async fn keep_newer_metadata(
                 "remove_orphan_files on {table} cannot run: metadata file '{uri}' ({why}) is not \
                  reachable from the metadata file it planned on ('{}', version {}, \
                  last-updated-ms {}) but is at least as new{}. The table's history forks (two \
-                 writers of one version, a commit built on an older file, or a skewed clock) and \
-                 the files only that file reaches would be deleted; nothing was deleted. Decide \
-                 which file readers must take and remove the other",
+                 writers of one version, a commit built on an older file, or a choice by \
+                 last-updated-ms) and the files only that file reaches would be deleted; nothing \
+                 was deleted. Decide which file readers must take and remove the other",
                 file_name(&located.path),
                 located
                     .version
@@ -148,6 +143,69 @@ mod tests {
                 MetadataFileCheck::NotMetadata
             );
         }
+    }
+
+    fn orphan(uri: &str) -> Orphan {
+        Orphan {
+            uri: uri.to_string(),
+            category: crate::maintain::orphans::OrphanCategory::Metadata,
+            size: 1,
+            last_modified_ms: 0,
+        }
+    }
+
+    #[tokio::test]
+    async fn lower_versions_as_new_are_kept_and_higher_versions_refuse() {
+        use bytes::Bytes;
+        let io = FileIO::memory();
+        let doc = |lu: i64| {
+            Bytes::from(format!(
+                r#"{{"format-version":2,"table-uuid":"{UUID}","location":"memory:///t",
+                "last-sequence-number":0,"last-updated-ms":{lu},"last-column-id":0,
+                "current-schema-id":0,"schemas":[{{"type":"struct","schema-id":0,"fields":[]}}],
+                "default-spec-id":0,"partition-specs":[{{"spec-id":0,"fields":[]}}],
+                "snapshots":[],"snapshot-log":[],"metadata-log":[]}}"#
+            ))
+        };
+        let dir = "memory:///t/metadata";
+        for (name, lu) in [
+            ("v2.metadata.json", 1000),
+            ("v1.metadata.json", 1000),
+            ("v0.metadata.json", 999),
+        ] {
+            io.overwrite(&format!("{dir}/{name}"), doc(lu))
+                .await
+                .unwrap();
+        }
+        let tmp = format!("{dir}/{UUID}.metadata.json");
+        io.overwrite(&tmp, doc(1)).await.unwrap();
+        let located = crate::iceberg::locate::locate(&io, "memory:///t", &Default::default())
+            .await
+            .unwrap();
+        let mut orphans = vec![
+            orphan(&format!("{dir}/v1.metadata.json")),
+            orphan(&format!("{dir}/v0.metadata.json")),
+            orphan(&tmp),
+            orphan("memory:///t/data/x.parquet"),
+        ];
+        keep_newer_metadata(&io, &located, &mut orphans, 4, "t")
+            .await
+            .unwrap();
+        let left: Vec<&str> = orphans.iter().map(|o| o.uri.as_str()).collect();
+        assert_eq!(
+            left,
+            [
+                format!("{dir}/v0.metadata.json").as_str(),
+                tmp.as_str(),
+                "memory:///t/data/x.parquet"
+            ]
+        );
+        let mut rival = vec![orphan(&format!("{dir}/00002-{UUID}.metadata.json"))];
+        let e = keep_newer_metadata(&io, &located, &mut rival, 4, "t")
+            .await
+            .unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::IncorrectData);
+        assert!(e.message().contains("00002-"), "{}", e.message());
     }
 
     #[test]
