@@ -457,5 +457,6 @@ sessions! {
     orphans_refusals => "orphans_refusals.test",
     orphans_strays => "orphans_strays.test",
     orphans_threshold => "orphans_threshold.test",
+    pinned_metadata => "pinned_metadata.test",
     tables_and_settings => "tables_and_settings.test",
 }
