@@ -35,6 +35,7 @@ pub async fn system_table_rows(
     let mut rows = Vec::new();
     for def in defs {
         let target = open_table(runtime, settings, def)?;
+        target.check_single_table("SELECT", false).await?;
         let located = locate(&target.io, &target.location, &target.metadata_settings)
             .await
             .map_err(|e| e.context(format!("table {}", target.table_name)))?;

@@ -38,9 +38,16 @@ pub async fn run_procedure_with(
     let target = &target;
     progress
         .scope(async move {
+            // Two tables written to one location: "this table" must be named first.
             match call {
-                ProcedureCall::Expire(options) => expire::run(target, &options, explain).await,
+                ProcedureCall::Expire(options) => {
+                    target.check_single_table("expire_snapshots", false).await?;
+                    expire::run(target, &options, explain).await
+                }
                 ProcedureCall::Orphans(options) => {
+                    target
+                        .check_single_table("remove_orphan_files", true)
+                        .await?;
                     orphan_scan::run(target, &options, explain).await
                 }
             }

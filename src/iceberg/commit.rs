@@ -18,15 +18,29 @@
 //! failure): callers must delete nothing and re-read before trying again. [`commit_with_retries`]
 //! retries conflicts only, never storage errors.
 //!
-//! Limitation: names with a random uuid (`<N>-<uuid>`) cannot collide, so two writers racing on such
-//! a table both succeed; only the `vN` scheme gets a real conflict from the store.
+//! **One file per version, in any naming scheme.** Names with a random uuid (`<N>-<uuid>`,
+//! `v<N>-<uuid>`) never collide, and neither do `v<N>.metadata.json` and `v<N>.gz.metadata.json`,
+//! so create-if-absent alone does not stop two writers from both committing version `N` (a fork:
+//! readers take either). [`commit`] therefore lists `metadata/` before writing (a file of version
+//! `N` or higher: [`CommitOutcome::Conflict`]) and again after writing:
+//! - another file of version `N` and nothing higher: ours is removed and the commit is a
+//!   `Conflict` (the caller re-plans on the newest and retries, after a short random pause so
+//!   two icetrim writers do not meet again);
+//! - another file of version `N` and ours cannot be removed, or a higher version already builds on
+//!   one of the two: [`CommitOutcome::Unconfirmed`]. Readers may take either file; the caller must
+//!   delete nothing (expire_snapshots keeps its journal, and its next run retracts our file).
+//!
+//! A commit on a pinned file (`iceberg_metadata_file_path`) that is not the newest is refused
+//! (SPEC §5), whatever procedure asks. The version hint is never the basis of a commit: a hint
+//! naming a higher version is respected only when that version exists.
 
 use bytes::Bytes;
 
 use crate::error::{Error, ErrorKind, Result};
+use crate::iceberg::guard::pinned_not_newest;
 use crate::iceberg::locate::{
     LocatedMetadata, MetadataSettings, NamingScheme, file_name, hinted_file_name, locate,
-    parse_file_name, same_place, version_hint_path,
+    metadata_versions, parse_file_name, same_place, version_hint_path,
 };
 use crate::iceberg::metadata::{MetadataCompression, TableMetadata};
 use crate::io::{FileIO, WriteOutcome};
@@ -64,10 +78,27 @@ pub struct Committed {
 #[derive(Debug, Clone)]
 pub enum CommitOutcome {
     Committed(Box<Committed>),
-    /// Another writer took the name first; re-read and recompute.
+    /// Another writer took the name (or the version) first; re-read and recompute.
     Conflict {
         path: String,
     },
+    /// Our file `path` was written, but `rival` carries the same version and ours could not be
+    /// taken back: readers may take either. Delete nothing.
+    Unconfirmed {
+        path: String,
+        rival: String,
+        why: String,
+    },
+}
+
+impl CommitOutcome {
+    /// The message of an unconfirmed commit.
+    pub fn unconfirmed_message(path: &str, rival: &str, why: &str) -> String {
+        format!(
+            "the commit of '{path}' is unconfirmed: another writer committed '{rival}' with the \
+             same version ({why}), so readers may take either file"
+        )
+    }
 }
 
 /// The name (not path) and version of the file that follows `located`.
@@ -121,17 +152,77 @@ pub async fn commit(
         new_metadata.append_metadata_log(&logged, previous.last_updated_ms(), max)?;
     }
     let bytes = new_metadata.to_file_bytes(located.compression)?;
+    let listed = metadata_versions(io, &located.location).await?;
+    if located.pinned
+        && let Some((_, newer)) = listed
+            .iter()
+            .filter(|(v, _)| Some(*v) > located.version)
+            .max()
+    {
+        return Err(pinned_not_newest(
+            "A commit",
+            &located.location,
+            &located.path,
+            &format!("{}{newer}", located.metadata_dir()),
+        ));
+    }
+    if let Some((_, taken)) = listed.iter().find(|(v, _)| *v >= version) {
+        return Ok(CommitOutcome::Conflict {
+            path: format!("{}{taken}", located.metadata_dir()),
+        });
+    }
     match io.write_if_absent(&path, Bytes::from(bytes)).await? {
         WriteOutcome::AlreadyExists => return Ok(CommitOutcome::Conflict { path }),
         WriteOutcome::Created => {}
     }
-    let version_hint_written = advance_version_hint(io, located, &name, version).await?;
+    let listed = metadata_versions(io, &located.location).await?;
+    if let Some(outcome) = after_write_check(io, located, &path, &name, version, &listed).await {
+        return Ok(outcome);
+    }
+    let version_hint_written = advance_version_hint(io, located, &name, version, &listed).await?;
     Ok(CommitOutcome::Committed(Box::new(Committed {
         path,
         version,
         metadata: new_metadata,
         version_hint_written,
     })))
+}
+
+/// The check after writing `name` (version `version`): another file of the same version makes
+/// the commit a conflict (ours removed) or, when ours cannot be removed or a higher version exists
+/// already, unconfirmed. `None`: ours is the only file of its version.
+async fn after_write_check(
+    io: &FileIO,
+    located: &LocatedMetadata,
+    path: &str,
+    name: &str,
+    version: u64,
+    listed: &[(u64, String)],
+) -> Option<CommitOutcome> {
+    let rival = listed
+        .iter()
+        .find(|(v, n)| *v == version && n != name)
+        .map(|(_, n)| format!("{}{n}", located.metadata_dir()))?;
+    if let Some((_, higher)) = listed.iter().find(|(v, _)| *v > version) {
+        return Some(CommitOutcome::Unconfirmed {
+            path: path.to_string(),
+            rival,
+            why: format!("and '{higher}' already follows one of them"),
+        });
+    }
+    match io.delete(path).await {
+        Ok(()) => {
+            // Two icetrim writers that saw each other both retry: do not meet again.
+            let pause = 20 + (uuid::Uuid::new_v4().as_u128() % 200) as u64;
+            tokio::time::sleep(std::time::Duration::from_millis(pause)).await;
+            Some(CommitOutcome::Conflict { path: rival })
+        }
+        Err(e) => Some(CommitOutcome::Unconfirmed {
+            path: path.to_string(),
+            rival,
+            why: format!("and ours could not be removed: {}", e.message()),
+        }),
+    }
 }
 
 /// The previous file as `metadata-log` should name it: in the form of the metadata's own `location`
@@ -160,6 +251,7 @@ async fn advance_version_hint(
     located: &LocatedMetadata,
     new_name: &str,
     version: u64,
+    listed: &[(u64, String)],
 ) -> Result<bool> {
     if located.version_hint.is_none() && !located.use_version_hint {
         return Ok(false);
@@ -170,12 +262,14 @@ async fn advance_version_hint(
         Err(e) if e.kind() == ErrorKind::FileDoesntExist => None,
         Err(e) => return Err(e),
     };
-    // Like ClickHouse, never move a hint backwards (a faster writer may have advanced it).
+    // Like ClickHouse, never move a hint backwards (a faster writer may have advanced it), but
+    // a hint naming a version that does not exist is no reason to stay (it is never the basis
+    // of a commit).
     let hinted_version = existing
         .as_deref()
         .and_then(|h| parse_file_name(&hinted_file_name(h)))
         .and_then(|n| n.version);
-    if hinted_version.is_some_and(|v| v > version) {
+    if hinted_version.is_some_and(|v| v > version && listed.iter().any(|(l, _)| *l == v)) {
         return Ok(false);
     }
     let content = hint_content(existing.as_deref(), new_name, version);
@@ -222,6 +316,9 @@ where
         match commit(io, &located, new_metadata, options).await? {
             CommitOutcome::Committed(done) => return Ok(Some(*done)),
             CommitOutcome::Conflict { path } => last_conflict = Some(path),
+            CommitOutcome::Unconfirmed { path, rival, why } => {
+                return Err(unconfirmed_error(location, &path, &rival, &why));
+            }
         }
     }
     Err(Error::new(
@@ -232,6 +329,17 @@ where
             last_conflict.as_deref().unwrap_or("none")
         ),
     ))
+}
+
+/// The error of an unconfirmed commit for callers without a journal (the outcome is unknown).
+pub fn unconfirmed_error(location: &str, path: &str, rival: &str, why: &str) -> Error {
+    Error::new(
+        ErrorKind::StorageError,
+        format!(
+            "Cannot commit to Iceberg table at '{location}': {}; remove one of them by hand",
+            CommitOutcome::unconfirmed_message(path, rival, why)
+        ),
+    )
 }
 
 fn now_ms() -> i64 {

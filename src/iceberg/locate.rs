@@ -19,6 +19,15 @@
 //!    highest version; a stale or dangling hint is ignored (maintenance always works on the newest
 //!    committed file). A followed hint settles which file is current when names are ambiguous.
 //!
+//!    Whenever `version-hint.text` exists, [`LocatedMetadata::warnings`] says so when the hint is
+//!    garbage, points outside our own `metadata/`, or names a missing or older file (readers
+//!    that trust hints would see another version); such a hint is never followed, and commits
+//!    never build on it (see [`crate::iceberg::commit`]).
+//!
+//! For maintenance, [`crate::iceberg::guard::locate_newest`] refuses a pinned file that is not
+//! the newest, and [`crate::iceberg::guard::check_single_table_uuid`] refuses a `metadata/` holding a second `table-uuid` unless
+//! `iceberg_metadata_table_uuid` picks one (only the first bytes of each file are read).
+//!
 //! Ambiguity: when the candidates mix `v…` and `NNNNN-…` names, or several files carry the chosen
 //! version, reads take the chosen file but [`LocatedMetadata::check_writable`] refuses commits
 //! (ClickHouse likewise refuses to write such tables), unless an explicit path or a followed hint
@@ -110,7 +119,7 @@ fn is_uuid(text: &str) -> bool {
 }
 
 /// The last `/`-separated segment.
-pub(crate) fn file_name(path: &str) -> &str {
+pub fn file_name(path: &str) -> &str {
     path.rsplit('/').next().unwrap_or(path)
 }
 
@@ -131,6 +140,11 @@ pub struct LocatedMetadata {
     pub version_hint: Option<String>,
     /// The table asks for a version hint (`iceberg_use_version_hint`).
     pub use_version_hint: bool,
+    /// The file was named by `iceberg_metadata_file_path` (it may not be the newest).
+    pub pinned: bool,
+    /// What the caller should pass on to the user (a version hint that is garbage, points
+    /// outside the table, or names a missing or older file).
+    pub warnings: Vec<String>,
 }
 
 impl LocatedMetadata {
@@ -211,6 +225,8 @@ pub async fn locate(
             ambiguous_naming: false,
             version_hint,
             use_version_hint: settings.use_version_hint,
+            pinned: true,
+            warnings: Vec::new(),
         });
     }
     let dir = metadata_dir(&location);
@@ -230,8 +246,20 @@ pub async fn locate(
     }
     let mut chosen = choose(io, &location, candidates, settings).await?;
     let mut hinted = false;
-    if settings.use_version_hint && version_hint.is_some() {
-        hinted = follow_hint(io, &location, &mut chosen).await?;
+    let mut warnings = Vec::new();
+    if version_hint.is_some()
+        && let Some(text) = read_hint(io, &location).await?
+    {
+        if settings.use_version_hint {
+            hinted = follow_hint(&text, &location, &mut chosen);
+        }
+        warnings.extend(hint_warning(
+            &text,
+            &location,
+            &chosen.candidate.path,
+            chosen.candidate.version,
+            &listing,
+        ));
     }
     let Chosen {
         candidate,
@@ -253,7 +281,18 @@ pub async fn locate(
         ambiguous_naming: ambiguous && !hinted,
         version_hint,
         use_version_hint: settings.use_version_hint,
+        pinned: false,
+        warnings,
     })
+}
+
+/// The versioned metadata files directly under `<location>/metadata/`: `(version, name)`.
+pub async fn metadata_versions(io: &FileIO, location: &str) -> Result<Vec<(u64, String)>> {
+    Ok(list_metadata_dir(io, location)
+        .await?
+        .into_iter()
+        .filter_map(|n| Some((parse_file_name(&n)?.version?, n)))
+        .collect())
 }
 
 /// The choice among candidates, with the metadata when it was read on the way.
@@ -324,31 +363,96 @@ async fn choose(
     })
 }
 
-/// Follow `version-hint.text` when it names the chosen file or one of its same-version rivals.
-/// Returns whether the hint settled the choice.
-async fn follow_hint(io: &FileIO, location: &str, chosen: &mut Chosen) -> Result<bool> {
-    let hint_path = version_hint_path(location);
-    let bytes = match io.read(&hint_path).await {
-        Ok(b) => b,
-        Err(e) if e.kind() == ErrorKind::FileDoesntExist => return Ok(false),
-        Err(e) => return Err(e),
-    };
-    let hinted = hinted_file_name(&String::from_utf8_lossy(&bytes));
+/// The text of `metadata/version-hint.text`, `None` when it is gone.
+async fn read_hint(io: &FileIO, location: &str) -> Result<Option<String>> {
+    match io.read(&version_hint_path(location)).await {
+        Ok(b) => Ok(Some(String::from_utf8_lossy(&b).into_owned())),
+        Err(e) if e.kind() == ErrorKind::FileDoesntExist => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// Follow the hint `text` when it names the chosen file or one of its same-version rivals (and
+/// points into our own `metadata/`). Returns whether the hint settled the choice.
+fn follow_hint(text: &str, location: &str, chosen: &mut Chosen) -> bool {
+    if hint_points_outside(text.trim(), location) {
+        return false;
+    }
+    let hinted = hinted_file_name(text);
     if file_name(&chosen.candidate.path) == hinted {
-        return Ok(true);
+        return true;
     }
     let Some(pos) = chosen
         .rivals
         .iter()
         .position(|c| file_name(&c.path) == hinted)
     else {
-        return Ok(false);
+        return false;
     };
     let rival = chosen.rivals.swap_remove(pos);
     let previous = std::mem::replace(&mut chosen.candidate, rival);
     chosen.rivals.push(previous);
     chosen.metadata = None;
-    Ok(true)
+    true
+}
+
+/// Whether a hint with a path (`/t/metadata/v3.metadata.json`, `metadata/v3.metadata.json`,
+/// relative to the table) names a file outside the table's own `metadata/` folder.
+fn hint_points_outside(trimmed: &str, location: &str) -> bool {
+    if !trimmed.contains('/') {
+        return false;
+    }
+    let full = if trimmed.contains("://") || trimmed.starts_with('/') {
+        trimmed.to_string()
+    } else {
+        format!("{location}/{trimmed}")
+    };
+    let dir = full.rsplit_once('/').map_or("", |(dir, _)| dir);
+    trimmed.split('/').any(|c| c == ".." || c == ".") || !same_place(dir, &metadata_dir(location))
+}
+
+/// A warning about the version hint `text` of the table at `location`, whose newest metadata
+/// file is `newest` (version `newest_version`) among the files `listing` of `metadata/`: a hint
+/// that is garbage, points outside the table's `metadata/`, or names a missing or older file.
+/// Such a hint is never followed; the warning says so, because readers that trust hints
+/// (ClickHouse with `iceberg_use_version_hint`, Java Hadoop tables) would read something else.
+pub fn hint_warning(
+    text: &str,
+    location: &str,
+    newest: &str,
+    newest_version: u64,
+    listing: &[String],
+) -> Option<String> {
+    let trimmed = text.trim();
+    let shown: String = trimmed.chars().take(120).collect();
+    let head = format!(
+        "metadata/version-hint.text of the Iceberg table at '{location}' holds {shown:?}, which"
+    );
+    let tail = format!(
+        "; it is ignored and the newest metadata file '{}' is used (readers that follow the          hint may see another version)",
+        file_name(newest)
+    );
+    let hinted = hinted_file_name(trimmed);
+    let Some(version) = parse_file_name(&hinted).and_then(|n| n.version) else {
+        return Some(format!("{head} names no metadata file{tail}"));
+    };
+    if hint_points_outside(trimmed, location) {
+        return Some(format!(
+            "{head} points outside the table's metadata folder{tail}"
+        ));
+    }
+    if !listing.contains(&hinted) {
+        return Some(format!(
+            "{head} names '{hinted}', which does not exist{tail}"
+        ));
+    }
+    if version < newest_version {
+        return Some(format!(
+            "{head} names '{hinted}' (version {version}), older than the newest metadata file \
+             (version {newest_version}){tail}"
+        ));
+    }
+    None
 }
 
 /// The file name a version hint stands for, as ClickHouse reads it: `N` → `vN.metadata.json`;
@@ -427,7 +531,7 @@ fn resolve_explicit(location: &str, explicit: &str) -> Result<String> {
     Ok(format!("{location}/{relative}"))
 }
 
-fn normalize_uuid(uuid: &str) -> String {
+pub(crate) fn normalize_uuid(uuid: &str) -> String {
     uuid.chars()
         .filter(char::is_ascii_alphanumeric)
         .map(|c| c.to_ascii_lowercase())

@@ -3,9 +3,11 @@
 
 pub mod avro;
 pub mod commit;
+pub mod guard;
 pub mod locate;
 pub mod manifest;
 pub mod manifest_list;
 pub mod metadata;
+pub mod metadata_peek;
 pub mod spec;
 pub mod txn;

@@ -174,6 +174,54 @@ pub fn classify<S: AsRef<str>>(
     OrphanVerdict::Orphan(category_by_name(rel))
 }
 
+/// The metadata file a `remove_orphan_files` run planned on: its version (from the name) and
+/// `last-updated-ms`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PlannedMetadata {
+    pub version: Option<u64>,
+    pub last_updated_ms: i64,
+}
+
+/// What the metadata-file rule says about an orphan candidate (issue 15: a scan planned on a file
+/// chosen by `last-updated-ms` deleted a higher-version file, the real newest commit).
+///
+/// A candidate whose name is a metadata file (`*.metadata.json`, any gzip spelling) is never
+/// deleted when its version number, or its `last-updated-ms`, is at least that of the planned
+/// file: it may be the commit readers take. The version comes free from the name; the
+/// `last-updated-ms` costs a read, so only candidates the name does not settle need it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MetadataFileCheck {
+    /// Not a metadata file name: the rule does not apply.
+    NotMetadata,
+    /// A versioned name at least as new as the planned file: keep.
+    NewerVersion,
+    /// Read the file's `last-updated-ms` and ask [`metadata_file_at_least_as_new`].
+    NeedsLastUpdated,
+}
+
+/// The metadata-file rule on the file name `name` (see [`MetadataFileCheck`]).
+pub fn metadata_file_check(name: &str, planned: &PlannedMetadata) -> MetadataFileCheck {
+    use crate::iceberg::metadata::MetadataCompression;
+    let name = name.rsplit('/').next().unwrap_or(name);
+    if MetadataCompression::from_file_name(name).is_none() {
+        return MetadataFileCheck::NotMetadata;
+    }
+    let version = crate::iceberg::locate::parse_file_name(name).and_then(|n| n.version);
+    match (version, planned.version) {
+        (Some(v), Some(p)) if v >= p => MetadataFileCheck::NewerVersion,
+        _ => MetadataFileCheck::NeedsLastUpdated,
+    }
+}
+
+/// Whether a metadata file with `last_updated_ms` (`None`: unreadable) is at least as new as the
+/// planned one. An unreadable file cannot be vouched for, so it counts as new (kept).
+pub fn metadata_file_at_least_as_new(
+    last_updated_ms: Option<i64>,
+    planned: &PlannedMetadata,
+) -> bool {
+    last_updated_ms.is_none_or(|ms| ms >= planned.last_updated_ms)
+}
+
 /// The nine result rows of `remove_orphan_files`, accumulated.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct OrphanTally {

@@ -3,7 +3,9 @@
 //! statement's progress reporting and cancellation.
 
 use crate::engine::progress::Progress;
-use crate::iceberg::locate::MetadataSettings;
+use crate::error::Result;
+use crate::iceberg::guard::{check_single_table_uuid, locate_newest};
+use crate::iceberg::locate::{LocatedMetadata, MetadataSettings};
 use crate::io::FileIO;
 use crate::settings::Settings;
 
@@ -25,4 +27,34 @@ pub struct MaintenanceTarget {
     /// Where the statement reports progress and learns it was cancelled (see
     /// [`crate::engine::progress`]); executors without the target use [`Progress::current`].
     pub progress: Progress,
+}
+
+impl MaintenanceTarget {
+    /// Refuse when our own `metadata/` holds a second `table-uuid` and the table settings do not
+    /// pick one (see [`check_single_table_uuid`]); `even_when_chosen` for procedures that delete
+    /// by listing. `procedure` names the statement in the error.
+    pub async fn check_single_table(&self, procedure: &str, even_when_chosen: bool) -> Result<()> {
+        check_single_table_uuid(
+            &self.io,
+            &self.location,
+            &self.metadata_settings,
+            self.settings.metadata_read_concurrency(),
+            (procedure, &self.table_name),
+            even_when_chosen,
+        )
+        .await
+    }
+
+    /// The newest committed metadata ([`locate_newest`]): a pinned file that is not the newest
+    /// refuses `procedure`.
+    pub async fn locate_newest(&self, procedure: &str) -> Result<LocatedMetadata> {
+        locate_newest(
+            &self.io,
+            &self.location,
+            &self.metadata_settings,
+            procedure,
+            &self.table_name,
+        )
+        .await
+    }
 }

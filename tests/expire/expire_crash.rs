@@ -308,3 +308,311 @@ async fn concurrent_writer_conflict_recomputes_and_keeps_its_snapshot() {
     );
     assert!(counts(&r)[4] >= 6, "every older list goes");
 }
+
+// ---- issue 15 §3: a pinned older metadata file, writers racing on one version ----
+
+/// The `metadata/*.metadata.json` files of the table in `dir` by version number (any naming).
+fn metadata_versions(dir: &Path) -> std::collections::BTreeMap<u64, Vec<String>> {
+    let mut out: std::collections::BTreeMap<u64, Vec<String>> = Default::default();
+    for entry in std::fs::read_dir(dir.join("metadata")).unwrap() {
+        let name = entry.unwrap().file_name().to_string_lossy().into_owned();
+        if let Some(v) = icetrim::iceberg::locate::parse_file_name(&name).and_then(|n| n.version) {
+            out.entry(v).or_default().push(name);
+        }
+    }
+    out
+}
+
+fn assert_one_file_per_version(dir: &Path) {
+    for (v, names) in metadata_versions(dir) {
+        assert_eq!(names.len(), 1, "version {v} has several files: {names:?}");
+    }
+}
+
+fn newest_json(dir: &Path) -> serde_json::Value {
+    let versions = metadata_versions(dir);
+    let (_, names) = versions.iter().next_back().expect("a metadata file");
+    let bytes = std::fs::read(dir.join("metadata").join(&names[0])).unwrap();
+    serde_json::from_slice(&bytes).unwrap()
+}
+
+async fn expire_def(
+    def: &icetrim::engine::registry::TableDef,
+    opts: icetrim::plan::ExpireOptions,
+    io: Option<FileIO>,
+) -> icetrim::Result<icetrim::engine::QueryResult> {
+    let runtime = icetrim::engine::Runtime {
+        clock: icetrim::clock::FixedClock::new(NOW),
+        io_override: io,
+    };
+    icetrim::engine::procedures::run_procedure(
+        &runtime,
+        &Settings::new(),
+        def,
+        icetrim::plan::ProcedureCall::Expire(opts),
+        false,
+    )
+    .await
+}
+
+#[tokio::test]
+async fn a_pinned_older_metadata_file_refuses_expiry_and_changes_nothing() {
+    let fx = make_fixture("py_v2_linear", NOW, false);
+    let dir = fx.table_dir();
+    let before = inspect(&dir).await;
+    let files_before = files_on_disk(&dir);
+    let versions = metadata_versions(&dir);
+    assert!(versions.len() >= 3, "{versions:?}");
+    let (_, older) = versions.iter().rev().nth(1).unwrap();
+    let rel = format!("metadata/{}", older[0]);
+    let mut def = table_def(&dir);
+    def.settings
+        .insert("iceberg_metadata_file_path".into(), rel.clone());
+    for opts in [dry(policy(Some(1), Some(0))), policy(Some(1), Some(0))] {
+        let err = expire_def(&def, opts, None).await.unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::BadArguments, "{err}");
+        let message = err.message();
+        assert!(
+            message.contains("iceberg_metadata_file_path") && message.contains(&older[0]),
+            "{message}"
+        );
+        assert_eq!(
+            files_on_disk(&dir),
+            files_before,
+            "nothing written or deleted"
+        );
+    }
+    assert_one_file_per_version(&dir);
+    assert_whole(&before, &inspect(&dir).await);
+}
+
+/// A local store on which, right after our first create-if-absent of a versioned metadata file,
+/// another writer commits a file of the same version (a pyiceberg-style `<N>-<uuid>` name, so no
+/// name collides): the base metadata with the property `written-by = rival`. Optionally the
+/// first `fail_metadata_deletes` deletes of metadata files fail.
+struct RivalStore {
+    inner: Arc<dyn ObjectStore>,
+    dir: PathBuf,
+    armed: AtomicBool,
+    fired: AtomicBool,
+    fail_metadata_deletes: Arc<std::sync::atomic::AtomicU32>,
+}
+
+impl std::fmt::Debug for RivalStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "RivalStore")
+    }
+}
+
+impl std::fmt::Display for RivalStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "RivalStore({})", self.inner)
+    }
+}
+
+impl RivalStore {
+    fn new(dir: &Path, fail_metadata_deletes: u32) -> Arc<Self> {
+        Arc::new(RivalStore {
+            inner: Arc::new(LocalFileSystem::new()),
+            dir: dir.to_path_buf(),
+            armed: AtomicBool::new(true),
+            fired: AtomicBool::new(false),
+            fail_metadata_deletes: Arc::new(fail_metadata_deletes.into()),
+        })
+    }
+
+    fn io(self: &Arc<Self>) -> FileIO {
+        FileIO::from_store("/", Arc::clone(self) as Arc<dyn ObjectStore>).unwrap()
+    }
+
+    /// Write the rival of version `version`, built on the newest file below it.
+    fn write_rival(&self, version: u64) {
+        let versions = metadata_versions(&self.dir);
+        let (_, base) = versions.range(..version).next_back().expect("a base file");
+        let bytes = std::fs::read(self.dir.join("metadata").join(&base[0])).unwrap();
+        let mut doc: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+        doc["properties"]["written-by"] = serde_json::json!("rival");
+        let name = format!("{version:05}-{}.metadata.json", uuid::Uuid::new_v4());
+        std::fs::write(
+            self.dir.join("metadata").join(name),
+            serde_json::to_vec(&doc).unwrap(),
+        )
+        .unwrap();
+        self.fired.store(true, Ordering::SeqCst);
+    }
+}
+
+#[async_trait]
+impl ObjectStore for RivalStore {
+    async fn put_opts(
+        &self,
+        location: &ObjectPath,
+        payload: PutPayload,
+        opts: PutOptions,
+    ) -> object_store::Result<PutResult> {
+        let create = matches!(opts.mode, PutMode::Create);
+        let result = self.inner.put_opts(location, payload, opts).await?;
+        let version =
+            icetrim::iceberg::locate::parse_file_name(location.as_ref()).and_then(|n| n.version);
+        if let Some(version) = version.filter(|_| create)
+            && self.armed.swap(false, Ordering::SeqCst)
+        {
+            self.write_rival(version);
+        }
+        Ok(result)
+    }
+
+    async fn put_multipart_opts(
+        &self,
+        location: &ObjectPath,
+        opts: PutMultipartOptions,
+    ) -> object_store::Result<Box<dyn MultipartUpload>> {
+        self.inner.put_multipart_opts(location, opts).await
+    }
+
+    async fn get_opts(
+        &self,
+        location: &ObjectPath,
+        options: GetOptions,
+    ) -> object_store::Result<GetResult> {
+        self.inner.get_opts(location, options).await
+    }
+
+    fn delete_stream(
+        &self,
+        locations: BoxStream<'static, object_store::Result<ObjectPath>>,
+    ) -> BoxStream<'static, object_store::Result<ObjectPath>> {
+        use futures::StreamExt;
+        use object_store::ObjectStoreExt;
+        let inner = Arc::clone(&self.inner);
+        let budget = Arc::clone(&self.fail_metadata_deletes);
+        locations
+            .then(move |location| {
+                let inner = Arc::clone(&inner);
+                let budget = Arc::clone(&budget);
+                async move {
+                    let location = location?;
+                    if location.as_ref().ends_with(".metadata.json")
+                        && budget
+                            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+                            .is_ok()
+                    {
+                        return Err(object_store::Error::Generic {
+                            store: "RivalStore",
+                            source: "deleting metadata files is refused".into(),
+                        });
+                    }
+                    inner.delete(&location).await?;
+                    Ok(location)
+                }
+            })
+            .boxed()
+    }
+
+    fn list(
+        &self,
+        prefix: Option<&ObjectPath>,
+    ) -> BoxStream<'static, object_store::Result<ObjectMeta>> {
+        self.inner.list(prefix)
+    }
+
+    async fn list_with_delimiter(
+        &self,
+        prefix: Option<&ObjectPath>,
+    ) -> object_store::Result<ListResult> {
+        self.inner.list_with_delimiter(prefix).await
+    }
+
+    async fn copy_opts(
+        &self,
+        from: &ObjectPath,
+        to: &ObjectPath,
+        options: CopyOptions,
+    ) -> object_store::Result<()> {
+        self.inner.copy_opts(from, to, options).await
+    }
+}
+
+#[tokio::test]
+async fn a_rival_file_of_our_version_is_a_conflict_and_the_retry_keeps_its_commit() {
+    let fx = make_fixture("py_v2_linear", NOW, false);
+    let dir = fx.table_dir();
+    let before = inspect(&dir).await;
+    let base_version = *metadata_versions(&dir).keys().next_back().unwrap();
+    let store = RivalStore::new(&dir, 0);
+    let r = expire_at(&dir, NOW, policy(Some(1), Some(0)), false, Some(store.io()))
+        .await
+        .unwrap();
+    assert!(store.fired.load(Ordering::SeqCst), "the rival wrote");
+    assert_one_file_per_version(&dir);
+    assert_eq!(
+        *metadata_versions(&dir).keys().next_back().unwrap(),
+        base_version + 2,
+        "ours follows the rival's file"
+    );
+    assert_eq!(
+        newest_json(&dir)["properties"]["written-by"],
+        "rival",
+        "the rival's commit is kept"
+    );
+    let after = inspect(&dir).await;
+    assert_whole(&before, &after);
+    assert_eq!(snapshot_ids(&after).len(), 1);
+    assert!(counts(&r)[4] > 0, "the retry expired: {:?}", counts(&r));
+    assert_eq!(journals(&dir), 0);
+}
+
+#[tokio::test]
+async fn an_unconfirmed_commit_deletes_nothing_and_the_next_run_converges() {
+    let fx = make_fixture("py_v2_linear", NOW, false);
+    let dir = fx.table_dir();
+    let before = inspect(&dir).await;
+    let content_before = content_files(&dir);
+    // The rival appears after our write and our file cannot be removed: unconfirmed.
+    let store = RivalStore::new(&dir, 1);
+    let r = expire_at(&dir, NOW, policy(Some(1), Some(0)), false, Some(store.io()))
+        .await
+        .unwrap();
+    assert!(store.fired.load(Ordering::SeqCst));
+    assert!(
+        r.warnings.iter().any(|w| w.contains("unconfirmed")),
+        "{:?}",
+        r.warnings
+    );
+    assert_eq!(counts(&r)[..6], [0; 6]);
+    assert_eq!(content_files(&dir), content_before, "no file deleted");
+    assert_eq!(journals(&dir), 1, "the journal stays");
+    // The next run retracts the unconfirmed file, re-plans on the rival and finishes.
+    let again = expire(&dir, policy(Some(1), Some(0))).await;
+    assert_one_file_per_version(&dir);
+    assert_eq!(newest_json(&dir)["properties"]["written-by"], "rival");
+    let after = inspect(&dir).await;
+    assert_whole(&before, &after);
+    assert_eq!(snapshot_ids(&after).len(), 1);
+    assert!(counts(&again)[4] > 0, "{:?}", counts(&again));
+    assert_ne!(content_files(&dir), content_before);
+    assert_eq!(journals(&dir), 0);
+}
+
+#[tokio::test]
+async fn two_expiries_racing_on_a_sequenced_table_never_fork_it() {
+    let fx = make_fixture("py_v2_linear", NOW, false);
+    let dir = fx.table_dir();
+    let before = inspect(&dir).await;
+    // Both run concurrently on this task, interleaving at every storage call.
+    let (a, b) = tokio::join!(
+        expire_at(&dir, NOW, policy(Some(1), Some(0)), false, None),
+        expire_at(&dir, NOW, policy(Some(2), Some(0)), false, None)
+    );
+    assert!(a.is_ok() || b.is_ok(), "{a:?} {b:?}");
+    for r in [&a, &b] {
+        if let Err(e) = r {
+            assert_eq!(e.kind(), ErrorKind::LimitExceeded, "{e}");
+        }
+    }
+    assert_one_file_per_version(&dir);
+    let after = inspect(&dir).await;
+    assert_whole(&before, &after);
+    assert!(snapshot_ids(&after).len() <= 2);
+    assert_eq!(journals(&dir), 0);
+}

@@ -91,6 +91,7 @@ async fn expire_first_and_commit(io: &FileIO, located: &LocatedMetadata) -> (Str
     {
         CommitOutcome::Committed(done) => (done.path, first),
         CommitOutcome::Conflict { path } => panic!("conflict on {path}"),
+        other => panic!("unexpected outcome {other:?}"),
     }
 }
 

@@ -205,3 +205,100 @@ async fn version_hint_settles_mixed_names() {
         found.check_writable().expect("hint names the current file");
     }
 }
+
+#[tokio::test]
+async fn garbage_outside_and_older_version_hints_warn() {
+    for (io, loc, _dir) in stores() {
+        for v in 1..=3 {
+            put_doc(
+                &io,
+                &loc,
+                &format!("v{v}.metadata.json"),
+                &doc(&loc, UUID_A, v, &[v]),
+            )
+            .await;
+        }
+        let hint = format!("{loc}/metadata/version-hint.text");
+        for use_hint in [false, true] {
+            let mut s = settings();
+            s.use_version_hint = use_hint;
+            for (text, why) in [
+                ("not a version!\n", "garbage"),
+                ("/elsewhere/metadata/v3.metadata.json", "outside"),
+                ("1\n", "older"),
+                ("7\n", "missing"),
+            ] {
+                put(&io, &hint, text.as_bytes().to_vec()).await;
+                let found = locate(&io, &loc, &s).await.expect("located");
+                assert_eq!(found.version, Some(3), "{text}");
+                assert!(
+                    found
+                        .warnings
+                        .iter()
+                        .any(|w| w.contains("version-hint.text")),
+                    "{why} hint {text:?} gives no warning: {:?}",
+                    found.warnings
+                );
+            }
+            put(&io, &hint, b"3\n".to_vec()).await;
+            let found = locate(&io, &loc, &s).await.expect("located");
+            assert!(found.warnings.is_empty(), "{:?}", found.warnings);
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_dangling_higher_version_hint_never_steers_a_commit() {
+    use icetrim::iceberg::commit::{CommitOptions, commit_with_retries};
+    for (io, loc, _dir) in stores() {
+        for v in 1..=3 {
+            put_doc(
+                &io,
+                &loc,
+                &format!("v{v}.metadata.json"),
+                &doc(&loc, UUID_A, v, &[v]),
+            )
+            .await;
+        }
+        let hint = format!("{loc}/metadata/version-hint.text");
+        // A hint naming a missing higher version is no reason to leave the hint behind.
+        put(&io, &hint, b"7\n".to_vec()).await;
+        let committed =
+            commit_with_retries(&io, &loc, &settings(), 2, &CommitOptions::default(), |md| {
+                Ok(Some(md.clone()))
+            })
+            .await
+            .expect("commit")
+            .expect("written");
+        assert_eq!(committed.version, 4);
+        let text = io.read(&hint).await.expect("hint");
+        assert_eq!(String::from_utf8_lossy(&text).trim(), "4");
+    }
+}
+
+#[tokio::test]
+async fn a_commit_on_a_pinned_older_file_is_refused_in_any_naming() {
+    use icetrim::iceberg::commit::{CommitOptions, commit_with_retries};
+    for (io, loc, _dir) in stores() {
+        let older = format!("00001-{UUID_A}.metadata.json");
+        let newest = format!("00002-{UUID_B}.metadata.json");
+        put_doc(&io, &loc, &older, &doc(&loc, UUID_A, 1, &[1])).await;
+        put_doc(&io, &loc, &newest, &doc(&loc, UUID_A, 2, &[1, 2])).await;
+        let pinned = MetadataSettings {
+            metadata_file_path: Some(format!("metadata/{older}")),
+            ..settings()
+        };
+        let e = commit_with_retries(&io, &loc, &pinned, 2, &CommitOptions::default(), |md| {
+            Ok(Some(md.clone()))
+        })
+        .await
+        .expect_err("a commit on an older pinned file forks the table");
+        assert_eq!(e.kind(), ErrorKind::BadArguments, "{e}");
+        assert!(
+            e.message().contains(&older) && e.message().contains(&newest),
+            "{e}"
+        );
+        let names = io.list_names(&format!("{loc}/metadata")).await.unwrap();
+        assert_eq!(names.len(), 2, "nothing written: {names:?}");
+    }
+}

@@ -175,8 +175,13 @@ async fn write_table(io: &FileIO, root: &str) {
         "metadata-log": []
     });
     let bytes = serde_json::to_vec(&metadata).expect("metadata json");
-    put(io, &at("metadata/v0.metadata.json"), bytes.clone()).await;
     put(io, &at("metadata/v1.metadata.json"), bytes).await;
+    // The stray older version is older: a metadata file at least as new as the planned one
+    // (version or last-updated-ms) is never deleted.
+    let mut older = metadata;
+    older["last-updated-ms"] = json!(1_699_999_999_000i64);
+    let bytes = serde_json::to_vec(&older).expect("metadata json");
+    put(io, &at("metadata/v0.metadata.json"), bytes).await;
 }
 
 async fn exists(io: &FileIO, uri: &str) -> bool {

@@ -451,6 +451,7 @@ sessions! {
     orphans_refusals => "orphans_refusals.test",
     orphans_strays => "orphans_strays.test",
     orphans_threshold => "orphans_threshold.test",
+    pinned_metadata => "pinned_metadata.test",
     small_findings => "small_findings.test",
     tables_and_settings => "tables_and_settings.test",
 }

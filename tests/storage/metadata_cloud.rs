@@ -89,6 +89,64 @@ async fn gzip_sequenced(io: &FileIO, loc: &str) {
     assert_eq!(&bytes[..2], &[0x1f, 0x8b]);
 }
 
+/// Three writers commit version 2 of a pyiceberg-named (`<N>-<uuid>`) table at once: the names
+/// never collide, yet at most one commit stands and one file carries version 2.
+async fn sequenced_race(io: &FileIO, loc: &str) {
+    let name = format!("00001-{UUID_A}.metadata.json");
+    put_doc(io, loc, &name, &doc(loc, UUID_A, 1, &[1])).await;
+    let located = locate(io, loc, &MetadataSettings::default())
+        .await
+        .expect("located");
+    let options = CommitOptions::default();
+    let (a, b, c) = tokio::join!(
+        commit(io, &located, located.metadata.clone(), &options),
+        commit(io, &located, located.metadata.clone(), &options),
+        commit(io, &located, located.metadata.clone(), &options),
+    );
+    let outcomes = [a.expect("a"), b.expect("b"), c.expect("c")];
+    let committed = outcomes
+        .iter()
+        .filter(|o| matches!(o, CommitOutcome::Committed(_)))
+        .count();
+    assert!(committed <= 1, "{outcomes:?}");
+    assert!(
+        outcomes.iter().all(|o| matches!(
+            o,
+            CommitOutcome::Committed(_) | CommitOutcome::Conflict { .. }
+        )),
+        "{outcomes:?}"
+    );
+    let mut versions: Vec<u64> = io
+        .list_names(&format!("{loc}/metadata"))
+        .await
+        .expect("listed")
+        .iter()
+        .filter_map(|n| icetrim::iceberg::locate::parse_file_name(n)?.version)
+        .collect();
+    versions.sort();
+    let expected: Vec<u64> = (1..=1 + committed as u64).collect();
+    assert_eq!(versions, expected, "one file per version: {outcomes:?}");
+    let done = commit_with_retries(io, loc, &MetadataSettings::default(), 3, &options, |m| {
+        Ok(Some(m.clone()))
+    })
+    .await
+    .expect("committed")
+    .expect("written");
+    assert_eq!(done.version, 2 + committed as u64);
+}
+
+#[tokio::test]
+async fn s3_emulator_sequenced_race() {
+    let (io, root) = common::s3_emulator("meta-race");
+    sequenced_race(&io, &root).await;
+}
+
+#[tokio::test]
+async fn azure_emulator_sequenced_race() {
+    let (io, root) = common::azure_emulator("meta-race");
+    sequenced_race(&io, &root).await;
+}
+
 #[tokio::test]
 async fn s3_emulator() {
     let (io, root) = common::s3_emulator("meta");

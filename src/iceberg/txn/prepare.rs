@@ -525,6 +525,12 @@ pub async fn commit_changes(
             CommitOutcome::Conflict { .. } => {
                 io.delete_many(&prepared.written).await;
             }
+            // Readers may take our file: the files it names stay.
+            CommitOutcome::Unconfirmed { path, rival, why } => {
+                return Err(crate::iceberg::commit::unconfirmed_error(
+                    location, &path, &rival, &why,
+                ));
+            }
         }
     }
     Err(Error::new(

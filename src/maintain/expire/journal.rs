@@ -44,6 +44,11 @@ pub struct Journal {
     pub expired_snapshot_ids: Vec<SnapshotId>,
     /// When the expiry ran, in ms since the epoch.
     pub created_ms: i64,
+    /// The metadata file the expiry wrote when another file of the same version appeared and
+    /// ours could not be taken back (an unconfirmed commit, see [`crate::iceberg::commit`]): the
+    /// next run retracts it when it still can ([`super::recover::retract_unconfirmed`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unconfirmed_metadata: Option<String>,
 }
 
 /// A journal found in storage.
@@ -64,6 +69,7 @@ impl Journal {
             base_metadata: base_metadata.to_string(),
             expired_snapshot_ids: expired.into_iter().collect(),
             created_ms: now,
+            unconfirmed_metadata: None,
         }
     }
 
@@ -108,6 +114,13 @@ pub async fn write(io: &FileIO, location: &str, journal: &Journal) -> Result<Str
             format!("Expiry journal '{uri}' already exists"),
         )),
     }
+}
+
+/// Replace the journal at `uri` (to mark or clear an unconfirmed commit).
+pub async fn rewrite(io: &FileIO, uri: &str, journal: &Journal) -> Result<()> {
+    let bytes = serde_json::to_vec_pretty(journal)
+        .map_err(|e| Error::logical(format!("cannot encode the expiry journal: {e}")))?;
+    io.overwrite(uri, Bytes::from(bytes)).await
 }
 
 /// Remove a journal; a failure only leaves work for the next run, so it becomes a warning.

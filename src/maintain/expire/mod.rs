@@ -2,7 +2,11 @@
 //! [`super::policy`], [`super::retention`] and [`super::keepset`] with storage.
 //!
 //! Algorithm, in order (each attempt starts from scratch):
-//! 1. [`locate`] the newest committed metadata (never a pinned older one).
+//! 1. Locate the newest committed metadata ([`MaintenanceTarget::locate_newest`]): a table
+//!    setting `iceberg_metadata_file_path` pinning a file that is not the newest refuses the
+//!    statement (`BAD_ARGUMENTS`), dry runs and EXPLAIN included (planning on an older file
+//!    forks the table). A real run first settles journals of unconfirmed commits
+//!    ([`retract_unconfirmed`]) and refuses an ambiguous table before recovering anything.
 //! 2. [`plan::plan_expiry`]: refuse unless `gc.enabled` is true (Java `RemoveSnapshots`: "GC is
 //!    disabled"; `BAD_ARGUMENTS`, as a table setting forbids the call) → effective policy
 //!    (settings < table properties < `retain_last`/`retention_period`) → `decide_expiry` (policy or
@@ -19,7 +23,9 @@
 //!    snapshots dropped; the commit appends to and trims metadata-log and sets last-updated-ms.
 //!    On [`CommitOutcome::Conflict`] go back to 1 (another writer may have added snapshots and
 //!    files: nothing of the old plan is reused), at most `iceberg_commit_max_attempts` times, then
-//!    `LIMIT_EXCEEDED`.
+//!    `LIMIT_EXCEEDED`. On [`CommitOutcome::Unconfirmed`] (another file of our version appeared
+//!    after we wrote and ours could not be taken back) nothing is deleted, the journal is marked
+//!    and a warning says so; the next run retracts our file and plans again.
 //!    Before the commit, when the plan has files to delete, a journal records the base metadata
 //!    and the expired snapshot ids ([`journal`]); it is removed after a conflict and after the
 //!    deletes. The first attempt of every real run first finishes what earlier, interrupted runs
@@ -45,14 +51,14 @@ mod recover;
 pub use delete::DeleteReport;
 pub use explain::{category_name, format_ts};
 pub use plan::{ExpiryPlan, PROP_GC_ENABLED, new_metadata, plan_expiry, plan_files};
-pub use recover::{Recovered, finish_pending};
+pub use recover::{Recovered, finish_pending, retract_unconfirmed};
 
 use super::keepset::ExpiryFileCounts;
 use super::target::MaintenanceTarget;
 use crate::engine::{ExpireMetrics, Metrics, QueryResult};
 use crate::error::{Error, ErrorKind, Result};
 use crate::iceberg::commit::{CommitOptions, CommitOutcome, commit};
-use crate::iceberg::locate::{LocatedMetadata, locate};
+use crate::iceberg::locate::LocatedMetadata;
 use crate::maintain::DropLater;
 use crate::maintain::policy::{RefFate, RefRemoval};
 use crate::plan::ExpireOptions;
@@ -66,14 +72,25 @@ pub async fn run(
     let max_attempts = target.settings.commit_max_attempts();
     let mut last_conflict = String::new();
     let mut recovered = Recovered::default();
+    let mut retracted = Vec::new();
+    let mut journals = None;
     for attempt in 0..max_attempts {
-        let located =
-            DropLater::new(locate(&target.io, &target.location, &target.metadata_settings).await?);
         if attempt == 0 && !explain && !options.dry_run {
-            recovered = finish_pending(target, &located.metadata).await?;
+            let (found, parse_warnings) = journal::pending(&target.io, &target.location).await?;
+            let (still, warnings) = retract_unconfirmed(target, found).await?;
+            retracted = warnings;
+            journals = Some((still, parse_warnings));
+        }
+        let located = DropLater::new(target.locate_newest("expire_snapshots").await?);
+        if let Some(pending) = journals.take() {
+            // Recovery deletes files: never on a table whose current file is in doubt.
+            located.check_writable()?;
+            recovered = finish_pending(target, &located.metadata, pending).await?;
         }
         let plan = DropLater::new(plan_expiry(target, &located.metadata, options).await?);
-        let mut warnings = recovered.warnings.clone();
+        let mut warnings = retracted.clone();
+        warnings.extend(located.warnings.iter().cloned());
+        warnings.extend(recovered.warnings.iter().cloned());
         warnings.extend(plan_warnings(&plan));
         if explain {
             let metadata = &located.metadata;
@@ -110,6 +127,12 @@ pub async fn run(
                 last_conflict = path;
                 continue;
             }
+            CommitOutcome::Unconfirmed { path, rival, why } => {
+                warnings.push(
+                    unconfirmed(target, &located, &plan, journal_uri, (&path, &rival, &why)).await,
+                );
+                return Ok(metrics_result(ExpiryFileCounts::default(), false, warnings));
+            }
             CommitOutcome::Committed(_) => {}
         }
         let report = delete::delete_planned(
@@ -136,6 +159,44 @@ pub async fn run(
             target.table_name
         ),
     ))
+}
+
+/// An unconfirmed commit: nothing is deleted; the journal (written now if the plan had none) is
+/// marked so the next run retracts our file when it can. Returns the warning.
+async fn unconfirmed(
+    target: &MaintenanceTarget,
+    located: &LocatedMetadata,
+    plan: &ExpiryPlan,
+    journal_uri: Option<String>,
+    (path, rival, why): (&str, &str, &str),
+) -> String {
+    let mut record = journal::Journal::new(
+        &located.path,
+        plan.decision.expired.iter().copied(),
+        target.now_ms,
+    );
+    record.unconfirmed_metadata = Some(path.to_string());
+    let marked = match &journal_uri {
+        Some(uri) => journal::rewrite(&target.io, uri, &record)
+            .await
+            .map(|()| uri.clone()),
+        None => journal::write(&target.io, &target.location, &record).await,
+    };
+    let next = match marked {
+        Ok(uri) => format!(
+            "the next expire_snapshots retracts '{path}' if it still can and plans again \
+             (journal '{uri}')"
+        ),
+        Err(e) => format!(
+            "the expiry journal could not record it ({}); remove '{path}' or '{rival}' by hand",
+            e.message()
+        ),
+    };
+    format!(
+        "expire_snapshots on {}: {}; no file was deleted; {next}",
+        target.table_name,
+        CommitOutcome::unconfirmed_message(path, rival, why)
+    )
 }
 
 /// Record the plan's expired snapshots before committing, when it has files to delete.

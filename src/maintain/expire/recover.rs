@@ -14,6 +14,7 @@ use super::delete::delete_planned;
 use super::journal::{self, PendingJournal};
 use super::plan::plan_files;
 use crate::error::{Error, Result};
+use crate::iceberg::locate::{file_name, metadata_versions, parse_file_name};
 use crate::iceberg::metadata::TableMetadata;
 use crate::iceberg::spec::SnapshotId;
 use crate::maintain::keepset::ExpiryFileCounts;
@@ -28,11 +29,13 @@ pub struct Recovered {
 }
 
 /// Finish every pending journal of `target`, whose newest metadata is `current`.
+/// `pending` is what [`journal::pending`] found (after [`retract_unconfirmed`]).
 pub async fn finish_pending(
     target: &MaintenanceTarget,
     current: &TableMetadata,
+    pending: (Vec<PendingJournal>, Vec<String>),
 ) -> Result<Recovered> {
-    let (journals, warnings) = journal::pending(&target.io, &target.location).await?;
+    let (journals, warnings) = pending;
     let mut recovered = Recovered {
         warnings,
         ..Recovered::default()
@@ -67,6 +70,77 @@ pub async fn finish_pending(
         }
     }
     Ok(recovered)
+}
+
+/// Before anything else, settle the journals of unconfirmed commits (another file of the same
+/// version appeared after ours was written and ours could not be removed then): when ours is
+/// still there beside the other file and no higher version builds on either, ours is removed now
+/// (the commit never counted, so the journal goes too); when the other file is gone, ours is the
+/// commit and the journal's deletes proceed as for any committed expiry; otherwise (a higher
+/// version exists) nothing can be decided and a warning says so. Returns the journals still
+/// pending and warnings.
+pub async fn retract_unconfirmed(
+    target: &MaintenanceTarget,
+    journals: Vec<PendingJournal>,
+) -> Result<(Vec<PendingJournal>, Vec<String>)> {
+    let mut warnings = Vec::new();
+    let mut still = Vec::new();
+    for mut pending in journals {
+        let Some(ours) = pending.journal.unconfirmed_metadata.clone() else {
+            still.push(pending);
+            continue;
+        };
+        let ours_name = file_name(&ours).to_string();
+        let Some(version) = parse_file_name(&ours_name).and_then(|n| n.version) else {
+            still.push(pending);
+            continue;
+        };
+        let listed = metadata_versions(&target.io, &target.location).await?;
+        let ours_there = listed.iter().any(|(_, n)| *n == ours_name);
+        let rival = listed
+            .iter()
+            .find(|(v, n)| *v == version && *n != ours_name)
+            .map(|(_, n)| n.clone());
+        let higher = listed.iter().any(|(v, _)| *v > version);
+        let mut cleared = pending.journal.clone();
+        cleared.unconfirmed_metadata = None;
+        match (ours_there, rival, higher) {
+            (true, Some(rival), false) => match target.io.delete(&ours).await {
+                Ok(()) => {
+                    warnings.push(format!(
+                        "retracted the unconfirmed commit '{ours}' of an earlier \
+                         expire_snapshots ('{rival}' has the same version); its expiry is \
+                         planned again"
+                    ));
+                    warnings.extend(journal::remove(&target.io, &pending.uri).await);
+                }
+                Err(e) => {
+                    warnings.push(format!(
+                        "the unconfirmed commit '{ours}' of an earlier expire_snapshots could \
+                         not be retracted ({}); '{rival}' has the same version",
+                        e.message()
+                    ));
+                    still.push(pending);
+                }
+            },
+            (true, Some(rival), true) => {
+                warnings.push(format!(
+                    "the unconfirmed commit '{ours}' of an earlier expire_snapshots and \
+                     '{rival}' share a version and a later version follows; remove the one \
+                     readers must not take by hand (journal '{}')",
+                    pending.uri
+                ));
+                still.push(pending);
+            }
+            // Ours alone (the commit stands) or gone (it never counted): an ordinary journal.
+            _ => {
+                journal::rewrite(&target.io, &pending.uri, &cleared).await?;
+                pending.journal = cleared;
+                still.push(pending);
+            }
+        }
+    }
+    Ok((still, warnings))
 }
 
 /// Re-plan and delete one committed journal's leftovers; removes the journal when all went well.

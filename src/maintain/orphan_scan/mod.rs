@@ -28,6 +28,10 @@
 //!    `protect_other_tables = 1`: then every metadata file found for them is read, and an orphan
 //!    that any of them reaches, or that lies under their location, is kept (`other_table`).
 //!    A found table that cannot be read refuses the statement.
+//!    The metadata files the listing calls orphans then pass the metadata-file rule
+//!    ([`newer_metadata`]): one at least as new as the planned file (version or
+//!    `last-updated-ms`) is never deleted, and one of a version at least the planned one refuses
+//!    the statement.
 //! 5. **Delete** (unless dry run or EXPLAIN): re-locate the newest metadata; if it is no longer the
 //!    file scanned against, nothing is deleted and the statement fails with `QUERY_WAS_CANCELLED`
 //!    "Current metadata file changed during orphan scan (was '<a>', now '<b>'); nothing was
@@ -94,6 +98,7 @@
 
 mod delete;
 mod explain;
+mod newer_metadata;
 mod other_tables;
 mod scan;
 
@@ -101,7 +106,7 @@ use super::reachable::collect_reachable;
 use super::target::MaintenanceTarget;
 use crate::engine::{Metrics, OrphanMetrics, QueryResult};
 use crate::error::{Error, ErrorKind, Result};
-use crate::iceberg::locate::{LocatedMetadata, MetadataSettings, locate};
+use crate::iceberg::locate::LocatedMetadata;
 use crate::io::{is_under, path_key};
 use crate::maintain::orphans::OrphanTally;
 use crate::plan::OrphanOptions;
@@ -173,6 +178,14 @@ pub async fn run(
         let kept = keep_other_tables(&mut outcome, &protection, explain);
         Some((protection, kept))
     };
+    newer_metadata::keep_newer_metadata(
+        &target.io,
+        &located,
+        &mut outcome.orphans,
+        target.settings.metadata_read_concurrency(),
+        &target.table_name,
+    )
+    .await?;
     if explain {
         let mut result = explain::result(
             &outcome,
@@ -185,7 +198,8 @@ pub async fn run(
         return Ok(result);
     }
     if options.dry_run {
-        return Ok(metrics_result(&outcome.dry_run_tally(), outcome.warnings()));
+        let warnings = located.warnings.iter().cloned().chain(outcome.warnings());
+        return Ok(metrics_result(&outcome.dry_run_tally(), warnings.collect()));
     }
     check_pointer_unchanged(target, &located.path).await?;
     target.progress.begin_writes()?;
@@ -198,9 +212,11 @@ pub async fn run(
     .await;
     let mut tally = deleted.tally;
     tally.skipped_missing_metadata = outcome.skipped_missing_metadata;
-    let warnings = outcome
-        .warnings()
-        .into_iter()
+    let warnings = located
+        .warnings
+        .iter()
+        .cloned()
+        .chain(outcome.warnings())
         .chain(deleted.warnings)
         .chain(target.progress.cancel_warning());
     Ok(metrics_result(&tally, warnings.collect()))
@@ -282,28 +298,10 @@ fn normalize_scan_location(location: Option<&str>) -> Result<Option<String>> {
     Ok((!kept.is_empty()).then(|| kept.join("/")))
 }
 
-/// The newest committed metadata; a pinned `iceberg_metadata_file_path` must be it.
+/// The newest committed metadata; a pinned `iceberg_metadata_file_path` must be it (one rule for
+/// every procedure: [`MaintenanceTarget::locate_newest`]).
 async fn locate_newest(target: &MaintenanceTarget) -> Result<LocatedMetadata> {
-    let settings = &target.metadata_settings;
-    let located = locate(&target.io, &target.location, settings).await?;
-    if settings.metadata_file_path.is_none() {
-        return Ok(located);
-    }
-    let unpinned = MetadataSettings {
-        metadata_file_path: None,
-        ..settings.clone()
-    };
-    match locate(&target.io, &target.location, &unpinned).await {
-        Ok(newest) if path_key(&newest.path) == path_key(&located.path) => Ok(located),
-        Ok(newest) => Err(Error::bad_arguments(format!(
-            "remove_orphan_files on {} works only on the newest metadata file, but the table \
-             setting iceberg_metadata_file_path pins '{}' and the newest is '{}'",
-            target.table_name, located.path, newest.path
-        ))),
-        // No versioned metadata file at all: the pinned one is the only candidate.
-        Err(e) if e.kind() == ErrorKind::FileDoesntExist => Ok(located),
-        Err(e) => Err(e),
-    }
+    target.locate_newest("remove_orphan_files").await
 }
 
 fn check_gc_enabled(target: &MaintenanceTarget, located: &LocatedMetadata) -> Result<()> {
