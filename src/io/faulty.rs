@@ -177,19 +177,27 @@ pub enum Op {
 }
 
 /// Code a test runs around each call of a [`FaultyStore`] (before the [`FaultInjector`] judges
-/// it). An error from `before` fails the call without effect; on a key of a delete request it
-/// ends the request there, as a dropped connection does: that key answers the error and the keys
-/// after it get no answer. `after` runs once the call is answered (a listing or delete request:
-/// once its stream ends). Both default to doing nothing.
+/// it). All three default to doing nothing.
 #[async_trait]
 pub trait StoreHook: fmt::Debug + Send + Sync {
+    /// Before the call; an error fails it without effect (a key of a delete request: that key
+    /// answers the error, the request goes on).
     async fn before(&self, op: Op, path: Option<&Path>) -> Result<()> {
         let _ = (op, path);
         Ok(())
     }
 
-    async fn after(&self, op: Op, path: Option<&Path>) {
-        let _ = (op, path);
+    /// Once the call is answered (a listing or delete request: once its stream ends); `ok`
+    /// whether it succeeded (a stream: whether no item was an error).
+    async fn after(&self, op: Op, path: Option<&Path>, ok: bool) {
+        let _ = (op, path, ok);
+    }
+
+    /// Before key `index` of a delete request: `Some(error)` drops the connection there, as a
+    /// network failure does: that key answers the error and the keys after it get no answer.
+    async fn drop_delete(&self, index: usize, path: &Path) -> Option<object_store::Error> {
+        let _ = (index, path);
+        None
     }
 }
 
@@ -249,7 +257,7 @@ impl FaultyStore {
 
     async fn after<T>(&self, op: Op, path: Option<&Path>, result: Result<T>) -> Result<T> {
         if let Some(hook) = &self.hook {
-            hook.after(op, path).await;
+            hook.after(op, path, result.is_ok()).await;
         }
         result
     }
@@ -267,6 +275,8 @@ impl FaultyStore {
         let path = path.cloned();
         let ended = Arc::clone(&hook);
         let end_path = path.clone();
+        let failed = Arc::new(AtomicBool::new(false));
+        let seen = Arc::clone(&failed);
         futures::stream::once(async move {
             match hook.before(op, path.as_ref()).await {
                 Ok(()) => stream(),
@@ -274,9 +284,17 @@ impl FaultyStore {
             }
         })
         .flatten()
+        .inspect(move |item| {
+            if item.is_err() {
+                seen.store(true, Ordering::SeqCst);
+            }
+        })
         .chain(
-            futures::stream::once(async move { ended.after(op, end_path.as_ref()).await })
-                .filter_map(|()| async { None }),
+            futures::stream::once(async move {
+                let ok = !failed.load(Ordering::SeqCst);
+                ended.after(op, end_path.as_ref(), ok).await
+            })
+            .filter_map(|()| async { None }),
         )
         .boxed()
     }
@@ -337,7 +355,7 @@ impl ObjectStore for FaultyStore {
         let injector = Arc::clone(&self.injector);
         let hook = self.hook.clone();
         let keys = move || {
-            // (the keys left, the next key's index, whether a refusal ended the request)
+            // (the keys left, the next key's index, whether a dropped connection ended it)
             futures::stream::unfold(
                 (locations, 0, false),
                 move |(mut locations, index, ended)| {
@@ -354,15 +372,18 @@ impl ObjectStore for FaultyStore {
                         };
                         let op = Op::Delete { index };
                         if let Some(hook) = &hook {
-                            // A refusal ends the request: the keys after it get no answer.
-                            if let Err(e) = hook.before(op, Some(&location)).await {
+                            // A dropped connection: the keys after this one get no answer.
+                            if let Some(e) = hook.drop_delete(index, &location).await {
                                 return Some((Err(e), (locations, index + 1, true)));
+                            }
+                            if let Err(e) = hook.before(op, Some(&location)).await {
+                                return Some((Err(e), (locations, index + 1, false)));
                             }
                         }
                         let what = format!("delete {location}");
                         let result = injector.mutate(&what, inner.delete(&location)).await;
                         if let Some(hook) = &hook {
-                            hook.after(op, Some(&location)).await;
+                            hook.after(op, Some(&location), result.is_ok()).await;
                         }
                         Some((result.map(|()| location), (locations, index + 1, false)))
                     }
@@ -474,7 +495,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_hook_sees_each_call_and_its_refusal_ends_a_delete_request() {
+    async fn a_hook_sees_each_call_and_refuses_one_key_of_a_delete_request() {
         let seen = Arc::new(Mutex::new(Vec::new()));
         let log = Arc::clone(&seen);
         let hook = HookFn(move |op: Op, path: Option<&Path>| -> Result<()> {
@@ -496,9 +517,9 @@ mod tests {
         let paths = futures::stream::iter(["a", "b", "c"].map(|n| Ok(Path::from(n)))).boxed();
         let results: Vec<_> = store.delete_stream(paths).collect().await;
         let outcomes: Vec<bool> = results.iter().map(|r| r.is_ok()).collect();
-        assert_eq!(outcomes, [true, false], "no answer after the refusal");
-        assert!(!exists(&store, "a").await);
-        assert!(exists(&store, "b").await && exists(&store, "c").await);
+        assert_eq!(outcomes, [true, false, true]);
+        assert!(!exists(&store, "a").await && !exists(&store, "c").await);
+        assert!(exists(&store, "b").await);
         let seen = seen.lock().unwrap().clone();
         let key = |name: &str| Some(name.to_string());
         assert_eq!(
@@ -507,6 +528,7 @@ mod tests {
                 (Op::DeleteRequest, None),
                 (Op::Delete { index: 0 }, key("a")),
                 (Op::Delete { index: 1 }, key("b")),
+                (Op::Delete { index: 2 }, key("c")),
             ]
         );
         assert_eq!(seen[0], (Op::Put { create: false }, key("a")));

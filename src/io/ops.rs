@@ -541,32 +541,30 @@ mod tests {
     #[async_trait]
     impl StoreHook for Dropping {
         async fn before(&self, op: Op, _: Option<&ObjectPath>) -> object_store::Result<()> {
-            match op {
-                Op::DeleteRequest => {
-                    let now = self.active.fetch_add(1, Ordering::SeqCst) + 1;
-                    self.peak.fetch_max(now, Ordering::SeqCst);
-                    tokio::time::sleep(Duration::from_millis(2)).await;
-                    Ok(())
-                }
-                Op::Delete { index: 1 }
-                    if self
-                        .failures
-                        .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
-                        .is_ok() =>
-                {
-                    Err(object_store::Error::Generic {
-                        store: "Dropping",
-                        source: "connection dropped".into(),
-                    })
-                }
-                _ => Ok(()),
+            if op == Op::DeleteRequest {
+                let now = self.active.fetch_add(1, Ordering::SeqCst) + 1;
+                self.peak.fetch_max(now, Ordering::SeqCst);
+                tokio::time::sleep(Duration::from_millis(2)).await;
             }
+            Ok(())
         }
 
-        async fn after(&self, op: Op, _: Option<&ObjectPath>) {
+        async fn after(&self, op: Op, _: Option<&ObjectPath>, _: bool) {
             if op == Op::DeleteRequest {
                 self.active.fetch_sub(1, Ordering::SeqCst);
             }
+        }
+
+        async fn drop_delete(&self, index: usize, _: &ObjectPath) -> Option<object_store::Error> {
+            let drop = index == 1
+                && self
+                    .failures
+                    .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+                    .is_ok();
+            drop.then(|| object_store::Error::Generic {
+                store: "Dropping",
+                source: "connection dropped".into(),
+            })
         }
     }
 

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use icetrim::ErrorKind;
-use icetrim::io::{Fault, FaultInjector, FaultyStore, FileIO, HookFn, Op};
+use icetrim::io::{Fault, FaultInjector, FaultyStore, FileIO, HookFn, Op, StoreHook};
 use icetrim::settings::Settings;
 use icetrim::sql::ast::Literal;
 use object_store::local::LocalFileSystem;
@@ -390,39 +390,28 @@ async fn a_pinned_older_metadata_file_refuses_expiry_and_changes_nothing() {
 /// another writer commits a file of the same version (a pyiceberg-style `<N>-<uuid>` name, so no
 /// name collides): the base metadata with the property `written-by = rival`. Optionally the
 /// first `fail_metadata_deletes` deletes of metadata files fail.
+#[derive(Debug)]
 struct RivalStore {
-    inner: Arc<dyn ObjectStore>,
     dir: PathBuf,
     armed: AtomicBool,
     fired: AtomicBool,
-    fail_metadata_deletes: Arc<std::sync::atomic::AtomicU32>,
-}
-
-impl std::fmt::Debug for RivalStore {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "RivalStore")
-    }
-}
-
-impl std::fmt::Display for RivalStore {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "RivalStore({})", self.inner)
-    }
+    fail_metadata_deletes: std::sync::atomic::AtomicU32,
 }
 
 impl RivalStore {
     fn new(dir: &Path, fail_metadata_deletes: u32) -> Arc<Self> {
         Arc::new(RivalStore {
-            inner: Arc::new(LocalFileSystem::new()),
             dir: dir.to_path_buf(),
             armed: AtomicBool::new(true),
             fired: AtomicBool::new(false),
-            fail_metadata_deletes: Arc::new(fail_metadata_deletes.into()),
+            fail_metadata_deletes: fail_metadata_deletes.into(),
         })
     }
 
     fn io(self: &Arc<Self>) -> FileIO {
-        FileIO::from_store("/", Arc::clone(self) as Arc<dyn ObjectStore>).unwrap()
+        let hook = Arc::clone(self) as Arc<dyn StoreHook>;
+        let store = FaultyStore::hooked(Arc::new(LocalFileSystem::new()), hook);
+        FileIO::from_store("/", Arc::new(store)).unwrap()
     }
 
     /// Write the rival of version `version`, built on the newest file below it.
@@ -442,94 +431,34 @@ impl RivalStore {
     }
 }
 
-#[async_trait]
-impl ObjectStore for RivalStore {
-    async fn put_opts(
-        &self,
-        location: &ObjectPath,
-        payload: PutPayload,
-        opts: PutOptions,
-    ) -> object_store::Result<PutResult> {
-        let create = matches!(opts.mode, PutMode::Create);
-        let result = self.inner.put_opts(location, payload, opts).await?;
-        let version =
-            icetrim::iceberg::locate::parse_file_name(location.as_ref()).and_then(|n| n.version);
-        if let Some(version) = version.filter(|_| create)
+#[async_trait::async_trait]
+impl StoreHook for RivalStore {
+    async fn before(&self, op: Op, path: Option<&ObjectPath>) -> object_store::Result<()> {
+        let metadata = path.is_some_and(|p| p.as_ref().ends_with(".metadata.json"));
+        if matches!(op, Op::Delete { .. })
+            && metadata
+            && self
+                .fail_metadata_deletes
+                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+                .is_ok()
+        {
+            return Err(object_store::Error::Generic {
+                store: "RivalStore",
+                source: "deleting metadata files is refused".into(),
+            });
+        }
+        Ok(())
+    }
+
+    async fn after(&self, op: Op, path: Option<&ObjectPath>, ok: bool) {
+        let version = path
+            .and_then(|p| icetrim::iceberg::locate::parse_file_name(p.as_ref()))
+            .and_then(|n| n.version);
+        if let Some(version) = version.filter(|_| ok && op == (Op::Put { create: true }))
             && self.armed.swap(false, Ordering::SeqCst)
         {
             self.write_rival(version);
         }
-        Ok(result)
-    }
-
-    async fn put_multipart_opts(
-        &self,
-        location: &ObjectPath,
-        opts: PutMultipartOptions,
-    ) -> object_store::Result<Box<dyn MultipartUpload>> {
-        self.inner.put_multipart_opts(location, opts).await
-    }
-
-    async fn get_opts(
-        &self,
-        location: &ObjectPath,
-        options: GetOptions,
-    ) -> object_store::Result<GetResult> {
-        self.inner.get_opts(location, options).await
-    }
-
-    fn delete_stream(
-        &self,
-        locations: BoxStream<'static, object_store::Result<ObjectPath>>,
-    ) -> BoxStream<'static, object_store::Result<ObjectPath>> {
-        use futures::StreamExt;
-        use object_store::ObjectStoreExt;
-        let inner = Arc::clone(&self.inner);
-        let budget = Arc::clone(&self.fail_metadata_deletes);
-        locations
-            .then(move |location| {
-                let inner = Arc::clone(&inner);
-                let budget = Arc::clone(&budget);
-                async move {
-                    let location = location?;
-                    if location.as_ref().ends_with(".metadata.json")
-                        && budget
-                            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
-                            .is_ok()
-                    {
-                        return Err(object_store::Error::Generic {
-                            store: "RivalStore",
-                            source: "deleting metadata files is refused".into(),
-                        });
-                    }
-                    inner.delete(&location).await?;
-                    Ok(location)
-                }
-            })
-            .boxed()
-    }
-
-    fn list(
-        &self,
-        prefix: Option<&ObjectPath>,
-    ) -> BoxStream<'static, object_store::Result<ObjectMeta>> {
-        self.inner.list(prefix)
-    }
-
-    async fn list_with_delimiter(
-        &self,
-        prefix: Option<&ObjectPath>,
-    ) -> object_store::Result<ListResult> {
-        self.inner.list_with_delimiter(prefix).await
-    }
-
-    async fn copy_opts(
-        &self,
-        from: &ObjectPath,
-        to: &ObjectPath,
-        options: CopyOptions,
-    ) -> object_store::Result<()> {
-        self.inner.copy_opts(from, to, options).await
     }
 }
 
