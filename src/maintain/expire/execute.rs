@@ -1,74 +1,37 @@
-//! `expire_snapshots`: the executor (SPEC §3). It chains the pure decisions of
-//! [`super::policy`], [`super::retention`] and [`super::keepset`] with storage.
-//!
-//! Algorithm, in order (each attempt starts from scratch):
-//! 1. Locate the newest committed metadata ([`MaintenanceTarget::locate_newest`]): a table
-//!    setting `iceberg_metadata_file_path` pinning a file that is not the newest refuses the
-//!    statement (`BAD_ARGUMENTS`), dry runs and EXPLAIN included (planning on an older file
-//!    forks the table). A real run first settles journals of unconfirmed commits
-//!    ([`retract_unconfirmed`]) and refuses an ambiguous table before recovering anything.
-//! 2. [`plan::plan_expiry`]: refuse unless `gc.enabled` is true (Java `RemoveSnapshots`: "GC is
-//!    disabled"; `BAD_ARGUMENTS`, as a table setting forbids the call) → effective policy
-//!    (settings < table properties < `retain_last`/`retention_period`) → `decide_expiry` (policy or
-//!    id mode, the `expire_before` fuse) → when something expires: read every manifest list
-//!    ([`super::graph`]; a retained snapshot's unreadable list fails) → phase A (which manifests
-//!    to read) → read them (a retained one must be readable; a gone candidate is skipped with a
-//!    warning) → phase B (keep set, candidates) → refuse when a candidate lies outside the table
-//!    location (`NOT_IMPLEMENTED`, naming up to 10). All of this also runs for dry runs and
-//!    EXPLAIN, so they fail exactly where the real run would.
-//! 3. EXPLAIN returns the plan ([`explain`]); nothing expires and no ref is removed → nothing is
-//!    written, all counts 0; a dry run returns the counts of the plan.
-//! 4. Commit `v<N+1>` ([`commit`], create-if-absent): kept snapshots in original order, removed
-//!    refs dropped, snapshot-log trimmed after the last expired entry, statistics of expired
-//!    snapshots dropped; the commit appends to and trims metadata-log and sets last-updated-ms.
-//!    On [`CommitOutcome::Conflict`] go back to 1 (another writer may have added snapshots and
-//!    files: nothing of the old plan is reused), at most `iceberg_commit_max_attempts` times, then
-//!    `LIMIT_EXCEEDED`. On [`CommitOutcome::Unconfirmed`] (another file of our version appeared
-//!    after we wrote and ours could not be taken back) nothing is deleted, the journal is marked
-//!    and a warning says so; the next run retracts our file and plans again.
-//!    Before the commit, when the plan has files to delete, a journal records the base metadata
-//!    and the expired snapshot ids ([`journal`]); it is removed after a conflict and after the
-//!    deletes. The first attempt of every real run first finishes what earlier, interrupted runs
-//!    journaled ([`recover`]), so a crash between commit and deletes converges on the next run.
-//!    Those deletions are a warning, not part of the rows: the rows are this statement's own
-//!    expiry (as in ClickHouse), so a dry run's rows still equal the real run's.
-//! 5. Only after the commit, delete leaf first ([`delete`]): content files, manifests, manifest
-//!    lists, statistics files (Java `ReachableFileCleanup`'s order; a crash in between leaves
-//!    orphans, never dangling metadata). Failures are a warning, not an error; the counts are of
-//!    files actually deleted (a file already gone counts as deleted), so a dry run's counts equal
-//!    a real run's whenever every delete succeeds.
-//!
-//! Deliberate differences from ClickHouse 26.9 (SPEC §3): unreferenced snapshots younger than the
-//! table max age are kept (Java's rule); candidates outside the location and `gc.enabled=false`
-//! refuse the statement; old metadata files are never deleted.
+//! The executor of `expire_snapshots`: the attempt loop of [`super`]'s algorithm (locate, plan,
+//! commit, delete), returning an [`ExpireOutcome`].
 
-mod delete;
-mod explain;
-pub mod journal;
-mod plan;
-mod recover;
-
-pub use delete::DeleteReport;
-pub use explain::{category_name, format_ts};
-pub use plan::{ExpiryPlan, PROP_GC_ENABLED, new_metadata, plan_expiry, plan_files};
-pub use recover::{Recovered, finish_pending, retract_unconfirmed};
-
+use super::explain::{ExplainRow, explain_rows};
 use super::keepset::ExpiryFileCounts;
-use super::target::MaintenanceTarget;
-use crate::engine::{ExpireMetrics, Metrics, QueryResult};
+use super::metrics::ExpireMetrics;
+use super::plan::{ExpiryPlan, new_metadata, plan_expiry};
+use super::policy::{RefFate, RefRemoval};
+use super::recover::{Recovered, finish_pending, retract_unconfirmed};
+use super::{delete, journal};
 use crate::error::{Error, ErrorKind, Result};
 use crate::iceberg::commit::{CommitOptions, CommitOutcome, commit};
 use crate::iceberg::locate::LocatedMetadata;
-use crate::maintain::DropLater;
-use crate::maintain::policy::{RefFate, RefRemoval};
+use crate::maintain::target::MaintenanceTarget;
 use crate::plan::ExpireOptions;
+use crate::pool::DropLater;
+
+/// What one `expire_snapshots` statement did (a dry run: would do; EXPLAIN: plans).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ExpireOutcome {
+    /// The counts (all 0 for EXPLAIN).
+    pub metrics: ExpireMetrics,
+    /// EXPLAIN only: the plan, row by row.
+    pub explain: Option<Vec<ExplainRow>>,
+    /// Things the user should know that did not fail the statement.
+    pub warnings: Vec<String>,
+}
 
 /// Run `expire_snapshots` on `target`; with `explain`, return the plan only.
-pub async fn run(
+pub async fn execute(
     target: &MaintenanceTarget,
     options: &ExpireOptions,
     explain: bool,
-) -> Result<QueryResult> {
+) -> Result<ExpireOutcome> {
     let max_attempts = target.settings.commit_max_attempts();
     let mut last_conflict = String::new();
     let mut recovered = Recovered::default();
@@ -95,15 +58,20 @@ pub async fn run(
         if explain {
             let metadata = &located.metadata;
             let parent_of = |id| metadata.snapshot(id).and_then(|s| s.parent_snapshot_id);
-            return Ok(explain::explain_table(
+            let rows = explain_rows(
                 &plan,
                 parent_of,
                 &warnings,
                 &target.settings.session_time_zone(),
-            ));
+            );
+            return Ok(ExpireOutcome {
+                explain: Some(rows),
+                warnings,
+                ..ExpireOutcome::default()
+            });
         }
         if plan.is_noop() {
-            return Ok(metrics_result(
+            return Ok(outcome(
                 ExpiryFileCounts::default(),
                 options.dry_run,
                 warnings,
@@ -112,7 +80,7 @@ pub async fn run(
         if options.dry_run {
             // A dry run fails where the real run would: an ambiguous table cannot be committed.
             located.check_writable()?;
-            return Ok(metrics_result(plan.delete.counts(), true, warnings));
+            return Ok(outcome(plan.delete.counts(), true, warnings));
         }
         located.check_writable()?;
         target.progress.begin_writes()?;
@@ -131,7 +99,7 @@ pub async fn run(
                 warnings.push(
                     unconfirmed(target, &located, &plan, journal_uri, (&path, &rival, &why)).await,
                 );
-                return Ok(metrics_result(ExpiryFileCounts::default(), false, warnings));
+                return Ok(outcome(ExpiryFileCounts::default(), false, warnings));
             }
             CommitOutcome::Committed(_) => {}
         }
@@ -140,6 +108,7 @@ pub async fn run(
             &target.location,
             &plan,
             target.settings.delete_concurrency(),
+            &target.progress,
         )
         .await;
         warnings.extend(report.warning());
@@ -149,7 +118,7 @@ pub async fn run(
             warnings.extend(journal::remove(&target.io, &uri).await);
         }
         warnings.extend(target.progress.cancel_warning());
-        return Ok(metrics_result(report.counts, false, warnings));
+        return Ok(outcome(report.counts, false, warnings));
     }
     Err(Error::new(
         ErrorKind::LimitExceeded,
@@ -245,17 +214,10 @@ fn plan_warnings(plan: &ExpiryPlan) -> Vec<String> {
         .collect()
 }
 
-fn metrics_result(counts: ExpiryFileCounts, dry_run: bool, warnings: Vec<String>) -> QueryResult {
-    let metrics = ExpireMetrics {
-        deleted_data_files_count: counts.data_files,
-        deleted_position_delete_files_count: counts.position_delete_files,
-        deleted_equality_delete_files_count: counts.equality_delete_files,
-        deleted_manifest_files_count: counts.manifest_files,
-        deleted_manifest_lists_count: counts.manifest_lists,
-        deleted_statistics_files_count: counts.statistics_files,
-        dry_run,
-    };
-    let mut result = QueryResult::from_metrics(Metrics::Expire(metrics));
-    result.warnings = warnings;
-    result
+fn outcome(counts: ExpiryFileCounts, dry_run: bool, warnings: Vec<String>) -> ExpireOutcome {
+    ExpireOutcome {
+        metrics: ExpireMetrics::new(counts, dry_run),
+        explain: None,
+        warnings,
+    }
 }

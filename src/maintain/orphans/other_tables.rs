@@ -45,8 +45,9 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::iceberg::locate::{file_name, parse_file_name, read_metadata};
 use crate::iceberg::metadata::MetadataCompression;
 use crate::io::{FileIO, is_under, path_key};
-use crate::maintain::orphans::relative_path;
-use crate::maintain::reachable::{Lookup, ReachableFiles, References};
+use crate::maintain::file_graph::paths::relative_path;
+use crate::maintain::file_graph::reachable::{Lookup, ReachableFiles, References};
+use crate::progress::Progress;
 
 /// Tables named in the refusal; the rest are counted.
 pub const NAMED_TABLES: usize = 10;
@@ -223,6 +224,7 @@ pub async fn protect(
     location: &str,
     mut others: Vec<OtherTable>,
     concurrency: usize,
+    progress: &Progress,
 ) -> Result<Protection> {
     let mut references = References::default();
     let mut folders: Vec<String> = others.iter().map(|o| o.location.clone()).collect();
@@ -272,7 +274,7 @@ pub async fn protect(
     }
     drop(read);
     let reachable = references
-        .read_into(io, ReachableFiles::new(location), concurrency)
+        .read_into(io, ReachableFiles::new(location), concurrency, progress)
         .await
         .map_err(|e| {
             e.context(format!(

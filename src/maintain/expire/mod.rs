@@ -1,0 +1,66 @@
+//! `expire_snapshots`: the executor (SPEC §3). It chains the pure decisions of
+//! [`policy`], [`retention`] and [`keepset`] with storage.
+//!
+//! Algorithm, in order (each attempt starts from scratch):
+//! 1. Locate the newest committed metadata ([`MaintenanceTarget::locate_newest`](crate::maintain::target::MaintenanceTarget::locate_newest)): a table
+//!    setting `iceberg_metadata_file_path` pinning a file that is not the newest refuses the
+//!    statement (`BAD_ARGUMENTS`), dry runs and EXPLAIN included (planning on an older file
+//!    forks the table). A real run first settles journals of unconfirmed commits
+//!    ([`retract_unconfirmed`]) and refuses an ambiguous table before recovering anything.
+//! 2. [`plan::plan_expiry`]: refuse unless `gc.enabled` is true (Java `RemoveSnapshots`: "GC is
+//!    disabled"; `BAD_ARGUMENTS`, as a table setting forbids the call) → effective policy
+//!    (settings < table properties < `retain_last`/`retention_period`) → `decide_expiry` (policy or
+//!    id mode, the `expire_before` fuse) → when something expires: read every manifest list
+//!    ([`crate::maintain::file_graph::graph`]; a retained snapshot's unreadable list fails) → phase A (which manifests
+//!    to read) → read them (a retained one must be readable; a gone candidate is skipped with a
+//!    warning) → phase B (keep set, candidates) → refuse when a candidate lies outside the table
+//!    location (`NOT_IMPLEMENTED`, naming up to 10). All of this also runs for dry runs and
+//!    EXPLAIN, so they fail exactly where the real run would.
+//! 3. EXPLAIN returns the plan ([`explain`]); nothing expires and no ref is removed → nothing is
+//!    written, all counts 0; a dry run returns the counts of the plan.
+//! 4. Commit `v<N+1>` ([`commit`](crate::iceberg::commit::commit), create-if-absent): kept snapshots in original order, removed
+//!    refs dropped, snapshot-log trimmed after the last expired entry, statistics of expired
+//!    snapshots dropped; the commit appends to and trims metadata-log and sets last-updated-ms.
+//!    On [`CommitOutcome::Conflict`](crate::iceberg::commit::CommitOutcome::Conflict) go back to 1 (another writer may have added snapshots and
+//!    files: nothing of the old plan is reused), at most `iceberg_commit_max_attempts` times, then
+//!    `LIMIT_EXCEEDED`. On [`CommitOutcome::Unconfirmed`](crate::iceberg::commit::CommitOutcome::Unconfirmed) (another file of our version appeared
+//!    after we wrote and ours could not be taken back) nothing is deleted, the journal is marked
+//!    and a warning says so; the next run retracts our file and plans again.
+//!    Before the commit, when the plan has files to delete, a journal records the base metadata
+//!    and the expired snapshot ids ([`journal`]); it is removed after a conflict and after the
+//!    deletes. The first attempt of every real run first finishes what earlier, interrupted runs
+//!    journaled ([`recover`]), so a crash between commit and deletes converges on the next run.
+//!    Those deletions are a warning, not part of the rows: the rows are this statement's own
+//!    expiry (as in ClickHouse), so a dry run's rows still equal the real run's.
+//! 5. Only after the commit, delete leaf first ([`delete`]): content files, manifests, manifest
+//!    lists, statistics files (Java `ReachableFileCleanup`'s order; a crash in between leaves
+//!    orphans, never dangling metadata). Failures are a warning, not an error; the counts are of
+//!    files actually deleted (a file already gone counts as deleted), so a dry run's counts equal
+//!    a real run's whenever every delete succeeds.
+//!
+//! Deliberate differences from ClickHouse 26.9 (SPEC §3): unreferenced snapshots younger than the
+//! table max age are kept (Java's rule); candidates outside the location and `gc.enabled=false`
+//! refuse the statement; old metadata files are never deleted.
+
+//!
+//! Files: decisions (pure, no I/O): [`policy`], [`retention`], [`keepset`], [`explain`] (the
+//! EXPLAIN rows), [`metrics`]. Execution: [`execute`] (the loop above), [`plan`] (reads the file
+//! graph), [`journal`], [`recover`], [`delete`].
+
+mod delete;
+pub mod execute;
+pub mod explain;
+pub mod journal;
+pub mod keepset;
+pub mod metrics;
+mod plan;
+pub mod policy;
+mod recover;
+pub mod retention;
+
+pub use delete::DeleteReport;
+pub use execute::{ExpireOutcome, execute};
+pub use explain::{ExplainRow, category_name, format_ts};
+pub use metrics::ExpireMetrics;
+pub use plan::{ExpiryPlan, PROP_GC_ENABLED, new_metadata, plan_expiry, plan_files};
+pub use recover::{Recovered, finish_pending, retract_unconfirmed};
