@@ -4,7 +4,7 @@
 use super::explain::ExplainRow;
 use super::metrics::OrphanMetrics;
 use super::scan::{KeepReason, Kept, ScanOutcome};
-use super::{delete, explain, newer_metadata, other_tables, scan};
+use super::{delete, explain, newer_metadata, other_tables, protect, scan};
 use crate::error::{Error, ErrorKind, Result};
 use crate::iceberg::locate::LocatedMetadata;
 use crate::io::path_key;
@@ -53,7 +53,7 @@ pub async fn execute(
     // A narrowed scan does not see the whole location: search it first (and refuse before the
     // scan); a whole-table scan finds other tables' metadata as it lists.
     let searched = match scan_rel {
-        Some(_) => Some(other_tables::search(&target.io, &target.location, concurrency).await?),
+        Some(_) => Some(protect::search(&target.io, &target.location, concurrency).await?),
         None => None,
     };
     if let Some(found) = &searched {
@@ -77,7 +77,7 @@ pub async fn execute(
         None
     } else {
         let others = other_tables::group(&target.location, found);
-        let protection = other_tables::protect(
+        let protection = protect::protect(
             &target.io,
             &target.table_name,
             &target.location,
@@ -156,7 +156,7 @@ async fn refuse_other_tables(
         return Ok(());
     }
     let others = other_tables::group(&target.location, found.to_vec());
-    Err(other_tables::refusal(&target.io, &target.table_name, &target.location, &others).await)
+    Err(protect::refusal(&target.io, &target.table_name, &target.location, &others).await)
 }
 
 /// Move the orphans that are other tables' into the kept files (reason `other_table`); how many.

@@ -20,7 +20,7 @@
 //!    (no file, link or skipped entry) is `BAD_ARGUMENTS` "Scan path '<path>' does not exist". A listed
 //!    file whose path matches a reachable one except for scheme or authority fails the statement
 //!    (`INCORRECT_DATA`; Java's `PrefixMismatchMode.ERROR`) before anything is deleted.
-//!    **Other tables** ([`other_tables`]): files that metadata resolution takes for table
+//!    **Other tables** ([`other_tables`], [`protect`]): files that metadata resolution takes for table
 //!    metadata (every `*.metadata.json` spelling, `version-hint.text`) outside our own
 //!    `metadata/` folder belong to other tables. A whole-table scan finds them in its own listing;
 //!    a narrowed one (`location = ...`) lists the whole location first. Found ones refuse the
@@ -97,11 +97,12 @@
 //! found (held until the pointer re-check; EXPLAIN also holds the kept rows).
 
 //!
-//! Files: decisions (pure, no I/O): [`classify`] (the verdict on a listed file), [`metrics`],
-//! [`explain`] (the EXPLAIN rows). Execution: [`execute`] (the steps above), [`scan`] (lists and
-//! judges), [`other_tables`] (searches, reads and groups other tables' metadata; its grouping and
-//! derived locations are plain functions), [`newer_metadata`] (reads metadata heads, then applies
-//! the rule of [`classify::metadata_file_at_least_as_new`]), [`delete`].
+//! Files: decisions (pure, no I/O): [`classify`] (the verdict on a listed file), [`other_tables`]
+//! (which files are other tables' metadata, their derived locations and grouping, what protection
+//! keeps), [`metrics`], [`explain`] (the EXPLAIN rows). Execution: [`execute`] (the steps above),
+//! [`scan`] (lists and judges), [`protect`] (searches for, reads and refuses other tables),
+//! [`newer_metadata`] (reads metadata heads, then applies the rule of
+//! [`classify::metadata_file_at_least_as_new`]), [`delete`].
 
 pub mod classify;
 mod delete;
@@ -110,6 +111,7 @@ pub mod explain;
 pub mod metrics;
 mod newer_metadata;
 mod other_tables;
+mod protect;
 mod scan;
 
 pub use crate::io::SkipReason;
