@@ -5,7 +5,7 @@
 //!    a value after the statement's "now" is refused with ClickHouse's message (the binder checks
 //!    too, but the executor's clock may differ); `location` is re-normalised (leading `./`, empty
 //!    and `.` components dropped; `..` or a leading `/` refused).
-//! 2. **Newest metadata** ([`locate`]; a stale version hint is never followed). When the table
+//! 2. **Newest metadata** ([`locate`](crate::iceberg::locate); a stale version hint is never followed). When the table
 //!    setting `iceberg_metadata_file_path` pins a file, it must be the newest committed one
 //!    (else `BAD_ARGUMENTS`): scanning against an older file would delete newer commits' files.
 //!    Unless `gc.enabled` is absent or `true`, the statement is refused (`BAD_ARGUMENTS`; Java's
