@@ -14,8 +14,8 @@
 use std::collections::BTreeMap;
 
 use crate::error::{Error, ErrorKind, Result};
-use crate::sql::ast::Literal;
-use crate::sql::timestamp::SessionTimeZone;
+use crate::literal::Literal;
+use crate::time_zone::SessionTimeZone;
 
 /// A setting's value type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

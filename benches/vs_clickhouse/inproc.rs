@@ -16,8 +16,8 @@ use icetrim::iceberg::manifest::for_each_projected;
 use icetrim::iceberg::manifest_list::for_each_list_entry;
 use icetrim::iceberg::metadata::TableMetadata;
 use icetrim::io::{FileIO, RequestCounter, RequestCounts, S3Options, StorageOptions};
+use icetrim::maintain::expire::keepset::plan_manifest_reads;
 use icetrim::maintain::expire::{self, plan_expiry};
-use icetrim::maintain::keepset::plan_manifest_reads;
 use icetrim::maintain::target::MaintenanceTarget;
 use icetrim::plan::ExpireOptions;
 use icetrim::settings::Settings;
@@ -271,8 +271,9 @@ pub fn s3_expiry(
         let now = icetrim::clock::SystemClock.now_ms();
         let t = target(counted, &opts.location, now);
         let started = Instant::now();
-        let result = expire::run(&t, options, false)
+        let result = expire::execute(&t, options, false)
             .await
+            .map(icetrim::engine::render::expire_result)
             .map_err(|e| e.to_string())?;
         let seconds = started.elapsed().as_secs_f64();
         let rows = result

@@ -7,14 +7,15 @@ pub mod ddl;
 pub mod introspect;
 pub mod params;
 pub mod procedures;
-pub mod progress;
 pub mod registry;
+pub mod render;
 pub mod result;
 pub mod runtime;
 pub mod select_eval;
 pub mod session;
 pub mod table;
 
+pub use crate::progress;
 pub use progress::{CancelToken, Phase, Progress, ProgressEvent, ProgressSink, cancelled_error};
 pub use result::{ExpireMetrics, Metrics, OrphanMetrics, QueryResult};
 pub use runtime::Runtime;

@@ -2,14 +2,15 @@
 //! `remove_orphan_files`, for real, as a dry run, or as `EXPLAIN`, within the statement's
 //! [`Progress`] scope (progress events, cancellation).
 
-use super::progress::Progress;
 use super::registry::TableDef;
+use super::render::{expire_result, orphan_result};
 use super::result::QueryResult;
 use super::runtime::Runtime;
 use super::table::open_table;
-use crate::error::Result;
-use crate::maintain::{expire, orphan_scan};
+use crate::error::{Error, ErrorKind, Result};
+use crate::maintain::{expire, orphans};
 use crate::plan::ProcedureCall;
+use crate::progress::Progress;
 use crate::settings::Settings;
 
 /// Run `call` on `table`. With `explain`, return the plan and change nothing.
@@ -42,15 +43,42 @@ pub async fn run_procedure_with(
             match call {
                 ProcedureCall::Expire(options) => {
                     target.check_single_table("expire_snapshots", false).await?;
-                    expire::run(target, &options, explain).await
+                    expire::execute(target, &options, explain)
+                        .await
+                        .map(expire_result)
                 }
                 ProcedureCall::Orphans(options) => {
                     target
                         .check_single_table("remove_orphan_files", true)
                         .await?;
-                    orphan_scan::run(target, &options, explain).await
+                    orphans::execute(target, &options, explain)
+                        .await
+                        .map(orphan_result)
                 }
             }
         })
         .await
+}
+
+/// Refuses a procedure whose ClickHouse gate setting is off (`SUPPORT_IS_DISABLED`). Unknown
+/// procedure names pass (the binder names them).
+pub fn check_gates(procedure: &str, settings: &Settings) -> Result<()> {
+    let disabled = |message: &str| Err(Error::new(ErrorKind::SupportIsDisabled, message));
+    if !settings.allow_insert_into_iceberg() {
+        return disabled(
+            "Iceberg EXECUTE commands are experimental. To allow their usage, enable setting \
+             allow_insert_into_iceberg",
+        );
+    }
+    match procedure {
+        "expire_snapshots" if !settings.allow_experimental_expire_snapshots() => disabled(
+            "Iceberg expire_snapshots is experimental. To allow its usage, enable setting \
+             allow_experimental_expire_snapshots",
+        ),
+        "remove_orphan_files" if !settings.allow_iceberg_remove_orphan_files() => disabled(
+            "remove_orphan_files is experimental. To allow its usage, enable setting \
+             allow_iceberg_remove_orphan_files",
+        ),
+        _ => Ok(()),
+    }
 }

@@ -1,7 +1,10 @@
 //! What a statement returns: columns, rows, warnings, and for the procedures a typed metrics
-//! struct (the same numbers as the `metric_name / metric_value` rows).
+//! struct (the same numbers as the `metric_name / metric_value` rows). The metrics structs are
+//! defined by their procedures (`maintain::expire::metrics`, `maintain::orphans::metrics`), which
+//! alone know the metric names and their order.
 
 use crate::format::{Column, OutputFormat, Value};
+pub use crate::maintain::{ExpireMetrics, OrphanMetrics};
 
 /// The result of one statement.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -69,100 +72,6 @@ impl Metrics {
             Metrics::Expire(m) => m.named_values().to_vec(),
             Metrics::Orphans(m) => m.named_values().to_vec(),
         }
-    }
-}
-
-/// What `expire_snapshots` deleted (or, in a dry run, would delete).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct ExpireMetrics {
-    pub deleted_data_files_count: i64,
-    pub deleted_position_delete_files_count: i64,
-    pub deleted_equality_delete_files_count: i64,
-    pub deleted_manifest_files_count: i64,
-    pub deleted_manifest_lists_count: i64,
-    pub deleted_statistics_files_count: i64,
-    pub dry_run: bool,
-}
-
-impl ExpireMetrics {
-    /// The seven rows, in ClickHouse 26.9's order.
-    pub fn named_values(&self) -> [(&'static str, i64); 7] {
-        [
-            ("deleted_data_files_count", self.deleted_data_files_count),
-            (
-                "deleted_position_delete_files_count",
-                self.deleted_position_delete_files_count,
-            ),
-            (
-                "deleted_equality_delete_files_count",
-                self.deleted_equality_delete_files_count,
-            ),
-            (
-                "deleted_manifest_files_count",
-                self.deleted_manifest_files_count,
-            ),
-            (
-                "deleted_manifest_lists_count",
-                self.deleted_manifest_lists_count,
-            ),
-            (
-                "deleted_statistics_files_count",
-                self.deleted_statistics_files_count,
-            ),
-            ("dry_run", i64::from(self.dry_run)),
-        ]
-    }
-}
-
-/// What `remove_orphan_files` deleted (or, in a dry run, would delete).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct OrphanMetrics {
-    pub deleted_data_files_count: i64,
-    pub deleted_position_delete_files_count: i64,
-    pub deleted_equality_delete_files_count: i64,
-    pub deleted_manifest_files_count: i64,
-    pub deleted_manifest_lists_count: i64,
-    pub deleted_metadata_files_count: i64,
-    pub deleted_statistics_files_count: i64,
-    pub skipped_missing_metadata_count: i64,
-    pub failed_deletions_count: i64,
-}
-
-impl OrphanMetrics {
-    /// The nine rows, in ClickHouse 26.9's order.
-    pub fn named_values(&self) -> [(&'static str, i64); 9] {
-        [
-            ("deleted_data_files_count", self.deleted_data_files_count),
-            (
-                "deleted_position_delete_files_count",
-                self.deleted_position_delete_files_count,
-            ),
-            (
-                "deleted_equality_delete_files_count",
-                self.deleted_equality_delete_files_count,
-            ),
-            (
-                "deleted_manifest_files_count",
-                self.deleted_manifest_files_count,
-            ),
-            (
-                "deleted_manifest_lists_count",
-                self.deleted_manifest_lists_count,
-            ),
-            (
-                "deleted_metadata_files_count",
-                self.deleted_metadata_files_count,
-            ),
-            (
-                "deleted_statistics_files_count",
-                self.deleted_statistics_files_count,
-            ),
-            (
-                "skipped_missing_metadata_count",
-                self.skipped_missing_metadata_count,
-            ),
-            ("failed_deletions_count", self.failed_deletions_count),
-        ]
     }
 }
 

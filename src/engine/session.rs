@@ -24,7 +24,7 @@ use tokio::sync::Mutex;
 use super::ddl;
 use super::introspect::system_table_rows;
 use super::params::{PARAM_SETTING_PREFIX, setting_value_text, substitute};
-use super::procedures::run_procedure_with;
+use super::procedures::{check_gates, run_procedure_with};
 use super::progress::{CancelToken, Progress, ProgressSink, cancelled_error};
 use super::registry::Registry;
 use super::result::QueryResult;
@@ -35,7 +35,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::format::{Column, OutputFormat, Value};
 use crate::settings::Settings;
 use crate::sql::{
-    AlterExecute, BindContext, Literal, Select, Statement, TableName, bind_noted, check_gates,
+    AlterExecute, BindContext, Literal, Select, Statement, TableName, bind_noted,
     parse_statement_at, split_statements,
 };
 

@@ -162,14 +162,14 @@ impl FileIO {
         if self.reads_local_directly(&location) {
             let file = format!("/{}", location.path);
             let uri = uri.to_string();
-            return crate::maintain::off_task(move || {
+            return crate::pool::off_task(move || {
                 let bytes = super::local_fs::read_blocking(&uri, &file)?;
                 Ok((bytes.len(), work(&bytes)?))
             })
             .await;
         }
         let bytes = self.read(uri).await?;
-        crate::maintain::off_task(move || Ok((bytes.len(), work(&bytes)?))).await
+        crate::pool::off_task(move || Ok((bytes.len(), work(&bytes)?))).await
     }
 
     /// Read bytes `range` of a file (the range must lie within the file).

@@ -2,11 +2,11 @@
 //! table lives, how its current metadata is found, the session settings, "now", and the
 //! statement's progress reporting and cancellation.
 
-use crate::engine::progress::Progress;
 use crate::error::Result;
 use crate::iceberg::guard::{check_single_table_uuid, locate_newest};
 use crate::iceberg::locate::{LocatedMetadata, MetadataSettings};
 use crate::io::FileIO;
+use crate::progress::Progress;
 use crate::settings::Settings;
 
 /// A table opened for maintenance.
@@ -24,8 +24,8 @@ pub struct MaintenanceTarget {
     pub settings: Settings,
     /// "Now", in milliseconds since the epoch, fixed for the whole statement.
     pub now_ms: i64,
-    /// Where the statement reports progress and learns it was cancelled (see
-    /// [`crate::engine::progress`]); executors without the target use [`Progress::current`].
+    /// Where the statement reports progress and learns it was cancelled (see [`crate::progress`]):
+    /// the one way progress reaches maintenance; executors pass it on to what they call.
     pub progress: Progress,
 }
 

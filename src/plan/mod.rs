@@ -3,4 +3,4 @@
 
 pub mod options;
 
-pub use options::{ExpireOptions, OrphanOptions, ProcedureCall};
+pub use options::{ExpireOptions, OrphanOptions, ProcedureCall, normalize_location};

@@ -3,6 +3,8 @@
 //! Defaults that depend on settings or table properties are left as `None` here; the maintenance
 //! code resolves them (SPEC §3 policy precedence, §4 `older_than` default).
 
+use crate::error::{Error, Result};
+
 /// `expire_snapshots(...)`, validated.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct ExpireOptions {
@@ -56,4 +58,20 @@ impl ProcedureCall {
             ProcedureCall::Orphans(options) => options.dry_run,
         }
     }
+}
+
+/// A scan location relative to the table root: `..` anywhere or a leading `/` is refused; empty and
+/// `.` components (so `./`) are dropped; `None` when nothing remains (the whole table).
+pub fn normalize_location(location: &str) -> Result<Option<String>> {
+    let components: Vec<&str> = location.split('/').collect();
+    if location.starts_with('/') || components.contains(&"..") {
+        return Err(Error::bad_arguments(format!(
+            "location must be a relative path under the table root, got '{location}'"
+        )));
+    }
+    let kept: Vec<&str> = components
+        .into_iter()
+        .filter(|c| !c.is_empty() && *c != ".")
+        .collect();
+    Ok((!kept.is_empty()).then(|| kept.join("/")))
 }

@@ -15,9 +15,8 @@ use std::collections::BTreeMap;
 use super::ast::{Arg, ArgValue, Literal};
 use super::duration::{DurationError, parse_duration_ms};
 use super::timestamp::{SessionTimeZone, parse_timestamp_noted};
-use crate::error::{Error, ErrorKind, Result};
-use crate::plan::{ExpireOptions, OrphanOptions, ProcedureCall};
-use crate::settings::Settings;
+use crate::error::{Error, Result};
+use crate::plan::{ExpireOptions, OrphanOptions, ProcedureCall, normalize_location};
 
 const EXPIRE: &str = "expire_snapshots";
 const ORPHANS: &str = "remove_orphan_files";
@@ -86,29 +85,6 @@ const ORPHAN_PARAMS: [Param; 4] = [
         ty: ParamType::UInt64,
     },
 ];
-
-/// Refuses a procedure whose ClickHouse gate setting is off (`SUPPORT_IS_DISABLED`). Unknown
-/// procedure names pass (the binder names them).
-pub fn check_gates(procedure: &str, settings: &Settings) -> Result<()> {
-    let disabled = |message: &str| Err(Error::new(ErrorKind::SupportIsDisabled, message));
-    if !settings.allow_insert_into_iceberg() {
-        return disabled(
-            "Iceberg EXECUTE commands are experimental. To allow their usage, enable setting \
-             allow_insert_into_iceberg",
-        );
-    }
-    match procedure {
-        EXPIRE if !settings.allow_experimental_expire_snapshots() => disabled(
-            "Iceberg expire_snapshots is experimental. To allow its usage, enable setting \
-             allow_experimental_expire_snapshots",
-        ),
-        ORPHANS if !settings.allow_iceberg_remove_orphan_files() => disabled(
-            "remove_orphan_files is experimental. To allow its usage, enable setting \
-             allow_iceberg_remove_orphan_files",
-        ),
-        _ => Ok(()),
-    }
-}
 
 /// Binds `procedure(args)` to typed options (`BAD_ARGUMENTS` / `CANNOT_PARSE_DATETIME` on bad input).
 pub fn bind(procedure: &str, args: &[Arg], context: &BindContext) -> Result<ProcedureCall> {
@@ -373,22 +349,6 @@ fn bind_orphans(
         dry_run,
         protect_other_tables,
     })
-}
-
-/// A scan location relative to the table root: `..` anywhere or a leading `/` is refused; empty and
-/// `.` components (so `./`) are dropped; `None` when nothing remains (the whole table).
-fn normalize_location(location: &str) -> Result<Option<String>> {
-    let components: Vec<&str> = location.split('/').collect();
-    if location.starts_with('/') || components.contains(&"..") {
-        return Err(Error::bad_arguments(format!(
-            "location must be a relative path under the table root, got '{location}'"
-        )));
-    }
-    let kept: Vec<&str> = components
-        .into_iter()
-        .filter(|c| !c.is_empty() && *c != ".")
-        .collect();
-    Ok((!kept.is_empty()).then(|| kept.join("/")))
 }
 
 #[cfg(test)]

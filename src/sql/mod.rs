@@ -19,7 +19,7 @@ pub use ast::{
     AlterExecute, Arg, ArgValue, CreateTable, Engine, EngineArg, EngineName, Literal, Statement,
     TableName,
 };
-pub use bind::{BindContext, bind, bind_noted, check_gates};
+pub use bind::{BindContext, bind, bind_noted};
 pub use duration::{DurationError, format_duration_ms, parse_duration_ms};
 pub use parser::{parse_statement, parse_statement_at};
 pub use select::{CompareOp, Comparison, OrderKey, Projection, Select, SystemTable};

@@ -14,7 +14,7 @@ use icetrim::generate::{GenerateOptions, generate};
 use icetrim::iceberg::locate::{MetadataSettings, locate};
 use icetrim::iceberg::spec::FormatVersion;
 use icetrim::io::{FileIO, path_key};
-use icetrim::maintain::reachable::{Lookup, collect_reachable};
+use icetrim::maintain::file_graph::reachable::{Lookup, collect_reachable};
 
 const DAY: i64 = 86_400_000;
 const EXPIRE: &str =

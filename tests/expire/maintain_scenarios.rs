@@ -6,12 +6,14 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use icetrim::iceberg::spec::{
     DataContent, EntryStatus, ManifestContent, RefKind, Snapshot, SnapshotRef,
 };
-use icetrim::maintain::keepset::{
+use icetrim::maintain::expire::keepset::{
     EntryRef, ExpiryFileCounts, FileGraph, ManifestContents, ManifestEntries, ManifestRef,
     PathInterner, SnapshotFiles, StatisticsRef, decide_files, plan_manifest_reads,
 };
-use icetrim::maintain::policy::{ExpiryInput, ExpiryMode, RefFate, RefRemoval, decide_expiry};
-use icetrim::maintain::retention::{TablePolicy, effective_policy};
+use icetrim::maintain::expire::policy::{
+    ExpiryInput, ExpiryMode, RefFate, RefRemoval, decide_expiry,
+};
+use icetrim::maintain::expire::retention::{TablePolicy, effective_policy};
 
 const NOW: i64 = 1_750_000_000_000;
 const DAY: i64 = 86_400_000;

@@ -1,9 +1,10 @@
 //! Binding `EXECUTE` arguments: typed options for good input, ClickHouse 26.9's exact messages for
 //! bad input (each message below was observed with chdb 4.4 / ClickHouse 26.9.2.1).
 
+use icetrim::engine::procedures::check_gates;
 use icetrim::plan::{ExpireOptions, OrphanOptions, ProcedureCall};
 use icetrim::settings::Settings;
-use icetrim::sql::{BindContext, SessionTimeZone, Statement, bind, check_gates, parse_statement};
+use icetrim::sql::{BindContext, SessionTimeZone, Statement, bind, parse_statement};
 use icetrim::{Error, ErrorKind, Result};
 
 /// 2026-01-01 00:00:00 UTC.

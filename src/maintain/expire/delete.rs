@@ -13,11 +13,11 @@
 use std::collections::HashSet;
 
 use super::plan::ExpiryPlan;
-use crate::engine::progress::{Phase, Progress};
 use crate::io::{FileIO, is_under};
-use crate::maintain::keepset::{
+use crate::maintain::expire::keepset::{
     ExpiryFileCounts, FileCandidate, FileCategory, FileDecision, PathId, after_failed_deletes,
 };
+use crate::progress::{Phase, Progress};
 
 /// How many failed paths the warning names.
 const FAILED_NAMED: usize = 10;
@@ -97,11 +97,11 @@ pub async fn delete_planned(
     location: &str,
     plan: &ExpiryPlan,
     in_flight: usize,
+    progress: &Progress,
 ) -> DeleteReport {
     let mut report = DeleteReport::default();
     let mut failed_ids: HashSet<PathId> = HashSet::new();
     let mut decision: FileDecision = plan.delete.clone();
-    let progress = Progress::current();
     progress.start(
         Phase::DeletingFiles,
         Some(

@@ -1,4 +1,5 @@
-//! `EXPLAIN ALTER TABLE t EXECUTE expire_snapshots(...)`: the plan as a table, nothing changed.
+//! `EXPLAIN ALTER TABLE t EXECUTE expire_snapshots(...)`: the plan as typed rows, nothing changed.
+//! Pure (the plan in, rows out); the engine renders the rows (`engine::render`).
 //!
 //! Columns: `kind String, id String, decision String, reason String, detail String,
 //! bytes Nullable(Int64)`. Rows, in this order:
@@ -13,21 +14,30 @@
 //!   how many sizes are unknown, if any; bytes: the known sizes summed.
 //! - `warning` — one per warning (e.g. a skipped missing manifest), in reason.
 
+use super::keepset::{FileCategory, FileDecision};
 use super::plan::ExpiryPlan;
-use crate::engine::QueryResult;
-use crate::format::{Column, Value};
+use super::policy::{ExpireReason, KeepReason, RefFate, RefRemoval, SnapshotFate};
 use crate::iceberg::spec::{MAIN_BRANCH, RefKind, SnapshotId};
-use crate::maintain::keepset::{FileCategory, FileDecision};
-use crate::maintain::policy::{ExpireReason, KeepReason, RefFate, RefRemoval, SnapshotFate};
-use crate::sql::SessionTimeZone;
+use crate::time_zone::SessionTimeZone;
 
-/// The EXPLAIN table of `plan`. `parents` gives each snapshot's parent; times print in `zone`.
-pub fn explain_table(
+/// One row of the EXPLAIN plan (the columns above, in order); the engine renders it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExplainRow {
+    pub kind: String,
+    pub id: String,
+    pub decision: String,
+    pub reason: String,
+    pub detail: String,
+    pub bytes: Option<i64>,
+}
+
+/// The EXPLAIN rows of `plan`. `parent_of` gives each snapshot's parent; times print in `zone`.
+pub fn explain_rows(
     plan: &ExpiryPlan,
     parent_of: impl Fn(SnapshotId) -> Option<SnapshotId>,
     warnings: &[String],
     zone: &SessionTimeZone,
-) -> QueryResult {
+) -> Vec<ExplainRow> {
     let mut rows = Vec::new();
     for v in &plan.decision.snapshots {
         let (decision, reason) = match &v.fate {
@@ -90,23 +100,10 @@ pub fn explain_table(
     for w in warnings {
         rows.push(row("warning", "", "", w, "", None));
     }
-    let mut result = QueryResult::table(columns(), rows);
-    result.warnings = warnings.to_vec();
-    result
+    rows
 }
 
-fn columns() -> Vec<Column> {
-    vec![
-        Column::new("kind", "String"),
-        Column::new("id", "String"),
-        Column::new("decision", "String"),
-        Column::new("reason", "String"),
-        Column::new("detail", "String"),
-        Column::new("bytes", "Nullable(Int64)"),
-    ]
-}
-
-fn totals(delete: &FileDecision, rows: &mut Vec<Vec<Value>>) {
+fn totals(delete: &FileDecision, rows: &mut Vec<ExplainRow>) {
     for category in FileDecision::DELETION_ORDER {
         let files = delete.files(category);
         let known: i64 = files
@@ -149,15 +146,15 @@ fn row(
     reason: &str,
     detail: &str,
     bytes: Option<i64>,
-) -> Vec<Value> {
-    vec![
-        Value::Str(kind.into()),
-        Value::Str(id.into()),
-        Value::Str(decision.into()),
-        Value::Str(reason.into()),
-        Value::Str(detail.into()),
-        bytes.map_or(Value::Null, Value::Int),
-    ]
+) -> ExplainRow {
+    ExplainRow {
+        kind: kind.into(),
+        id: id.into(),
+        decision: decision.into(),
+        reason: reason.into(),
+        detail: detail.into(),
+        bytes,
+    }
 }
 
 /// The category as EXPLAIN names it.

@@ -4,20 +4,22 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use crate::engine::progress::{Phase, Progress};
 use crate::error::{Error, Result};
 use crate::iceberg::metadata::TableMetadata;
 use crate::iceberg::spec::SnapshotId;
 use crate::io::path_key;
-use crate::maintain::graph::TableFiles;
-use crate::maintain::keepset::{
+use crate::maintain::expire::keepset::{
     FileDecision, ManifestContents, PathId, decide_candidates, plan_manifest_reads,
 };
-use crate::maintain::paths::Fingerprint;
-use crate::maintain::policy::{ExpiryDecision, ExpiryInput, ExpiryMode, decide_expiry};
-use crate::maintain::retention::{SETTING_MIN_SNAPSHOTS_TO_KEEP, TablePolicy, effective_policy};
+use crate::maintain::expire::policy::{ExpiryDecision, ExpiryInput, ExpiryMode, decide_expiry};
+use crate::maintain::expire::retention::{
+    SETTING_MIN_SNAPSHOTS_TO_KEEP, TablePolicy, effective_policy,
+};
+use crate::maintain::file_graph::graph::TableFiles;
+use crate::maintain::file_graph::paths::Fingerprint;
 use crate::maintain::target::MaintenanceTarget;
 use crate::plan::ExpireOptions;
+use crate::progress::Phase;
 
 /// The table property that allows deleting files (Java `TableProperties.GC_ENABLED`).
 pub const PROP_GC_ENABLED: &str = "gc.enabled";
@@ -32,7 +34,7 @@ pub struct ExpiryPlan {
     /// The file graph (empty when nothing expires: then nothing is read).
     pub files: TableFiles,
     /// The candidate manifests, each with only its entries no retained manifest keeps live
-    /// (what [`crate::maintain::keepset::after_failed_deletes`] needs).
+    /// (what [`crate::maintain::expire::keepset::after_failed_deletes`] needs).
     pub contents: ManifestContents,
     pub delete: FileDecision,
 }
@@ -97,7 +99,8 @@ pub async fn plan_files(
     }
     let concurrency = target.settings.metadata_read_concurrency();
     let retained = &decision.retained;
-    let mut files = TableFiles::read(&target.io, metadata, concurrency, |id| {
+    let progress = &target.progress;
+    let mut files = TableFiles::read(&target.io, metadata, concurrency, progress, |id| {
         retained.contains(&id)
     })
     .await?;
@@ -106,14 +109,20 @@ pub async fn plan_files(
     // against them as they decode: no manifest's entries are held whole.
     // One progress phase for both streams (a manifest is on one side only).
     let manifests = reads.retained_manifests.len() + reads.candidate_manifests.len();
-    Progress::current().phase(Phase::ReadingManifests, Some(manifests))?;
+    progress.phase(Phase::ReadingManifests, Some(manifests))?;
     let live = files
-        .read_live_fingerprints(&target.io, &reads.retained_manifests, concurrency)
+        .read_live_fingerprints(&target.io, &reads.retained_manifests, concurrency, progress)
         .await?;
     let live = Arc::new(live);
     let candidates: Vec<PathId> = reads.candidate_manifests.iter().map(|m| m.path).collect();
     let contents = files
-        .read_candidate_manifests(&target.io, &candidates, Arc::clone(&live), concurrency)
+        .read_candidate_manifests(
+            &target.io,
+            &candidates,
+            Arc::clone(&live),
+            concurrency,
+            progress,
+        )
         .await?;
     let live_kept = |id: PathId| {
         files
@@ -235,7 +244,7 @@ mod tests {
     use super::*;
     use crate::ErrorKind;
     use crate::iceberg::spec::RefKind;
-    use crate::maintain::policy::{RefFate, RefRemoval, RefVerdict};
+    use crate::maintain::expire::policy::{RefFate, RefRemoval, RefVerdict};
 
     fn doc(gc: Option<&str>) -> Value {
         let mut d = json!({

@@ -17,8 +17,8 @@ use crate::error::{Error, Result};
 use crate::iceberg::locate::{file_name, metadata_versions, parse_file_name};
 use crate::iceberg::metadata::TableMetadata;
 use crate::iceberg::spec::SnapshotId;
-use crate::maintain::keepset::ExpiryFileCounts;
-use crate::maintain::policy::ExpiryDecision;
+use crate::maintain::expire::keepset::ExpiryFileCounts;
+use crate::maintain::expire::policy::ExpiryDecision;
 use crate::maintain::target::MaintenanceTarget;
 
 /// What finishing the pending journals did.
@@ -176,6 +176,7 @@ async fn finish_one(
         &target.location,
         &plan,
         target.settings.delete_concurrency(),
+        &target.progress,
     )
     .await;
     if let Some(warning) = report.warning() {

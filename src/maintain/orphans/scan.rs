@@ -7,13 +7,14 @@
 
 use futures::TryStreamExt;
 
-use crate::engine::progress::{Phase, Progress};
+use super::metrics::OrphanMetrics;
 use crate::error::{Error, ErrorKind, Result};
 use crate::io::{FileIO, FileInfo, Listed, SkipReason, path_key};
-use crate::maintain::orphans::{
-    ListedFile, OrphanCategory, OrphanRules, OrphanTally, OrphanVerdict, classify,
+use crate::maintain::file_graph::reachable::{Lookup, ReachableFiles};
+use crate::maintain::orphans::classify::{
+    ListedFile, OrphanCategory, OrphanRules, OrphanVerdict, classify,
 };
-use crate::maintain::reachable::{Lookup, ReachableFiles};
+use crate::progress::{Phase, Progress};
 
 /// What to scan and how to judge.
 #[derive(Debug, Clone, Copy)]
@@ -131,12 +132,12 @@ impl ScanOutcome {
     }
 
     /// The nine metrics as a dry run reports them.
-    pub fn dry_run_tally(&self) -> OrphanTally {
-        let mut tally = OrphanTally::default();
+    pub fn dry_run_tally(&self) -> OrphanMetrics {
+        let mut tally = OrphanMetrics::default();
         for orphan in &self.orphans {
             tally.count_deleted(orphan.category);
         }
-        tally.skipped_missing_metadata = self.skipped_missing_metadata;
+        tally.skipped_missing_metadata_count = self.skipped_missing_metadata;
         tally
     }
 
@@ -197,6 +198,7 @@ pub async fn scan(
     io: &FileIO,
     request: &ScanRequest<'_>,
     reachable: &ReachableFiles,
+    progress: &Progress,
 ) -> Result<ScanOutcome> {
     let scan_uri = scan_uri(request.location, request.scan_rel);
     let root_key = path_key(request.location);
@@ -206,7 +208,6 @@ pub async fn scan(
         older_than_ms: request.older_than_ms,
     };
     let mut outcome = ScanOutcome::default();
-    let progress = Progress::current();
     progress.phase(Phase::ListingFiles, None)?;
     let mut listing = io.list_entries(request.location, &scan_uri, request.concurrency);
     loop {
@@ -299,9 +300,14 @@ mod tests {
         reachable.insert("memory:///t/data/live.parquet");
         let names = vec!["_c".to_string()];
         let now = chrono::Utc::now().timestamp_millis();
-        let out = scan(&io, &request(None, &names, now + DAY), &reachable)
-            .await
-            .unwrap();
+        let out = scan(
+            &io,
+            &request(None, &names, now + DAY),
+            &reachable,
+            &Progress::default(),
+        )
+        .await
+        .unwrap();
         assert_eq!((out.listed, out.reachable_listed, out.hidden), (6, 1, 2));
         let mut orphans: Vec<(&str, OrphanCategory)> = out
             .orphans
@@ -321,9 +327,14 @@ mod tests {
             ]
         );
         assert_eq!(out.kept.len(), 2);
-        let young = scan(&io, &request(None, &names, now - DAY), &reachable)
-            .await
-            .unwrap();
+        let young = scan(
+            &io,
+            &request(None, &names, now - DAY),
+            &reachable,
+            &Progress::default(),
+        )
+        .await
+        .unwrap();
         assert!(young.orphans.is_empty());
         assert_eq!(young.too_young, 3);
     }
@@ -333,14 +344,24 @@ mod tests {
         let io = FileIO::memory();
         let reachable = ReachableFiles::new("memory:///t");
         let names: Vec<String> = Vec::new();
-        let e = scan(&io, &request(Some("nope"), &names, 0), &reachable)
-            .await
-            .unwrap_err();
+        let e = scan(
+            &io,
+            &request(Some("nope"), &names, 0),
+            &reachable,
+            &Progress::default(),
+        )
+        .await
+        .unwrap_err();
         assert_eq!(e.kind(), ErrorKind::BadArguments);
         assert_eq!(e.message(), "Scan path 'memory:///t/nope/' does not exist");
-        let out = scan(&io, &request(None, &names, 0), &reachable)
-            .await
-            .unwrap();
+        let out = scan(
+            &io,
+            &request(None, &names, 0),
+            &reachable,
+            &Progress::default(),
+        )
+        .await
+        .unwrap();
         assert_eq!(out.listed, 0);
     }
 

@@ -9,11 +9,12 @@
 //! link since the listing, or a file swapped for one, is a failed deletion, never a delete
 //! elsewhere.
 
+use super::OrphanMetrics;
 use super::deletable;
 use super::scan::Orphan;
-use crate::engine::progress::{Phase, Progress};
 use crate::io::FileIO;
-use crate::maintain::orphans::{OrphanCategory, OrphanTally};
+use crate::maintain::orphans::classify::OrphanCategory;
+use crate::progress::{Phase, Progress};
 
 /// Failed paths named in the warning.
 const FAILED_EXAMPLES: usize = 10;
@@ -22,7 +23,7 @@ const FAILED_EXAMPLES: usize = 10;
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Deleted {
     /// Deleted files by category, and failures.
-    pub tally: OrphanTally,
+    pub tally: OrphanMetrics,
     pub warnings: Vec<String>,
 }
 
@@ -32,16 +33,18 @@ pub async fn delete_orphans(
     location: &str,
     orphans: &[Orphan],
     concurrency: usize,
+    progress: &Progress,
 ) -> Deleted {
-    let mut tally = OrphanTally::default();
+    let mut tally = OrphanMetrics::default();
     let mut failed: Vec<String> = Vec::new();
-    let progress = Progress::current();
     progress.start(Phase::DeletingFiles, Some(orphans.len()));
     for chunk in orphans.chunks(DELETE_CHUNK) {
         if !progress.keep_going() {
             break;
         }
-        for (category, uri, result) in delete_chunk(io, location, chunk, concurrency).await {
+        for (category, uri, result) in
+            delete_chunk(io, location, chunk, concurrency, progress).await
+        {
             match result {
                 Ok(()) => tally.count_deleted(category),
                 Err(reason) => {
@@ -53,10 +56,10 @@ pub async fn delete_orphans(
             }
         }
     }
-    let warnings = if tally.failed_deletions > 0 {
+    let warnings = if tally.failed_deletions_count > 0 {
         vec![format!(
             "remove_orphan_files: {} deletion(s) failed; first: {}",
-            tally.failed_deletions,
+            tally.failed_deletions_count,
             failed.join(", ")
         )]
     } else {
@@ -71,7 +74,13 @@ pub const DELETE_CHUNK: usize = 8192;
 type Outcomes = Vec<(OrphanCategory, String, Result<(), String>)>;
 
 /// One chunk: up to `in_flight` delete requests at once (each of up to 1000 keys on S3).
-async fn delete_chunk(io: &FileIO, location: &str, chunk: &[Orphan], in_flight: usize) -> Outcomes {
+async fn delete_chunk(
+    io: &FileIO,
+    location: &str,
+    chunk: &[Orphan],
+    in_flight: usize,
+    progress: &Progress,
+) -> Outcomes {
     let mut outcomes: Outcomes = Vec::with_capacity(chunk.len());
     let mut uris = Vec::with_capacity(chunk.len());
     let mut categories = Vec::with_capacity(chunk.len());
@@ -92,7 +101,7 @@ async fn delete_chunk(io: &FileIO, location: &str, chunk: &[Orphan], in_flight: 
         let result = answer.result.map_err(|e| e.message().to_string());
         outcomes.push((category, answer.uri, result));
     }
-    Progress::current().advance(chunk.len() as u64, chunk.iter().map(|o| o.size).sum());
+    progress.advance(chunk.len() as u64, chunk.iter().map(|o| o.size).sum());
     outcomes
 }
 
@@ -127,10 +136,10 @@ mod tests {
             orphan("memory:///u/x", OrphanCategory::Data),
             orphan("memory:///t/../u/x", OrphanCategory::Data),
         ];
-        let out = delete_orphans(&io, "memory:///t", &orphans, 2).await;
-        assert_eq!(out.tally.data_files, 2);
-        assert_eq!(out.tally.manifest_files, 1);
-        assert_eq!(out.tally.failed_deletions, 2);
+        let out = delete_orphans(&io, "memory:///t", &orphans, 2, &Progress::default()).await;
+        assert_eq!(out.tally.deleted_data_files_count, 2);
+        assert_eq!(out.tally.deleted_manifest_files_count, 1);
+        assert_eq!(out.tally.failed_deletions_count, 2);
         assert!(
             io.head("memory:///u/x").await.is_ok(),
             "outside file deleted"

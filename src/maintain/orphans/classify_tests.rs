@@ -2,6 +2,7 @@
 //! its precedence, the second-precision boundary, and properties over random names and times.
 
 use super::*;
+use crate::maintain::orphans::OrphanMetrics;
 use proptest::prelude::*;
 use std::collections::HashSet;
 
@@ -167,7 +168,7 @@ fn age_is_compared_in_whole_seconds() {
 
 #[test]
 fn the_tally_gives_the_nine_rows_in_order() {
-    let mut tally = OrphanTally::default();
+    let mut tally = OrphanMetrics::default();
     for category in [
         OrphanCategory::Data,
         OrphanCategory::Data,
@@ -185,7 +186,7 @@ fn the_tally_gives_the_nine_rows_in_order() {
     tally.record_verdict(OrphanVerdict::TooYoung);
     tally.count_failed();
     tally.count_failed();
-    let metrics = tally.metrics();
+    let metrics = tally.named_values();
     let names: Vec<&str> = metrics.iter().map(|(n, _)| *n).collect();
     assert_eq!(
         names,

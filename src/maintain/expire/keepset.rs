@@ -44,67 +44,17 @@
 //! [`after_failed_deletes`] says which manifests and manifest lists must then be kept (a manifest
 //! naming a file that could not be deleted, and a list naming such a manifest, stay — SPEC §3).
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeSet, HashSet};
 
 use crate::error::{Error, Result};
-use crate::iceberg::spec::{DataContent, EntryStatus, ManifestContent, SnapshotId};
+use crate::iceberg::spec::{DataContent, SnapshotId};
 
-use super::orphans::relative_path;
-pub use super::paths::{PathId, PathInterner, PathSet};
-
-/// A manifest as a manifest list (or a v1 snapshot's inline `manifests`) names it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ManifestRef {
-    pub path: PathId,
-    /// `manifest_length`; 0 when unknown (v1 inline manifests).
-    pub length: i64,
-    pub content: ManifestContent,
-}
-
-/// One snapshot's files, from its manifest list.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SnapshotFiles {
-    pub snapshot_id: SnapshotId,
-    pub manifest_list: Option<PathId>,
-    /// Size of the manifest list file, when the caller knows it.
-    pub manifest_list_size: Option<i64>,
-    pub manifests: Vec<ManifestRef>,
-}
-
-/// An entry of `statistics` or `partition-statistics`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct StatisticsRef {
-    pub snapshot_id: SnapshotId,
-    pub path: PathId,
-    pub size: Option<i64>,
-}
-
-/// Every snapshot's files and every statistics entry of the table metadata.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct FileGraph {
-    pub snapshots: Vec<SnapshotFiles>,
-    pub statistics: Vec<StatisticsRef>,
-}
-
-/// One manifest entry: the content file it names.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct EntryRef {
-    pub path: PathId,
-    pub content: DataContent,
-    pub status: EntryStatus,
-    /// `file_size_in_bytes`.
-    pub file_size: i64,
-}
-
-/// The entries of one manifest that was read. A candidate manifest that is already gone is passed
-/// as empty entries (its files cannot be found any more; orphan removal finds them).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ManifestEntries {
-    pub entries: Vec<EntryRef>,
-}
-
-/// Manifests read, by path.
-pub type ManifestContents = HashMap<PathId, ManifestEntries>;
+pub use crate::maintain::file_graph::model::{
+    EntryRef, FileGraph, ManifestContents, ManifestEntries, ManifestRef, SnapshotFiles,
+    StatisticsRef, unique,
+};
+use crate::maintain::file_graph::paths::relative_path;
+pub use crate::maintain::file_graph::paths::{PathId, PathInterner, PathSet};
 
 /// Phase A's answer: which manifests to read.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -171,12 +121,6 @@ pub fn plan_manifest_reads(graph: &FileGraph, expired: &BTreeSet<SnapshotId>) ->
         },
         candidate_manifests,
     }
-}
-
-/// Each id once, in first-seen order.
-pub(super) fn unique(ids: impl Iterator<Item = PathId>) -> Vec<PathId> {
-    let mut seen = PathSet::default();
-    ids.filter(|id| seen.insert(*id)).collect()
 }
 
 /// What kind of file a candidate is; the metric it counts in.
@@ -260,23 +204,10 @@ impl ExpiryFileCounts {
         .fold(0, |a, b| a.saturating_add(*b))
     }
 
-    /// The seven result rows of `expire_snapshots`, in ClickHouse 26.9's order.
+    /// The seven result rows of `expire_snapshots`, in ClickHouse 26.9's order (named by
+    /// [`ExpireMetrics`](super::ExpireMetrics)).
     pub fn metrics(&self, dry_run: bool) -> [(&'static str, i64); 7] {
-        [
-            ("deleted_data_files_count", self.data_files),
-            (
-                "deleted_position_delete_files_count",
-                self.position_delete_files,
-            ),
-            (
-                "deleted_equality_delete_files_count",
-                self.equality_delete_files,
-            ),
-            ("deleted_manifest_files_count", self.manifest_files),
-            ("deleted_manifest_lists_count", self.manifest_lists),
-            ("deleted_statistics_files_count", self.statistics_files),
-            ("dry_run", i64::from(dry_run)),
-        ]
+        super::ExpireMetrics::new(*self, dry_run).named_values()
     }
 }
 

@@ -37,6 +37,8 @@
 //! So `metadata/notes.txt` is data, `data/x.avro` is data, `data/v1.metadata.json` is data, and
 //! `data/00000-eq-delete-1.parquet` is an equality delete (`eq-del` is checked before `-delete-`).
 
+pub use crate::maintain::file_graph::paths::{relative_components, relative_path};
+
 /// What an orphan is counted as.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum OrphanCategory {
@@ -47,25 +49,6 @@ pub enum OrphanCategory {
     ManifestList,
     Metadata,
     Statistics,
-}
-
-/// The path of `file_key` below `table_root_key` (no leading slash), or `None` when the file is
-/// not strictly below the root. Both are path keys normalised alike; a trailing slash on the root
-/// is optional.
-pub fn relative_path<'a>(table_root_key: &str, file_key: &'a str) -> Option<&'a str> {
-    let root = table_root_key.trim_end_matches('/');
-    let rest = file_key.strip_prefix(root)?;
-    if !root.is_empty() && !rest.starts_with('/') {
-        return None; // `…/table2/x` is not below `…/table`
-    }
-    let rel = rest.trim_start_matches('/');
-    (!rel.is_empty()).then_some(rel)
-}
-
-/// The components of `file_key` below `table_root_key` (empty components dropped).
-pub fn relative_components<'a>(table_root_key: &str, file_key: &'a str) -> Option<Vec<&'a str>> {
-    relative_path(table_root_key, file_key)
-        .map(|rel| rel.split('/').filter(|c| !c.is_empty()).collect())
 }
 
 /// Whether a path relative to the table root is hidden (rule 3).
@@ -222,79 +205,6 @@ pub fn metadata_file_at_least_as_new(
     last_updated_ms.is_none_or(|ms| ms >= planned.last_updated_ms)
 }
 
-/// The nine result rows of `remove_orphan_files`, accumulated.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct OrphanTally {
-    pub data_files: i64,
-    pub position_delete_files: i64,
-    pub equality_delete_files: i64,
-    pub manifest_files: i64,
-    pub manifest_lists: i64,
-    pub metadata_files: i64,
-    pub statistics_files: i64,
-    pub skipped_missing_metadata: i64,
-    pub failed_deletions: i64,
-}
-
-impl OrphanTally {
-    /// Count a deleted (or, in a dry run, to-be-deleted) orphan.
-    pub fn count_deleted(&mut self, category: OrphanCategory) {
-        let slot = match category {
-            OrphanCategory::Data => &mut self.data_files,
-            OrphanCategory::PositionDelete => &mut self.position_delete_files,
-            OrphanCategory::EqualityDelete => &mut self.equality_delete_files,
-            OrphanCategory::Manifest => &mut self.manifest_files,
-            OrphanCategory::ManifestList => &mut self.manifest_lists,
-            OrphanCategory::Metadata => &mut self.metadata_files,
-            OrphanCategory::Statistics => &mut self.statistics_files,
-        };
-        *slot = slot.saturating_add(1);
-    }
-
-    /// Count a file kept for want of a last-modified time.
-    pub fn count_skipped_missing_metadata(&mut self) {
-        self.skipped_missing_metadata = self.skipped_missing_metadata.saturating_add(1);
-    }
-
-    /// Count a failed delete.
-    pub fn count_failed(&mut self) {
-        self.failed_deletions = self.failed_deletions.saturating_add(1);
-    }
-
-    /// A dry run's tally: every orphan counted as deleted, every file without mtime as skipped.
-    pub fn record_verdict(&mut self, verdict: OrphanVerdict) {
-        match verdict {
-            OrphanVerdict::Orphan(category) => self.count_deleted(category),
-            OrphanVerdict::NoLastModified => self.count_skipped_missing_metadata(),
-            _ => {}
-        }
-    }
-
-    /// The rows in SPEC §4's (ClickHouse's) order.
-    pub fn metrics(&self) -> [(&'static str, i64); 9] {
-        [
-            ("deleted_data_files_count", self.data_files),
-            (
-                "deleted_position_delete_files_count",
-                self.position_delete_files,
-            ),
-            (
-                "deleted_equality_delete_files_count",
-                self.equality_delete_files,
-            ),
-            ("deleted_manifest_files_count", self.manifest_files),
-            ("deleted_manifest_lists_count", self.manifest_lists),
-            ("deleted_metadata_files_count", self.metadata_files),
-            ("deleted_statistics_files_count", self.statistics_files),
-            (
-                "skipped_missing_metadata_count",
-                self.skipped_missing_metadata,
-            ),
-            ("failed_deletions_count", self.failed_deletions),
-        ]
-    }
-}
-
 #[cfg(test)]
-#[path = "orphans_tests.rs"]
+#[path = "classify_tests.rs"]
 mod tests;

@@ -1,10 +1,22 @@
-//! The EXPLAIN result of `remove_orphan_files` (columns and rows documented in the parent module).
+//! The EXPLAIN plan of `remove_orphan_files` as typed rows (columns and rows documented in the
+//! parent module). Pure (the scan's outcome in, rows out); the engine renders the rows.
 
+use super::metrics::OrphanMetrics;
 use super::scan::ScanOutcome;
-use crate::engine::QueryResult;
-use crate::format::{Column, Value};
-use crate::maintain::orphans::OrphanCategory;
-use crate::sql::SessionTimeZone;
+use crate::maintain::orphans::classify::OrphanCategory;
+use crate::time_zone::SessionTimeZone;
+
+/// One row of the EXPLAIN plan (the columns of the parent module, in order).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExplainRow {
+    pub item: String,
+    pub path: String,
+    pub category: String,
+    pub reason: String,
+    pub files: i64,
+    pub size_bytes: i64,
+    pub last_modified: String,
+}
 
 /// The category's EXPLAIN spelling.
 pub fn category_name(category: OrphanCategory) -> &'static str {
@@ -36,33 +48,24 @@ pub(super) fn row(
     files: i64,
     size: i64,
     last_modified: String,
-) -> Vec<Value> {
-    vec![
-        Value::Str(item.to_string()),
-        Value::Str(path.to_string()),
-        Value::Str(category.to_string()),
-        Value::Str(reason.to_string()),
-        Value::Int(files),
-        Value::Int(size),
-        Value::Str(last_modified),
-    ]
+) -> ExplainRow {
+    ExplainRow {
+        item: item.to_string(),
+        path: path.to_string(),
+        category: category.to_string(),
+        reason: reason.to_string(),
+        files,
+        size_bytes: size,
+        last_modified,
+    }
 }
 
 /// The plan: orphans, kept unreachable files, totals; times in `zone`.
-pub fn result(
+pub fn explain_rows(
     outcome: &ScanOutcome,
     reachable_files: usize,
     zone: &SessionTimeZone,
-) -> QueryResult {
-    let columns = vec![
-        Column::new("item", "String"),
-        Column::new("path", "String"),
-        Column::new("category", "String"),
-        Column::new("reason", "String"),
-        Column::new("files", "Int64"),
-        Column::new("size_bytes", "Int64"),
-        Column::new("last_modified", "String"),
-    ];
+) -> Vec<ExplainRow> {
     let mut rows = Vec::new();
     for o in &outcome.orphans {
         let category = category_name(o.category);
@@ -133,7 +136,7 @@ pub fn result(
         OrphanCategory::Metadata,
         OrphanCategory::Statistics,
     ];
-    let metrics = tally.metrics();
+    let metrics = tally.named_values();
     for ((name, value), category) in metrics.iter().zip(categories) {
         rows.push(row(
             "total",
@@ -148,11 +151,11 @@ pub fn result(
     use super::KeepReason::{Hidden, NoLastModified, TooYoung};
     let extra = [
         (
-            "skipped_missing_metadata_count",
+            OrphanMetrics::NAMES[7],
             outcome.skipped_missing_metadata,
             kept_bytes(NoLastModified),
         ),
-        ("failed_deletions_count", 0, 0),
+        (OrphanMetrics::NAMES[8], 0, 0),
         (
             "kept_too_young_count",
             outcome.too_young,
@@ -169,14 +172,14 @@ pub fn result(
     for (name, files, size) in extra {
         rows.push(row("total", name, "", "", files, size, String::new()));
     }
-    QueryResult::table(columns, rows)
+    rows
 }
 
 /// The rows of other tables found under the location (protect mode): before the plan, one
 /// `other_table` row per table and one `other_table_metadata` row per metadata file found for it;
 /// after the totals, `kept_other_table_count` (orphans kept because they are another table's).
 pub fn add_other_tables(
-    result: &mut QueryResult,
+    plan: &mut Vec<ExplainRow>,
     protection: &super::other_tables::Protection,
     outcome: &ScanOutcome,
     kept: i64,
@@ -210,14 +213,14 @@ pub fn add_other_tables(
             ));
         }
     }
-    result.rows.splice(0..0, rows);
+    plan.splice(0..0, rows);
     let size = outcome
         .kept
         .iter()
         .filter(|k| k.reason == super::KeepReason::OtherTable)
         .map(|k| bytes(k.size))
         .fold(0, i64::saturating_add);
-    result.rows.push(row(
+    plan.push(row(
         "total",
         "kept_other_table_count",
         "",
@@ -254,11 +257,10 @@ mod tests {
             ..Default::default()
         };
         let utc = SessionTimeZone::Named(chrono_tz::UTC);
-        let r = result(&outcome, 7, &utc);
-        assert_eq!(r.columns.len(), 7);
-        assert_eq!(r.rows.len(), 2 + 7 + 6);
+        let r = explain_rows(&outcome, 7, &utc);
+        assert_eq!(r.len(), 2 + 7 + 6);
         assert_eq!(
-            r.rows[0],
+            r[0],
             row(
                 "orphan",
                 "s3://b/t/data/x.parquet",
@@ -269,11 +271,11 @@ mod tests {
                 "1970-01-01 00:00:00".into()
             )
         );
-        assert_eq!(r.rows[0][6], Value::Str("1970-01-01 00:00:00".into()));
-        assert_eq!(r.rows[1][3], Value::Str("hidden".into()));
-        assert_eq!(r.rows[1][6], Value::Str(String::new()));
+        assert_eq!(r[0].last_modified, "1970-01-01 00:00:00");
+        assert_eq!(r[1].reason, "hidden");
+        assert_eq!(r[1].last_modified, "");
         assert_eq!(
-            r.rows[2],
+            r[2],
             row(
                 "total",
                 "deleted_data_files_count",
@@ -284,29 +286,22 @@ mod tests {
                 String::new()
             )
         );
-        let names: Vec<&Value> = r.rows[2..].iter().map(|row| &row[1]).collect();
+        let names: Vec<&str> = r[2..].iter().map(|row| row.path.as_str()).collect();
         assert_eq!(names.len(), 13);
+        assert_eq!(names[7], "skipped_missing_metadata_count");
+        assert_eq!(names[8], "failed_deletions_count");
+        let hidden = &r[2 + 10];
         assert_eq!(
-            names[7],
-            &Value::Str("skipped_missing_metadata_count".into())
+            (hidden.path.as_str(), hidden.files, hidden.size_bytes),
+            ("kept_hidden_count", 1, 5)
         );
-        assert_eq!(names[8], &Value::Str("failed_deletions_count".into()));
-        let hidden = &r.rows[2 + 10];
-        assert_eq!(
-            (&hidden[1], &hidden[4], &hidden[5]),
-            (
-                &Value::Str("kept_hidden_count".into()),
-                &Value::Int(1),
-                &Value::Int(5)
-            )
-        );
-        assert_eq!(r.rows.last().map(|row| &row[4]), Some(&Value::Int(7)));
+        assert_eq!(r.last().map(|row| row.files), Some(7));
     }
 
     #[test]
     fn other_table_rows_lead_and_their_total_closes() {
         use super::super::other_tables::{OtherTable, Protection};
-        use crate::maintain::reachable::ReachableFiles;
+        use crate::maintain::file_graph::reachable::ReachableFiles;
         let outcome = ScanOutcome {
             kept: vec![Kept {
                 uri: "s3://b/t/n/data/x.parquet".into(),
@@ -328,12 +323,12 @@ mod tests {
             folders: vec!["s3://b/t/n".into()],
             reachable: ReachableFiles::new("s3://b/t"),
         };
-        let mut r = result(&outcome, 0, &SessionTimeZone::Named(chrono_tz::UTC));
-        let plain = r.rows.len();
+        let mut r = explain_rows(&outcome, 0, &SessionTimeZone::Named(chrono_tz::UTC));
+        let plain = r.len();
         add_other_tables(&mut r, &protection, &outcome, 1);
-        assert_eq!(r.rows.len(), plain + 4);
+        assert_eq!(r.len(), plain + 4);
         assert_eq!(
-            r.rows[0],
+            r[0],
             row(
                 "other_table",
                 "s3://b/t/n",
@@ -345,7 +340,7 @@ mod tests {
             )
         );
         assert_eq!(
-            r.rows[1],
+            r[1],
             row(
                 "other_table_metadata",
                 "s3://b/t/n/metadata/v1.metadata.json",
@@ -356,10 +351,10 @@ mod tests {
                 String::new()
             )
         );
-        assert_eq!(r.rows[2][2], Value::Str("version_hint".into()));
-        assert_eq!(r.rows[3][3], Value::Str("other_table".into()));
+        assert_eq!(r[2].category, "version_hint");
+        assert_eq!(r[3].reason, "other_table");
         assert_eq!(
-            r.rows.last(),
+            r.last(),
             Some(&row(
                 "total",
                 "kept_other_table_count",
@@ -382,19 +377,18 @@ mod tests {
             )],
             ..Default::default()
         };
-        let r = result(&outcome, 0, &SessionTimeZone::Named(chrono_tz::UTC));
-        assert_eq!(r.columns.len(), 7);
-        assert_eq!(r.rows.len(), 3 + 13, "the totals stay thirteen rows");
+        let r = explain_rows(&outcome, 0, &SessionTimeZone::Named(chrono_tz::UTC));
+        assert_eq!(r.len(), 3 + 13, "the totals stay thirteen rows");
         assert_eq!(
-            r.rows[0],
+            r[0],
             row("link", "/t/a-link", "", "symlink", 0, 0, String::new())
         );
         assert_eq!(
-            r.rows[1],
+            r[1],
             row("link", "/t/data/sub", "", "symlink", 0, 0, String::new())
         );
         assert_eq!(
-            r.rows[2],
+            r[2],
             row(
                 "skipped",
                 "/t/data/\\xff.parquet",
@@ -405,14 +399,14 @@ mod tests {
                 String::new()
             )
         );
-        let empty = result(
+        let empty = explain_rows(
             &ScanOutcome::default(),
             0,
             &SessionTimeZone::Named(chrono_tz::UTC),
         );
         assert_eq!(
-            r.rows[3..],
-            empty.rows[..],
+            r[3..],
+            empty[..],
             "no total counts links or skipped entries"
         );
     }

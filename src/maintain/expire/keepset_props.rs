@@ -3,7 +3,8 @@
 //! statistics entries, and a random set of expired snapshots.
 
 use super::*;
-use crate::maintain::paths::{Fingerprint, FingerprintSet};
+use crate::iceberg::spec::EntryStatus;
+use crate::maintain::file_graph::paths::{Fingerprint, FingerprintSet};
 use proptest::prelude::*;
 
 type ManifestSpec = Vec<(usize, u8, u8)>;

@@ -39,11 +39,11 @@ use futures::TryStreamExt;
 use super::decoded::{decode_list, for_each_live_path};
 use super::graph::read_decoded;
 use super::paths::{Fingerprint, FingerprintSet};
-use crate::engine::progress::{Phase, Progress};
 use crate::error::{Error, Result};
 use crate::iceberg::locate::version_hint_path;
 use crate::iceberg::metadata::TableMetadata;
 use crate::io::{FileIO, path_key, path_key_into};
+use crate::progress::{Phase, Progress};
 
 /// How many outside-location references are kept for the message.
 pub const OUTSIDE_EXAMPLES: usize = 10;
@@ -248,7 +248,8 @@ fn place_manifest(bytes: &[u8], uri: &str, root: &Root) -> Result<Placed> {
     Ok(placed)
 }
 
-/// Read everything `metadata` (read from `metadata_path`) reaches, for the table at `location`.
+/// Read everything `metadata` (read from `metadata_path`) reaches, for the table at `location`,
+/// reporting to nobody (see [`collect_reachable_reporting`]).
 pub async fn collect_reachable(
     io: &FileIO,
     metadata: &TableMetadata,
@@ -256,10 +257,23 @@ pub async fn collect_reachable(
     location: &str,
     concurrency: usize,
 ) -> Result<ReachableFiles> {
+    let silent = Progress::default();
+    collect_reachable_reporting(io, metadata, metadata_path, location, concurrency, &silent).await
+}
+
+/// [`collect_reachable`], reporting the reads to (and cancelled by) `progress`.
+pub async fn collect_reachable_reporting(
+    io: &FileIO,
+    metadata: &TableMetadata,
+    metadata_path: &str,
+    location: &str,
+    concurrency: usize,
+    progress: &Progress,
+) -> Result<ReachableFiles> {
     let mut references = References::default();
     references.add_metadata(metadata, metadata_path, location);
     references
-        .read_into(io, ReachableFiles::new(location), concurrency)
+        .read_into(io, ReachableFiles::new(location), concurrency, progress)
         .await
 }
 
@@ -321,6 +335,7 @@ impl References {
         io: &FileIO,
         mut reachable: ReachableFiles,
         concurrency: usize,
+        progress: &Progress,
     ) -> Result<ReachableFiles> {
         let References {
             singles,
@@ -331,9 +346,15 @@ impl References {
             reachable.insert(uri);
         }
         drop(singles);
-        Progress::current().phase(Phase::ReadingManifestLists, Some(lists.len()))?;
+        progress.phase(Phase::ReadingManifestLists, Some(lists.len()))?;
         let jobs = lists.into_values().map(|list| (list.clone(), true, list));
-        let mut decoded = read_decoded(io, jobs.collect(), concurrency, Arc::new(decode_list));
+        let mut decoded = read_decoded(
+            io,
+            jobs.collect(),
+            concurrency,
+            Arc::new(decode_list),
+            progress,
+        );
         while let Some((list, decoded_list)) = decoded.try_next().await? {
             reachable.insert(&list);
             let decoded_list = decoded_list.ok_or_else(|| unread("manifest list", &list))?;
@@ -350,9 +371,9 @@ impl References {
             .enumerate()
             .map(|(index, uri)| (index, true, uri.clone()))
             .collect();
-        Progress::current().phase(Phase::ReadingManifests, Some(jobs.len()))?;
+        progress.phase(Phase::ReadingManifests, Some(jobs.len()))?;
         let place = Arc::new(move |bytes: &[u8], uri: &str| place_manifest(bytes, uri, &root));
-        let mut decoded = read_decoded(io, jobs, concurrency, place);
+        let mut decoded = read_decoded(io, jobs, concurrency, place, progress);
         while let Some((index, placed)) = decoded.try_next().await? {
             let uri = uris.get(index).map_or("", String::as_str);
             reachable.add_placed(placed.ok_or_else(|| unread("manifest", uri))?);

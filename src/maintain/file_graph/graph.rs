@@ -1,7 +1,7 @@
 //! Reading a table's file graph from storage, for the maintenance executors.
 //!
 //! [`TableFiles::read`] reads every distinct manifest list of a [`TableMetadata`] once, with at
-//! most `concurrency` reads in flight, and builds the [`FileGraph`] that [`super::keepset`] decides
+//! most `concurrency` reads in flight, and builds the [`FileGraph`] that [`crate::maintain::expire::keepset`] decides
 //! on: per snapshot its manifest list (v1 snapshots with inline `manifests` have none) and the
 //! manifests it names, plus every `statistics` / `partition-statistics` entry.
 //! Manifests are then read in two streams, each manifest once, concurrently:
@@ -24,18 +24,18 @@ use std::sync::Arc;
 
 use futures::{StreamExt, TryStreamExt};
 
-use super::keepset::{
-    EntryRef, FileGraph, ManifestContents, ManifestEntries, ManifestRef, PathId, PathInterner,
-    SnapshotFiles, StatisticsRef, unique,
-};
-use crate::engine::progress::{Phase, Progress};
 use crate::error::{Error, ErrorKind, Result};
 use crate::iceberg::metadata::TableMetadata;
 use crate::iceberg::spec::{ManifestContent, SnapshotId};
 use crate::io::{FileIO, path_key_into};
+use crate::maintain::file_graph::model::{
+    EntryRef, FileGraph, ManifestContents, ManifestEntries, ManifestRef, SnapshotFiles,
+    StatisticsRef, unique,
+};
+use crate::progress::{Phase, Progress};
 
 use super::decoded::{DecodedList, decode_list, decode_live_fingerprints, decode_unkept};
-use super::paths::FingerprintSet;
+use super::paths::{FingerprintSet, PathId, PathInterner};
 
 /// A table's file graph as read from storage, with the interned paths and their URIs.
 #[derive(Debug, Clone, Default)]
@@ -62,6 +62,7 @@ impl TableFiles {
         io: &FileIO,
         metadata: &TableMetadata,
         concurrency: usize,
+        progress: &Progress,
         required: impl Fn(SnapshotId) -> bool,
     ) -> Result<TableFiles> {
         let mut files = TableFiles::default();
@@ -81,7 +82,7 @@ impl TableFiles {
                 }
             }
         }
-        let by_list = files.read_lists(io, &lists, concurrency).await?;
+        let by_list = files.read_lists(io, &lists, concurrency, progress).await?;
         let mut by_list: HashMap<PathId, (Vec<ManifestRef>, Option<i64>)> = by_list;
         // How many snapshots still need each list: the last one takes it, earlier ones clone.
         let mut uses: HashMap<PathId, usize> = HashMap::new();
@@ -140,10 +141,11 @@ impl TableFiles {
         io: &FileIO,
         lists: &[(PathId, bool)],
         concurrency: usize,
+        progress: &Progress,
     ) -> Result<HashMap<PathId, (Vec<ManifestRef>, Option<i64>)>> {
         let jobs = self.jobs(lists)?;
-        Progress::current().phase(Phase::ReadingManifestLists, Some(jobs.len()))?;
-        let mut decoded = read_decoded(io, jobs, concurrency, Arc::new(decode_list));
+        progress.phase(Phase::ReadingManifestLists, Some(jobs.len()))?;
+        let mut decoded = read_decoded(io, jobs, concurrency, Arc::new(decode_list), progress);
         let mut out = HashMap::with_capacity(lists.len());
         while let Some((id, list)) = decoded.try_next().await? {
             if list.is_none() {
@@ -196,13 +198,20 @@ impl TableFiles {
         io: &FileIO,
         manifests: &[PathId],
         concurrency: usize,
+        progress: &Progress,
     ) -> Result<FingerprintSet> {
         let unique: Vec<(PathId, bool)> = unique(manifests.iter().copied())
             .into_iter()
             .map(|id| (id, true))
             .collect();
         let jobs = self.jobs(&unique)?;
-        let mut decoded = read_decoded(io, jobs, concurrency, Arc::new(decode_live_fingerprints));
+        let mut decoded = read_decoded(
+            io,
+            jobs,
+            concurrency,
+            Arc::new(decode_live_fingerprints),
+            progress,
+        );
         let mut live = FingerprintSet::default();
         while let Some((_, fingerprints)) = decoded.try_next().await? {
             live.insert_batch(&fingerprints.unwrap_or_default());
@@ -219,6 +228,7 @@ impl TableFiles {
         manifests: &[PathId],
         kept: Arc<FingerprintSet>,
         concurrency: usize,
+        progress: &Progress,
     ) -> Result<ManifestContents> {
         let unique: Vec<(PathId, bool)> = unique(manifests.iter().copied())
             .into_iter()
@@ -226,7 +236,7 @@ impl TableFiles {
             .collect();
         let jobs = self.jobs(&unique)?;
         let decode = Arc::new(move |bytes: &[u8], uri: &str| decode_unkept(bytes, uri, &kept));
-        let mut decoded = read_decoded(io, jobs, concurrency, decode);
+        let mut decoded = read_decoded(io, jobs, concurrency, decode, progress);
         let mut contents = ManifestContents::with_capacity(unique.len());
         while let Some((id, raw)) = decoded.try_next().await? {
             let Some(raw) = raw else {
@@ -310,12 +320,13 @@ impl TableFiles {
 
 /// Read each job's file and decode it off the async task (CPU work: files decode in parallel),
 /// `concurrency` reads at once, in completion order; a gone file that is not required comes back
-/// as `None`. Progress counts each file as it is read. `I` identifies each job to the caller.
+/// as `None`. `progress` counts each file as it is read. `I` identifies each job to the caller.
 pub(super) fn read_decoded<'a, I, T, D>(
     io: &'a FileIO,
     jobs: Vec<(I, bool, String)>,
     concurrency: usize,
     decode: Arc<D>,
+    progress: &'a Progress,
 ) -> impl futures::Stream<Item = Result<(I, Option<T>)>> + 'a
 where
     I: 'a,
@@ -330,11 +341,11 @@ where
                 let read = io.read_and(&uri, move |bytes| decode(bytes, &name)).await;
                 match read {
                     Ok((size, decoded)) => {
-                        Progress::current().file_done(size);
+                        progress.file_done(size);
                         Ok((id, Some(decoded)))
                     }
                     Err(e) if !needed && e.kind() == ErrorKind::FileDoesntExist => {
-                        Progress::current().file_done(0);
+                        progress.file_done(0);
                         Ok((id, None))
                     }
                     Err(e) => Err(e),
@@ -363,22 +374,29 @@ mod tests {
     #[tokio::test]
     async fn missing_required_list_fails_and_optional_one_is_skipped() {
         let io = FileIO::memory();
+        let silent = Progress::default();
         let mut files = TableFiles::default();
         let id = files.intern("memory:///t/metadata/snap-1.avro").unwrap();
-        let err = files.read_lists(&io, &[(id, true)], 2).await.unwrap_err();
+        let err = files
+            .read_lists(&io, &[(id, true)], 2, &silent)
+            .await
+            .unwrap_err();
         assert_eq!(err.kind(), ErrorKind::FileDoesntExist);
-        let read = files.read_lists(&io, &[(id, false)], 2).await.unwrap();
+        let read = files
+            .read_lists(&io, &[(id, false)], 2, &silent)
+            .await
+            .unwrap();
         assert_eq!(read.len(), 1);
         assert_eq!(read[&id], (Vec::new(), None));
         assert_eq!(files.warnings.len(), 1);
         let kept = Arc::new(FingerprintSet::default());
         let contents = files
-            .read_candidate_manifests(&io, &[id], kept, 2)
+            .read_candidate_manifests(&io, &[id], kept, 2, &silent)
             .await
             .unwrap();
         assert!(contents[&id].entries.is_empty());
         let err = files
-            .read_live_fingerprints(&io, &[id], 2)
+            .read_live_fingerprints(&io, &[id], 2, &silent)
             .await
             .unwrap_err();
         assert_eq!(err.kind(), ErrorKind::FileDoesntExist);

@@ -12,14 +12,15 @@
 //! `remove_orphan_files` starts deleting), the write stands and only the remaining deletes stop,
 //! so leftovers are orphans, never files the table still needs.
 //!
-//! The executors see the statement's [`Progress`] through the [`MaintenanceTarget`] and, in code
-//! that only has storage at hand, through [`Progress::current`] (a task-local set by the engine
-//! for the procedure's duration). Reporting is a few atomic operations per file, never per
-//! manifest entry.
+//! The executors get the statement's [`Progress`] one way, explicitly: on the
+//! [`MaintenanceTarget`], passed on as an argument to the code that reads and deletes. Reporting
+//! is a few atomic operations per file, never per manifest entry.
 //!
-//! [`EngineBuilder::progress`]: super::EngineBuilder::progress
-//! [`Session::set_progress`]: super::Session::set_progress
-//! [`Session::execute_with`]: super::Session::execute_with
+//! A leaf: depends on nothing of icetrim but [`crate::error`]; the engine re-exports it.
+//!
+//! [`EngineBuilder::progress`]: crate::engine::EngineBuilder::progress
+//! [`Session::set_progress`]: crate::engine::Session::set_progress
+//! [`Session::execute_with`]: crate::engine::Session::execute_with
 //! [`MaintenanceTarget`]: crate::maintain::target::MaintenanceTarget
 
 use std::fmt;
@@ -137,7 +138,7 @@ pub type ProgressSink = Arc<dyn Fn(&ProgressEvent) + Send + Sync>;
 /// assert!(token.is_cancelled());
 /// ```
 ///
-/// [`Session::execute_with`]: super::Session::execute_with
+/// [`Session::execute_with`]: crate::engine::Session::execute_with
 #[derive(Debug, Clone, Default)]
 pub struct CancelToken {
     inner: Arc<CancelInner>,
@@ -201,10 +202,6 @@ pub fn cancelled_error() -> Error {
         ErrorKind::QueryWasCancelled,
         "Query was cancelled; nothing was written or deleted",
     )
-}
-
-tokio::task_local! {
-    static CURRENT: Progress;
 }
 
 /// One statement's progress reporting and cancellation, as the executors see it. Cheap to clone;
@@ -280,17 +277,10 @@ impl Progress {
         }
     }
 
-    /// The progress of the procedure running in this task (see [`scope`](Self::scope)); a silent
-    /// one outside a procedure.
-    pub fn current() -> Progress {
-        CURRENT.try_with(Progress::clone).unwrap_or_default()
-    }
-
-    /// Runs `work` with `self` as [`current`](Self::current); the last phase is finished when
-    /// `work` completes. Before the procedure writes, cancelling drops `work` where it stands
+    /// Runs `work` (which reports to `self`); the last phase is finished when `work` completes. Before the procedure writes, cancelling drops `work` where it stands
     /// and returns `QUERY_WAS_CANCELLED`; after, `work` runs on (its deletes stop by themselves).
     pub async fn scope<T>(&self, work: impl Future<Output = Result<T>>) -> Result<T> {
-        let scoped = CURRENT.scope(self.clone(), work);
+        let scoped = work;
         let outcome = match self.token() {
             None => scoped.await,
             Some(token) => {
@@ -543,15 +533,15 @@ mod tests {
                 inner.begin_writes()?;
                 token.cancel();
                 tokio::time::sleep(Duration::from_millis(20)).await;
-                Ok(Progress::current().keep_going())
+                Ok(inner.keep_going())
             })
             .await;
         assert!(!outcome.unwrap());
     }
 
     #[test]
-    fn silent_progress_outside_a_scope() {
-        let p = Progress::current();
+    fn silent_progress_by_default() {
+        let p = Progress::default();
         assert!(p.phase(Phase::DeletingFiles, Some(1)).is_ok());
         p.advance(1, 1);
         assert!(p.keep_going() && !p.is_writing());

@@ -1,6 +1,6 @@
 //! Interned path keys: [`PathInterner`] maps each distinct key (already normalised for identity by
 //! `io::path_key`) to a dense [`PathId`], storing the key once; [`PathSet`] is a bitset of ids, so
-//! the keep-set arithmetic of [`super::keepset`] is index operations, not string hashing.
+//! the keep-set arithmetic of [`crate::maintain::expire::keepset`] is index operations, not string hashing.
 //!
 //! [`Fingerprint`]s are for the paths too many to intern: the live content files of retained
 //! manifests (millions of entries at 100,000 snapshots). Decoding threads fingerprint each key in
@@ -158,6 +158,25 @@ impl Fingerprint {
         crate::io::path_key_into(uri, key);
         Fingerprint::of_key(key)
     }
+}
+
+/// The path of `file_key` below `table_root_key` (no leading slash), or `None` when the file is
+/// not strictly below the root. Both are path keys normalised alike; a trailing slash on the root
+/// is optional.
+pub fn relative_path<'a>(table_root_key: &str, file_key: &'a str) -> Option<&'a str> {
+    let root = table_root_key.trim_end_matches('/');
+    let rest = file_key.strip_prefix(root)?;
+    if !root.is_empty() && !rest.starts_with('/') {
+        return None; // `…/table2/x` is not below `…/table`
+    }
+    let rel = rest.trim_start_matches('/');
+    (!rel.is_empty()).then_some(rel)
+}
+
+/// The components of `file_key` below `table_root_key` (empty components dropped).
+pub fn relative_components<'a>(table_root_key: &str, file_key: &'a str) -> Option<Vec<&'a str>> {
+    relative_path(table_root_key, file_key)
+        .map(|rel| rel.split('/').filter(|c| !c.is_empty()).collect())
 }
 
 pub use super::fingerprint_set::FingerprintSet;

@@ -21,7 +21,7 @@ use crate::iceberg::locate::{LocatedMetadata, file_name, parse_file_name};
 
 use crate::iceberg::metadata_peek::read_heads;
 use crate::io::FileIO;
-use crate::maintain::orphans::{
+use crate::maintain::orphans::classify::{
     MetadataFileCheck, PlannedMetadata, metadata_file_at_least_as_new, metadata_file_check,
 };
 
@@ -148,7 +148,7 @@ mod tests {
     fn orphan(uri: &str) -> Orphan {
         Orphan {
             uri: uri.to_string(),
-            category: crate::maintain::orphans::OrphanCategory::Metadata,
+            category: crate::maintain::orphans::classify::OrphanCategory::Metadata,
             size: 1,
             last_modified_ms: 0,
         }

@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::error::ErrorKind;
+use crate::iceberg::spec::{EntryStatus, ManifestContent};
 use DataContent::{Data, EqualityDeletes, PositionDeletes};
 use EntryStatus::{Added, Deleted, Existing};
 

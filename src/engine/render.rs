@@ -1,0 +1,135 @@
+//! Procedure outcomes as statement results: the `metric_name / metric_value` table of a run or
+//! dry run, or the EXPLAIN plan's columns and rows. Maintenance returns typed outcomes; only the
+//! engine knows rows and columns.
+
+use super::result::{Metrics, QueryResult};
+use crate::format::{Column, Value};
+use crate::maintain::expire::{ExpireOutcome, ExplainRow as ExpireRow};
+use crate::maintain::orphans::{ExplainRow as OrphanRow, OrphanOutcome};
+
+/// The result of `expire_snapshots`: its EXPLAIN plan, or its metrics.
+pub fn expire_result(outcome: ExpireOutcome) -> QueryResult {
+    let ExpireOutcome {
+        metrics,
+        explain,
+        warnings,
+    } = outcome;
+    let mut result = match explain {
+        Some(rows) => {
+            QueryResult::table(expire_columns(), rows.into_iter().map(expire_row).collect())
+        }
+        None => QueryResult::from_metrics(Metrics::Expire(metrics)),
+    };
+    result.warnings = warnings;
+    result
+}
+
+/// The result of `remove_orphan_files`: its EXPLAIN plan, or its metrics.
+pub fn orphan_result(outcome: OrphanOutcome) -> QueryResult {
+    let OrphanOutcome {
+        metrics,
+        explain,
+        warnings,
+    } = outcome;
+    let mut result = match explain {
+        Some(rows) => {
+            QueryResult::table(orphan_columns(), rows.into_iter().map(orphan_row).collect())
+        }
+        None => QueryResult::from_metrics(Metrics::Orphans(metrics)),
+    };
+    result.warnings = warnings;
+    result
+}
+
+/// The columns of `EXPLAIN ... expire_snapshots(...)` (`maintain::expire::explain`).
+fn expire_columns() -> Vec<Column> {
+    vec![
+        Column::new("kind", "String"),
+        Column::new("id", "String"),
+        Column::new("decision", "String"),
+        Column::new("reason", "String"),
+        Column::new("detail", "String"),
+        Column::new("bytes", "Nullable(Int64)"),
+    ]
+}
+
+fn expire_row(row: ExpireRow) -> Vec<Value> {
+    vec![
+        Value::Str(row.kind),
+        Value::Str(row.id),
+        Value::Str(row.decision),
+        Value::Str(row.reason),
+        Value::Str(row.detail),
+        row.bytes.map_or(Value::Null, Value::Int),
+    ]
+}
+
+/// The columns of `EXPLAIN ... remove_orphan_files(...)` (`maintain::orphans`).
+fn orphan_columns() -> Vec<Column> {
+    vec![
+        Column::new("item", "String"),
+        Column::new("path", "String"),
+        Column::new("category", "String"),
+        Column::new("reason", "String"),
+        Column::new("files", "Int64"),
+        Column::new("size_bytes", "Int64"),
+        Column::new("last_modified", "String"),
+    ]
+}
+
+fn orphan_row(row: OrphanRow) -> Vec<Value> {
+    vec![
+        Value::Str(row.item),
+        Value::Str(row.path),
+        Value::Str(row.category),
+        Value::Str(row.reason),
+        Value::Int(row.files),
+        Value::Int(row.size_bytes),
+        Value::Str(row.last_modified),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn orphan_metrics_and_warnings_reach_the_result() {
+        let metrics = crate::maintain::OrphanMetrics {
+            deleted_data_files_count: 2,
+            deleted_metadata_files_count: 1,
+            failed_deletions_count: 3,
+            ..Default::default()
+        };
+        let result = orphan_result(OrphanOutcome {
+            metrics,
+            explain: None,
+            warnings: vec!["w".into()],
+        });
+        let Some(Metrics::Orphans(m)) = result.metrics else {
+            panic!("no orphan metrics");
+        };
+        assert_eq!(m.deleted_data_files_count, 2);
+        assert_eq!(m.deleted_metadata_files_count, 1);
+        assert_eq!(m.failed_deletions_count, 3);
+        assert_eq!(result.warnings, ["w"]);
+        assert_eq!(result.rows.len(), 9);
+    }
+
+    #[test]
+    fn explain_plans_have_their_columns_and_no_metrics() {
+        let orphans = orphan_result(OrphanOutcome {
+            explain: Some(Vec::new()),
+            ..OrphanOutcome::default()
+        });
+        assert_eq!(orphans.columns.len(), 7);
+        assert!(orphans.metrics.is_none());
+        let expire = expire_result(ExpireOutcome {
+            explain: Some(Vec::new()),
+            ..ExpireOutcome::default()
+        });
+        assert_eq!(expire.columns.len(), 6);
+        assert_eq!(expire.columns[5].type_name, "Nullable(Int64)");
+        assert!(expire.metrics.is_none());
+    }
+}

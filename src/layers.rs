@@ -1,0 +1,88 @@
+//! The import rules between layers (see the crate comment), checked on the source tree so they
+//! stay true: a reader can run the same greps (`grep -rn "crate::engine\|crate::format\|crate::shell"
+//! src/maintain src/iceberg src/io src/sql src/plan` and the others below) and find nothing.
+
+use std::path::{Path, PathBuf};
+
+/// `(folders or files under src/, what none of their lines may contain)`. Comments count too, so
+/// the greps of the issue and this test agree.
+const RULES: &[(&[&str], &[&str])] = &[
+    (
+        &["maintain", "iceberg", "io", "sql", "plan"],
+        &["crate::engine", "crate::format", "crate::shell"],
+    ),
+    (&["io", "iceberg"], &["crate::maintain"]),
+    (&["sql"], &["crate::settings"]),
+    (&["settings.rs"], &["crate::sql"]),
+    (
+        &[
+            "progress.rs",
+            "pool.rs",
+            "literal.rs",
+            "time_zone.rs",
+            "clock.rs",
+        ],
+        &[
+            "use crate::engine",
+            "use crate::maintain",
+            "use crate::sql",
+            "use crate::settings",
+            "use crate::iceberg",
+            "use crate::io",
+            "use crate::format",
+            "use crate::shell",
+            "use crate::plan",
+        ],
+    ),
+    // Progress reaches maintenance one way: explicitly, on the target.
+    (&["."], &["Progress::current", "task_local!"]),
+];
+
+fn rust_files(path: &Path, out: &mut Vec<PathBuf>) {
+    if path.is_file() {
+        if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path.to_path_buf());
+        }
+        return;
+    }
+    let Ok(entries) = std::fs::read_dir(path) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        rust_files(&entry.path(), out);
+    }
+}
+
+#[test]
+fn layers_only_point_down() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let this_file = src.join("layers.rs");
+    let mut broken = Vec::new();
+    for (places, forbidden) in RULES {
+        let mut files = Vec::new();
+        for place in *places {
+            let path = src.join(place);
+            assert!(
+                path.exists(),
+                "{} is gone: update the rules",
+                path.display()
+            );
+            rust_files(&path, &mut files);
+        }
+        for file in files.iter().filter(|f| **f != this_file) {
+            let text = std::fs::read_to_string(file).expect("a readable source file");
+            for (n, line) in text.lines().enumerate() {
+                for word in *forbidden {
+                    if line.contains(word) {
+                        broken.push(format!("{}:{}: {}", file.display(), n + 1, line.trim()));
+                    }
+                }
+            }
+        }
+    }
+    assert!(
+        broken.is_empty(),
+        "imports against the layers:\n{}",
+        broken.join("\n")
+    );
+}

@@ -1,0 +1,223 @@
+//! The executor of `expire_snapshots`: the attempt loop of [`super`]'s algorithm (locate, plan,
+//! commit, delete), returning an [`ExpireOutcome`].
+
+use super::explain::{ExplainRow, explain_rows};
+use super::keepset::ExpiryFileCounts;
+use super::metrics::ExpireMetrics;
+use super::plan::{ExpiryPlan, new_metadata, plan_expiry};
+use super::policy::{RefFate, RefRemoval};
+use super::recover::{Recovered, finish_pending, retract_unconfirmed};
+use super::{delete, journal};
+use crate::error::{Error, ErrorKind, Result};
+use crate::iceberg::commit::{CommitOptions, CommitOutcome, commit};
+use crate::iceberg::locate::LocatedMetadata;
+use crate::maintain::target::MaintenanceTarget;
+use crate::plan::ExpireOptions;
+use crate::pool::DropLater;
+
+/// What one `expire_snapshots` statement did (a dry run: would do; EXPLAIN: plans).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ExpireOutcome {
+    /// The counts (all 0 for EXPLAIN).
+    pub metrics: ExpireMetrics,
+    /// EXPLAIN only: the plan, row by row.
+    pub explain: Option<Vec<ExplainRow>>,
+    /// Things the user should know that did not fail the statement.
+    pub warnings: Vec<String>,
+}
+
+/// Run `expire_snapshots` on `target`; with `explain`, return the plan only.
+pub async fn execute(
+    target: &MaintenanceTarget,
+    options: &ExpireOptions,
+    explain: bool,
+) -> Result<ExpireOutcome> {
+    let max_attempts = target.settings.commit_max_attempts();
+    let mut last_conflict = String::new();
+    let mut recovered = Recovered::default();
+    let mut retracted = Vec::new();
+    let mut journals = None;
+    for attempt in 0..max_attempts {
+        if attempt == 0 && !explain && !options.dry_run {
+            let (found, parse_warnings) = journal::pending(&target.io, &target.location).await?;
+            let (still, warnings) = retract_unconfirmed(target, found).await?;
+            retracted = warnings;
+            journals = Some((still, parse_warnings));
+        }
+        let located = DropLater::new(target.locate_newest("expire_snapshots").await?);
+        if let Some(pending) = journals.take() {
+            // Recovery deletes files: never on a table whose current file is in doubt.
+            located.check_writable()?;
+            recovered = finish_pending(target, &located.metadata, pending).await?;
+        }
+        let plan = DropLater::new(plan_expiry(target, &located.metadata, options).await?);
+        let mut warnings = retracted.clone();
+        warnings.extend(located.warnings.iter().cloned());
+        warnings.extend(recovered.warnings.iter().cloned());
+        warnings.extend(plan_warnings(&plan));
+        if explain {
+            let metadata = &located.metadata;
+            let parent_of = |id| metadata.snapshot(id).and_then(|s| s.parent_snapshot_id);
+            let rows = explain_rows(
+                &plan,
+                parent_of,
+                &warnings,
+                &target.settings.session_time_zone(),
+            );
+            return Ok(ExpireOutcome {
+                explain: Some(rows),
+                warnings,
+                ..ExpireOutcome::default()
+            });
+        }
+        if plan.is_noop() {
+            return Ok(outcome(
+                ExpiryFileCounts::default(),
+                options.dry_run,
+                warnings,
+            ));
+        }
+        if options.dry_run {
+            // A dry run fails where the real run would: an ambiguous table cannot be committed.
+            located.check_writable()?;
+            return Ok(outcome(plan.delete.counts(), true, warnings));
+        }
+        located.check_writable()?;
+        target.progress.begin_writes()?;
+        let journal_uri = write_journal(target, &located, &plan).await?;
+        match commit_plan(target, &located, &plan).await? {
+            CommitOutcome::Conflict { path } => {
+                // Definitely not committed: the journal announces nothing.
+                if let Some(uri) = journal_uri {
+                    journal::remove(&target.io, &uri).await;
+                }
+                target.progress.writes_abandoned();
+                last_conflict = path;
+                continue;
+            }
+            CommitOutcome::Unconfirmed { path, rival, why } => {
+                warnings.push(
+                    unconfirmed(target, &located, &plan, journal_uri, (&path, &rival, &why)).await,
+                );
+                return Ok(outcome(ExpiryFileCounts::default(), false, warnings));
+            }
+            CommitOutcome::Committed(_) => {}
+        }
+        let report = delete::delete_planned(
+            &target.io,
+            &target.location,
+            &plan,
+            target.settings.delete_concurrency(),
+            &target.progress,
+        )
+        .await;
+        warnings.extend(report.warning());
+        // A cancelled run skipped deletes: its journal stays for the next run to finish.
+        let finished = report.failed.is_empty() && target.progress.keep_going();
+        if let Some(uri) = journal_uri.filter(|_| finished) {
+            warnings.extend(journal::remove(&target.io, &uri).await);
+        }
+        warnings.extend(target.progress.cancel_warning());
+        return Ok(outcome(report.counts, false, warnings));
+    }
+    Err(Error::new(
+        ErrorKind::LimitExceeded,
+        format!(
+            "expire_snapshots on {}: {max_attempts} commit attempt(s) conflicted with concurrent \
+             writers (last taken name: {last_conflict}); nothing was deleted",
+            target.table_name
+        ),
+    ))
+}
+
+/// An unconfirmed commit: nothing is deleted; the journal (written now if the plan had none) is
+/// marked so the next run retracts our file when it can. Returns the warning.
+async fn unconfirmed(
+    target: &MaintenanceTarget,
+    located: &LocatedMetadata,
+    plan: &ExpiryPlan,
+    journal_uri: Option<String>,
+    (path, rival, why): (&str, &str, &str),
+) -> String {
+    let mut record = journal::Journal::new(
+        &located.path,
+        plan.decision.expired.iter().copied(),
+        target.now_ms,
+    );
+    record.unconfirmed_metadata = Some(path.to_string());
+    let marked = match &journal_uri {
+        Some(uri) => journal::rewrite(&target.io, uri, &record)
+            .await
+            .map(|()| uri.clone()),
+        None => journal::write(&target.io, &target.location, &record).await,
+    };
+    let next = match marked {
+        Ok(uri) => format!(
+            "the next expire_snapshots retracts '{path}' if it still can and plans again \
+             (journal '{uri}')"
+        ),
+        Err(e) => format!(
+            "the expiry journal could not record it ({}); remove '{path}' or '{rival}' by hand",
+            e.message()
+        ),
+    };
+    format!(
+        "expire_snapshots on {}: {}; no file was deleted; {next}",
+        target.table_name,
+        CommitOutcome::unconfirmed_message(path, rival, why)
+    )
+}
+
+/// Record the plan's expired snapshots before committing, when it has files to delete.
+async fn write_journal(
+    target: &MaintenanceTarget,
+    located: &LocatedMetadata,
+    plan: &ExpiryPlan,
+) -> Result<Option<String>> {
+    if plan.delete.is_empty() {
+        return Ok(None);
+    }
+    let record = journal::Journal::new(
+        &located.path,
+        plan.decision.expired.iter().copied(),
+        target.now_ms,
+    );
+    journal::write(&target.io, &target.location, &record)
+        .await
+        .map(Some)
+}
+
+async fn commit_plan(
+    target: &MaintenanceTarget,
+    located: &LocatedMetadata,
+    plan: &ExpiryPlan,
+) -> Result<CommitOutcome> {
+    let metadata = new_metadata(&located.metadata, &plan.decision)?;
+    let options = CommitOptions {
+        update_metadata_log: true,
+        now_ms: Some(target.now_ms),
+    };
+    commit(&target.io, located, metadata, &options).await
+}
+
+/// Warnings of a plan: dangling refs removed, files already gone.
+fn plan_warnings(plan: &ExpiryPlan) -> Vec<String> {
+    let dangling = plan.decision.refs.iter().filter_map(|r| match r.fate {
+        RefFate::Removed(RefRemoval::Dangling) => Some(format!(
+            "ref '{}' points at snapshot {} which does not exist; it is removed",
+            r.name, r.snapshot_id
+        )),
+        _ => None,
+    });
+    dangling
+        .chain(plan.files.warnings.iter().cloned())
+        .collect()
+}
+
+fn outcome(counts: ExpiryFileCounts, dry_run: bool, warnings: Vec<String>) -> ExpireOutcome {
+    ExpireOutcome {
+        metrics: ExpireMetrics::new(counts, dry_run),
+        explain: None,
+        warnings,
+    }
+}
