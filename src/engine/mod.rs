@@ -3,6 +3,7 @@
 //! [`Engine`] and [`Session`] are the embedding API; [`handles`] tells a host engine which
 //! statements to route to icetrim.
 
+pub mod api;
 pub mod ddl;
 pub mod introspect;
 pub mod params;
@@ -18,5 +19,6 @@ pub mod table;
 pub use crate::progress;
 pub use progress::{CancelToken, Phase, Progress, ProgressEvent, ProgressSink, cancelled_error};
 pub use result::{ExpireMetrics, Metrics, OrphanMetrics, QueryResult};
+pub use api::{ExpireSnapshots, RemoveOrphanFiles, Table, Timestamp};
 pub use runtime::Runtime;
 pub use session::{DEFAULT_DATABASE, Engine, EngineBuilder, Session, handles};

@@ -190,7 +190,7 @@ fn typed_literal(name: &str, type_name: &str, value: &str) -> Result<String> {
 ///
 /// ```
 /// use icetrim::engine::params::setting_value_text;
-/// use icetrim::sql::Literal;
+/// use icetrim::internals::sql::Literal;
 /// assert_eq!(setting_value_text(&Literal::String("a'b".into())), "a'b");
 /// assert_eq!(setting_value_text(&Literal::Number("-4".into())), "-4");
 /// ```
