@@ -78,6 +78,7 @@
 //! assert_eq!((name, count), ("deleted_data_files_count", would.deleted_data_files_count));
 //!
 //! // The orphan files (written before the history began) go; the table's own files stay.
+//! assert!(demo.orphans.iter().all(|file| std::path::Path::new(file).exists()));
 //! let removed = table
 //!     .remove_orphan_files()
 //!     .older_than(SystemTime::now() - Duration::from_secs(3_600))

@@ -248,8 +248,10 @@ macro_rules! run_options {
 
         /// How often a commit that lost a race is retried (`iceberg_commit_max_attempts`).
         pub fn commit_attempts(mut self, n: u64) -> Self {
-            self.run
-                .set("iceberg_commit_max_attempts", Literal::Number(n.to_string()));
+            self.run.set(
+                "iceberg_commit_max_attempts",
+                Literal::Number(n.to_string()),
+            );
             self
         }
 

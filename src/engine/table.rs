@@ -72,9 +72,7 @@ pub(crate) fn remote_storage(
     options: StorageOptions,
     override_io: Option<&FileIO>,
 ) -> (String, FileIO) {
-    let io = override_io
-        .cloned()
-        .unwrap_or_else(|| FileIO::new(options));
+    let io = override_io.cloned().unwrap_or_else(|| FileIO::new(options));
     (location, io)
 }
 

@@ -316,7 +316,9 @@ fn metadata_versions(dir: &Path) -> std::collections::BTreeMap<u64, Vec<String>>
     let mut out: std::collections::BTreeMap<u64, Vec<String>> = Default::default();
     for entry in std::fs::read_dir(dir.join("metadata")).unwrap() {
         let name = entry.unwrap().file_name().to_string_lossy().into_owned();
-        if let Some(v) = icetrim::internals::iceberg::locate::parse_file_name(&name).and_then(|n| n.version) {
+        if let Some(v) =
+            icetrim::internals::iceberg::locate::parse_file_name(&name).and_then(|n| n.version)
+        {
             out.entry(v).or_default().push(name);
         }
     }

@@ -13,7 +13,9 @@ use icetrim::internals::iceberg::avro::value::strip_union;
 use icetrim::internals::iceberg::manifest::{
     DataFile, ManifestEntry, ManifestWriter, NewManifest, read_manifest, read_manifest_projected,
 };
-use icetrim::internals::iceberg::manifest_list::{ManifestListMeta, read_manifest_list, write_manifest_list};
+use icetrim::internals::iceberg::manifest_list::{
+    ManifestListMeta, read_manifest_list, write_manifest_list,
+};
 use icetrim::internals::iceberg::spec::{DataContent, EntryStatus, FormatVersion, ManifestContent};
 use serde_json::{Value as Json, json};
 

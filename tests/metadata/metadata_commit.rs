@@ -6,7 +6,9 @@ use crate::support::metadata as metadata_support;
 use std::collections::HashSet;
 
 use icetrim::ErrorKind;
-use icetrim::internals::iceberg::commit::{CommitOptions, CommitOutcome, commit, commit_with_retries};
+use icetrim::internals::iceberg::commit::{
+    CommitOptions, CommitOutcome, commit, commit_with_retries,
+};
 use icetrim::internals::iceberg::locate::{MetadataSettings, locate};
 use icetrim::internals::iceberg::metadata::TableMetadata;
 use icetrim::internals::io::FileIO;

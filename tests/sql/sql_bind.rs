@@ -511,7 +511,10 @@ fn gates_refuse_with_support_is_disabled() {
     let set = |name: &str, value: &str| {
         let mut settings = Settings::new();
         settings
-            .set(name, &icetrim::internals::sql::Literal::Number(value.into()))
+            .set(
+                name,
+                &icetrim::internals::sql::Literal::Number(value.into()),
+            )
             .expect("known setting");
         settings
     };

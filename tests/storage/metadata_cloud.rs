@@ -5,7 +5,9 @@
 use crate::support as common;
 use crate::support::metadata as metadata_support;
 
-use icetrim::internals::iceberg::commit::{CommitOptions, CommitOutcome, commit, commit_with_retries};
+use icetrim::internals::iceberg::commit::{
+    CommitOptions, CommitOutcome, commit, commit_with_retries,
+};
 use icetrim::internals::iceberg::locate::{MetadataSettings, NamingScheme, locate};
 use icetrim::internals::iceberg::metadata::MetadataCompression;
 use icetrim::internals::io::FileIO;

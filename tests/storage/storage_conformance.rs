@@ -187,7 +187,11 @@ async fn azure_emulator() {
 }
 
 /// Writes `n` small files under `root` and bulk-deletes them through a counting `FileIO`.
-async fn count_bulk_delete(io: &FileIO, root: &str, n: usize) -> icetrim::internals::io::RequestCounts {
+async fn count_bulk_delete(
+    io: &FileIO,
+    root: &str,
+    n: usize,
+) -> icetrim::internals::io::RequestCounts {
     let counter = RequestCounter::new();
     let counting = io.with_request_counter(Arc::clone(&counter));
     let uris: Vec<String> = (0..n).map(|i| format!("{root}/f{i}")).collect();
