@@ -147,6 +147,13 @@ pub mod internals {
     pub mod clock {
         pub use crate::clock::*;
     }
+    /// The engine's pieces the tests call directly (see `src/engine/`).
+    pub mod engine {
+        pub use crate::engine::params::{setting_value_text, substitute};
+        pub use crate::engine::procedures::{check_gates, run_procedure, run_procedure_with};
+        pub use crate::engine::registry::{EngineArg, TableDef};
+        pub use crate::engine::render::{expire_result, orphan_result};
+    }
     /// See `src/generate/`.
     pub mod generate {
         pub use crate::generate::*;

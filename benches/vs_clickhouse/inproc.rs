@@ -273,7 +273,7 @@ pub fn s3_expiry(
         let started = Instant::now();
         let result = expire::execute(&t, options, false)
             .await
-            .map(icetrim::engine::render::expire_result)
+            .map(icetrim::internals::engine::expire_result)
             .map_err(|e| e.to_string())?;
         let seconds = started.elapsed().as_secs_f64();
         let rows = result

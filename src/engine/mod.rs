@@ -3,18 +3,18 @@
 //! [`Engine`] and [`Session`] are the embedding API; [`handles`] tells a host engine which
 //! statements to route to icetrim.
 
-pub mod api;
-pub mod ddl;
-pub mod introspect;
-pub mod params;
-pub mod procedures;
-pub mod registry;
-pub mod render;
-pub mod result;
-pub mod runtime;
-pub mod select_eval;
-pub mod session;
-pub mod table;
+pub(crate) mod api;
+pub(crate) mod ddl;
+pub(crate) mod introspect;
+pub(crate) mod params;
+pub(crate) mod procedures;
+pub(crate) mod registry;
+pub(crate) mod render;
+pub(crate) mod result;
+pub(crate) mod runtime;
+pub(crate) mod select_eval;
+pub(crate) mod session;
+pub(crate) mod table;
 
 pub use crate::progress;
 pub use api::{ExpireSnapshots, RemoveOrphanFiles, Table, Timestamp};

@@ -339,7 +339,7 @@ fn newest_json(dir: &Path) -> serde_json::Value {
 }
 
 async fn expire_def(
-    def: &icetrim::engine::registry::TableDef,
+    def: &icetrim::internals::engine::TableDef,
     opts: icetrim::internals::plan::ExpireOptions,
     io: Option<FileIO>,
 ) -> icetrim::Result<icetrim::engine::QueryResult> {
@@ -347,7 +347,7 @@ async fn expire_def(
         clock: icetrim::internals::clock::FixedClock::new(NOW),
         io_override: io,
     };
-    icetrim::engine::procedures::run_procedure(
+    icetrim::internals::engine::run_procedure(
         &runtime,
         &Settings::new(),
         def,

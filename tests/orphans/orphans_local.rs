@@ -134,8 +134,8 @@ async fn explain_lists_orphans_and_kept_files_reads_each_file_once_and_changes_n
 /// `DateTime` (`YYYY-MM-DD hh:mm:ss`).
 #[tokio::test]
 async fn explain_prints_last_modified_in_the_session_time_zone() {
-    use icetrim::engine::procedures::run_procedure;
     use icetrim::format::Value as Cell;
+    use icetrim::internals::engine::run_procedure;
     use icetrim::internals::plan::ProcedureCall;
     use icetrim::internals::settings::Settings;
     let now = now_ms();
@@ -820,7 +820,7 @@ print(t.metadata.table_uuid)
 
 #[tokio::test]
 async fn two_table_uuids_in_one_metadata_folder_refuse_every_procedure_unless_one_is_chosen() {
-    use icetrim::engine::procedures::run_procedure;
+    use icetrim::internals::engine::run_procedure;
     use icetrim::internals::plan::{ExpireOptions, ProcedureCall};
     let now = now_ms();
     let fixture = make_fixture("py_v2_linear", now, false);

@@ -6,10 +6,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use icetrim::engine::procedures::run_procedure;
-use icetrim::engine::registry::{EngineArg, TableDef};
 use icetrim::engine::{ExpireMetrics, Metrics, QueryResult, Runtime};
 use icetrim::internals::clock::FixedClock;
+use icetrim::internals::engine::run_procedure;
+use icetrim::internals::engine::{EngineArg, TableDef};
 use icetrim::internals::iceberg::locate::{MetadataSettings, locate};
 use icetrim::internals::io::FileIO;
 use icetrim::internals::plan::{ExpireOptions, ProcedureCall};

@@ -9,10 +9,10 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
-use icetrim::engine::procedures::run_procedure;
-use icetrim::engine::registry::{EngineArg, TableDef};
 use icetrim::engine::{Metrics, OrphanMetrics, QueryResult, Runtime};
 use icetrim::internals::clock::FixedClock;
+use icetrim::internals::engine::run_procedure;
+use icetrim::internals::engine::{EngineArg, TableDef};
 use icetrim::internals::io::FileIO;
 use icetrim::internals::plan::{OrphanOptions, ProcedureCall};
 use icetrim::internals::settings::Settings;
