@@ -18,7 +18,7 @@ use super::table::{local_storage, remote_storage};
 use crate::clock::{Clock, SystemClock};
 use crate::error::{Error, Result};
 use crate::iceberg::locate::MetadataSettings;
-use crate::io::{FileIO, StorageOptions};
+use crate::io::{FileIO, StorageOptions, refuse_url_credentials};
 use crate::literal::Literal;
 use crate::maintain::target::MaintenanceTarget;
 use crate::maintain::{ExpireOutcome, OrphanOutcome};
@@ -43,15 +43,18 @@ pub struct Table {
 impl Table {
     /// The table at `location`: an absolute local path or `file://` URI (served by the local file
     /// system), or an object-store URI (`s3://`, `abfss://`, `az://`, `gs://`, …) reached with
-    /// `options` (the option set the `IcebergS3` / `IcebergAzure` engines build). A local path is
-    /// normalised as `IcebergLocal` normalises it (`..` and relative paths are refused).
+    /// `options` (the option set the `IcebergS3` / `IcebergAzure` engines build: an S3 server
+    /// other than AWS is `options.s3.endpoint`). A local path is normalised as `IcebergLocal`
+    /// normalises it (`..` and relative paths are refused); credentials inside a URI are refused,
+    /// as the SQL engines refuse them.
     pub fn open(location: impl AsRef<str>, options: StorageOptions) -> Result<Table> {
         let location = location.as_ref();
         let lower = location.to_ascii_lowercase();
         let (location, io) = if location.starts_with('/') || lower.starts_with("file:") {
             local_storage(location, None)?
         } else if location.contains("://") {
-            remote_storage(location.trim_end_matches('/').to_string(), options, None)
+            refuse_url_credentials("Table::open", location)?;
+            remote_storage(location.to_string(), options, None)
         } else {
             return Err(Error::bad_arguments(format!(
                 "the table location '{location}' must be an absolute path or a URI"
