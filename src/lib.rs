@@ -143,10 +143,6 @@ pub use settings::Settings;
 /// targets reach into beyond the public surface. Not part of the API: no stability promise.
 #[doc(hidden)]
 pub mod internals {
-    /// See `src/clock.rs`.
-    pub mod clock {
-        pub use crate::clock::*;
-    }
     /// The engine's pieces the tests call directly (see `src/engine/`).
     pub mod engine {
         pub use crate::engine::params::{setting_value_text, substitute};
@@ -173,10 +169,6 @@ pub mod internals {
     /// See `src/plan/`.
     pub mod plan {
         pub use crate::plan::*;
-    }
-    /// See `src/settings.rs`.
-    pub mod settings {
-        pub use crate::settings::*;
     }
     /// See `src/shell/`.
     pub mod shell {

@@ -9,7 +9,8 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use futures::{StreamExt, TryStreamExt};
-use icetrim::internals::clock::Clock;
+use icetrim::Clock;
+use icetrim::Settings;
 use icetrim::internals::generate::{GenerateOptions, generate};
 use icetrim::internals::iceberg::locate::{MetadataSettings, locate};
 use icetrim::internals::iceberg::manifest::for_each_projected;
@@ -20,7 +21,6 @@ use icetrim::internals::maintain::expire::keepset::plan_manifest_reads;
 use icetrim::internals::maintain::expire::{self, plan_expiry};
 use icetrim::internals::maintain::target::MaintenanceTarget;
 use icetrim::internals::plan::ExpireOptions;
-use icetrim::internals::settings::Settings;
 
 /// What an expiry must read, and how long reading just that takes.
 pub struct Floor {
@@ -268,7 +268,7 @@ pub fn s3_expiry(
         let generate_seconds = started.elapsed().as_secs_f64();
         let counter = RequestCounter::new();
         let counted = io.with_request_counter(Arc::clone(&counter));
-        let now = icetrim::internals::clock::SystemClock.now_ms();
+        let now = icetrim::SystemClock.now_ms();
         let t = target(counted, &opts.location, now);
         let started = Instant::now();
         let result = expire::execute(&t, options, false)

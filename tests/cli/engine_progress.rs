@@ -8,8 +8,8 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use icetrim::ErrorKind;
+use icetrim::FixedClock;
 use icetrim::engine::{CancelToken, Engine, Phase, ProgressEvent, QueryResult, Session};
-use icetrim::internals::clock::FixedClock;
 use icetrim::internals::generate::{GenerateOptions, generate};
 use icetrim::internals::iceberg::locate::{MetadataSettings, locate};
 use icetrim::internals::iceberg::spec::FormatVersion;

@@ -2,9 +2,9 @@
 
 use std::ops::ControlFlow;
 
+use icetrim::FixedClock;
 use icetrim::engine::{Engine, handles};
 use icetrim::format::{OutputFormat, Value};
-use icetrim::internals::clock::FixedClock;
 use icetrim::internals::sql::parse_statement;
 use icetrim::{Error, ErrorKind};
 

@@ -11,8 +11,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use icetrim::ErrorKind;
+use icetrim::Settings;
 use icetrim::internals::io::{Fault, FaultInjector, FaultyStore, FileIO, HookFn, Op, StoreHook};
-use icetrim::internals::settings::Settings;
 use icetrim::internals::sql::ast::Literal;
 use object_store::local::LocalFileSystem;
 use object_store::path::Path as ObjectPath;
@@ -344,7 +344,7 @@ async fn expire_def(
     io: Option<FileIO>,
 ) -> icetrim::Result<icetrim::engine::QueryResult> {
     let runtime = icetrim::engine::Runtime {
-        clock: icetrim::internals::clock::FixedClock::new(NOW),
+        clock: icetrim::FixedClock::new(NOW),
         io_override: io,
     };
     icetrim::internals::engine::run_procedure(

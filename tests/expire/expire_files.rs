@@ -69,7 +69,7 @@ async fn explain_shows_the_decision_and_changes_nothing() {
             .1
             .as_i64()
             .unwrap();
-        let zone = icetrim::internals::settings::Settings::new().session_time_zone();
+        let zone = icetrim::Settings::new().session_time_zone();
         assert!(cell(row, 4).starts_with(&zone.format_ms(ts)), "{:?}", row);
     }
     let a6 = snapshots
@@ -235,7 +235,7 @@ async fn explain_names_removed_refs_and_why() {
 #[tokio::test]
 async fn explain_prints_snapshot_times_in_the_session_time_zone() {
     let fx = make_fixture("py_v2_linear", NOW, false);
-    let mut settings = icetrim::internals::settings::Settings::new();
+    let mut settings = icetrim::Settings::new();
     settings
         .set(
             "session_timezone",

@@ -5,8 +5,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use icetrim::FixedClock;
 use icetrim::engine::{Engine, Metrics, QueryResult};
-use icetrim::internals::clock::FixedClock;
 use icetrim::{ErrorKind, ExpireMetrics, OrphanMetrics, StorageOptions, Table};
 
 use crate::support::expire::{DAY, NOW, files_on_disk, inspect, make_fixture, snapshot_ids};

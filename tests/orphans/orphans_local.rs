@@ -134,10 +134,10 @@ async fn explain_lists_orphans_and_kept_files_reads_each_file_once_and_changes_n
 /// `DateTime` (`YYYY-MM-DD hh:mm:ss`).
 #[tokio::test]
 async fn explain_prints_last_modified_in_the_session_time_zone() {
+    use icetrim::Settings;
     use icetrim::format::Value as Cell;
     use icetrim::internals::engine::run_procedure;
     use icetrim::internals::plan::ProcedureCall;
-    use icetrim::internals::settings::Settings;
     let now = now_ms();
     let fixture = make_fixture("py_v2_linear", now, true);
     let dir = fixture.table_dir();
@@ -840,7 +840,7 @@ async fn two_table_uuids_in_one_metadata_folder_refuse_every_procedure_unless_on
         retention_period_ms: Some(0),
         ..Default::default()
     });
-    let settings = icetrim::internals::settings::Settings::new();
+    let settings = icetrim::Settings::new();
     let everything = |dir: &Path| -> std::collections::BTreeSet<String> {
         let mut out = std::collections::BTreeSet::new();
         let mut stack = vec![dir.to_path_buf()];

@@ -46,9 +46,9 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use backends::{Backend, Place};
+use icetrim::FixedClock;
 use icetrim::engine::{Engine, Session};
 use icetrim::format::OutputFormat;
-use icetrim::internals::clock::FixedClock;
 use pyserver::PyServer;
 use session_text::{Block, Resolve, parse_blocks, substitute, time_expr, utc_text};
 

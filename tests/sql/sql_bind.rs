@@ -1,9 +1,9 @@
 //! Binding `EXECUTE` arguments: typed options for good input, ClickHouse 26.9's exact messages for
 //! bad input (each message below was observed with chdb 4.4 / ClickHouse 26.9.2.1).
 
+use icetrim::Settings;
 use icetrim::internals::engine::check_gates;
 use icetrim::internals::plan::{ExpireOptions, OrphanOptions, ProcedureCall};
-use icetrim::internals::settings::Settings;
 use icetrim::internals::sql::{BindContext, SessionTimeZone, Statement, bind, parse_statement};
 use icetrim::{Error, ErrorKind, Result};
 

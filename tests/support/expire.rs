@@ -6,14 +6,14 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use icetrim::FixedClock;
+use icetrim::Settings;
 use icetrim::engine::{ExpireMetrics, Metrics, QueryResult, Runtime};
-use icetrim::internals::clock::FixedClock;
 use icetrim::internals::engine::run_procedure;
 use icetrim::internals::engine::{EngineArg, TableDef};
 use icetrim::internals::iceberg::locate::{MetadataSettings, locate};
 use icetrim::internals::io::FileIO;
 use icetrim::internals::plan::{ExpireOptions, ProcedureCall};
-use icetrim::internals::settings::Settings;
 use serde_json::Value;
 
 pub use crate::support::fixtures;

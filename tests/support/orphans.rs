@@ -9,13 +9,13 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
+use icetrim::FixedClock;
+use icetrim::Settings;
 use icetrim::engine::{Metrics, OrphanMetrics, QueryResult, Runtime};
-use icetrim::internals::clock::FixedClock;
 use icetrim::internals::engine::run_procedure;
 use icetrim::internals::engine::{EngineArg, TableDef};
 use icetrim::internals::io::FileIO;
 use icetrim::internals::plan::{OrphanOptions, ProcedureCall};
-use icetrim::internals::settings::Settings;
 use serde_json::Value;
 
 pub const MINUTE_MS: i64 = 60_000;
