@@ -152,7 +152,9 @@ pub mod internals {
     }
     /// See `src/generate/`.
     pub mod generate {
-        pub use crate::generate::*;
+        pub use crate::generate::{
+            DemoFacts, GenerateOptions, Generated, Mix, demo_table, generate, io_for,
+        };
     }
     /// See `src/iceberg/`.
     pub mod iceberg {
@@ -160,7 +162,11 @@ pub mod internals {
     }
     /// See `src/io/`.
     pub mod io {
-        pub use crate::io::*;
+        pub use crate::io::{
+            AZURE_EMULATOR_ACCOUNT, AZURE_EMULATOR_KEY, AzureOptions, Fault, FaultInjector,
+            FaultyStore, FileIO, HookFn, Op, RequestCounter, RequestCounts, S3Options,
+            StorageOptions, StoreHook, WriteOutcome, is_under, path_key,
+        };
     }
     /// See `src/maintain/`.
     pub mod maintain {
@@ -168,11 +174,11 @@ pub mod internals {
     }
     /// See `src/plan/`.
     pub mod plan {
-        pub use crate::plan::*;
+        pub use crate::plan::{ExpireOptions, OrphanOptions, ProcedureCall};
     }
     /// See `src/shell/`.
     pub mod shell {
-        pub use crate::shell::*;
+        pub use crate::shell::{Args, main, output, progress_bar};
     }
     /// See `src/sql/`.
     pub mod sql {
