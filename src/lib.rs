@@ -170,7 +170,7 @@ pub mod internals {
     }
     /// See `src/maintain/`.
     pub mod maintain {
-        pub use crate::maintain::*;
+        pub use crate::maintain::{expire, file_graph, target};
     }
     /// See `src/plan/`.
     pub mod plan {
