@@ -158,7 +158,9 @@ pub mod internals {
     }
     /// See `src/iceberg/`.
     pub mod iceberg {
-        pub use crate::iceberg::*;
+        pub use crate::iceberg::{
+            avro, commit, locate, manifest, manifest_list, metadata, spec, txn,
+        };
     }
     /// See `src/io/`.
     pub mod io {
@@ -182,6 +184,11 @@ pub mod internals {
     }
     /// See `src/sql/`.
     pub mod sql {
-        pub use crate::sql::*;
+        pub use crate::sql::{
+            AlterExecute, Arg, ArgValue, BindContext, CompareOp, Comparison, EngineArg, EngineName,
+            Literal, OrderKey, Projection, Select, SessionTimeZone, Statement, SystemTable,
+            TableName, ast, bind, format_duration_ms, parse_duration_ms, parse_statement,
+            parse_statement_at, parse_timestamp_ms, split_statements,
+        };
     }
 }
