@@ -266,9 +266,9 @@ macro_rules! run_options {
             self
         }
 
-        /// Set any session setting by name, as `SET name = value` would (the value as SQL text:
-        /// `"4"`, `"'UTC'"` is not needed: strings are given bare). Unknown names and bad values
-        /// fail the run.
+        /// Set any session setting by name, as `SET name = value` would: an integer value is
+        /// given as digits (`"4"`), any other value bare, without SQL quotes (`"UTC"`). Unknown
+        /// names and bad values fail the run.
         pub fn setting(mut self, name: &str, value: &str) -> Self {
             let literal = if value.parse::<i128>().is_ok() {
                 Literal::Number(value.to_string())
@@ -463,5 +463,88 @@ impl RemoveOrphanFiles<'_> {
         let mut outcome = run_orphans(&target, &options, explain).await?;
         outcome.warnings.splice(0..0, notes);
         Ok(outcome)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::FixedClock;
+
+    fn table() -> Table {
+        Table::with_io("memory:///t", FileIO::memory()).clock(FixedClock::new(86_400_000))
+    }
+
+    #[test]
+    fn builders_fill_the_options_sql_fills() {
+        let t = table();
+        let (options, notes) = t
+            .expire_snapshots()
+            .retention_period(Duration::from_secs(3_600))
+            .retain_last(2)
+            .older_than("1970-01-01 12:00:00")
+            .time_zone("UTC")
+            .dry_run(true)
+            .options()
+            .unwrap();
+        assert_eq!(
+            options,
+            ExpireOptions {
+                expire_before_ms: Some(43_200_000),
+                retention_period_ms: Some(3_600_000),
+                retain_last: Some(2),
+                snapshot_ids: None,
+                dry_run: true,
+            }
+        );
+        assert!(notes.is_empty());
+        let (options, _) = t
+            .remove_orphan_files()
+            .location("./data//x/")
+            .older_than(Timestamp::Millis(1_000))
+            .protect_other_tables(true)
+            .options(86_400_000)
+            .unwrap();
+        assert_eq!(options.location.as_deref(), Some("data/x"));
+        assert_eq!(options.older_than_ms, Some(1_000));
+        assert!(options.protect_other_tables);
+        let whole = t.remove_orphan_files().location("./").options(0).unwrap();
+        assert_eq!(whole.0.location, None);
+    }
+
+    #[test]
+    fn bad_settings_fail_the_run_with_the_settings_error() {
+        let t = table();
+        let run = t.expire_snapshots().setting("no_such_setting", "1");
+        let e = run.run.target().unwrap_err();
+        assert_eq!(e.kind(), crate::ErrorKind::UnknownSetting);
+        let run = t
+            .remove_orphan_files()
+            .setting("iceberg_delete_concurrency", "x");
+        assert!(run.run.target().is_err());
+        let run = t
+            .remove_orphan_files()
+            .concurrency(3)
+            .commit_attempts(5)
+            .setting("allow_insert_into_iceberg", "false");
+        let target = run.run.target().unwrap();
+        assert_eq!(target.settings.delete_concurrency(), 3);
+        assert_eq!(target.settings.metadata_read_concurrency(), 3);
+        assert_eq!(target.settings.commit_max_attempts(), 5);
+        assert_eq!(target.now_ms, 86_400_000);
+    }
+
+    #[test]
+    fn open_tells_local_paths_from_uris() {
+        let local = Table::open("/data/./t/", StorageOptions::default()).unwrap();
+        assert_eq!(local.location(), "/data/t");
+        let s3 = Table::open("s3://bucket/wh/t/", StorageOptions::default()).unwrap();
+        assert_eq!(s3.location(), "s3://bucket/wh/t/");
+        for bad in ["relative/t", "/data/../t", "s3://key:secret@bucket/t"] {
+            assert!(
+                Table::open(bad, StorageOptions::default()).is_err(),
+                "{bad}"
+            );
+        }
     }
 }
