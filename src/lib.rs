@@ -19,24 +19,176 @@
 //! procedures (one folder each) and returns typed outcomes; `iceberg/` is the spec model, metadata
 //! JSON, Avro manifests, commits; `io/` is object storage. `engine/` ties them into sessions and
 //! turns outcomes into rows; `format/` renders results; `shell/` is the binary's front.
+//!
+//! # The public surface
+//!
+//! - The typed API: [`Table`] (open from a location and [`StorageOptions`], or [`Table::with_io`]),
+//!   its builders [`ExpireSnapshots`] and [`RemoveOrphanFiles`], [`Timestamp`]; what they return:
+//!   [`ExpireOutcome`] / [`OrphanOutcome`] with [`ExpireMetrics`] / [`OrphanMetrics`]
+//!   (`named_values()` in ClickHouse's row order), [`ExpireExplainRow`] / [`OrphanExplainRow`],
+//!   warnings; the typed options they fill, [`ExpireOptions`] / [`OrphanOptions`].
+//! - The SQL engine: [`engine`] ([`Engine`], [`EngineBuilder`], [`Session`], [`QueryResult`],
+//!   [`handles`]) and [`format`] (rendering results in ClickHouse's formats).
+//! - Shared: [`Error`] / [`ErrorKind`] / [`Result`]; [`progress`] ([`Progress`], [`ProgressSink`],
+//!   [`ProgressEvent`], [`Phase`], [`CancelToken`]); storage: [`StorageOptions`] (with
+//!   [`S3Options`], [`AzureOptions`], [`GcsOptions`]) and [`FileIO`]; [`Settings`];
+//!   [`MetadataSettings`]; clocks ([`Clock`], [`SystemClock`], [`FixedClock`]).
+//! - `internals` (hidden from the docs, no stability promise): the modules the tests, benchmarks,
+//!   the `icetrim-generate` and `avro_bench` binaries and the fuzz targets reach into. Everything
+//!   else is crate-private.
+//!
+//! # The typed API
+//!
+//! ```
+//! use std::time::{Duration, SystemTime};
+//! use icetrim::{StorageOptions, Table};
+//!
+//! # tokio::runtime::Runtime::new()?.block_on(async {
+//! // A small Iceberg table on local disk: 20 snapshots over ten days and four orphan files.
+//! let dir = tempfile::tempdir()?;
+//! let location = dir.path().join("t").to_string_lossy().into_owned();
+//! let now_ms = icetrim::Clock::now_ms(&icetrim::SystemClock);
+//! let demo =
+//!     icetrim::internals::generate::demo_table(&icetrim::FileIO::local(), &location, now_ms).await?;
+//!
+//! let table = Table::open(&location, StorageOptions::default())?;
+//!
+//! // What would go: nothing changes.
+//! let planned = table
+//!     .expire_snapshots()
+//!     .retention_period(Duration::from_secs(86_400))
+//!     .retain_last(1)
+//!     .dry_run(true)
+//!     .execute()
+//!     .await?;
+//! assert!(planned.metrics.dry_run);
+//! assert!(planned.metrics.deleted_manifest_lists_count > 0);
+//!
+//! // Expire for real: the same counts, now deleted.
+//! let expired = table
+//!     .expire_snapshots()
+//!     .retention_period(Duration::from_secs(86_400))
+//!     .retain_last(1)
+//!     .execute()
+//!     .await?;
+//! let would = icetrim::ExpireMetrics { dry_run: false, ..planned.metrics };
+//! assert_eq!(expired.metrics, would);
+//! // The metric rows of SQL, in ClickHouse's order.
+//! let (name, count) = expired.metrics.named_values()[0];
+//! assert_eq!((name, count), ("deleted_data_files_count", would.deleted_data_files_count));
+//!
+//! // The orphan files (written before the history began) go; the table's own files stay.
+//! assert!(demo.orphans.iter().all(|file| std::path::Path::new(file).exists()));
+//! let removed = table
+//!     .remove_orphan_files()
+//!     .older_than(SystemTime::now() - Duration::from_secs(3_600))
+//!     .execute()
+//!     .await?;
+//! let deleted: i64 = removed.metrics.named_values().iter()
+//!     .filter(|(name, _)| name.starts_with("deleted_"))
+//!     .map(|(_, count)| count)
+//!     .sum();
+//! assert_eq!(deleted, demo.orphans.len() as i64);
+//! assert!(demo.orphans.iter().all(|file| !std::path::Path::new(file).exists()));
+//! assert_eq!(removed.metrics.failed_deletions_count, 0);
+//!
+//! // The plan, as EXPLAIN gives it; a check SQL makes holds here too.
+//! let plan = table.expire_snapshots().retain_last(1).explain().await?;
+//! assert!(plan.explain.is_some());
+//! let refused = table.expire_snapshots().retain_last(1).snapshot_ids([1]).execute().await;
+//! assert_eq!(refused.unwrap_err().kind(), icetrim::ErrorKind::BadArguments);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! # })?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! `examples/embed.rs` shows the other way in: a host routes `ALTER TABLE … EXECUTE` statements to
+//! an [`Engine`] session.
 
-pub mod clock;
+mod clock;
 pub mod engine;
 pub mod error;
 pub mod format;
-pub mod generate;
-pub mod iceberg;
-pub mod io;
+mod generate;
+mod iceberg;
+mod io;
 #[cfg(test)]
 mod layers;
 mod literal;
-pub mod maintain;
-pub mod plan;
+mod maintain;
+mod plan;
 mod pool;
 pub mod progress;
-pub mod settings;
-pub mod shell;
-pub mod sql;
+mod settings;
+mod shell;
+mod sql;
 mod time_zone;
 
+pub use clock::{Clock, FixedClock, SystemClock};
+pub use engine::{
+    Engine, EngineBuilder, ExpireSnapshots, QueryResult, RemoveOrphanFiles, Session, Table,
+    Timestamp, handles,
+};
 pub use error::{Error, ErrorKind, Result};
+pub use iceberg::locate::MetadataSettings;
+pub use io::{AzureOptions, FileIO, GcsOptions, S3Options, StorageOptions};
+pub use maintain::expire::ExplainRow as ExpireExplainRow;
+pub use maintain::orphans::ExplainRow as OrphanExplainRow;
+pub use maintain::{ExpireMetrics, ExpireOutcome, OrphanMetrics, OrphanOutcome};
+pub use plan::{ExpireOptions, OrphanOptions};
+pub use progress::{CancelToken, Phase, Progress, ProgressEvent, ProgressSink};
+pub use settings::Settings;
+
+/// What the tests, benchmarks, the `icetrim-generate` and `avro_bench` binaries and the fuzz
+/// targets reach into beyond the public surface. Not part of the API: no stability promise.
+#[doc(hidden)]
+pub mod internals {
+    /// The engine's pieces the tests call directly (see `src/engine/`).
+    pub mod engine {
+        pub use crate::engine::params::{setting_value_text, substitute};
+        pub use crate::engine::procedures::{check_gates, run_procedure, run_procedure_with};
+        pub use crate::engine::registry::{EngineArg, TableDef};
+        pub use crate::engine::render::{expire_result, orphan_result};
+    }
+    /// See `src/generate/`.
+    pub mod generate {
+        pub use crate::generate::{
+            DemoFacts, GenerateOptions, Generated, Mix, demo_table, generate, io_for,
+        };
+    }
+    /// See `src/iceberg/`.
+    pub mod iceberg {
+        pub use crate::iceberg::{
+            avro, commit, locate, manifest, manifest_list, metadata, spec, txn,
+        };
+    }
+    /// See `src/io/`.
+    pub mod io {
+        pub use crate::io::{
+            AZURE_EMULATOR_ACCOUNT, AZURE_EMULATOR_KEY, AzureOptions, Fault, FaultInjector,
+            FaultyStore, FileIO, HookFn, Op, RequestCounter, RequestCounts, S3Options,
+            StorageOptions, StoreHook, WriteOutcome, is_under, path_key,
+        };
+    }
+    /// See `src/maintain/`.
+    pub mod maintain {
+        pub use crate::maintain::{expire, file_graph, target};
+    }
+    /// See `src/plan/`.
+    pub mod plan {
+        pub use crate::plan::{ExpireOptions, OrphanOptions, ProcedureCall};
+    }
+    /// See `src/shell/`.
+    pub mod shell {
+        pub use crate::shell::{Args, main, output, progress_bar};
+    }
+    /// See `src/sql/`.
+    pub mod sql {
+        pub use crate::sql::{
+            AlterExecute, Arg, ArgValue, BindContext, CompareOp, Comparison, EngineArg, EngineName,
+            Literal, OrderKey, Projection, Select, SessionTimeZone, Statement, SystemTable,
+            TableName, ast, bind, format_duration_ms, parse_duration_ms, parse_statement,
+            parse_statement_at, parse_timestamp_ms, split_statements,
+        };
+    }
+}

@@ -1,3 +1,3 @@
 fn main() -> std::process::ExitCode {
-    icetrim::shell::main()
+    icetrim::internals::shell::main()
 }

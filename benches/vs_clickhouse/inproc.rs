@@ -9,18 +9,18 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use futures::{StreamExt, TryStreamExt};
-use icetrim::clock::Clock;
-use icetrim::generate::{GenerateOptions, generate};
-use icetrim::iceberg::locate::{MetadataSettings, locate};
-use icetrim::iceberg::manifest::for_each_projected;
-use icetrim::iceberg::manifest_list::for_each_list_entry;
-use icetrim::iceberg::metadata::TableMetadata;
-use icetrim::io::{FileIO, RequestCounter, RequestCounts, S3Options, StorageOptions};
-use icetrim::maintain::expire::keepset::plan_manifest_reads;
-use icetrim::maintain::expire::{self, plan_expiry};
-use icetrim::maintain::target::MaintenanceTarget;
-use icetrim::plan::ExpireOptions;
-use icetrim::settings::Settings;
+use icetrim::Clock;
+use icetrim::Settings;
+use icetrim::internals::generate::{GenerateOptions, generate};
+use icetrim::internals::iceberg::locate::{MetadataSettings, locate};
+use icetrim::internals::iceberg::manifest::for_each_projected;
+use icetrim::internals::iceberg::manifest_list::for_each_list_entry;
+use icetrim::internals::iceberg::metadata::TableMetadata;
+use icetrim::internals::io::{FileIO, RequestCounter, RequestCounts, S3Options, StorageOptions};
+use icetrim::internals::maintain::expire::keepset::plan_manifest_reads;
+use icetrim::internals::maintain::expire::{self, plan_expiry};
+use icetrim::internals::maintain::target::MaintenanceTarget;
+use icetrim::internals::plan::ExpireOptions;
 
 /// What an expiry must read, and how long reading just that takes.
 pub struct Floor {
@@ -268,12 +268,12 @@ pub fn s3_expiry(
         let generate_seconds = started.elapsed().as_secs_f64();
         let counter = RequestCounter::new();
         let counted = io.with_request_counter(Arc::clone(&counter));
-        let now = icetrim::clock::SystemClock.now_ms();
+        let now = icetrim::SystemClock.now_ms();
         let t = target(counted, &opts.location, now);
         let started = Instant::now();
         let result = expire::execute(&t, options, false)
             .await
-            .map(icetrim::engine::render::expire_result)
+            .map(icetrim::internals::engine::expire_result)
             .map_err(|e| e.to_string())?;
         let seconds = started.elapsed().as_secs_f64();
         let rows = result

@@ -2,9 +2,9 @@
 
 use std::path::{Path, PathBuf};
 
-use icetrim::generate::{GenerateOptions, Mix};
-use icetrim::iceberg::spec::FormatVersion;
-use icetrim::plan::ExpireOptions;
+use icetrim::internals::generate::{GenerateOptions, Mix};
+use icetrim::internals::iceberg::spec::FormatVersion;
+use icetrim::internals::plan::ExpireOptions;
 
 use crate::Args;
 use crate::inproc;

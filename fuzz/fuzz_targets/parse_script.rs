@@ -2,7 +2,7 @@
 //! every `ALTER … EXECUTE` it finds. Any panic is a bug.
 #![no_main]
 
-use icetrim::sql::{
+use icetrim::internals::sql::{
     BindContext, SessionTimeZone, Statement, bind, parse_statement_at, split_statements,
 };
 use libfuzzer_sys::fuzz_target;

@@ -7,11 +7,11 @@ use std::collections::BTreeMap;
 use std::time::Instant;
 
 use apache_avro::types::Value;
-use icetrim::iceberg::avro::Codec;
-use icetrim::iceberg::manifest::{
+use icetrim::internals::iceberg::avro::Codec;
+use icetrim::internals::iceberg::manifest::{
     DataFile, ManifestEntry, ManifestWriter, NewManifest, for_each_projected, read_manifest,
 };
-use icetrim::iceberg::spec::{DataContent, EntryStatus, FormatVersion, ManifestContent};
+use icetrim::internals::iceberg::spec::{DataContent, EntryStatus, FormatVersion, ManifestContent};
 
 const SCHEMA: &str = r#"{"type":"struct","schema-id":0,"fields":[{"id":1,"name":"id","required":true,"type":"long"},{"id":2,"name":"name","required":false,"type":"string"},{"id":3,"name":"ts","required":false,"type":"timestamptz"},{"id":4,"name":"amount","required":false,"type":"double"},{"id":5,"name":"city","required":false,"type":"string"}]}"#;
 const SPEC: &str = r#"{"spec-id":0,"fields":[{"source-id":3,"field-id":1000,"name":"ts_day","transform":"day"},{"source-id":5,"field-id":1001,"name":"city","transform":"identity"}]}"#;

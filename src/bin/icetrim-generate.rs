@@ -1,5 +1,5 @@
 //! `icetrim-generate`: write a deterministic Iceberg table with a planned history and print a JSON
-//! summary of what was written (see `icetrim::generate`).
+//! summary of what was written (see `icetrim::internals::generate`).
 //!
 //! ```text
 //! icetrim-generate --location DIR --format-version 2 --snapshots N --files-per-snapshot K --seed S
@@ -22,9 +22,9 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use clap::Parser;
-use icetrim::generate::{GenerateOptions, Mix, generate, io_for};
-use icetrim::iceberg::avro::Codec;
-use icetrim::iceberg::spec::FormatVersion;
+use icetrim::internals::generate::{GenerateOptions, Mix, generate, io_for};
+use icetrim::internals::iceberg::avro::Codec;
+use icetrim::internals::iceberg::spec::FormatVersion;
 
 /// Write a deterministic Iceberg table with a planned history (snapshots, branches, tags, staged
 /// commits, statistics, orphans) and print a JSON summary of what was written.

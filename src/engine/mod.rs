@@ -3,19 +3,21 @@
 //! [`Engine`] and [`Session`] are the embedding API; [`handles`] tells a host engine which
 //! statements to route to icetrim.
 
-pub mod ddl;
-pub mod introspect;
-pub mod params;
-pub mod procedures;
-pub mod registry;
-pub mod render;
-pub mod result;
-pub mod runtime;
-pub mod select_eval;
-pub mod session;
-pub mod table;
+pub(crate) mod api;
+pub(crate) mod ddl;
+pub(crate) mod introspect;
+pub(crate) mod params;
+pub(crate) mod procedures;
+pub(crate) mod registry;
+pub(crate) mod render;
+pub(crate) mod result;
+pub(crate) mod runtime;
+pub(crate) mod select_eval;
+pub(crate) mod session;
+pub(crate) mod table;
 
 pub use crate::progress;
+pub use api::{ExpireSnapshots, RemoveOrphanFiles, Table, Timestamp};
 pub use progress::{CancelToken, Phase, Progress, ProgressEvent, ProgressSink, cancelled_error};
 pub use result::{ExpireMetrics, Metrics, OrphanMetrics, QueryResult};
 pub use runtime::Runtime;

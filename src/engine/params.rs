@@ -30,7 +30,7 @@ pub const PARAM_SETTING_PREFIX: &str = "param_";
 ///
 /// ```
 /// use std::collections::BTreeMap;
-/// use icetrim::engine::params::substitute;
+/// use icetrim::internals::engine::substitute;
 ///
 /// let params = BTreeMap::from([("n".to_string(), "3".to_string()), ("s".to_string(), "it's".to_string())]);
 /// assert_eq!(
@@ -189,8 +189,8 @@ fn typed_literal(name: &str, type_name: &str, value: &str) -> Result<String> {
 /// The text of a `SET param_<name> = <literal>` value: a string as is, anything else as written.
 ///
 /// ```
-/// use icetrim::engine::params::setting_value_text;
-/// use icetrim::sql::Literal;
+/// use icetrim::internals::engine::setting_value_text;
+/// use icetrim::internals::sql::Literal;
 /// assert_eq!(setting_value_text(&Literal::String("a'b".into())), "a'b");
 /// assert_eq!(setting_value_text(&Literal::Number("-4".into())), "-4");
 /// ```

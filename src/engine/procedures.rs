@@ -8,8 +8,9 @@ use super::result::QueryResult;
 use super::runtime::Runtime;
 use super::table::open_table;
 use crate::error::{Error, ErrorKind, Result};
-use crate::maintain::{expire, orphans};
-use crate::plan::ProcedureCall;
+use crate::maintain::target::MaintenanceTarget;
+use crate::maintain::{ExpireOutcome, OrphanOutcome, expire, orphans};
+use crate::plan::{ExpireOptions, OrphanOptions, ProcedureCall};
 use crate::progress::Progress;
 use crate::settings::Settings;
 
@@ -36,26 +37,47 @@ pub async fn run_procedure_with(
 ) -> Result<QueryResult> {
     let mut target = open_table(runtime, settings, table)?;
     target.progress = progress.clone();
-    let target = &target;
-    progress
+    match call {
+        ProcedureCall::Expire(options) => run_expire(&target, &options, explain)
+            .await
+            .map(expire_result),
+        ProcedureCall::Orphans(options) => run_orphans(&target, &options, explain)
+            .await
+            .map(orphan_result),
+    }
+}
+
+/// `expire_snapshots` on an opened `target`, within its progress scope: the one path of both the
+/// SQL statement and the typed API ([`super::api::ExpireSnapshots`]).
+pub(crate) async fn run_expire(
+    target: &MaintenanceTarget,
+    options: &ExpireOptions,
+    explain: bool,
+) -> Result<ExpireOutcome> {
+    target
+        .progress
         .scope(async move {
             // Two tables written to one location: "this table" must be named first.
-            match call {
-                ProcedureCall::Expire(options) => {
-                    target.check_single_table("expire_snapshots", false).await?;
-                    expire::execute(target, &options, explain)
-                        .await
-                        .map(expire_result)
-                }
-                ProcedureCall::Orphans(options) => {
-                    target
-                        .check_single_table("remove_orphan_files", true)
-                        .await?;
-                    orphans::execute(target, &options, explain)
-                        .await
-                        .map(orphan_result)
-                }
-            }
+            target.check_single_table("expire_snapshots", false).await?;
+            expire::execute(target, options, explain).await
+        })
+        .await
+}
+
+/// `remove_orphan_files` on an opened `target`, within its progress scope: the one path of both
+/// the SQL statement and the typed API ([`super::api::RemoveOrphanFiles`]).
+pub(crate) async fn run_orphans(
+    target: &MaintenanceTarget,
+    options: &OrphanOptions,
+    explain: bool,
+) -> Result<OrphanOutcome> {
+    target
+        .progress
+        .scope(async move {
+            target
+                .check_single_table("remove_orphan_files", true)
+                .await?;
+            orphans::execute(target, options, explain).await
         })
         .await
 }

@@ -17,6 +17,7 @@ pub fn open_table(
     def: &TableDef,
 ) -> Result<MaintenanceTarget> {
     let args = string_args(def)?;
+    let override_io = runtime.io_override.as_ref();
     let (location, io) = match def.engine.as_str() {
         "IcebergLocal" => {
             let [path] = args.as_slice() else {
@@ -27,32 +28,16 @@ pub fn open_table(
                     args.len()
                 )));
             };
-            match &runtime.io_override {
-                // An injected store (tests, embedders) takes the location as its own URI.
-                Some(io) => (path.clone(), io.clone()),
-                // Definitions saved before CREATE normalised paths get the same treatment.
-                None => (super::ddl::normalize_local_path(path)?, FileIO::local()),
-            }
+            // Definitions saved before CREATE normalised paths get the same treatment.
+            local_storage(path, override_io)?
         }
         "IcebergS3" => {
             let (location, options) = StorageOptions::from_s3_engine_args(&args)?;
-            (
-                location,
-                runtime
-                    .io_override
-                    .clone()
-                    .unwrap_or_else(|| FileIO::new(options)),
-            )
+            remote_storage(location, options, override_io)
         }
         "IcebergAzure" => {
             let (location, options) = StorageOptions::from_azure_engine_args(&args)?;
-            (
-                location,
-                runtime
-                    .io_override
-                    .clone()
-                    .unwrap_or_else(|| FileIO::new(options)),
-            )
+            remote_storage(location, options, override_io)
         }
         other => {
             return Err(Error::bad_arguments(format!(
@@ -69,6 +54,26 @@ pub fn open_table(
         now_ms: runtime.clock.now_ms(),
         progress: Default::default(),
     })
+}
+
+/// A table on local disk at `path` (absolute, or a `file:` URI), normalised; an injected store
+/// (tests, embedders) takes the location as its own URI.
+pub(crate) fn local_storage(path: &str, override_io: Option<&FileIO>) -> Result<(String, FileIO)> {
+    Ok(match override_io {
+        Some(io) => (path.to_string(), io.clone()),
+        None => (super::ddl::normalize_local_path(path)?, FileIO::local()),
+    })
+}
+
+/// A table in an object store (S3, Azure, GCS) at `location`, reached with `options` unless a
+/// store is injected.
+pub(crate) fn remote_storage(
+    location: String,
+    options: StorageOptions,
+    override_io: Option<&FileIO>,
+) -> (String, FileIO) {
+    let io = override_io.cloned().unwrap_or_else(|| FileIO::new(options));
+    (location, io)
 }
 
 fn string_args(def: &TableDef) -> Result<Vec<String>> {

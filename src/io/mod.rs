@@ -32,13 +32,10 @@ use object_store::{ObjectStore, path::Path as ObjectPath};
 pub use counting::{CountingStore, RequestCounter, RequestCounts};
 pub use faulty::{Fault, FaultInjector, FaultyStore, HookFn, Op, StoreHook};
 pub use location::{Family, Location, StoreKey};
-pub use ops::{
-    DELETE_BATCHES_IN_FLIGHT, DeleteOutcome, FileInfo, Listed, SkipReason, WriteOutcome,
-};
+pub use ops::{FileInfo, Listed, SkipReason, WriteOutcome};
 pub use options::{
-    AZURE_EMULATOR_ACCOUNT, AZURE_EMULATOR_ENDPOINT, AZURE_EMULATOR_KEY, AzureOptions, GcsOptions,
-    HIDDEN, S3Options, StorageOptions, check_engine_urls, mask_connection_string, mask_target,
-    mask_url_credentials, parse_connection_string, refuse_url_credentials,
+    AZURE_EMULATOR_ACCOUNT, AZURE_EMULATOR_KEY, AzureOptions, GcsOptions, HIDDEN, S3Options,
+    StorageOptions, check_engine_urls, mask_target, refuse_url_credentials,
 };
 pub use path_key::{is_under, path_key, path_key_into};
 

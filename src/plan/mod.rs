@@ -3,4 +3,7 @@
 
 pub mod options;
 
-pub use options::{ExpireOptions, OrphanOptions, ProcedureCall, normalize_location};
+pub use options::{
+    ExpireOptions, OrphanOptions, ProcedureCall, check_older_than, normalize_location,
+    retain_last_count,
+};

@@ -75,3 +75,127 @@ pub fn normalize_location(location: &str) -> Result<Option<String>> {
         .collect();
     Ok((!kept.is_empty()).then(|| kept.join("/")))
 }
+
+/// `retain_last` as a count of snapshots: at least 1, at most `i32::MAX` (ClickHouse's range).
+pub fn retain_last_count(count: i128) -> Result<i32> {
+    if count <= 0 {
+        return Err(Error::bad_arguments(
+            "expire_snapshots expects 'retain_last' to be positive",
+        ));
+    }
+    i32::try_from(count).map_err(|_| {
+        Error::bad_arguments(format!(
+            "expire_snapshots 'retain_last' is too large: {count}"
+        ))
+    })
+}
+
+/// `older_than` (Unix ms) must not be after `now_ms`: a future value would bypass the
+/// in-progress-write safety window.
+pub fn check_older_than(older_than_ms: i64, now_ms: i64) -> Result<()> {
+    if older_than_ms > now_ms {
+        return Err(Error::bad_arguments(
+            "older_than must not be in the future; a future value would bypass the \
+             in-progress-write safety window",
+        ));
+    }
+    Ok(())
+}
+
+impl ExpireOptions {
+    /// The checks on the whole call, shared by every way of building the options (the SQL binder,
+    /// the typed API): `retain_last` in range, `retention_period` non-negative, and `snapshot_ids`
+    /// never combined with `retention_period` or `retain_last`.
+    pub fn validate(&self) -> Result<()> {
+        if let Some(count) = self.retain_last {
+            retain_last_count(count.into())?;
+        }
+        if self.retention_period_ms.is_some_and(|ms| ms < 0) {
+            return Err(Error::bad_arguments(
+                "expire_snapshots expects 'retention_period' to be non-negative",
+            ));
+        }
+        if self.snapshot_ids.is_some()
+            && (self.retention_period_ms.is_some() || self.retain_last.is_some())
+        {
+            return Err(Error::bad_arguments(
+                "expire_snapshots argument 'snapshot_ids' cannot be combined with \
+                 'retention_period' or 'retain_last'",
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl OrphanOptions {
+    /// The checks on the whole call, shared by every way of building the options: `older_than`
+    /// not after `now_ms` (a future value would bypass the in-progress-write safety window), and
+    /// `location` already in [`normalize_location`]'s form.
+    pub fn validate(&self, now_ms: i64) -> Result<()> {
+        if let Some(ms) = self.older_than_ms {
+            check_older_than(ms, now_ms)?;
+        }
+        if let Some(location) = &self.location
+            && normalize_location(location)?.as_deref() != Some(location.as_str())
+        {
+            return Err(Error::bad_arguments(format!(
+                "location must be a normalised relative path under the table root, got \
+                 '{location}'"
+            )));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn expire_checks() {
+        assert!(retain_last_count(0).is_err());
+        assert!(retain_last_count(i128::from(i32::MAX) + 1).is_err());
+        assert_eq!(retain_last_count(3), Ok(3));
+        let bad = |o: ExpireOptions| o.validate().unwrap_err().message().to_string();
+        assert!(
+            bad(ExpireOptions {
+                retain_last: Some(0),
+                ..Default::default()
+            })
+            .contains("positive")
+        );
+        assert!(
+            bad(ExpireOptions {
+                retention_period_ms: Some(-1),
+                ..Default::default()
+            })
+            .contains("non-negative")
+        );
+        assert!(
+            bad(ExpireOptions {
+                snapshot_ids: Some(vec![1]),
+                retain_last: Some(1),
+                ..Default::default()
+            })
+            .contains("cannot be combined")
+        );
+        assert_eq!(ExpireOptions::default().validate(), Ok(()));
+    }
+
+    #[test]
+    fn orphan_checks() {
+        let at = |ms| OrphanOptions {
+            older_than_ms: Some(ms),
+            ..Default::default()
+        };
+        assert_eq!(at(1000).validate(1000), Ok(()));
+        assert!(at(1001).validate(1000).is_err());
+        let located = |l: &str| OrphanOptions {
+            location: Some(l.into()),
+            ..Default::default()
+        };
+        assert_eq!(located("data/x").validate(0), Ok(()));
+        assert!(located("./data/").validate(0).is_err());
+        assert!(located("../x").validate(0).is_err());
+    }
+}

@@ -89,7 +89,7 @@ impl Args {
     /// (which clap cannot declare) are taken out first.
     ///
     /// ```
-    /// use icetrim::shell::Args;
+    /// use icetrim::internals::shell::Args;
     /// let args = Args::parse_with_params(["icetrim", "--param_n=5", "--param_s", "a b", "-q", "SELECT {n:UInt8}"]).unwrap();
     /// assert_eq!(args.params, [("n".to_string(), "5".to_string()), ("s".to_string(), "a b".to_string())]);
     /// assert_eq!(args.query.as_deref(), Some("SELECT {n:UInt8}"));

@@ -51,8 +51,8 @@ impl Output {
     /// Clear `bar` before every write.
     ///
     /// ```
-    /// use icetrim::shell::output::Output;
-    /// use icetrim::shell::progress_bar::ProgressBar;
+    /// use icetrim::internals::shell::output::Output;
+    /// use icetrim::internals::shell::progress_bar::ProgressBar;
     /// let mut out = Output::new();
     /// out.attach_progress(ProgressBar::new());
     /// out.clear_progress();

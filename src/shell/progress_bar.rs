@@ -25,7 +25,7 @@ const BAR_CELLS: usize = 14;
 /// ```
 /// use std::time::Duration;
 /// use icetrim::engine::{Phase, ProgressEvent};
-/// use icetrim::shell::progress_bar::render;
+/// use icetrim::internals::shell::progress_bar::render;
 ///
 /// let event = ProgressEvent { phase: Phase::ReadingManifests, done: 50, total: Some(100), bytes: 3 << 20, finished: false };
 /// let line = render(&event, Duration::from_secs(5), 120);
@@ -99,7 +99,7 @@ fn clock(seconds: f64) -> String {
 ///
 /// ```
 /// use icetrim::engine::Engine;
-/// use icetrim::shell::progress_bar::ProgressBar;
+/// use icetrim::internals::shell::progress_bar::ProgressBar;
 ///
 /// let bar = ProgressBar::new();
 /// let mut session = Engine::builder().build()?.session();

@@ -16,7 +16,10 @@ use super::ast::{Arg, ArgValue, Literal};
 use super::duration::{DurationError, parse_duration_ms};
 use super::timestamp::{SessionTimeZone, parse_timestamp_noted};
 use crate::error::{Error, Result};
-use crate::plan::{ExpireOptions, OrphanOptions, ProcedureCall, normalize_location};
+use crate::plan::{
+    ExpireOptions, OrphanOptions, ProcedureCall, check_older_than, normalize_location,
+    retain_last_count,
+};
 
 const EXPIRE: &str = "expire_snapshots";
 const ORPHANS: &str = "remove_orphan_files";
@@ -226,19 +229,15 @@ fn bind_expire(
         .get("dry_run")
         .map(|v| expire_dry_run(v))
         .transpose()?;
-    if snapshot_ids.is_some() && (retention_period_ms.is_some() || retain_last.is_some()) {
-        return Err(Error::bad_arguments(
-            "expire_snapshots argument 'snapshot_ids' cannot be combined with 'retention_period' \
-             or 'retain_last'",
-        ));
-    }
-    Ok(ExpireOptions {
+    let options = ExpireOptions {
         expire_before_ms,
         retention_period_ms,
         retain_last,
         snapshot_ids,
         dry_run: dry_run.unwrap_or(false),
-    })
+    };
+    options.validate()?;
+    Ok(options)
 }
 
 fn retention_period(value: &Literal) -> Result<i64> {
@@ -265,16 +264,7 @@ fn retain_last(value: &Literal) -> Result<i32> {
     let count = value.as_integer().ok_or_else(|| {
         Error::bad_arguments("expire_snapshots expects 'retain_last' to be an integer literal")
     })?;
-    if count <= 0 {
-        return Err(Error::bad_arguments(
-            "expire_snapshots expects 'retain_last' to be positive",
-        ));
-    }
-    i32::try_from(count).map_err(|_| {
-        Error::bad_arguments(format!(
-            "expire_snapshots 'retain_last' is too large: {count}"
-        ))
-    })
+    retain_last_count(count)
 }
 
 fn snapshot_ids(value: &Literal) -> Result<Vec<i64>> {
@@ -325,11 +315,8 @@ fn bind_orphans(
     let older_than_ms = string_of(values.get("older_than"))
         .map(|text| timestamp("older_than", text, context, notes))
         .transpose()?;
-    if older_than_ms.is_some_and(|ms| ms > context.now_ms) {
-        return Err(Error::bad_arguments(
-            "older_than must not be in the future; a future value would bypass the \
-             in-progress-write safety window",
-        ));
+    if let Some(ms) = older_than_ms {
+        check_older_than(ms, context.now_ms)?;
     }
     let location = string_of(values.get("location"))
         .map(normalize_location)
@@ -343,12 +330,14 @@ fn bind_orphans(
         .get("protect_other_tables")
         .and_then(|v| v.as_integer())
         .is_some_and(|v| v != 0);
-    Ok(OrphanOptions {
+    let options = OrphanOptions {
         older_than_ms,
         location,
         dry_run,
         protect_other_tables,
-    })
+    };
+    options.validate(context.now_ms)?;
+    Ok(options)
 }
 
 #[cfg(test)]

@@ -16,12 +16,11 @@ pub mod split;
 pub mod timestamp;
 
 pub use ast::{
-    AlterExecute, Arg, ArgValue, CreateTable, Engine, EngineArg, EngineName, Literal, Statement,
-    TableName,
+    AlterExecute, Arg, ArgValue, CreateTable, EngineArg, EngineName, Literal, Statement, TableName,
 };
 pub use bind::{BindContext, bind, bind_noted};
-pub use duration::{DurationError, format_duration_ms, parse_duration_ms};
+pub use duration::{format_duration_ms, parse_duration_ms};
 pub use parser::{parse_statement, parse_statement_at};
 pub use select::{CompareOp, Comparison, OrderKey, Projection, Select, SystemTable};
 pub use split::split_statements;
-pub use timestamp::{SessionTimeZone, parse_timestamp_ms, parse_timestamp_noted};
+pub use timestamp::{SessionTimeZone, parse_timestamp_ms};

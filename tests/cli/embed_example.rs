@@ -6,9 +6,9 @@
 mod embed;
 
 use embed::Routed;
-use icetrim::generate::{GenerateOptions, generate};
-use icetrim::iceberg::spec::FormatVersion;
-use icetrim::io::FileIO;
+use icetrim::internals::generate::{GenerateOptions, generate};
+use icetrim::internals::iceberg::spec::FormatVersion;
+use icetrim::internals::io::FileIO;
 
 #[tokio::test]
 async fn host_routes_maintenance_to_icetrim() {

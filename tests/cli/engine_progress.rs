@@ -8,13 +8,13 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use icetrim::ErrorKind;
-use icetrim::clock::FixedClock;
+use icetrim::FixedClock;
 use icetrim::engine::{CancelToken, Engine, Phase, ProgressEvent, QueryResult, Session};
-use icetrim::generate::{GenerateOptions, generate};
-use icetrim::iceberg::locate::{MetadataSettings, locate};
-use icetrim::iceberg::spec::FormatVersion;
-use icetrim::io::{FileIO, path_key};
-use icetrim::maintain::file_graph::reachable::{Lookup, collect_reachable};
+use icetrim::internals::generate::{GenerateOptions, generate};
+use icetrim::internals::iceberg::locate::{MetadataSettings, locate};
+use icetrim::internals::iceberg::spec::FormatVersion;
+use icetrim::internals::io::{FileIO, path_key};
+use icetrim::internals::maintain::file_graph::reachable::{Lookup, collect_reachable};
 
 const DAY: i64 = 86_400_000;
 const EXPIRE: &str =

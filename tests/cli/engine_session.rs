@@ -2,10 +2,10 @@
 
 use std::ops::ControlFlow;
 
-use icetrim::clock::FixedClock;
+use icetrim::FixedClock;
 use icetrim::engine::{Engine, handles};
 use icetrim::format::{OutputFormat, Value};
-use icetrim::sql::parse_statement;
+use icetrim::internals::sql::parse_statement;
 use icetrim::{Error, ErrorKind};
 
 fn names(result: &icetrim::engine::QueryResult) -> Vec<String> {

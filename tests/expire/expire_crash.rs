@@ -11,9 +11,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use icetrim::ErrorKind;
-use icetrim::io::{Fault, FaultInjector, FaultyStore, FileIO, HookFn, Op, StoreHook};
-use icetrim::settings::Settings;
-use icetrim::sql::ast::Literal;
+use icetrim::Settings;
+use icetrim::internals::io::{Fault, FaultInjector, FaultyStore, FileIO, HookFn, Op, StoreHook};
+use icetrim::internals::sql::ast::Literal;
 use object_store::local::LocalFileSystem;
 use object_store::path::Path as ObjectPath;
 use support::*;
@@ -316,7 +316,9 @@ fn metadata_versions(dir: &Path) -> std::collections::BTreeMap<u64, Vec<String>>
     let mut out: std::collections::BTreeMap<u64, Vec<String>> = Default::default();
     for entry in std::fs::read_dir(dir.join("metadata")).unwrap() {
         let name = entry.unwrap().file_name().to_string_lossy().into_owned();
-        if let Some(v) = icetrim::iceberg::locate::parse_file_name(&name).and_then(|n| n.version) {
+        if let Some(v) =
+            icetrim::internals::iceberg::locate::parse_file_name(&name).and_then(|n| n.version)
+        {
             out.entry(v).or_default().push(name);
         }
     }
@@ -337,19 +339,19 @@ fn newest_json(dir: &Path) -> serde_json::Value {
 }
 
 async fn expire_def(
-    def: &icetrim::engine::registry::TableDef,
-    opts: icetrim::plan::ExpireOptions,
+    def: &icetrim::internals::engine::TableDef,
+    opts: icetrim::internals::plan::ExpireOptions,
     io: Option<FileIO>,
 ) -> icetrim::Result<icetrim::engine::QueryResult> {
     let runtime = icetrim::engine::Runtime {
-        clock: icetrim::clock::FixedClock::new(NOW),
+        clock: icetrim::FixedClock::new(NOW),
         io_override: io,
     };
-    icetrim::engine::procedures::run_procedure(
+    icetrim::internals::engine::run_procedure(
         &runtime,
         &Settings::new(),
         def,
-        icetrim::plan::ProcedureCall::Expire(opts),
+        icetrim::internals::plan::ProcedureCall::Expire(opts),
         false,
     )
     .await
@@ -452,7 +454,7 @@ impl StoreHook for RivalStore {
 
     async fn after(&self, op: Op, path: Option<&ObjectPath>, ok: bool) {
         let version = path
-            .and_then(|p| icetrim::iceberg::locate::parse_file_name(p.as_ref()))
+            .and_then(|p| icetrim::internals::iceberg::locate::parse_file_name(p.as_ref()))
             .and_then(|n| n.version);
         if let Some(version) = version.filter(|_| ok && op == (Op::Put { create: true }))
             && self.armed.swap(false, Ordering::SeqCst)

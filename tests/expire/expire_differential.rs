@@ -9,7 +9,7 @@ use crate::support::expire as support;
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use icetrim::plan::ExpireOptions;
+use icetrim::internals::plan::ExpireOptions;
 use serde_json::Value;
 use support::*;
 
@@ -286,8 +286,8 @@ fn dst_gap_and_fold_timestamps_match_clickhouse() {
         .collect();
     assert_eq!(clickhouse.len(), cases.len(), "{text}");
     for ((text, zone), seconds) in cases.iter().zip(clickhouse) {
-        let zone = icetrim::sql::SessionTimeZone::from_setting(zone).unwrap();
-        let ours = icetrim::sql::parse_timestamp_ms(text, &zone).unwrap();
+        let zone = icetrim::internals::sql::SessionTimeZone::from_setting(zone).unwrap();
+        let ours = icetrim::internals::sql::parse_timestamp_ms(text, &zone).unwrap();
         assert_eq!(ours, seconds * 1000, "{text} in {zone}");
     }
 }

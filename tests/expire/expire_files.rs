@@ -9,8 +9,8 @@ use std::path::Path;
 
 use icetrim::ErrorKind;
 use icetrim::format::Value as Cell;
-use icetrim::maintain::expire::format_ts;
-use icetrim::plan::ExpireOptions;
+use icetrim::internals::maintain::expire::format_ts;
+use icetrim::internals::plan::ExpireOptions;
 use serde_json::Value;
 use support::*;
 
@@ -69,7 +69,7 @@ async fn explain_shows_the_decision_and_changes_nothing() {
             .1
             .as_i64()
             .unwrap();
-        let zone = icetrim::settings::Settings::new().session_time_zone();
+        let zone = icetrim::Settings::new().session_time_zone();
         assert!(cell(row, 4).starts_with(&zone.format_ms(ts)), "{:?}", row);
     }
     let a6 = snapshots
@@ -171,8 +171,8 @@ async fn each_manifest_list_is_read_once() {
     // candidate and none needs reading; each list is read once, each expired list deleted once.
     let fx = make_fixture("py_v2_many", NOW, false);
     let before = inspect(&fx.table_dir()).await;
-    let counter = icetrim::io::RequestCounter::new();
-    let io = icetrim::io::FileIO::local().with_request_counter(counter.clone());
+    let counter = icetrim::internals::io::RequestCounter::new();
+    let io = icetrim::internals::io::FileIO::local().with_request_counter(counter.clone());
     let started = std::time::Instant::now();
     let r = expire_at(
         &fx.table_dir(),
@@ -235,11 +235,11 @@ async fn explain_names_removed_refs_and_why() {
 #[tokio::test]
 async fn explain_prints_snapshot_times_in_the_session_time_zone() {
     let fx = make_fixture("py_v2_linear", NOW, false);
-    let mut settings = icetrim::settings::Settings::new();
+    let mut settings = icetrim::Settings::new();
     settings
         .set(
             "session_timezone",
-            &icetrim::sql::ast::Literal::String("America/New_York".into()),
+            &icetrim::internals::sql::ast::Literal::String("America/New_York".into()),
         )
         .unwrap();
     let r = expire_with(
@@ -252,7 +252,7 @@ async fn explain_prints_snapshot_times_in_the_session_time_zone() {
     )
     .await
     .unwrap();
-    let ny = icetrim::sql::SessionTimeZone::Named(chrono_tz::America::New_York);
+    let ny = icetrim::internals::sql::SessionTimeZone::Named(chrono_tz::America::New_York);
     let a1 = fx.snapshot_id("a1");
     let row = r
         .rows

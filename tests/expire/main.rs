@@ -9,3 +9,4 @@ mod expire_crash;
 mod expire_differential;
 mod expire_files;
 mod maintain_scenarios;
+mod typed_api;

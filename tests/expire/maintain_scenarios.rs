@@ -3,17 +3,17 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use icetrim::iceberg::spec::{
+use icetrim::internals::iceberg::spec::{
     DataContent, EntryStatus, ManifestContent, RefKind, Snapshot, SnapshotRef,
 };
-use icetrim::maintain::expire::keepset::{
+use icetrim::internals::maintain::expire::keepset::{
     EntryRef, ExpiryFileCounts, FileGraph, ManifestContents, ManifestEntries, ManifestRef,
     PathInterner, SnapshotFiles, StatisticsRef, decide_files, plan_manifest_reads,
 };
-use icetrim::maintain::expire::policy::{
+use icetrim::internals::maintain::expire::policy::{
     ExpiryInput, ExpiryMode, RefFate, RefRemoval, decide_expiry,
 };
-use icetrim::maintain::expire::retention::{TablePolicy, effective_policy};
+use icetrim::internals::maintain::expire::retention::{TablePolicy, effective_policy};
 
 const NOW: i64 = 1_750_000_000_000;
 const DAY: i64 = 86_400_000;

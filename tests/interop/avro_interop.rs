@@ -8,13 +8,15 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use apache_avro::types::Value;
-use icetrim::iceberg::avro::Codec;
-use icetrim::iceberg::avro::value::strip_union;
-use icetrim::iceberg::manifest::{
+use icetrim::internals::iceberg::avro::Codec;
+use icetrim::internals::iceberg::avro::value::strip_union;
+use icetrim::internals::iceberg::manifest::{
     DataFile, ManifestEntry, ManifestWriter, NewManifest, read_manifest, read_manifest_projected,
 };
-use icetrim::iceberg::manifest_list::{ManifestListMeta, read_manifest_list, write_manifest_list};
-use icetrim::iceberg::spec::{DataContent, EntryStatus, FormatVersion, ManifestContent};
+use icetrim::internals::iceberg::manifest_list::{
+    ManifestListMeta, read_manifest_list, write_manifest_list,
+};
+use icetrim::internals::iceberg::spec::{DataContent, EntryStatus, FormatVersion, ManifestContent};
 use serde_json::{Value as Json, json};
 
 use crate::support::fixtures::python;

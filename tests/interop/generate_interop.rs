@@ -6,9 +6,9 @@ use crate::support::fixtures;
 use std::collections::BTreeMap;
 
 use futures::TryStreamExt;
-use icetrim::generate::{GenerateOptions, Generated, demo_table, generate};
-use icetrim::iceberg::spec::FormatVersion;
-use icetrim::io::FileIO;
+use icetrim::internals::generate::{GenerateOptions, Generated, demo_table, generate};
+use icetrim::internals::iceberg::spec::FormatVersion;
+use icetrim::internals::io::FileIO;
 use serde_json::Value;
 
 const NOW: i64 = 1_767_225_600_000; // 2026-01-01 00:00:00 UTC

@@ -6,9 +6,9 @@
 use std::collections::HashSet;
 use std::process::Command;
 
-use icetrim::iceberg::commit::{CommitOptions, CommitOutcome, commit};
-use icetrim::iceberg::locate::{LocatedMetadata, MetadataSettings, locate};
-use icetrim::io::FileIO;
+use icetrim::internals::iceberg::commit::{CommitOptions, CommitOutcome, commit};
+use icetrim::internals::iceberg::locate::{LocatedMetadata, MetadataSettings, locate};
+use icetrim::internals::io::FileIO;
 use serde_json::Value;
 
 use crate::support::fixtures::python;

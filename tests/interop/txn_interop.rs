@@ -8,18 +8,18 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use bytes::Bytes;
-use icetrim::iceberg::commit::Committed;
-use icetrim::iceberg::locate::MetadataSettings;
-use icetrim::iceberg::manifest::{DataFile, inherit, read_manifest};
-use icetrim::iceberg::manifest_list::read_manifest_list;
-use icetrim::iceberg::metadata::TableMetadata;
-use icetrim::iceberg::spec::{DataContent, FormatVersion, StatisticsFile};
-use icetrim::iceberg::txn::create::new_table;
-use icetrim::iceberg::txn::refs::{self, Retention};
-use icetrim::iceberg::txn::{
+use icetrim::internals::iceberg::commit::Committed;
+use icetrim::internals::iceberg::locate::MetadataSettings;
+use icetrim::internals::iceberg::manifest::{DataFile, inherit, read_manifest};
+use icetrim::internals::iceberg::manifest_list::read_manifest_list;
+use icetrim::internals::iceberg::metadata::TableMetadata;
+use icetrim::internals::iceberg::spec::{DataContent, FormatVersion, StatisticsFile};
+use icetrim::internals::iceberg::txn::create::new_table;
+use icetrim::internals::iceberg::txn::refs::{self, Retention};
+use icetrim::internals::iceberg::txn::{
     CommitRequest, FileChanges, Operation, PrepareOptions, Target, commit_changes,
 };
-use icetrim::io::FileIO;
+use icetrim::internals::io::FileIO;
 
 const DAY: i64 = 86_400_000;
 
@@ -355,7 +355,7 @@ async fn pyiceberg_table_continued_by_our_commits() {
     let io = FileIO::local();
     let location = fixture.table_dir().to_str().unwrap().to_string();
     let settings = MetadataSettings::default();
-    let md = icetrim::iceberg::locate::locate(&io, &location, &settings)
+    let md = icetrim::internals::iceberg::locate::locate(&io, &location, &settings)
         .await
         .unwrap()
         .metadata;

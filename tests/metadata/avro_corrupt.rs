@@ -2,16 +2,16 @@
 
 use apache_avro::types::Value;
 use icetrim::ErrorKind;
-use icetrim::iceberg::avro::Codec;
-use icetrim::iceberg::avro::encode::{write_bytes, write_long};
-use icetrim::iceberg::manifest::{
+use icetrim::internals::iceberg::avro::Codec;
+use icetrim::internals::iceberg::avro::encode::{write_bytes, write_long};
+use icetrim::internals::iceberg::manifest::{
     DataFile, ManifestEntry, ManifestWriter, NewManifest, for_each_projected, read_manifest,
     read_manifest_projected,
 };
-use icetrim::iceberg::manifest_list::{
+use icetrim::internals::iceberg::manifest_list::{
     ManifestFile, ManifestListMeta, read_manifest_list, write_manifest_list,
 };
-use icetrim::iceberg::spec::{DataContent, EntryStatus, FormatVersion, ManifestContent};
+use icetrim::internals::iceberg::spec::{DataContent, EntryStatus, FormatVersion, ManifestContent};
 use proptest::prelude::*;
 
 const SCHEMA: &str = r#"{"type":"struct","schema-id":0,"fields":[{"id":1,"name":"id","required":true,"type":"long"}]}"#;

@@ -4,16 +4,16 @@
 use std::collections::BTreeMap;
 
 use apache_avro::types::Value;
-use icetrim::iceberg::avro::Codec;
-use icetrim::iceberg::avro::value::strip_union;
-use icetrim::iceberg::manifest::{
+use icetrim::internals::iceberg::avro::Codec;
+use icetrim::internals::iceberg::avro::value::strip_union;
+use icetrim::internals::iceberg::manifest::{
     DataFile, ManifestEntry, ManifestWriter, NewManifest, ProjectedEntry, inherit, read_manifest,
     read_manifest_projected,
 };
-use icetrim::iceberg::manifest_list::{
+use icetrim::internals::iceberg::manifest_list::{
     FieldSummary, ManifestFile, ManifestListMeta, read_manifest_list, write_manifest_list,
 };
-use icetrim::iceberg::spec::{DataContent, EntryStatus, FormatVersion, ManifestContent};
+use icetrim::internals::iceberg::spec::{DataContent, EntryStatus, FormatVersion, ManifestContent};
 
 const SCHEMA: &str = r#"{"type":"struct","schema-id":0,"fields":[{"id":1,"name":"id","required":true,"type":"long"},{"id":2,"name":"city","required":false,"type":"string"},{"id":3,"name":"ts","required":false,"type":"timestamptz"}]}"#;
 const SPEC: &str = r#"{"spec-id":0,"fields":[{"source-id":2,"field-id":1000,"name":"city","transform":"identity"},{"source-id":3,"field-id":1001,"name":"ts_day","transform":"day"},{"source-id":1,"field-id":1002,"name":"id_bucket","transform":"bucket[4]"}]}"#;

@@ -6,10 +6,12 @@ use crate::support::metadata as metadata_support;
 use std::collections::HashSet;
 
 use icetrim::ErrorKind;
-use icetrim::iceberg::commit::{CommitOptions, CommitOutcome, commit, commit_with_retries};
-use icetrim::iceberg::locate::{MetadataSettings, locate};
-use icetrim::iceberg::metadata::TableMetadata;
-use icetrim::io::FileIO;
+use icetrim::internals::iceberg::commit::{
+    CommitOptions, CommitOutcome, commit, commit_with_retries,
+};
+use icetrim::internals::iceberg::locate::{MetadataSettings, locate};
+use icetrim::internals::iceberg::metadata::TableMetadata;
+use icetrim::internals::io::FileIO;
 use metadata_support::*;
 
 fn opts(now: i64) -> CommitOptions {
@@ -32,7 +34,7 @@ fn drop_first(m: &TableMetadata) -> TableMetadata {
     next
 }
 
-async fn committed(outcome: CommitOutcome) -> icetrim::iceberg::commit::Committed {
+async fn committed(outcome: CommitOutcome) -> icetrim::internals::iceberg::commit::Committed {
     match outcome {
         CommitOutcome::Committed(c) => *c,
         CommitOutcome::Conflict { path } => panic!("unexpected conflict on {path}"),
@@ -433,7 +435,7 @@ async fn request_counts_of_locate_and_commit() {
         )
         .await;
     }
-    let counter = icetrim::io::RequestCounter::new();
+    let counter = icetrim::internals::io::RequestCounter::new();
     let io = io.with_request_counter(counter.clone());
     let located = locate(&io, loc, &MetadataSettings::default())
         .await
@@ -468,7 +470,7 @@ async fn request_counts_of_locate_and_commit() {
 /// the next locate (the caller must treat an error as "outcome unknown" and delete nothing).
 #[tokio::test]
 async fn storage_failures_during_commit() {
-    use icetrim::io::{Fault, FaultInjector, FaultyStore};
+    use icetrim::internals::io::{Fault, FaultInjector, FaultyStore};
     use std::sync::Arc;
     let injector = FaultInjector::new();
     let store = FaultyStore::new(

@@ -3,8 +3,8 @@
 use crate::support::metadata as metadata_support;
 
 use icetrim::ErrorKind;
-use icetrim::iceberg::locate::{MetadataSettings, NamingScheme, locate};
-use icetrim::iceberg::metadata::MetadataCompression;
+use icetrim::internals::iceberg::locate::{MetadataSettings, NamingScheme, locate};
+use icetrim::internals::iceberg::metadata::MetadataCompression;
 use metadata_support::*;
 
 fn settings() -> MetadataSettings {
@@ -249,7 +249,7 @@ async fn garbage_outside_and_older_version_hints_warn() {
 
 #[tokio::test]
 async fn a_dangling_higher_version_hint_never_steers_a_commit() {
-    use icetrim::iceberg::commit::{CommitOptions, commit_with_retries};
+    use icetrim::internals::iceberg::commit::{CommitOptions, commit_with_retries};
     for (io, loc, _dir) in stores() {
         for v in 1..=3 {
             put_doc(
@@ -278,7 +278,7 @@ async fn a_dangling_higher_version_hint_never_steers_a_commit() {
 
 #[tokio::test]
 async fn a_commit_on_a_pinned_older_file_is_refused_in_any_naming() {
-    use icetrim::iceberg::commit::{CommitOptions, commit_with_retries};
+    use icetrim::internals::iceberg::commit::{CommitOptions, commit_with_retries};
     for (io, loc, _dir) in stores() {
         let older = format!("00001-{UUID_A}.metadata.json");
         let newest = format!("00002-{UUID_B}.metadata.json");

@@ -6,8 +6,8 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 use icetrim::ErrorKind;
-use icetrim::iceberg::metadata::{MetadataCompression, TableMetadata};
-use icetrim::iceberg::spec::{FormatVersion, RefKind};
+use icetrim::internals::iceberg::metadata::{MetadataCompression, TableMetadata};
+use icetrim::internals::iceberg::spec::{FormatVersion, RefKind};
 use serde_json::{Map, Value};
 
 fn data_dir() -> PathBuf {

@@ -6,7 +6,7 @@ use crate::support::metadata as metadata_support;
 use std::collections::HashSet;
 use std::time::Instant;
 
-use icetrim::iceberg::metadata::TableMetadata;
+use icetrim::internals::iceberg::metadata::TableMetadata;
 use metadata_support::*;
 
 #[test]

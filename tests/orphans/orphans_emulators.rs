@@ -14,11 +14,11 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use icetrim::engine::OrphanMetrics;
-use icetrim::iceberg::avro::Codec;
-use icetrim::iceberg::manifest::{DataFile, ManifestEntry, ManifestWriter, NewManifest};
-use icetrim::iceberg::manifest_list::{ManifestListMeta, write_manifest_list};
-use icetrim::iceberg::spec::{DataContent, EntryStatus, FormatVersion, ManifestContent};
-use icetrim::io::FileIO;
+use icetrim::internals::iceberg::avro::Codec;
+use icetrim::internals::iceberg::manifest::{DataFile, ManifestEntry, ManifestWriter, NewManifest};
+use icetrim::internals::iceberg::manifest_list::{ManifestListMeta, write_manifest_list};
+use icetrim::internals::iceberg::spec::{DataContent, EntryStatus, FormatVersion, ManifestContent};
+use icetrim::internals::io::FileIO;
 use orphans_support::*;
 use serde_json::json;
 
@@ -68,7 +68,7 @@ fn entry(status: EntryStatus, content: DataContent, path: String) -> ManifestEnt
 fn manifest(
     content: ManifestContent,
     entries: &[ManifestEntry],
-) -> icetrim::iceberg::manifest::WrittenManifest {
+) -> icetrim::internals::iceberg::manifest::WrittenManifest {
     let opts = NewManifest {
         format_version: FormatVersion::V2,
         content,
@@ -243,7 +243,7 @@ async fn core_scenario(io: FileIO, root: String) {
         .await
         .unwrap();
     assert_eq!(metrics(&again), OrphanMetrics::default());
-    let scoped = icetrim::plan::OrphanOptions {
+    let scoped = icetrim::internals::plan::OrphanOptions {
         location: Some("data".into()),
         ..options(Some(now), true)
     };
@@ -253,7 +253,7 @@ async fn core_scenario(io: FileIO, root: String) {
         1,
         "the young stray, now old enough"
     );
-    let missing = icetrim::plan::OrphanOptions {
+    let missing = icetrim::internals::plan::OrphanOptions {
         location: Some("nope".into()),
         ..options(Some(now), true)
     };
@@ -301,7 +301,7 @@ async fn s3_emulator_other_tables_under_the_location() {
         list.into_iter().map(|f| f.0).collect()
     };
     for location in [None, Some("data".to_string())] {
-        let refused = icetrim::plan::OrphanOptions {
+        let refused = icetrim::internals::plan::OrphanOptions {
             location,
             ..options(Some(older_than), false)
         };
@@ -319,7 +319,7 @@ async fn s3_emulator_other_tables_under_the_location() {
         before,
         "a refused run deleted files"
     );
-    let protect = icetrim::plan::OrphanOptions {
+    let protect = icetrim::internals::plan::OrphanOptions {
         protect_other_tables: true,
         ..options(Some(older_than), false)
     };
@@ -342,7 +342,7 @@ async fn s3_emulator_other_tables_under_the_location() {
     assert_eq!(files(dst.files().await), expected);
     // D, whose location is A's parent: only D's own stray would go.
     let d = local_table(std::path::Path::new(&root), &[]);
-    let dry = icetrim::plan::OrphanOptions {
+    let dry = icetrim::internals::plan::OrphanOptions {
         dry_run: true,
         ..protect
     };

@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use fixtures::{Fixture, make_fixture, now_ms, oracle_inspect};
 use icetrim::ErrorKind;
 use icetrim::engine::OrphanMetrics;
-use icetrim::io::{Fault, FaultInjector, FaultyStore, FileIO, HookFn, Op};
+use icetrim::internals::io::{Fault, FaultInjector, FaultyStore, FileIO, HookFn, Op};
 use object_store::ObjectStore;
 use object_store::local::LocalFileSystem;
 use object_store::path::Path as ObjectPath;

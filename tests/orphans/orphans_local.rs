@@ -15,7 +15,7 @@ use orphans_support::*;
 #[tokio::test]
 async fn explain_lists_orphans_and_kept_files_reads_each_file_once_and_changes_nothing() {
     use icetrim::format::Value as Cell;
-    use icetrim::io::{FileIO, RequestCounter};
+    use icetrim::internals::io::{FileIO, RequestCounter};
     let now = now_ms();
     let fixture = make_fixture("py_v2_linear", now, true);
     let dir = fixture.table_dir();
@@ -134,10 +134,10 @@ async fn explain_lists_orphans_and_kept_files_reads_each_file_once_and_changes_n
 /// `DateTime` (`YYYY-MM-DD hh:mm:ss`).
 #[tokio::test]
 async fn explain_prints_last_modified_in_the_session_time_zone() {
-    use icetrim::engine::procedures::run_procedure;
+    use icetrim::Settings;
     use icetrim::format::Value as Cell;
-    use icetrim::plan::ProcedureCall;
-    use icetrim::settings::Settings;
+    use icetrim::internals::engine::run_procedure;
+    use icetrim::internals::plan::ProcedureCall;
     let now = now_ms();
     let fixture = make_fixture("py_v2_linear", now, true);
     let dir = fixture.table_dir();
@@ -145,7 +145,7 @@ async fn explain_prints_last_modified_in_the_session_time_zone() {
     settings
         .set(
             "session_timezone",
-            &icetrim::sql::ast::Literal::String("America/New_York".into()),
+            &icetrim::internals::sql::ast::Literal::String("America/New_York".into()),
         )
         .unwrap();
     let r = run_procedure(
@@ -178,7 +178,7 @@ async fn explain_prints_last_modified_in_the_session_time_zone() {
 // ---- Other tables under the location (issue #15 §1) -------------------------------------------
 
 use icetrim::error::ErrorKind;
-use icetrim::plan::OrphanOptions;
+use icetrim::internals::plan::OrphanOptions;
 use orphans_support::nested::{Nested, all_files};
 
 /// `older_than = now` (the most aggressive run), optionally protecting other tables.
@@ -474,7 +474,7 @@ fn assert_link(path: &Path) {
 
 #[tokio::test]
 async fn links_below_the_table_are_never_followed_nor_deleted() {
-    use icetrim::io::{FileIO, RequestCounter};
+    use icetrim::internals::io::{FileIO, RequestCounter};
     let now = now_ms();
     let fixture = make_fixture("py_v2_linear", now, true);
     let dir = fixture.table_dir();
@@ -585,7 +585,7 @@ async fn links_below_the_table_are_never_followed_nor_deleted() {
 
 #[tokio::test]
 async fn links_through_the_object_store_listing_are_never_deleted() {
-    use icetrim::io::{FileIO, RequestCounter};
+    use icetrim::internals::io::{FileIO, RequestCounter};
     let now = now_ms();
     let fixture = make_fixture("py_v2_linear", now, true);
     let dir = fixture.table_dir();
@@ -749,7 +749,7 @@ fn versioned_metadata(dir: &Path) -> Vec<(u64, String)> {
         .expect("metadata folder")
         .filter_map(|e| {
             let name = e.expect("entry").file_name().to_string_lossy().into_owned();
-            let v = icetrim::iceberg::locate::parse_file_name(&name)?.version?;
+            let v = icetrim::internals::iceberg::locate::parse_file_name(&name)?.version?;
             Some((v, name))
         })
         .collect();
@@ -820,8 +820,8 @@ print(t.metadata.table_uuid)
 
 #[tokio::test]
 async fn two_table_uuids_in_one_metadata_folder_refuse_every_procedure_unless_one_is_chosen() {
-    use icetrim::engine::procedures::run_procedure;
-    use icetrim::plan::{ExpireOptions, ProcedureCall};
+    use icetrim::internals::engine::run_procedure;
+    use icetrim::internals::plan::{ExpireOptions, ProcedureCall};
     let now = now_ms();
     let fixture = make_fixture("py_v2_linear", now, false);
     let dir = fixture.table_dir();
@@ -840,7 +840,7 @@ async fn two_table_uuids_in_one_metadata_folder_refuse_every_procedure_unless_on
         retention_period_ms: Some(0),
         ..Default::default()
     });
-    let settings = icetrim::settings::Settings::new();
+    let settings = icetrim::Settings::new();
     let everything = |dir: &Path| -> std::collections::BTreeSet<String> {
         let mut out = std::collections::BTreeSet::new();
         let mut stack = vec![dir.to_path_buf()];
@@ -881,10 +881,10 @@ async fn two_table_uuids_in_one_metadata_folder_refuse_every_procedure_unless_on
         .await
         .expect("expiry on the chosen table");
     let after = oracle_inspect(&std::path::PathBuf::from(
-        icetrim::iceberg::locate::locate(
-            &icetrim::io::FileIO::local(),
+        icetrim::internals::iceberg::locate::locate(
+            &icetrim::internals::io::FileIO::local(),
             dir.to_str().unwrap(),
-            &icetrim::iceberg::locate::MetadataSettings {
+            &icetrim::internals::iceberg::locate::MetadataSettings {
                 table_uuid: Some(our_uuid.clone()),
                 ..Default::default()
             },

@@ -46,7 +46,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use backends::{Backend, Place};
-use icetrim::clock::FixedClock;
+use icetrim::FixedClock;
 use icetrim::engine::{Engine, Session};
 use icetrim::format::OutputFormat;
 use pyserver::PyServer;

@@ -1,10 +1,10 @@
 //! Binding `EXECUTE` arguments: typed options for good input, ClickHouse 26.9's exact messages for
 //! bad input (each message below was observed with chdb 4.4 / ClickHouse 26.9.2.1).
 
-use icetrim::engine::procedures::check_gates;
-use icetrim::plan::{ExpireOptions, OrphanOptions, ProcedureCall};
-use icetrim::settings::Settings;
-use icetrim::sql::{BindContext, SessionTimeZone, Statement, bind, parse_statement};
+use icetrim::Settings;
+use icetrim::internals::engine::check_gates;
+use icetrim::internals::plan::{ExpireOptions, OrphanOptions, ProcedureCall};
+use icetrim::internals::sql::{BindContext, SessionTimeZone, Statement, bind, parse_statement};
 use icetrim::{Error, ErrorKind, Result};
 
 /// 2026-01-01 00:00:00 UTC.
@@ -511,7 +511,10 @@ fn gates_refuse_with_support_is_disabled() {
     let set = |name: &str, value: &str| {
         let mut settings = Settings::new();
         settings
-            .set(name, &icetrim::sql::Literal::Number(value.into()))
+            .set(
+                name,
+                &icetrim::internals::sql::Literal::Number(value.into()),
+            )
             .expect("known setting");
         settings
     };

@@ -7,9 +7,9 @@ use crate::support as common;
 use std::io::Write;
 use std::process::{Command, Stdio};
 
-use icetrim::generate::{GenerateOptions, generate};
-use icetrim::iceberg::spec::FormatVersion;
-use icetrim::io::FileIO;
+use icetrim::internals::generate::{GenerateOptions, generate};
+use icetrim::internals::iceberg::spec::FormatVersion;
+use icetrim::internals::io::FileIO;
 
 const PLACEHOLDER: &str = "/tmp/icetrim-example/events";
 const DAY_MS: i64 = 86_400_000;

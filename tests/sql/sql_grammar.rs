@@ -1,7 +1,7 @@
 //! Keeps `grammar/icetrim.md` and the parser in step: every statement of every ` ```sql ` block
 //! parses and round-trips; every statement of every ` ```sql-refused ` block fails.
 
-use icetrim::sql::{parse_statement_at, split_statements};
+use icetrim::internals::sql::{parse_statement_at, split_statements};
 
 const GRAMMAR: &str = include_str!("../../grammar/icetrim.md");
 

@@ -1,6 +1,6 @@
 //! Property tests: the duration printer round-trips, and no input makes the front end panic.
 
-use icetrim::sql::{
+use icetrim::internals::sql::{
     Literal, SessionTimeZone, Statement, format_duration_ms, parse_duration_ms, parse_statement,
     parse_timestamp_ms, split_statements,
 };

@@ -2,7 +2,7 @@
 //! (sqlparser-style `verified_stmt`), and malformed or foreign statements fail with the right kind.
 
 use icetrim::ErrorKind;
-use icetrim::sql::{
+use icetrim::internals::sql::{
     ArgValue, EngineArg, EngineName, Literal, Projection, Statement, SystemTable, parse_statement,
     parse_statement_at,
 };
@@ -253,7 +253,9 @@ fn two_execute_clauses_are_prohibited() {
 /// parses back to the same statement.
 #[test]
 fn every_keyword_round_trips_as_an_identifier() {
-    use icetrim::sql::{AlterExecute, Arg, CompareOp, Comparison, OrderKey, Select, TableName};
+    use icetrim::internals::sql::{
+        AlterExecute, Arg, CompareOp, Comparison, OrderKey, Select, TableName,
+    };
     let mut failures = Vec::new();
     for keyword in sqlparser::keywords::ALL_KEYWORDS {
         for word in [keyword.to_string(), keyword.to_ascii_lowercase()] {

@@ -5,10 +5,12 @@
 use crate::support as common;
 use crate::support::metadata as metadata_support;
 
-use icetrim::iceberg::commit::{CommitOptions, CommitOutcome, commit, commit_with_retries};
-use icetrim::iceberg::locate::{MetadataSettings, NamingScheme, locate};
-use icetrim::iceberg::metadata::MetadataCompression;
-use icetrim::io::FileIO;
+use icetrim::internals::iceberg::commit::{
+    CommitOptions, CommitOutcome, commit, commit_with_retries,
+};
+use icetrim::internals::iceberg::locate::{MetadataSettings, NamingScheme, locate};
+use icetrim::internals::iceberg::metadata::MetadataCompression;
+use icetrim::internals::io::FileIO;
 use metadata_support::*;
 
 async fn locate_commit_conflict(io: &FileIO, loc: &str) {
@@ -121,7 +123,7 @@ async fn sequenced_race(io: &FileIO, loc: &str) {
         .await
         .expect("listed")
         .iter()
-        .filter_map(|n| icetrim::iceberg::locate::parse_file_name(n)?.version)
+        .filter_map(|n| icetrim::internals::iceberg::locate::parse_file_name(n)?.version)
         .collect();
     versions.sort();
     let expected: Vec<u64> = (1..=1 + committed as u64).collect();

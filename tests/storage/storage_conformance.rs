@@ -10,7 +10,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use futures::TryStreamExt;
 use icetrim::ErrorKind;
-use icetrim::io::{
+use icetrim::internals::io::{
     Fault, FaultInjector, FaultyStore, FileIO, RequestCounter, StorageOptions, WriteOutcome,
     is_under, path_key,
 };
@@ -187,7 +187,11 @@ async fn azure_emulator() {
 }
 
 /// Writes `n` small files under `root` and bulk-deletes them through a counting `FileIO`.
-async fn count_bulk_delete(io: &FileIO, root: &str, n: usize) -> icetrim::io::RequestCounts {
+async fn count_bulk_delete(
+    io: &FileIO,
+    root: &str,
+    n: usize,
+) -> icetrim::internals::io::RequestCounts {
     let counter = RequestCounter::new();
     let counting = io.with_request_counter(Arc::clone(&counter));
     let uris: Vec<String> = (0..n).map(|i| format!("{root}/f{i}")).collect();
@@ -349,8 +353,8 @@ async fn azure_account_url_args_reach_the_emulator() {
         endpoint,
         container,
         format!("/{}/t", common::unique("engine")),
-        icetrim::io::AZURE_EMULATOR_ACCOUNT.to_string(),
-        icetrim::io::AZURE_EMULATOR_KEY.to_string(),
+        icetrim::internals::io::AZURE_EMULATOR_ACCOUNT.to_string(),
+        icetrim::internals::io::AZURE_EMULATOR_KEY.to_string(),
     ];
     let (location, options) = StorageOptions::from_azure_engine_args(&args).expect("args");
     let io = FileIO::new(options);

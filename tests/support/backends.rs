@@ -12,7 +12,7 @@
 
 use std::path::{Path, PathBuf};
 
-use icetrim::io::FileIO;
+use icetrim::internals::io::FileIO;
 
 use crate::support as common;
 use crate::support::relocate::{Rewrite, Root, copy_table};

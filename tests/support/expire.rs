@@ -6,14 +6,14 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use icetrim::clock::FixedClock;
-use icetrim::engine::procedures::run_procedure;
-use icetrim::engine::registry::{EngineArg, TableDef};
+use icetrim::FixedClock;
+use icetrim::Settings;
 use icetrim::engine::{ExpireMetrics, Metrics, QueryResult, Runtime};
-use icetrim::iceberg::locate::{MetadataSettings, locate};
-use icetrim::io::FileIO;
-use icetrim::plan::{ExpireOptions, ProcedureCall};
-use icetrim::settings::Settings;
+use icetrim::internals::engine::run_procedure;
+use icetrim::internals::engine::{EngineArg, TableDef};
+use icetrim::internals::iceberg::locate::{MetadataSettings, locate};
+use icetrim::internals::io::FileIO;
+use icetrim::internals::plan::{ExpireOptions, ProcedureCall};
 use serde_json::Value;
 
 pub use crate::support::fixtures;

@@ -3,7 +3,7 @@
 #![allow(dead_code)]
 
 use bytes::Bytes;
-use icetrim::io::FileIO;
+use icetrim::internals::io::FileIO;
 use serde_json::{Value, json};
 
 pub const UUID_A: &str = "aaaaaaaa-0000-4000-8000-000000000001";

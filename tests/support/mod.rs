@@ -17,7 +17,7 @@ pub mod orphans;
 pub mod pyserver;
 pub mod relocate;
 
-use icetrim::io::{
+use icetrim::internals::io::{
     AZURE_EMULATOR_ACCOUNT, AZURE_EMULATOR_KEY, AzureOptions, FileIO, S3Options, StorageOptions,
 };
 

@@ -9,13 +9,13 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
-use icetrim::clock::FixedClock;
-use icetrim::engine::procedures::run_procedure;
-use icetrim::engine::registry::{EngineArg, TableDef};
+use icetrim::FixedClock;
+use icetrim::Settings;
 use icetrim::engine::{Metrics, OrphanMetrics, QueryResult, Runtime};
-use icetrim::io::FileIO;
-use icetrim::plan::{OrphanOptions, ProcedureCall};
-use icetrim::settings::Settings;
+use icetrim::internals::engine::run_procedure;
+use icetrim::internals::engine::{EngineArg, TableDef};
+use icetrim::internals::io::FileIO;
+use icetrim::internals::plan::{OrphanOptions, ProcedureCall};
 use serde_json::Value;
 
 pub const MINUTE_MS: i64 = 60_000;

@@ -17,11 +17,11 @@ use std::collections::HashMap;
 use apache_avro::types::Value as Avro;
 use bytes::Bytes;
 use futures::TryStreamExt;
-use icetrim::iceberg::avro::container::{Container, ContainerWriter};
-use icetrim::iceberg::avro::cursor::Cursor;
-use icetrim::iceberg::avro::encode::encode_value;
-use icetrim::iceberg::avro::value::decode_value;
-use icetrim::io::FileIO;
+use icetrim::internals::iceberg::avro::container::{Container, ContainerWriter};
+use icetrim::internals::iceberg::avro::cursor::Cursor;
+use icetrim::internals::iceberg::avro::encode::encode_value;
+use icetrim::internals::iceberg::avro::value::decode_value;
+use icetrim::internals::io::FileIO;
 use serde_json::Value as Json;
 
 /// One end of a copy: a store and the table root on it (no trailing slash).

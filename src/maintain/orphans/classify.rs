@@ -37,7 +37,7 @@
 //! So `metadata/notes.txt` is data, `data/x.avro` is data, `data/v1.metadata.json` is data, and
 //! `data/00000-eq-delete-1.parquet` is an equality delete (`eq-del` is checked before `-delete-`).
 
-pub use crate::maintain::file_graph::paths::{relative_components, relative_path};
+pub use crate::maintain::file_graph::paths::relative_path;
 
 /// What an orphan is counted as.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -2,6 +2,7 @@
 //! its precedence, the second-precision boundary, and properties over random names and times.
 
 use super::*;
+use crate::maintain::file_graph::paths::relative_components;
 use crate::maintain::orphans::OrphanMetrics;
 use proptest::prelude::*;
 use std::collections::HashSet;
