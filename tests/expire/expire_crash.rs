@@ -547,3 +547,87 @@ async fn two_expiries_racing_on_a_sequenced_table_never_fork_it() {
     assert!(snapshot_ids(&after).len() <= 2);
     assert_eq!(journals(&dir), 0);
 }
+
+/// Runs a whole other expiry (`retain_last = 1`) at the moment ours first reads a manifest list:
+/// the other one commits and deletes the lists of the snapshots it expires, some of which our plan
+/// still has to read.
+#[derive(Debug)]
+struct ExpiryDuringOurReads {
+    dir: PathBuf,
+    fired: AtomicBool,
+}
+
+#[async_trait::async_trait]
+impl StoreHook for ExpiryDuringOurReads {
+    async fn before(&self, op: Op, path: Option<&ObjectPath>) -> object_store::Result<()> {
+        let manifest_list = path.is_some_and(|p| {
+            let p = p.as_ref();
+            p.contains("/metadata/snap-") && p.ends_with(".avro")
+        });
+        if op == Op::Get && manifest_list && !self.fired.swap(true, Ordering::SeqCst) {
+            // Another process, as far as ours can tell: its own thread and runtime.
+            let dir = self.dir.clone();
+            let (done, answer) = tokio::sync::oneshot::channel();
+            std::thread::spawn(move || {
+                let runtime = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .expect("runtime");
+                let other =
+                    runtime.block_on(expire_at(&dir, NOW, policy(Some(1), Some(0)), false, None));
+                let _ = done.send(other.map(|_| ()).map_err(|e| e.to_string()));
+            });
+            let other = answer.await.expect("the other expiry answers");
+            assert!(other.is_ok(), "the other expiry: {other:?}");
+        }
+        Ok(())
+    }
+}
+
+/// A concurrent expiry that committed and deleted a manifest list our plan reads is a conflict:
+/// ours re-plans on the newest metadata instead of failing on the missing file.
+#[tokio::test]
+async fn a_list_deleted_by_a_concurrent_expiry_makes_ours_replan_not_fail() {
+    let fx = make_fixture("py_v2_linear", NOW, false);
+    let dir = fx.table_dir();
+    let before = inspect(&dir).await;
+    assert!(
+        snapshot_ids(&before).len() > 2,
+        "the fixture has history to expire"
+    );
+    let hook = Arc::new(ExpiryDuringOurReads {
+        dir: dir.clone(),
+        fired: AtomicBool::new(false),
+    });
+    let store = FaultyStore::hooked(Arc::new(LocalFileSystem::new()), hook.clone());
+    let io = FileIO::from_store("/", Arc::new(store)).unwrap();
+    // One read at a time: the reads after the hook's meet the lists the other expiry deleted.
+    let mut settings = Settings::new();
+    settings
+        .set(
+            "iceberg_metadata_read_concurrency",
+            &Literal::Number("1".into()),
+        )
+        .unwrap();
+    let ours = expire_with(
+        &dir,
+        NOW,
+        policy(Some(2), Some(0)),
+        false,
+        Some(io),
+        &settings,
+    )
+    .await;
+    assert!(hook.fired.load(Ordering::SeqCst), "the other expiry ran");
+    let ours = ours.expect("ours re-plans after the other expiry's commit");
+    assert_eq!(
+        counts(&ours)[..6],
+        [0; 6],
+        "nothing left for ours to delete"
+    );
+    assert_one_file_per_version(&dir);
+    let after = inspect(&dir).await;
+    assert_whole(&before, &after);
+    assert_eq!(snapshot_ids(&after).len(), 1);
+    assert_eq!(journals(&dir), 0);
+}

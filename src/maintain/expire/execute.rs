@@ -50,7 +50,21 @@ pub async fn execute(
             located.check_writable()?;
             recovered = finish_pending(target, &located.metadata, pending).await?;
         }
-        let plan = DropLater::new(plan_expiry(target, &located.metadata, options).await?);
+        let plan = match plan_expiry(target, &located.metadata, options).await {
+            Ok(plan) => DropLater::new(plan),
+            // A concurrent expiry may have committed and deleted a file our plan reads: that is
+            // a conflict (re-plan on the newest metadata), not a broken table.
+            Err(e) if e.kind() == ErrorKind::FileDoesntExist => {
+                match newer_metadata_path(target, &located).await {
+                    Some(newer) => {
+                        last_conflict = newer;
+                        continue;
+                    }
+                    None => return Err(e),
+                }
+            }
+            Err(e) => return Err(e),
+        };
         let mut warnings = retracted.clone();
         warnings.extend(located.warnings.iter().cloned());
         warnings.extend(recovered.warnings.iter().cloned());
@@ -128,6 +142,16 @@ pub async fn execute(
             target.table_name
         ),
     ))
+}
+
+/// The newest metadata file when it is no longer the one `located` planned on (another writer
+/// committed meanwhile); `None` when it is the same file or cannot be told.
+async fn newer_metadata_path(
+    target: &MaintenanceTarget,
+    located: &LocatedMetadata,
+) -> Option<String> {
+    let now = target.locate_newest("expire_snapshots").await.ok()?;
+    (crate::io::path_key(&now.path) != crate::io::path_key(&located.path)).then_some(now.path)
 }
 
 /// An unconfirmed commit: nothing is deleted; the journal (written now if the plan had none) is
