@@ -213,12 +213,38 @@ async fn other_tables_under_the_location_refuse_by_default_and_nothing_is_delete
     let a = nested.location("a");
     let rt = runtime(now, None);
     let table = local_table(&a, &[]);
-    for (dry_run, explain) in [(false, false), (true, false), (false, true)] {
-        let e = run_on(&rt, &table, aggressive(now, false, dry_run), explain)
+    for dry_run in [false, true] {
+        let e = run_on(&rt, &table, aggressive(now, false, dry_run), false)
             .await
             .expect_err("a table with other tables under its location must refuse");
         assert_refused_naming(&e, &nested, &["b", "b2", "c"]);
     }
+    // EXPLAIN deletes nothing, so it does not refuse: it lists the other tables, each marked as
+    // what makes the statement refuse.
+    let plan = run_on(&rt, &table, aggressive(now, false, false), true)
+        .await
+        .expect("EXPLAIN lists the other tables");
+    let text = |v: &icetrim::format::Value| match v {
+        icetrim::format::Value::Str(s) => s.clone(),
+        other => panic!("not text: {other:?}"),
+    };
+    let mut refused: Vec<String> = plan
+        .rows
+        .iter()
+        .filter(|row| text(&row[0]) == "other_table")
+        .map(|row| {
+            assert_eq!(text(&row[3]), "refused", "{row:?}");
+            text(&row[1])
+        })
+        .collect();
+    refused.sort();
+    let mut expected: Vec<String> = ["b", "b2", "c"]
+        .iter()
+        .map(|t| nested.location(t).to_str().unwrap().to_string())
+        .collect();
+    expected.sort();
+    assert_eq!(refused, expected);
+    assert_eq!(all_files(&nested.root()), before, "EXPLAIN deleted nothing");
     // Narrowed to data/: the search still covers the whole location (c's metadata is not
     // under data/, but c's data files are).
     let narrowed = OrphanOptions {

@@ -56,7 +56,8 @@ pub async fn execute(
         Some(_) => Some(protect::search(&target.io, &target.location, concurrency).await?),
         None => None,
     };
-    if let Some(found) = &searched {
+    // EXPLAIN refuses nothing: it lists the other tables and what protecting them would keep.
+    if let Some(found) = searched.as_ref().filter(|_| !explain) {
         refuse_other_tables(target, options, found).await?;
     }
     let request = scan::ScanRequest {
@@ -72,7 +73,9 @@ pub async fn execute(
         Some(found) => found,
         None => std::mem::take(&mut outcome.foreign_metadata),
     };
-    refuse_other_tables(target, options, &found).await?;
+    if !explain {
+        refuse_other_tables(target, options, &found).await?;
+    }
     let protection = if found.is_empty() {
         None
     } else {
@@ -104,7 +107,8 @@ pub async fn execute(
             &target.settings.session_time_zone(),
         );
         if let Some((protection, kept)) = &protection {
-            explain::add_other_tables(&mut rows, protection, &outcome, *kept);
+            let protected = options.protect_other_tables;
+            explain::add_other_tables(&mut rows, protection, &outcome, *kept, protected);
         }
         return Ok(OrphanOutcome {
             explain: Some(rows),

@@ -175,14 +175,16 @@ pub fn explain_rows(
     rows
 }
 
-/// The rows of other tables found under the location (protect mode): before the plan, one
-/// `other_table` row per table and one `other_table_metadata` row per metadata file found for it;
-/// after the totals, `kept_other_table_count` (orphans kept because they are another table's).
+/// The rows of other tables found under the location: before the plan, one `other_table` row per
+/// table (reason `protected` with `protect_other_tables = 1`, else `refused`: the statement itself
+/// would refuse) and one `other_table_metadata` row per metadata file found for it; after the
+/// totals, `kept_other_table_count` (orphans kept because they are another table's).
 pub fn add_other_tables(
     plan: &mut Vec<ExplainRow>,
     protection: &super::other_tables::Protection,
     outcome: &ScanOutcome,
     kept: i64,
+    protected: bool,
 ) {
     let mut rows = Vec::new();
     for table in &protection.tables {
@@ -191,7 +193,7 @@ pub fn add_other_tables(
             "other_table",
             &table.location,
             "",
-            "protected",
+            if protected { "protected" } else { "refused" },
             files,
             0,
             String::new(),
@@ -325,7 +327,7 @@ mod tests {
         };
         let mut r = explain_rows(&outcome, 0, &SessionTimeZone::Named(chrono_tz::UTC));
         let plain = r.len();
-        add_other_tables(&mut r, &protection, &outcome, 1);
+        add_other_tables(&mut r, &protection, &outcome, 1, true);
         assert_eq!(r.len(), plain + 4);
         assert_eq!(
             r[0],

@@ -24,7 +24,7 @@
 //!    metadata (every `*.metadata.json` spelling, `version-hint.text`) outside our own
 //!    `metadata/` folder belong to other tables. A whole-table scan finds them in its own listing;
 //!    a narrowed one (`location = ...`) lists the whole location first. Found ones refuse the
-//!    statement (`BAD_ARGUMENTS`, naming them; dry runs and EXPLAIN too) unless
+//!    statement (`BAD_ARGUMENTS`, naming them; dry runs too; EXPLAIN lists them) unless
 //!    `protect_other_tables = 1`: then every metadata file found for them is read, and an orphan
 //!    that any of them reaches, or that lies under their location, is kept (`other_table`).
 //!    A found table that cannot be read refuses the statement.
@@ -78,15 +78,17 @@
 //! reachable; they get no row of their own) and `reachable_files_count` (the size of the
 //! reachable set, `size_bytes` 0).
 //!
-//! With `protect_other_tables = 1` and other tables found, the plan starts with one row per other
-//! table and one per metadata file found for it, and ends with one more total:
+//! When other tables are found, EXPLAIN does not refuse: the plan is the one
+//! `protect_other_tables = 1` would carry out, and it starts with one row per other table (reason
+//! `protected`, or `refused` when the statement itself, without `protect_other_tables = 1`, would
+//! refuse) and one per metadata file found for it, and ends with one more total:
 //!
 //! | column     | `other_table` row                      | `other_table_metadata` row                          |
 //! |------------|----------------------------------------|-----------------------------------------------------|
 //! | `item`     | `other_table`                          | `other_table_metadata`                              |
 //! | `path`     | its location (derived, see [`other_tables`]) | the metadata file (or version hint) found     |
 //! | `category` | `''`                                   | `metadata` or `version_hint`                        |
-//! | `reason`   | `protected`                            | the file's `location` field (`''` for a hint)       |
+//! | `reason`   | `protected` or `refused`               | the file's `location` field (`''` for a hint)       |
 //! | `files`    | metadata files found for it            | 1                                                   |
 //! | `size_bytes`, `last_modified` | 0, `''`             | 0, `''`                                             |
 //!

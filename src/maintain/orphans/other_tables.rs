@@ -27,7 +27,7 @@
 //!
 //! **Default: refuse** (`BAD_ARGUMENTS`, as for `gc.enabled = false`: the remedy is the
 //! statement's own argument), naming up to [`NAMED_TABLES`] tables with their locations, before
-//! anything is deleted; dry runs and EXPLAIN refuse alike.
+//! anything is deleted; dry runs refuse alike, EXPLAIN lists them (reason `refused`).
 //!
 //! **`protect_other_tables = 1`**: every metadata file found for such a table (all of them, not
 //! just the newest: an older one may still name snapshots another engine has not expired yet) is
