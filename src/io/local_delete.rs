@@ -108,18 +108,7 @@ impl FileIO {
         for (index, outcome) in through_store.into_iter().zip(deleted) {
             results[index] = Some(outcome.result);
         }
-        uris.iter()
-            .zip(results)
-            .map(|(uri, result)| DeleteOutcome {
-                uri: uri.clone(),
-                result: result.unwrap_or_else(|| {
-                    Err(Error::new(
-                        ErrorKind::CannotUnlink,
-                        format!("Cannot delete '{uri}': no answer"),
-                    ))
-                }),
-            })
-            .collect()
+        DeleteOutcome::for_each(uris, results, ErrorKind::CannotUnlink, "no answer")
     }
 }
 

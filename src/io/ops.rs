@@ -100,6 +100,27 @@ pub struct DeleteOutcome {
     pub result: Result<()>,
 }
 
+impl DeleteOutcome {
+    /// One outcome per uri, in order: its answer, or `kind` "Cannot delete '<uri>': <why>" when
+    /// none came.
+    pub(crate) fn for_each(
+        uris: &[String],
+        results: Vec<Option<Result<()>>>,
+        kind: ErrorKind,
+        why: &str,
+    ) -> Vec<DeleteOutcome> {
+        uris.iter()
+            .zip(results)
+            .map(|(uri, result)| DeleteOutcome {
+                uri: uri.clone(),
+                result: result.unwrap_or_else(|| {
+                    Err(Error::new(kind, format!("Cannot delete '{uri}': {why}")))
+                }),
+            })
+            .collect()
+    }
+}
+
 /// Keys per delete request the service accepts.
 pub(crate) fn delete_batch_size(family: Family) -> usize {
     match family {
@@ -290,18 +311,12 @@ impl FileIO {
                 }
             }
         }
-        uris.iter()
-            .zip(results)
-            .map(|(uri, result)| DeleteOutcome {
-                uri: uri.clone(),
-                result: result.unwrap_or_else(|| {
-                    Err(Error::new(
-                        ErrorKind::StorageError,
-                        format!("Cannot delete '{uri}': the store gave no answer"),
-                    ))
-                }),
-            })
-            .collect()
+        DeleteOutcome::for_each(
+            uris,
+            results,
+            ErrorKind::StorageError,
+            "the store gave no answer",
+        )
     }
 
     /// Every file under the directory `prefix_uri`, recursively, as one streaming listing. On a
