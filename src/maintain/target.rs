@@ -1,9 +1,17 @@
 //! The table a maintenance procedure works on, and everything it runs with: storage, where the
 //! table lives, how its current metadata is found, the session settings, "now", and the
 //! statement's progress reporting and cancellation.
+//!
+//! **The one way procedures read and commit table metadata**: [`MaintenanceTarget::locate_newest`]
+//! and [`MaintenanceTarget::commit`] (or [`MaintenanceTarget::commit_edit`] for edits that delete
+//! nothing). Path tables locate and commit through `metadata/` ([`crate::iceberg::commit`]);
+//! catalog tables will do both through their catalog behind these same two calls, so no procedure
+//! calls [`crate::iceberg::commit::commit`] itself.
 
-use crate::error::Result;
+use crate::error::{Error, ErrorKind, Result};
+use crate::iceberg::commit::{CommitOptions, CommitOutcome, Committed, commit, unconfirmed_error};
 use crate::iceberg::guard::{check_single_table_uuid, locate_newest};
+use crate::iceberg::metadata::TableMetadata;
 use crate::iceberg::locate::{LocatedMetadata, MetadataSettings};
 use crate::io::FileIO;
 use crate::progress::Progress;
@@ -56,5 +64,55 @@ impl MaintenanceTarget {
             &self.table_name,
         )
         .await
+    }
+
+    /// Commit `new_metadata` as the metadata that follows `base` (located by
+    /// [`Self::locate_newest`]). `Conflict`: someone committed first, re-locate and re-plan;
+    /// `Unconfirmed` or `Err`: the outcome is unknown, delete nothing.
+    pub async fn commit(
+        &self,
+        base: &LocatedMetadata,
+        new_metadata: TableMetadata,
+        options: &CommitOptions,
+    ) -> Result<CommitOutcome> {
+        commit(&self.io, base, new_metadata, options).await
+    }
+
+    /// Locate the newest metadata, let `change` compute the new metadata from it (`None`: nothing
+    /// to write, `Ok(None)`) and commit; on a conflict start over, at most
+    /// `iceberg_commit_max_attempts` times (then `LIMIT_EXCEEDED`). For commits that delete
+    /// nothing (refs, properties, snapshot management). `procedure` names the statement.
+    pub async fn commit_edit<F>(&self, procedure: &str, mut change: F) -> Result<Option<Committed>>
+    where
+        F: FnMut(&TableMetadata) -> Result<Option<TableMetadata>>,
+    {
+        let max_attempts = self.settings.commit_max_attempts();
+        let options = CommitOptions {
+            update_metadata_log: true,
+            now_ms: Some(self.now_ms),
+        };
+        let mut last_conflict = String::new();
+        for _ in 0..max_attempts {
+            let located = self.locate_newest(procedure).await?;
+            located.check_writable()?;
+            let Some(new_metadata) = change(&located.metadata)? else {
+                return Ok(None);
+            };
+            match self.commit(&located, new_metadata, &options).await? {
+                CommitOutcome::Committed(done) => return Ok(Some(*done)),
+                CommitOutcome::Conflict { path } => last_conflict = path,
+                CommitOutcome::Unconfirmed { path, rival, why } => {
+                    return Err(unconfirmed_error(&self.location, &path, &rival, &why));
+                }
+            }
+        }
+        Err(Error::new(
+            ErrorKind::LimitExceeded,
+            format!(
+                "{procedure} on {}: {max_attempts} commit attempt(s) conflicted with concurrent \
+                 writers (last taken name: {last_conflict})",
+                self.table_name
+            ),
+        ))
     }
 }

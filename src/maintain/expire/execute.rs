@@ -9,7 +9,7 @@ use super::policy::{RefFate, RefRemoval};
 use super::recover::{Recovered, finish_pending, retract_unconfirmed};
 use super::{delete, journal};
 use crate::error::{Error, ErrorKind, Result};
-use crate::iceberg::commit::{CommitOptions, CommitOutcome, commit};
+use crate::iceberg::commit::{CommitOptions, CommitOutcome};
 use crate::iceberg::locate::LocatedMetadata;
 use crate::maintain::target::MaintenanceTarget;
 use crate::plan::ExpireOptions;
@@ -221,7 +221,7 @@ async fn commit_plan(
         update_metadata_log: true,
         now_ms: Some(target.now_ms),
     };
-    commit(&target.io, located, metadata, &options).await
+    target.commit(located, metadata, &options).await
 }
 
 /// Warnings of a plan: dangling refs removed, files already gone.
