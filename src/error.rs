@@ -14,6 +14,8 @@ pub enum ErrorKind {
     BadArguments,
     /// 41: a timestamp argument could not be parsed.
     CannotParseDatetime,
+    /// 42: a procedure got more or fewer arguments than it takes.
+    NumberOfArgumentsDoesntMatch,
     /// 47: a column name in a `SELECT` that the table does not have.
     UnknownIdentifier,
     /// 48: valid request that icetrim refuses to carry out (e.g. files outside the table location).
@@ -70,6 +72,7 @@ impl ErrorKind {
         match self {
             ErrorKind::BadArguments => 36,
             ErrorKind::CannotParseDatetime => 41,
+            ErrorKind::NumberOfArgumentsDoesntMatch => 42,
             ErrorKind::UnknownIdentifier => 47,
             ErrorKind::NotImplemented => 48,
             ErrorKind::LogicalError => 49,
@@ -102,6 +105,7 @@ impl ErrorKind {
         match self {
             ErrorKind::BadArguments => "BAD_ARGUMENTS",
             ErrorKind::CannotParseDatetime => "CANNOT_PARSE_DATETIME",
+            ErrorKind::NumberOfArgumentsDoesntMatch => "NUMBER_OF_ARGUMENTS_DOESNT_MATCH",
             ErrorKind::UnknownIdentifier => "UNKNOWN_IDENTIFIER",
             ErrorKind::NotImplemented => "NOT_IMPLEMENTED",
             ErrorKind::LogicalError => "LOGICAL_ERROR",

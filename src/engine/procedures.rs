@@ -3,14 +3,16 @@
 //! [`Progress`] scope (progress events, cancellation).
 
 use super::registry::TableDef;
-use super::render::{expire_result, orphan_result};
+use super::render::{change_result, expire_result, orphan_result, snapshot_result};
 use super::result::QueryResult;
 use super::runtime::Runtime;
 use super::table::open_table;
 use crate::error::{Error, ErrorKind, Result};
 use crate::maintain::target::MaintenanceTarget;
-use crate::maintain::{ExpireOutcome, OrphanOutcome, expire, orphans};
-use crate::plan::{ExpireOptions, OrphanOptions, ProcedureCall};
+use crate::maintain::{
+    ExpireOutcome, OrphanOutcome, SnapshotOutcome, expire, manage_snapshots, orphans,
+};
+use crate::plan::{ExpireOptions, OrphanOptions, ProcedureCall, SnapshotProcedure, TableChange};
 use crate::progress::Progress;
 use crate::settings::Settings;
 
@@ -44,7 +46,58 @@ pub async fn run_procedure_with(
         ProcedureCall::Orphans(options) => run_orphans(&target, &options, explain)
             .await
             .map(orphan_result),
+        ProcedureCall::Snapshots(call) => run_snapshots(&target, &call, explain)
+            .await
+            .map(snapshot_result),
     }
+}
+
+/// Run a ref or property DDL statement on `table` (`explain`: the plan, nothing changed).
+pub async fn run_table_change(
+    runtime: &Runtime,
+    settings: &Settings,
+    table: &TableDef,
+    change: &TableChange,
+    explain: bool,
+    progress: &Progress,
+) -> Result<QueryResult> {
+    let mut target = open_table(runtime, settings, table)?;
+    target.progress = progress.clone();
+    run_change(&target, change, explain).await.map(change_result)
+}
+
+/// A snapshot-management procedure on an opened `target`: the one path of the SQL statement and
+/// the typed API.
+pub(crate) async fn run_snapshots(
+    target: &MaintenanceTarget,
+    call: &SnapshotProcedure,
+    explain: bool,
+) -> Result<SnapshotOutcome> {
+    target
+        .progress
+        .scope(async move {
+            target.check_single_table(call.procedure_name(), false).await?;
+            manage_snapshots::execute_procedure(target, call, explain).await
+        })
+        .await
+}
+
+/// A ref or property DDL statement on an opened `target`: the one path of the SQL statement and
+/// the typed API.
+pub(crate) async fn run_change(
+    target: &MaintenanceTarget,
+    change: &TableChange,
+    explain: bool,
+) -> Result<SnapshotOutcome> {
+    target
+        .progress
+        .scope(async move {
+            target
+                .check_single_table(&change.statement_name(), false)
+                .await?;
+            manage_snapshots::execute_change(target, change, explain).await
+        })
+        .await
 }
 
 /// `expire_snapshots` on an opened `target`, within its progress scope: the one path of both the

@@ -5,7 +5,9 @@
 use super::result::{Metrics, QueryResult};
 use crate::format::{Column, Value};
 use crate::maintain::expire::{ExpireOutcome, ExplainRow as ExpireRow};
+use crate::maintain::manage_snapshots::ExplainRow as SnapshotRow;
 use crate::maintain::orphans::{ExplainRow as OrphanRow, OrphanOutcome};
+use crate::maintain::SnapshotOutcome;
 
 /// The result of `expire_snapshots`: its EXPLAIN plan, or its metrics.
 pub fn expire_result(outcome: ExpireOutcome) -> QueryResult {
@@ -39,6 +41,58 @@ pub fn orphan_result(outcome: OrphanOutcome) -> QueryResult {
     };
     result.warnings = warnings;
     result
+}
+
+/// The result of a snapshot-management procedure: its EXPLAIN plan, or its two metric rows.
+pub fn snapshot_result(outcome: SnapshotOutcome) -> QueryResult {
+    let SnapshotOutcome {
+        metrics,
+        explain,
+        warnings,
+        ..
+    } = outcome;
+    let mut result = match (explain, metrics) {
+        (Some(rows), _) => snapshot_explain(rows),
+        (None, Some(metrics)) => QueryResult::from_metrics(Metrics::Snapshots(metrics)),
+        (None, None) => QueryResult::empty(),
+    };
+    result.warnings = warnings;
+    result
+}
+
+/// The result of a ref or property DDL statement: no rows ("Ok."), or its EXPLAIN plan.
+pub fn change_result(outcome: SnapshotOutcome) -> QueryResult {
+    let mut result = match outcome.explain {
+        Some(rows) => snapshot_explain(rows),
+        None => QueryResult::empty(),
+    };
+    result.warnings = outcome.warnings;
+    result
+}
+
+/// The columns and rows of EXPLAIN of snapshot management (`maintain::manage_snapshots::explain`).
+fn snapshot_explain(rows: Vec<SnapshotRow>) -> QueryResult {
+    let columns = vec![
+        Column::new("kind", "String"),
+        Column::new("name", "String"),
+        Column::new("before", "Nullable(String)"),
+        Column::new("after", "Nullable(String)"),
+        Column::new("detail", "String"),
+    ];
+    let text = |v: Option<String>| v.map_or(Value::Null, Value::Str);
+    let rows = rows
+        .into_iter()
+        .map(|r| {
+            vec![
+                Value::Str(r.kind),
+                Value::Str(r.name),
+                text(r.before),
+                text(r.after),
+                Value::Str(r.detail),
+            ]
+        })
+        .collect();
+    QueryResult::table(columns, rows)
 }
 
 /// The columns of `EXPLAIN ... expire_snapshots(...)` (`maintain::expire::explain`).

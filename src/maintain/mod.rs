@@ -7,6 +7,8 @@
 //!   procedures.
 //! - [`expire`]: `expire_snapshots` (SPEC §3).
 //! - [`orphans`]: `remove_orphan_files` (SPEC §4).
+//! - [`manage_snapshots`]: snapshot and ref management (rollback, cherry-pick, fast-forward,
+//!   branches and tags, table properties; issue #19 §3).
 //!
 //! **The shape of a procedure** (compaction, manifest rewrite and snapshot management will be new
 //! folders of this shape):
@@ -27,8 +29,10 @@
 
 pub mod expire;
 pub mod file_graph;
+pub mod manage_snapshots;
 pub mod orphans;
 pub mod target;
 
 pub use expire::{ExpireMetrics, ExpireOutcome};
+pub use manage_snapshots::{SnapshotMetrics, SnapshotOutcome};
 pub use orphans::{OrphanMetrics, OrphanOutcome};

@@ -2,8 +2,12 @@
 //! code consumes. No I/O here.
 
 pub mod options;
+pub mod snapshots;
 
 pub use options::{
     ExpireOptions, OrphanOptions, ProcedureCall, check_older_than, normalize_location,
     retain_last_count,
+};
+pub use snapshots::{
+    CreateMode, RefRetention, RefType, SnapshotProcedure, SnapshotSelector, TableChange, TimeUnit,
 };

@@ -40,6 +40,8 @@ pub struct OrphanOptions {
 pub enum ProcedureCall {
     Expire(ExpireOptions),
     Orphans(OrphanOptions),
+    /// One of the snapshot-management procedures (`rollback_to_snapshot`, ...).
+    Snapshots(super::snapshots::SnapshotProcedure),
 }
 
 impl ProcedureCall {
@@ -48,6 +50,7 @@ impl ProcedureCall {
         match self {
             ProcedureCall::Expire(_) => "expire_snapshots",
             ProcedureCall::Orphans(_) => "remove_orphan_files",
+            ProcedureCall::Snapshots(call) => call.procedure_name(),
         }
     }
 
@@ -56,6 +59,7 @@ impl ProcedureCall {
         match self {
             ProcedureCall::Expire(options) => options.dry_run,
             ProcedureCall::Orphans(options) => options.dry_run,
+            ProcedureCall::Snapshots(_) => false,
         }
     }
 }

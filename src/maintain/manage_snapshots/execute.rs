@@ -1,0 +1,377 @@
+//! The executor of snapshot management: locate, decide, commit (see the module comment of
+//! [`super`]). Reads and commits only through [`MaintenanceTarget`].
+
+use std::collections::HashSet;
+
+use futures::{StreamExt, TryStreamExt};
+
+use super::cherrypick::{PartitionKey, Reapply, check_replaced_partitions};
+use super::explain::{ExplainRow, nothing_row};
+use super::{Change, Decision, SnapshotMetrics, decide_change, decide_procedure};
+use crate::error::{Error, ErrorKind, Result};
+use crate::iceberg::commit::{CommitOptions, CommitOutcome, unconfirmed_error};
+use crate::iceberg::manifest::{DataFile, inherit, read_manifest};
+use crate::iceberg::manifest_list::read_manifest_list;
+use crate::iceberg::metadata::TableMetadata;
+use crate::iceberg::spec::{EntryStatus, ManifestContent, Snapshot, SnapshotId};
+use crate::iceberg::txn::{FileChanges, Operation, PrepareOptions, Target, prepare_commit_with};
+use crate::io::FileIO;
+use crate::maintain::target::MaintenanceTarget;
+use crate::plan::{SnapshotProcedure, TableChange};
+
+/// Manifests read at once.
+const READ_CONCURRENCY: usize = 16;
+
+/// What a snapshot-management statement did.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct SnapshotOutcome {
+    /// The procedures' `previous_snapshot_id` / `current_snapshot_id`; `None` for the DDL.
+    pub metrics: Option<SnapshotMetrics>,
+    /// The EXPLAIN rows, when explaining (nothing was changed).
+    pub explain: Option<Vec<ExplainRow>>,
+    pub warnings: Vec<String>,
+    /// The metadata file written, if any.
+    pub committed_path: Option<String>,
+}
+
+fn commit_options(target: &MaintenanceTarget) -> CommitOptions {
+    CommitOptions {
+        update_metadata_log: true,
+        now_ms: Some(target.now_ms),
+    }
+}
+
+fn explain_rows(rows: Vec<ExplainRow>) -> Vec<ExplainRow> {
+    if rows.is_empty() {
+        vec![nothing_row("the statement changes nothing")]
+    } else {
+        rows
+    }
+}
+
+/// Run a DDL statement on `target` (or explain it).
+pub async fn execute_change(
+    target: &MaintenanceTarget,
+    change: &TableChange,
+    explain: bool,
+) -> Result<SnapshotOutcome> {
+    let statement = change.statement_name();
+    let context = format!("{statement} on {}", target.table_name);
+    change.validate().map_err(|e| e.context(&context))?;
+    let decide = |md: &TableMetadata| decide_change(md, change, target.now_ms);
+    let (_, outcome) = run_edit(target, &statement, explain, decide)
+        .await
+        .map_err(|e| contextual(e, &context))?;
+    Ok(outcome)
+}
+
+/// Errors of the decision get the statement and table in front; others already name them.
+fn contextual(error: Error, context: &str) -> Error {
+    if error.kind() == ErrorKind::BadArguments && !error.message().contains(context) {
+        error.context(context)
+    } else {
+        error
+    }
+}
+
+/// Locate, decide with `decide`, commit (or explain); the last decision's ids come back.
+async fn run_edit<F>(
+    target: &MaintenanceTarget,
+    statement: &str,
+    explain: bool,
+    decide: F,
+) -> Result<(Change, SnapshotOutcome)>
+where
+    F: Fn(&TableMetadata) -> Result<Change>,
+{
+    if explain {
+        let located = target.locate_newest(statement).await?;
+        let change = decide(&located.metadata)?;
+        let outcome = SnapshotOutcome {
+            explain: Some(explain_rows(change.rows.clone())),
+            ..Default::default()
+        };
+        return Ok((change, outcome));
+    }
+    let mut last: Option<Change> = None;
+    let committed = target
+        .commit_edit(statement, |md| {
+            let change = decide(md)?;
+            let metadata = change.metadata.clone();
+            last = Some(change);
+            Ok(metadata)
+        })
+        .await?;
+    let change = last.ok_or_else(|| Error::logical(format!("{statement}: no decision made")))?;
+    let outcome = SnapshotOutcome {
+        committed_path: committed.map(|c| c.path),
+        ..Default::default()
+    };
+    Ok((change, outcome))
+}
+
+/// Run a snapshot-management procedure on `target` (or explain it).
+pub async fn execute_procedure(
+    target: &MaintenanceTarget,
+    call: &SnapshotProcedure,
+    explain: bool,
+) -> Result<SnapshotOutcome> {
+    let name = call.procedure_name();
+    let context = format!("{name} on {}", target.table_name);
+    call.validate().map_err(|e| e.context(&context))?;
+    execute_procedure_inner(target, call, explain)
+        .await
+        .map_err(|e| contextual(e, &context))
+}
+
+async fn execute_procedure_inner(
+    target: &MaintenanceTarget,
+    call: &SnapshotProcedure,
+    explain: bool,
+) -> Result<SnapshotOutcome> {
+    let name = call.procedure_name();
+    let max_attempts = target.settings.commit_max_attempts();
+    let mut last_conflict = String::new();
+    for _ in 0..max_attempts {
+        let located = target.locate_newest(name).await?;
+        if !explain {
+            located.check_writable()?;
+        }
+        let metadata = &located.metadata;
+        let decision = decide_procedure(metadata, call, target.now_ms)?;
+        let (new_metadata, rows, metrics, written) = match decision {
+            Decision::Edit(change) => (
+                change.metadata,
+                change.rows,
+                SnapshotMetrics {
+                    previous_snapshot_id: change.previous_snapshot_id,
+                    current_snapshot_id: change.current_snapshot_id,
+                },
+                Vec::new(),
+            ),
+            Decision::Reapply(reapply) => {
+                let changes = picked_changes(target, metadata, &reapply).await?;
+                let rows = vec![reapply_row(metadata, &reapply, &changes)];
+                if explain {
+                    (None, rows, SnapshotMetrics::default(), Vec::new())
+                } else {
+                    let prepared = write_snapshot(target, metadata, &reapply, changes).await?;
+                    let metrics = SnapshotMetrics {
+                        previous_snapshot_id: metadata.current_snapshot_id(),
+                        current_snapshot_id: Some(prepared.snapshot.snapshot_id),
+                    };
+                    (Some(prepared.metadata), rows, metrics, prepared.written)
+                }
+            }
+        };
+        if explain {
+            return Ok(SnapshotOutcome {
+                explain: Some(explain_rows(rows)),
+                ..Default::default()
+            });
+        }
+        let Some(new_metadata) = new_metadata else {
+            return Ok(SnapshotOutcome {
+                metrics: Some(metrics),
+                ..Default::default()
+            });
+        };
+        match target
+            .commit(&located, new_metadata, &commit_options(target))
+            .await?
+        {
+            CommitOutcome::Committed(done) => {
+                return Ok(SnapshotOutcome {
+                    metrics: Some(metrics),
+                    committed_path: Some(done.path),
+                    ..Default::default()
+                });
+            }
+            CommitOutcome::Conflict { path } => {
+                // Our manifests were never referenced by a committed file: remove them.
+                target.io.delete_many(&written).await;
+                last_conflict = path;
+            }
+            CommitOutcome::Unconfirmed { path, rival, why } => {
+                return Err(unconfirmed_error(&target.location, &path, &rival, &why));
+            }
+        }
+    }
+    Err(Error::new(
+        ErrorKind::LimitExceeded,
+        format!(
+            "{name} on {}: {max_attempts} commit attempt(s) conflicted with concurrent writers \
+             (last taken name: {last_conflict})",
+            target.table_name
+        ),
+    ))
+}
+
+/// The files a cherry-pick re-applies.
+struct Picked {
+    added: Vec<DataFile>,
+    removed: Vec<String>,
+}
+
+fn reapply_row(metadata: &TableMetadata, reapply: &Reapply, picked: &Picked) -> ExplainRow {
+    let summary: Vec<String> = reapply
+        .summary
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
+    ExplainRow {
+        kind: "snapshot".into(),
+        name: "main".into(),
+        before: metadata.current_snapshot_id().map(|id| format!("branch {id}")),
+        after: Some(format!("new {} snapshot", reapply.operation)),
+        detail: format!(
+            "{}; adds {} data file(s), removes {}",
+            summary.join(", "),
+            picked.added.len(),
+            picked.removed.len()
+        ),
+    }
+}
+
+/// The files the picked snapshot added and removed (its own manifests' ADDED and DELETED
+/// entries), checked: data files only, of the default spec; for a dynamic overwrite, no file
+/// added since its parent in a partition it replaces.
+async fn picked_changes(
+    target: &MaintenanceTarget,
+    metadata: &TableMetadata,
+    reapply: &Reapply,
+) -> Result<Picked> {
+    let picked = metadata
+        .snapshot(reapply.source)
+        .ok_or_else(|| Error::logical("cherry-pick: the picked snapshot vanished"))?;
+    let own = own_entries(&target.io, picked).await?;
+    let default_spec = metadata.default_spec_id();
+    let mut added = Vec::new();
+    let mut removed = Vec::new();
+    let mut replaced: Vec<PartitionKey> = Vec::new();
+    for (spec_id, content, status, file) in own {
+        if content == ManifestContent::Deletes {
+            if status == EntryStatus::Added {
+                return Err(Error::not_implemented(format!(
+                    "Cannot cherry-pick snapshot {}: it adds delete files ({}), which icetrim \
+                     does not re-apply",
+                    reapply.source, file.file_path
+                )));
+            }
+            continue;
+        }
+        match status {
+            EntryStatus::Added => {
+                if spec_id != default_spec {
+                    return Err(Error::not_implemented(format!(
+                        "Cannot cherry-pick snapshot {}: file {} is of partition spec {spec_id}, \
+                         not the table's default spec {default_spec}",
+                        reapply.source, file.file_path
+                    )));
+                }
+                replaced.push((spec_id, format!("{:?}", file.partition)));
+                let mut file = file;
+                file.first_row_id = None;
+                added.push(file);
+            }
+            EntryStatus::Deleted if reapply.replace_partitions => removed.push(file.file_path),
+            _ => {}
+        }
+    }
+    if reapply.replace_partitions {
+        let mut since = Vec::new();
+        for id in &reapply.check_since {
+            if let Some(s) = metadata.snapshot(*id) {
+                for (spec_id, content, status, file) in own_entries(&target.io, s).await? {
+                    if content == ManifestContent::Data && status == EntryStatus::Added {
+                        since.push((spec_id, format!("{:?}", file.partition)));
+                    }
+                }
+            }
+        }
+        check_replaced_partitions(&replaced, &since)?;
+    }
+    if added.is_empty() && removed.is_empty() {
+        return Err(Error::bad_arguments(format!(
+            "Cannot cherry-pick snapshot {}: it changes no data file",
+            reapply.source
+        )));
+    }
+    Ok(Picked { added, removed })
+}
+
+/// The entries a snapshot wrote itself: `(spec id, manifest content, status, file)` of the
+/// ADDED and DELETED entries carrying its id, in the manifests it added.
+async fn own_entries(
+    io: &FileIO,
+    snapshot: &Snapshot,
+) -> Result<Vec<(i32, ManifestContent, EntryStatus, DataFile)>> {
+    let Some(list_path) = &snapshot.manifest_list else {
+        return Err(Error::not_implemented(format!(
+            "Snapshot {} lists its manifests inline (v1 without a manifest list); cherry-picking \
+             it is not supported",
+            snapshot.snapshot_id
+        )));
+    };
+    let bytes = io.read(list_path).await?;
+    let list = read_manifest_list(&bytes, list_path)?;
+    let id: SnapshotId = snapshot.snapshot_id;
+    let own: Vec<_> = list
+        .into_iter()
+        .filter(|m| m.added_snapshot_id == id)
+        .collect();
+    let read = futures::stream::iter(own.into_iter().map(|m| async move {
+        let bytes = io.read(&m.manifest_path).await?;
+        let mut manifest = read_manifest(&bytes, &m.manifest_path)?;
+        inherit(&mut manifest.entries, &m);
+        Ok::<_, Error>((m, manifest.entries))
+    }))
+    .buffered(READ_CONCURRENCY)
+    .try_collect::<Vec<_>>()
+    .await?;
+    let mut out = Vec::new();
+    let mut seen = HashSet::new();
+    for (m, entries) in read {
+        for e in entries {
+            let mine = e.snapshot_id == Some(id);
+            let counted = matches!(e.status, EntryStatus::Added | EntryStatus::Deleted);
+            if mine && counted && seen.insert((e.status as u8, e.data_file.file_path.clone())) {
+                out.push((m.partition_spec_id, m.content, e.status, e.data_file));
+            }
+        }
+    }
+    Ok(out)
+}
+
+async fn write_snapshot(
+    target: &MaintenanceTarget,
+    metadata: &TableMetadata,
+    reapply: &Reapply,
+    picked: Picked,
+) -> Result<crate::iceberg::txn::PreparedCommit> {
+    let operation = if reapply.operation == "append" {
+        Operation::Append
+    } else {
+        Operation::Overwrite
+    };
+    let changes = FileChanges {
+        added_data: picked.added,
+        added_deletes: Vec::new(),
+        removed: picked.removed,
+    };
+    let options = PrepareOptions {
+        target: Target::Main,
+        snapshot_id: None,
+        timestamp_ms: Some(target.now_ms),
+        ..PrepareOptions::default()
+    };
+    prepare_commit_with(
+        &target.io,
+        metadata,
+        operation,
+        changes,
+        reapply.summary.clone(),
+        &options,
+    )
+    .await
+}
