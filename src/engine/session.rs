@@ -24,7 +24,7 @@ use tokio::sync::Mutex;
 use super::ddl;
 use super::introspect::system_table_rows;
 use super::params::{PARAM_SETTING_PREFIX, setting_value_text, substitute};
-use super::procedures::{check_gates, run_procedure_with};
+use super::procedures::{check_gates, run_procedure_with, run_table_change};
 use super::progress::{CancelToken, Progress, ProgressSink, cancelled_error};
 use super::registry::Registry;
 use super::result::QueryResult;
@@ -34,8 +34,9 @@ use crate::clock::Clock;
 use crate::error::{Error, ErrorKind, Result};
 use crate::format::{Column, OutputFormat, Value};
 use crate::settings::Settings;
+use crate::sql::bind_snapshots::bind_alter;
 use crate::sql::{
-    AlterExecute, BindContext, Literal, Select, Statement, TableName, bind_noted,
+    AlterExecute, AlterTable, BindContext, Literal, Select, Statement, TableName, bind_noted,
     parse_statement_at, split_statements,
 };
 
@@ -487,6 +488,8 @@ impl Session {
                 QueryResult::empty()
             }
             Statement::Select(select) => self.select(select).await?,
+            Statement::AlterTable(alter) => self.alter_table(alter, false).await?,
+            Statement::ExplainAlterTable(alter) => self.alter_table(alter, true).await?,
         };
         result.format = format;
         Ok(result)
@@ -539,6 +542,30 @@ impl Session {
             system_table_rows(&self.shared.runtime, &self.settings, select.table, &defs).await?;
         let (columns, rows) = select_eval::evaluate(select, columns, rows)?;
         Ok(QueryResult::table(columns, rows))
+    }
+
+    /// `ALTER TABLE` on refs or properties (or its `EXPLAIN`): table, gate and statement are
+    /// checked before storage is touched.
+    async fn alter_table(&self, alter: &AlterTable, explain: bool) -> Result<QueryResult> {
+        let def = self
+            .shared
+            .registry
+            .lock()
+            .await
+            .get(&self.database_of(&alter.table), &alter.table.table)?
+            .clone();
+        check_gates("ALTER TABLE", &self.settings)?;
+        let change = bind_alter(&alter.action)?;
+        let progress = Progress::new(self.progress.0.clone(), self.cancel.clone());
+        run_table_change(
+            &self.shared.runtime,
+            &self.settings,
+            &def,
+            &change,
+            explain,
+            &progress,
+        )
+        .await
     }
 
     /// `ALTER TABLE … EXECUTE` (or its `EXPLAIN`): table, gates and arguments are checked before the

@@ -63,16 +63,6 @@ pub const FAST_FORWARD: &str = "fast_forward";
 pub const CHERRYPICK_SNAPSHOT: &str = "cherrypick_snapshot";
 pub const PUBLISH_CHANGES: &str = "publish_changes";
 
-/// The SQL names of the snapshot-management procedures.
-pub const SNAPSHOT_PROCEDURES: [&str; 6] = [
-    ROLLBACK_TO_SNAPSHOT,
-    ROLLBACK_TO_TIMESTAMP,
-    SET_CURRENT_SNAPSHOT,
-    FAST_FORWARD,
-    CHERRYPICK_SNAPSHOT,
-    PUBLISH_CHANGES,
-];
-
 /// Which snapshot `set_current_snapshot` makes current.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SnapshotSelector {

@@ -7,6 +7,7 @@
 
 use std::fmt;
 
+pub use super::alter_refs::{AlterAction, AlterTable};
 use super::select::Select;
 pub use crate::literal::Literal;
 
@@ -37,6 +38,10 @@ pub enum Statement {
     Set(Vec<(String, Literal)>),
     /// `SELECT … FROM system.iceberg_*` (introspection).
     Select(Select),
+    /// `ALTER TABLE [db.]t` on refs or properties (`CREATE BRANCH`, `SET TBLPROPERTIES`, ...).
+    AlterTable(AlterTable),
+    /// `EXPLAIN` of an [`Statement::AlterTable`]: what it would change, nothing changed.
+    ExplainAlterTable(Box<AlterTable>),
 }
 
 /// `ALTER TABLE [db.]t EXECUTE procedure(args)`.
@@ -397,6 +402,8 @@ impl fmt::Display for Statement {
                 write_settings(f, settings)
             }
             Statement::Select(select) => write!(f, "{select}"),
+            Statement::AlterTable(alter) => write!(f, "{alter}"),
+            Statement::ExplainAlterTable(alter) => write!(f, "EXPLAIN {alter}"),
         }
     }
 }
@@ -411,6 +418,7 @@ impl Statement {
                 format.as_deref()
             }
             Statement::Select(select) => select.format.as_deref(),
+            Statement::ExplainAlterTable(alter) => alter.format.as_deref(),
             _ => None,
         }
     }

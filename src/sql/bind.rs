@@ -106,6 +106,10 @@ pub fn bind_noted(
     let call = match procedure {
         EXPIRE => bind_expire(args, context, &mut notes).map(ProcedureCall::Expire),
         ORPHANS => bind_orphans(args, context, &mut notes).map(ProcedureCall::Orphans),
+        other if super::bind_snapshots::is_snapshot_procedure(other) => {
+            super::bind_snapshots::bind_snapshot_procedure(other, args, context, &mut notes)
+                .map(ProcedureCall::Snapshots)
+        }
         other => Err(Error::bad_arguments(format!(
             "Unknown EXECUTE command '{other}' for Iceberg table"
         ))),

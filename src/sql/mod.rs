@@ -7,8 +7,10 @@
 //! - [`bind`]: procedure arguments → [`crate::plan::ProcedureCall`], with ClickHouse's messages.
 //! - [`duration`] and [`timestamp`]: the argument value grammars.
 
+pub mod alter_refs;
 pub mod ast;
 pub mod bind;
+pub mod bind_snapshots;
 pub mod duration;
 pub mod parser;
 pub mod select;
@@ -16,7 +18,7 @@ pub mod split;
 pub mod timestamp;
 
 pub use ast::{
-    AlterExecute, Arg, ArgValue, CreateTable, EngineArg, EngineName, Literal, Statement, TableName,
+    AlterExecute, AlterTable, Arg, ArgValue, CreateTable, EngineArg, EngineName, Literal, Statement, TableName,
 };
 pub use bind::{BindContext, bind, bind_noted};
 pub use duration::{format_duration_ms, parse_duration_ms};

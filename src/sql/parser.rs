@@ -14,8 +14,9 @@ use sqlparser::keywords::Keyword;
 use sqlparser::parser::{Parser, ParserError};
 use sqlparser::tokenizer::{Location, Token, TokenWithSpan, Tokenizer};
 
+use super::alter_refs;
 use super::ast::{
-    AlterExecute, Arg, ArgValue, CreateTable, Engine, EngineArg, EngineName, Literal, Statement,
+    AlterExecute, AlterTable, Arg, ArgValue, CreateTable, Engine, EngineArg, EngineName, Literal, Statement,
     TableName,
 };
 use super::select::Select;
@@ -105,7 +106,10 @@ fn parse_known(p: &mut Parser, format: Option<&FormatClause>) -> PResult<Option<
     let statement = match p.peek_token().token {
         Token::Word(w) if w.quote_style.is_none() => match w.keyword {
             Keyword::EXPLAIN => parse_explain(p, format_name)?,
-            Keyword::ALTER => parse_alter(p, format_name)?.map(Statement::AlterExecute),
+            Keyword::ALTER => parse_alter(p, format_name)?.map(|altered| match altered {
+                Altered::Execute(alter) => Statement::AlterExecute(alter),
+                Altered::Table(alter) => Statement::AlterTable(alter),
+            }),
             Keyword::CREATE => parse_create(p)?,
             Keyword::DROP => parse_drop(p)?,
             Keyword::SHOW => parse_show(p, format_name)?,
@@ -153,16 +157,35 @@ fn parse_explain(p: &mut Parser, format: Option<String>) -> PResult<Option<State
         return Ok(None);
     }
     p.next_token();
-    Ok(parse_alter(p, format)?.map(|alter| Statement::Explain(Box::new(alter))))
+    Ok(parse_alter(p, format)?.map(|altered| match altered {
+        Altered::Execute(alter) => Statement::Explain(Box::new(alter)),
+        Altered::Table(alter) => Statement::ExplainAlterTable(Box::new(alter)),
+    }))
 }
 
-/// `ALTER TABLE name EXECUTE proc(args)`; `None` for any other `ALTER`.
-fn parse_alter(p: &mut Parser, format: Option<String>) -> PResult<Option<AlterExecute>> {
+/// The `ALTER TABLE` forms icetrim models.
+enum Altered {
+    Execute(AlterExecute),
+    Table(AlterTable),
+}
+
+/// `ALTER TABLE name EXECUTE proc(args)`, or a ref or property statement
+/// ([`super::alter_refs`]); `None` for any other `ALTER`. `format` is kept on the ref and property
+/// statements for `EXPLAIN` only (they return no rows themselves).
+fn parse_alter(p: &mut Parser, format: Option<String>) -> PResult<Option<Altered>> {
     p.expect_keyword(Keyword::ALTER)?;
     if !p.parse_keyword(Keyword::TABLE) {
         return Ok(None);
     }
     let table = parse_table_name(p)?;
+    if alter_refs::starts_action(p) {
+        let action = alter_refs::parse_action(p)?;
+        return Ok(Some(Altered::Table(AlterTable {
+            table,
+            action,
+            format,
+        })));
+    }
     if !p.parse_keyword(Keyword::EXECUTE) {
         return Ok(None);
     }
@@ -177,12 +200,12 @@ fn parse_alter(p: &mut Parser, format: Option<String>) -> PResult<Option<AlterEx
         )
         .into());
     }
-    Ok(Some(AlterExecute {
+    Ok(Some(Altered::Execute(AlterExecute {
         table,
         procedure,
         args,
         format,
-    }))
+    })))
 }
 
 fn parse_table_name(p: &mut Parser) -> PResult<TableName> {
