@@ -297,8 +297,10 @@ mod tests {
             bind(SET_CURRENT_SNAPSHOT, &[named("ref", s("b"))]).unwrap(),
             SnapshotProcedure::SetCurrentSnapshot(SnapshotSelector::Ref("b".into()))
         );
-        let e = bind(CHERRYPICK_SNAPSHOT, &[pos(num("99999999999999999999"))]).unwrap_err();
-        assert!(e.message().contains("Int64 range"));
+        let e = bind(CHERRYPICK_SNAPSHOT, &[pos(num("9223372036854775808"))]).unwrap_err();
+        assert!(e.message().contains("Int64 range"), "{}", e.message());
+        let e = bind(CHERRYPICK_SNAPSHOT, &[pos(num("1.5"))]).unwrap_err();
+        assert!(e.message().contains("got Float64"), "{}", e.message());
         let e = bind(FAST_FORWARD, &[pos(s("main"))]).unwrap_err();
         assert_eq!(e.message(), "fast_forward requires argument 'to'");
         let e = bind(ROLLBACK_TO_TIMESTAMP, &[pos(s("yesterday"))]).unwrap_err();
