@@ -126,16 +126,22 @@ mod time_zone;
 
 pub use clock::{Clock, FixedClock, SystemClock};
 pub use engine::{
-    Engine, EngineBuilder, ExpireSnapshots, QueryResult, RemoveOrphanFiles, Session, Table,
-    Timestamp, handles,
+    AlterRefs, Engine, EngineBuilder, ExpireSnapshots, ManageSnapshots, QueryResult,
+    RemoveOrphanFiles, Session, Table, Timestamp, handles,
 };
 pub use error::{Error, ErrorKind, Result};
 pub use iceberg::locate::MetadataSettings;
 pub use io::{AzureOptions, FileIO, GcsOptions, S3Options, StorageOptions};
 pub use maintain::expire::ExplainRow as ExpireExplainRow;
 pub use maintain::orphans::ExplainRow as OrphanExplainRow;
-pub use maintain::{ExpireMetrics, ExpireOutcome, OrphanMetrics, OrphanOutcome};
-pub use plan::{ExpireOptions, OrphanOptions};
+pub use maintain::manage_snapshots::ExplainRow as SnapshotExplainRow;
+pub use maintain::{
+    ExpireMetrics, ExpireOutcome, OrphanMetrics, OrphanOutcome, SnapshotMetrics, SnapshotOutcome,
+};
+pub use plan::{
+    CreateMode, ExpireOptions, OrphanOptions, RefRetention, RefType, SnapshotProcedure,
+    SnapshotSelector, TableChange,
+};
 pub use progress::{CancelToken, Phase, Progress, ProgressEvent, ProgressSink};
 pub use settings::Settings;
 

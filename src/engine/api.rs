@@ -165,17 +165,17 @@ impl From<String> for Timestamp {
 
 /// What every run carries: the table, its settings for this run, progress and cancellation.
 #[derive(Clone)]
-struct Run<'t> {
+pub(super) struct Run<'t> {
     table: &'t Table,
     settings: Settings,
     /// The first bad setting, reported by `execute`.
     setting_error: Option<Error>,
-    sink: Option<ProgressSink>,
+    pub(super) sink: Option<ProgressSink>,
     cancel: Option<CancelToken>,
 }
 
 impl<'t> Run<'t> {
-    fn new(table: &'t Table) -> Self {
+    pub(super) fn new(table: &'t Table) -> Self {
         Run {
             table,
             settings: table.settings.clone(),
@@ -185,7 +185,7 @@ impl<'t> Run<'t> {
         }
     }
 
-    fn set(&mut self, name: &str, value: Literal) {
+    pub(super) fn set(&mut self, name: &str, value: Literal) {
         if let Err(e) = self.settings.set(name, &value)
             && self.setting_error.is_none()
         {
@@ -194,7 +194,7 @@ impl<'t> Run<'t> {
     }
 
     /// The target, with "now" read once for the whole run (as a statement reads it).
-    fn target(&self) -> Result<MaintenanceTarget> {
+    pub(super) fn target(&self) -> Result<MaintenanceTarget> {
         if let Some(e) = &self.setting_error {
             return Err(e.clone());
         }
@@ -211,7 +211,12 @@ impl<'t> Run<'t> {
     }
 
     /// `at` in Unix ms; a text timestamp's DST note goes to `notes`, named as SQL names it.
-    fn millis(&self, name: &str, at: &Timestamp, notes: &mut Vec<String>) -> Result<i64> {
+    pub(super) fn millis(
+        &self,
+        name: &str,
+        at: &Timestamp,
+        notes: &mut Vec<String>,
+    ) -> Result<i64> {
         match at {
             Timestamp::Millis(ms) => Ok(*ms),
             Timestamp::Text(text) => {

@@ -4,6 +4,7 @@
 //! statements to route to icetrim.
 
 pub(crate) mod api;
+pub(crate) mod api_snapshots;
 pub(crate) mod ddl;
 pub(crate) mod introspect;
 pub(crate) mod params;
@@ -18,6 +19,7 @@ pub(crate) mod table;
 
 pub use crate::progress;
 pub use api::{ExpireSnapshots, RemoveOrphanFiles, Table, Timestamp};
+pub use api_snapshots::{AlterRefs, ManageSnapshots};
 pub use progress::{CancelToken, Phase, Progress, ProgressEvent, ProgressSink, cancelled_error};
 pub use result::{ExpireMetrics, Metrics, OrphanMetrics, QueryResult};
 pub use runtime::Runtime;

@@ -191,13 +191,16 @@ impl Engine {
 }
 
 /// Whether `sql` (one statement) is for icetrim when it sits beside a host engine: `ALTER TABLE …
-/// EXECUTE …` or `EXPLAIN ALTER TABLE … EXECUTE …`, well-formed or not (so that icetrim reports
+/// EXECUTE …`, the ref and property statements (`ALTER TABLE … CREATE|REPLACE|DROP BRANCH|TAG`,
+/// `… SET|UNSET TBLPROPERTIES`), or their `EXPLAIN`, well-formed or not (so that icetrim reports
 /// the errors in its own statements). Everything else belongs to the host.
 ///
 /// ```
 /// assert!(icetrim::engine::handles("ALTER TABLE t EXECUTE expire_snapshots()"));
 /// assert!(icetrim::engine::handles("explain alter table db.t execute nonsense("));
 /// assert!(!icetrim::engine::handles("ALTER TABLE t DROP COLUMN c"));
+/// assert!(icetrim::engine::handles("ALTER TABLE db.t CREATE OR REPLACE BRANCH b"));
+/// assert!(icetrim::engine::handles("alter table t unset tblproperties ('k')"));
 /// assert!(!icetrim::engine::handles("SELECT 1"));
 /// ```
 pub fn handles(sql: &str) -> bool {
@@ -221,7 +224,12 @@ pub fn handles(sql: &str) -> bool {
     if matches!(tokens.get(at), Some(Token::Period)) && is_name(at + 1) {
         at += 2;
     }
+    let ref_kind = |i: usize| keyword(i, "BRANCH") || keyword(i, "TAG");
     keyword(at, "EXECUTE")
+        || (keyword(at, "CREATE") && (ref_kind(at + 1) || keyword(at + 1, "OR")))
+        || (keyword(at, "REPLACE") && ref_kind(at + 1))
+        || (keyword(at, "DROP") && ref_kind(at + 1))
+        || ((keyword(at, "SET") || keyword(at, "UNSET")) && keyword(at + 1, "TBLPROPERTIES"))
 }
 
 /// A connection-like context: the current database and settings, over an [`Engine`]'s tables.
