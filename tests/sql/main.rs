@@ -9,4 +9,5 @@ mod sql_bind;
 mod sql_examples;
 mod sql_grammar;
 mod sql_props;
+mod sql_refs;
 mod sql_roundtrip;
