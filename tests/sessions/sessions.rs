@@ -453,5 +453,6 @@ sessions! {
     orphans_threshold => "orphans_threshold.test",
     pinned_metadata => "pinned_metadata.test",
     small_findings => "small_findings.test",
+    snapshots_rollback => "snapshots_rollback.test",
     tables_and_settings => "tables_and_settings.test",
 }

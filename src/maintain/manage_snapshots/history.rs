@@ -49,12 +49,18 @@ fn unknown_snapshot(id: SnapshotId) -> Error {
 }
 
 pub(super) fn ref_row(name: &str, before: Option<&SnapshotRef>, after: Option<&SnapshotRef>) -> ExplainRow {
+    let detail = match (before, after) {
+        (None, _) => "created",
+        (_, None) => "removed",
+        (Some(b), Some(a)) if b.snapshot_id != a.snapshot_id => "moved",
+        _ => "retention changed",
+    };
     ExplainRow {
         kind: "ref".into(),
         name: name.into(),
         before: before.map(ref_text),
         after: after.map(ref_text),
-        detail: String::new(),
+        detail: detail.into(),
     }
 }
 

@@ -117,7 +117,7 @@ pub fn set_properties(metadata: &TableMetadata, pairs: &[(String, String)]) -> R
             name: key.clone(),
             before: before.map(str::to_string),
             after: Some(value.clone()),
-            detail: String::new(),
+            detail: if before.is_some() { "changed" } else { "set" }.into(),
         });
         md.set_property(key, value)?;
     }
@@ -146,7 +146,7 @@ pub fn unset_properties(metadata: &TableMetadata, keys: &[String], if_exists: bo
             name: key.clone(),
             before: Some(before.to_string()),
             after: None,
-            detail: String::new(),
+            detail: "unset".into(),
         });
         md.remove_property(key)?;
     }
