@@ -452,7 +452,9 @@ sessions! {
     orphans_strays => "orphans_strays.test",
     orphans_threshold => "orphans_threshold.test",
     pinned_metadata => "pinned_metadata.test",
+    refs_ddl => "refs_ddl.test",
     small_findings => "small_findings.test",
+    snapshots_cherrypick => "snapshots_cherrypick.test",
     snapshots_rollback => "snapshots_rollback.test",
     tables_and_settings => "tables_and_settings.test",
 }
