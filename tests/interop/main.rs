@@ -9,4 +9,5 @@ mod avro_interop;
 mod fixture_smoke;
 mod generate_interop;
 mod metadata_interop;
+mod snapshots_interop;
 mod txn_interop;
