@@ -117,6 +117,35 @@ async fn branch_tag_retention_example() {
     run_local_example("branch_tag_retention.sql").await;
 }
 
+/// `snapshots_and_refs.sql`: its placeholder time becomes "a day ago" (the generated history spans
+/// ten days up to now), so the rollback has an ancestor to go back to.
+#[tokio::test]
+async fn snapshots_and_refs_example() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let location = dir.path().join("events").display().to_string();
+    generate(&FileIO::local(), &options(&location))
+        .await
+        .expect("generate");
+    let day_ago = chrono::DateTime::from_timestamp_millis(now_ms() - DAY_MS)
+        .expect("time")
+        .format("%Y-%m-%d %H:%M:%S")
+        .to_string();
+    let script = example("snapshots_and_refs.sql")
+        .replace(PLACEHOLDER, &location)
+        .replace("2000-01-02 00:00:00", &day_ago);
+    let out = run_script(&script);
+    let moves: Vec<&str> = out
+        .lines()
+        .filter(|l| l.starts_with("previous_snapshot_id\t") || l.starts_with("current_snapshot_id\t"))
+        .collect();
+    assert_eq!(moves.len(), 6, "three procedures, two rows each\n{out}");
+    // The rollback moved main back; fast_forward brought it to audit's head again.
+    assert_ne!(moves[0].split('\t').nth(1), moves[1].split('\t').nth(1), "{out}");
+    assert_eq!(moves[0].split('\t').nth(1), moves[3].split('\t').nth(1), "{out}");
+    assert!(out.contains("\nrelease\ttag\t"), "{out}");
+    assert!(!out.contains("audit\tbranch"), "audit was dropped at the end\n{out}");
+}
+
 #[tokio::test]
 async fn s3_table_example() {
     let (io, root) = common::s3_emulator("example");
