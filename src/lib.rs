@@ -133,8 +133,8 @@ pub use error::{Error, ErrorKind, Result};
 pub use iceberg::locate::MetadataSettings;
 pub use io::{AzureOptions, FileIO, GcsOptions, S3Options, StorageOptions};
 pub use maintain::expire::ExplainRow as ExpireExplainRow;
-pub use maintain::orphans::ExplainRow as OrphanExplainRow;
 pub use maintain::manage_snapshots::ExplainRow as SnapshotExplainRow;
+pub use maintain::orphans::ExplainRow as OrphanExplainRow;
 pub use maintain::{
     ExpireMetrics, ExpireOutcome, OrphanMetrics, OrphanOutcome, SnapshotMetrics, SnapshotOutcome,
 };

@@ -134,7 +134,9 @@ impl AlterRefs<'_> {
     /// `AS OF VERSION snapshot_id` (default: the current snapshot).
     pub fn as_of_version(mut self, snapshot_id: i64) -> Self {
         match &mut self.change {
-            TableChange::PutRef { snapshot_id: at, .. } => *at = Some(snapshot_id),
+            TableChange::PutRef {
+                snapshot_id: at, ..
+            } => *at = Some(snapshot_id),
             _ => self.misuse("as_of_version"),
         }
         self
@@ -149,7 +151,9 @@ impl AlterRefs<'_> {
     /// `WITH SNAPSHOT RETENTION n SNAPSHOTS` (branches).
     pub fn min_snapshots_to_keep(mut self, n: u32) -> Self {
         let n = i32::try_from(n).unwrap_or(i32::MAX);
-        self.retention("min_snapshots_to_keep", |r| r.min_snapshots_to_keep = Some(n));
+        self.retention("min_snapshots_to_keep", |r| {
+            r.min_snapshots_to_keep = Some(n)
+        });
         self
     }
 
@@ -253,9 +257,9 @@ impl Table {
 
     /// `set_current_snapshot(ref = 'name')`.
     pub fn set_current_snapshot_to_ref(&self, name: impl Into<String>) -> ManageSnapshots<'_> {
-        self.manage(SnapshotProcedure::SetCurrentSnapshot(SnapshotSelector::Ref(
-            name.into(),
-        )))
+        self.manage(SnapshotProcedure::SetCurrentSnapshot(
+            SnapshotSelector::Ref(name.into()),
+        ))
     }
 
     /// `fast_forward(branch, to)`.

@@ -63,7 +63,9 @@ pub async fn run_table_change(
 ) -> Result<QueryResult> {
     let mut target = open_table(runtime, settings, table)?;
     target.progress = progress.clone();
-    run_change(&target, change, explain).await.map(change_result)
+    run_change(&target, change, explain)
+        .await
+        .map(change_result)
 }
 
 /// A snapshot-management procedure on an opened `target`: the one path of the SQL statement and
@@ -76,7 +78,9 @@ pub(crate) async fn run_snapshots(
     target
         .progress
         .scope(async move {
-            target.check_single_table(call.procedure_name(), false).await?;
+            target
+                .check_single_table(call.procedure_name(), false)
+                .await?;
             manage_snapshots::execute_procedure(target, call, explain).await
         })
         .await

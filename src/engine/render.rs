@@ -4,10 +4,10 @@
 
 use super::result::{Metrics, QueryResult};
 use crate::format::{Column, Value};
+use crate::maintain::SnapshotOutcome;
 use crate::maintain::expire::{ExpireOutcome, ExplainRow as ExpireRow};
 use crate::maintain::manage_snapshots::ExplainRow as SnapshotRow;
 use crate::maintain::orphans::{ExplainRow as OrphanRow, OrphanOutcome};
-use crate::maintain::SnapshotOutcome;
 
 /// The result of `expire_snapshots`: its EXPLAIN plan, or its metrics.
 pub fn expire_result(outcome: ExpireOutcome) -> QueryResult {

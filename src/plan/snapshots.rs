@@ -288,7 +288,12 @@ mod tests {
                 ..Default::default()
             },
         };
-        assert!(tag.validate().unwrap_err().message().contains("no snapshot retention"));
+        assert!(
+            tag.validate()
+                .unwrap_err()
+                .message()
+                .contains("no snapshot retention")
+        );
         let unset = TableChange::UnsetProperties {
             keys: vec!["a".into(), "a".into()],
             if_exists: false,

@@ -191,7 +191,8 @@ fn take_words(p: &mut Parser, words: &[&str]) -> bool {
 /// Whether the tokens after `ALTER TABLE name` start one of these statements.
 pub(super) fn starts_action(p: &Parser) -> bool {
     let ref_kind = |n: usize| peek_word(p, n, "BRANCH") || peek_word(p, n, "TAG");
-    (peek_word(p, 0, "CREATE") && (ref_kind(1) || (peek_word(p, 1, "OR") && peek_word(p, 2, "REPLACE"))))
+    (peek_word(p, 0, "CREATE")
+        && (ref_kind(1) || (peek_word(p, 1, "OR") && peek_word(p, 2, "REPLACE"))))
         || (peek_word(p, 0, "REPLACE") && ref_kind(1))
         || (peek_word(p, 0, "DROP") && ref_kind(1))
         || ((peek_word(p, 0, "SET") || peek_word(p, 0, "UNSET"))
@@ -327,7 +328,11 @@ fn parse_snapshot_id(p: &mut Parser) -> PResult<i64> {
     let next = p.next_token();
     let parsed = match &next.token {
         Token::Number(text, _) => {
-            let text = if negative { format!("-{text}") } else { text.clone() };
+            let text = if negative {
+                format!("-{text}")
+            } else {
+                text.clone()
+            };
             text.parse::<i64>().ok()
         }
         _ => None,
@@ -354,7 +359,8 @@ fn parse_value(p: &mut Parser) -> PResult<String> {
         Token::Number(text, _) => Ok(text.clone()),
         Token::Word(w)
             if w.quote_style.is_none()
-                && (w.value.eq_ignore_ascii_case("true") || w.value.eq_ignore_ascii_case("false")) =>
+                && (w.value.eq_ignore_ascii_case("true")
+                    || w.value.eq_ignore_ascii_case("false")) =>
         {
             Ok(w.value.to_ascii_lowercase())
         }

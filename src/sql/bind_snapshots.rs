@@ -24,11 +24,11 @@ use super::ast::{AlterAction, Arg, ArgValue, Literal};
 use super::bind::BindContext;
 use super::timestamp::parse_timestamp_noted;
 use crate::error::{Error, ErrorKind, Result};
+use crate::plan::snapshots::retention_ms;
 use crate::plan::snapshots::{
     CHERRYPICK_SNAPSHOT, FAST_FORWARD, PUBLISH_CHANGES, ROLLBACK_TO_SNAPSHOT,
     ROLLBACK_TO_TIMESTAMP, SET_CURRENT_SNAPSHOT,
 };
-use crate::plan::snapshots::retention_ms;
 use crate::plan::{RefRetention, SnapshotProcedure, SnapshotSelector, TableChange};
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -195,11 +195,64 @@ pub fn bind_snapshot_procedure(
             wap_id: text(&values, procedure, "wap_id")?,
         },
         other => {
-            return Err(Error::logical(format!("{other} is not a snapshot procedure")));
+            return Err(Error::logical(format!(
+                "{other} is not a snapshot procedure"
+            )));
         }
     };
     call.validate()?;
     Ok(call)
+}
+
+/// Bind an `ALTER TABLE` ref or property statement to its typed form, validated
+/// ([`TableChange::validate`]): retention amounts in milliseconds (overflow is `BAD_ARGUMENTS`),
+/// a count of snapshots within `Int32`.
+pub fn bind_alter(action: &AlterAction) -> Result<TableChange> {
+    let change = match action {
+        AlterAction::PutRef {
+            kind,
+            mode,
+            name,
+            as_of,
+            retain,
+            min_snapshots,
+            snapshot_age,
+        } => TableChange::PutRef {
+            kind: *kind,
+            mode: *mode,
+            name: name.clone(),
+            snapshot_id: *as_of,
+            retention: RefRetention {
+                max_ref_age_ms: retain.map(|(n, u)| retention_ms(n, u)).transpose()?,
+                min_snapshots_to_keep: min_snapshots
+                    .map(|n| {
+                        i32::try_from(n).map_err(|_| {
+                            Error::bad_arguments(format!(
+                                "The number of snapshots to keep is too large: {n}"
+                            ))
+                        })
+                    })
+                    .transpose()?,
+                max_snapshot_age_ms: snapshot_age.map(|(n, u)| retention_ms(n, u)).transpose()?,
+            },
+        },
+        AlterAction::DropRef {
+            kind,
+            name,
+            if_exists,
+        } => TableChange::DropRef {
+            kind: *kind,
+            name: name.clone(),
+            if_exists: *if_exists,
+        },
+        AlterAction::SetProperties(pairs) => TableChange::SetProperties(pairs.clone()),
+        AlterAction::UnsetProperties { if_exists, keys } => TableChange::UnsetProperties {
+            keys: keys.clone(),
+            if_exists: *if_exists,
+        },
+    };
+    change.validate()?;
+    Ok(change)
 }
 
 #[cfg(test)]
@@ -315,55 +368,4 @@ mod tests {
         .unwrap_err();
         assert!(e.message().contains("must be a literal value"));
     }
-}
-
-/// Bind an `ALTER TABLE` ref or property statement to its typed form, validated
-/// ([`TableChange::validate`]): retention amounts in milliseconds (overflow is `BAD_ARGUMENTS`),
-/// a count of snapshots within `Int32`.
-pub fn bind_alter(action: &AlterAction) -> Result<TableChange> {
-    let change = match action {
-        AlterAction::PutRef {
-            kind,
-            mode,
-            name,
-            as_of,
-            retain,
-            min_snapshots,
-            snapshot_age,
-        } => TableChange::PutRef {
-            kind: *kind,
-            mode: *mode,
-            name: name.clone(),
-            snapshot_id: *as_of,
-            retention: RefRetention {
-                max_ref_age_ms: retain.map(|(n, u)| retention_ms(n, u)).transpose()?,
-                min_snapshots_to_keep: min_snapshots
-                    .map(|n| {
-                        i32::try_from(n).map_err(|_| {
-                            Error::bad_arguments(format!(
-                                "The number of snapshots to keep is too large: {n}"
-                            ))
-                        })
-                    })
-                    .transpose()?,
-                max_snapshot_age_ms: snapshot_age.map(|(n, u)| retention_ms(n, u)).transpose()?,
-            },
-        },
-        AlterAction::DropRef {
-            kind,
-            name,
-            if_exists,
-        } => TableChange::DropRef {
-            kind: *kind,
-            name: name.clone(),
-            if_exists: *if_exists,
-        },
-        AlterAction::SetProperties(pairs) => TableChange::SetProperties(pairs.clone()),
-        AlterAction::UnsetProperties { if_exists, keys } => TableChange::UnsetProperties {
-            keys: keys.clone(),
-            if_exists: *if_exists,
-        },
-    };
-    change.validate()?;
-    Ok(change)
 }

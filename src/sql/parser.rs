@@ -16,8 +16,8 @@ use sqlparser::tokenizer::{Location, Token, TokenWithSpan, Tokenizer};
 
 use super::alter_refs;
 use super::ast::{
-    AlterExecute, AlterTable, Arg, ArgValue, CreateTable, Engine, EngineArg, EngineName, Literal, Statement,
-    TableName,
+    AlterExecute, AlterTable, Arg, ArgValue, CreateTable, Engine, EngineArg, EngineName, Literal,
+    Statement, TableName,
 };
 use super::select::Select;
 use crate::error::{Error, ErrorKind, Result};

@@ -16,6 +16,9 @@ use serde_json::Value;
 use crate::support::expire::current_metadata;
 use crate::support::fixtures::{Fixture, make_fixture, now_ms, run_python_json};
 
+/// name → (type, snapshot id, min-snapshots-to-keep, max-snapshot-age-ms, max-ref-age-ms).
+type RefTable = BTreeMap<String, (String, i64, Option<i64>, Option<i64>, Option<i64>)>;
+
 fn refs_rows(dir: &Path, metadata: &Path) -> Value {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/py/refs_rows.py");
     run_python_json(
@@ -52,7 +55,7 @@ impl Check<'_> {
         results.into_iter().flat_map(|r| r.rows).collect()
     }
 
-    async fn icetrim_refs(&mut self) -> BTreeMap<String, (String, i64, Option<i64>, Option<i64>, Option<i64>)> {
+    async fn icetrim_refs(&mut self) -> RefTable {
         let rows = self
             .run(
                 "SELECT name, type, snapshot_id, min_snapshots_to_keep, max_snapshot_age_ms, \
@@ -68,7 +71,13 @@ impl Check<'_> {
             .map(|r| {
                 (
                     r[0].to_string(),
-                    (r[1].to_string(), int(&r[2]).expect("id"), int(&r[3]), int(&r[4]), int(&r[5])),
+                    (
+                        r[1].to_string(),
+                        int(&r[2]).expect("id"),
+                        int(&r[3]),
+                        int(&r[4]),
+                        int(&r[5]),
+                    ),
                 )
             })
             .collect()
@@ -81,33 +90,51 @@ impl Check<'_> {
         let metadata = current_metadata(&dir).await;
         let report = refs_rows(&dir, &metadata);
         let ours = self.icetrim_refs().await;
-        let theirs: BTreeMap<String, (String, i64, Option<i64>, Option<i64>, Option<i64>)> =
-            report["refs"]
-                .as_object()
-                .expect("refs")
-                .iter()
-                .map(|(name, r)| {
+        let theirs: RefTable = report["refs"]
+            .as_object()
+            .expect("refs")
+            .iter()
+            .map(|(name, r)| {
+                (
+                    name.clone(),
                     (
-                        name.clone(),
-                        (
-                            r["type"].as_str().expect("type").to_string(),
-                            r["snapshot_id"].as_i64().expect("id"),
-                            r["min_snapshots_to_keep"].as_i64(),
-                            r["max_snapshot_age_ms"].as_i64(),
-                            r["max_ref_age_ms"].as_i64(),
-                        ),
-                    )
-                })
-                .collect();
-        assert_eq!(ours, theirs, "{step}: system.iceberg_refs vs pyiceberg refs");
+                        r["type"].as_str().expect("type").to_string(),
+                        r["snapshot_id"].as_i64().expect("id"),
+                        r["min_snapshots_to_keep"].as_i64(),
+                        r["max_snapshot_age_ms"].as_i64(),
+                        r["max_ref_age_ms"].as_i64(),
+                    ),
+                )
+            })
+            .collect();
+        assert_eq!(
+            ours, theirs,
+            "{step}: system.iceberg_refs vs pyiceberg refs"
+        );
         for r in report["inspect_refs"].as_array().expect("inspect_refs") {
             let name = r["name"].as_str().expect("name");
             let (kind, id, min_keep, max_age, max_ref_age) = &ours[name];
-            assert_eq!(r["type"].as_str().map(str::to_lowercase).as_deref(), Some(kind.as_str()), "{step}: {name}");
+            assert_eq!(
+                r["type"].as_str().map(str::to_lowercase).as_deref(),
+                Some(kind.as_str()),
+                "{step}: {name}"
+            );
             assert_eq!(r["snapshot_id"].as_i64(), Some(*id), "{step}: {name}");
-            assert_eq!(r["min_snapshots_to_keep"].as_i64(), *min_keep, "{step}: {name}");
-            assert_eq!(r["max_snapshot_age_in_ms"].as_i64(), *max_age, "{step}: {name}");
-            assert_eq!(r["max_reference_age_in_ms"].as_i64(), *max_ref_age, "{step}: {name}");
+            assert_eq!(
+                r["min_snapshots_to_keep"].as_i64(),
+                *min_keep,
+                "{step}: {name}"
+            );
+            assert_eq!(
+                r["max_snapshot_age_in_ms"].as_i64(),
+                *max_age,
+                "{step}: {name}"
+            );
+            assert_eq!(
+                r["max_reference_age_in_ms"].as_i64(),
+                *max_ref_age,
+                "{step}: {name}"
+            );
         }
         assert_eq!(
             report["inspect_refs"].as_array().map(Vec::len),
@@ -117,7 +144,10 @@ impl Check<'_> {
         for (name, (_, id, ..)) in &ours {
             let py = ids(&report["pyiceberg"][name]);
             let ch = ids(&report["clickhouse"][name]);
-            assert_eq!(py, ch, "{step}: ref {name}: pyiceberg and ClickHouse read different rows");
+            assert_eq!(
+                py, ch,
+                "{step}: ref {name}: pyiceberg and ClickHouse read different rows"
+            );
             if let Some((_, rows)) = expect.iter().find(|(n, _)| n == name) {
                 assert_eq!(&py, rows, "{step}: ref {name} holds the expected rows");
             } else if let Some(rows) = self.known.get(id) {
@@ -153,16 +183,25 @@ async fn every_ref_reads_the_same_in_pyiceberg_and_clickhouse_after_each_stateme
     };
     let id = |label: &str| fx.snapshot_id(label);
     check
-        .run(&format!("CREATE TABLE t ENGINE = IcebergLocal('{}')", dir.display()))
+        .run(&format!(
+            "CREATE TABLE t ENGINE = IcebergLocal('{}')",
+            dir.display()
+        ))
         .await;
     check.read("fixture", &[]).await;
 
     // Tags and branches on the staged snapshots and older ones, to learn their rows.
     for sql in [
         format!("ALTER TABLE t CREATE BRANCH dev AS OF VERSION {}", id("a5")),
-        format!("ALTER TABLE t CREATE TAG t6 AS OF VERSION {} RETAIN 30 DAYS", id("a6")),
+        format!(
+            "ALTER TABLE t CREATE TAG t6 AS OF VERSION {} RETAIN 30 DAYS",
+            id("a6")
+        ),
         format!("ALTER TABLE t CREATE TAG wtag AS OF VERSION {}", id("w1")),
-        format!("ALTER TABLE t CREATE OR REPLACE TAG w2tag AS OF VERSION {}", id("w2")),
+        format!(
+            "ALTER TABLE t CREATE OR REPLACE TAG w2tag AS OF VERSION {}",
+            id("w2")
+        ),
     ] {
         check.run(&sql).await;
         check.read(&sql, &[]).await;
@@ -176,7 +215,11 @@ async fn every_ref_reads_the_same_in_pyiceberg_and_clickhouse_after_each_stateme
 
     // wap-1 re-applied on top of w2: w2's rows plus w1's own.
     let a5 = check.rows_of("a5");
-    let w1_own: Vec<i64> = check.rows_of("w1").into_iter().filter(|r| !a5.contains(r)).collect();
+    let w1_own: Vec<i64> = check
+        .rows_of("w1")
+        .into_iter()
+        .filter(|r| !a5.contains(r))
+        .collect();
     assert_eq!(w1_own.len(), 3, "w1 appended three rows");
     let mut expected: Vec<i64> = w2.iter().copied().chain(w1_own).collect();
     expected.sort_unstable();
@@ -201,16 +244,25 @@ async fn every_ref_reads_the_same_in_pyiceberg_and_clickhouse_after_each_stateme
         "ALTER TABLE t EXECUTE set_current_snapshot(ref = 'audit')".to_string(),
         format!(
             "ALTER TABLE t EXECUTE rollback_to_timestamp('{}')",
-            chrono::DateTime::from_timestamp_millis(fx.facts["snapshot_ts"]["a5"].as_i64().expect("ts") + 60_000)
-                .expect("time")
-                .format("%Y-%m-%d %H:%M:%S")
+            chrono::DateTime::from_timestamp_millis(
+                fx.facts["snapshot_ts"]["a5"].as_i64().expect("ts") + 60_000
+            )
+            .expect("time")
+            .format("%Y-%m-%d %H:%M:%S")
         ),
         "ALTER TABLE t EXECUTE fast_forward('main', 'audit')".to_string(),
-        format!("ALTER TABLE t EXECUTE set_current_snapshot(snapshot_id = {})", id("a7")),
-        format!("ALTER TABLE t REPLACE BRANCH audit AS OF VERSION {}", id("a5")),
+        format!(
+            "ALTER TABLE t EXECUTE set_current_snapshot(snapshot_id = {})",
+            id("a7")
+        ),
+        format!(
+            "ALTER TABLE t REPLACE BRANCH audit AS OF VERSION {}",
+            id("a5")
+        ),
         "ALTER TABLE t DROP TAG wtag".to_string(),
         "ALTER TABLE t DROP BRANCH IF EXISTS dev".to_string(),
-        "ALTER TABLE t SET TBLPROPERTIES ('history.expire.min-snapshots-to-keep' = '3')".to_string(),
+        "ALTER TABLE t SET TBLPROPERTIES ('history.expire.min-snapshots-to-keep' = '3')"
+            .to_string(),
     ] {
         check.run(&sql).await;
         check.read(&sql, &[]).await;

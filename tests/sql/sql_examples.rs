@@ -136,14 +136,27 @@ async fn snapshots_and_refs_example() {
     let out = run_script(&script);
     let moves: Vec<&str> = out
         .lines()
-        .filter(|l| l.starts_with("previous_snapshot_id\t") || l.starts_with("current_snapshot_id\t"))
+        .filter(|l| {
+            l.starts_with("previous_snapshot_id\t") || l.starts_with("current_snapshot_id\t")
+        })
         .collect();
     assert_eq!(moves.len(), 6, "three procedures, two rows each\n{out}");
     // The rollback moved main back; fast_forward brought it to audit's head again.
-    assert_ne!(moves[0].split('\t').nth(1), moves[1].split('\t').nth(1), "{out}");
-    assert_eq!(moves[0].split('\t').nth(1), moves[3].split('\t').nth(1), "{out}");
+    assert_ne!(
+        moves[0].split('\t').nth(1),
+        moves[1].split('\t').nth(1),
+        "{out}"
+    );
+    assert_eq!(
+        moves[0].split('\t').nth(1),
+        moves[3].split('\t').nth(1),
+        "{out}"
+    );
     assert!(out.contains("\nrelease\ttag\t"), "{out}");
-    assert!(!out.contains("audit\tbranch"), "audit was dropped at the end\n{out}");
+    assert!(
+        !out.contains("audit\tbranch"),
+        "audit was dropped at the end\n{out}"
+    );
 }
 
 #[tokio::test]

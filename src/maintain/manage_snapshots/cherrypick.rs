@@ -26,9 +26,9 @@
 
 use std::collections::BTreeMap;
 
+use super::Change;
 use super::ancestry::{current_ancestors, is_current_ancestor};
 use super::history::move_main;
-use super::Change;
 use crate::error::{Error, Result};
 use crate::iceberg::metadata::TableMetadata;
 use crate::iceberg::spec::{Snapshot, SnapshotId};
@@ -46,7 +46,7 @@ pub const REPLACE_PARTITIONS: &str = "replace-partitions";
 #[derive(Debug, Clone, PartialEq)]
 pub enum CherrypickPlan {
     /// The picked snapshot's parent is the current snapshot: `main` moves to it.
-    FastForward(Change),
+    FastForward(Box<Change>),
     /// A new snapshot on `main` re-applying the picked one's changes.
     Reapply(Reapply),
 }
@@ -118,7 +118,8 @@ pub fn plan_cherrypick(
         check_wap_unpublished(metadata, picked)?;
     }
     if is_fast_forward(metadata, picked) {
-        return move_main(metadata, snapshot_id, now_ms).map(CherrypickPlan::FastForward);
+        return move_main(metadata, snapshot_id, now_ms)
+            .map(|c| CherrypickPlan::FastForward(Box::new(c)));
     }
     if operation != "append" && !replace_partitions {
         return Err(Error::bad_arguments(format!(

@@ -222,7 +222,9 @@ fn reapply_row(metadata: &TableMetadata, reapply: &Reapply, picked: &Picked) -> 
     ExplainRow {
         kind: "snapshot".into(),
         name: "main".into(),
-        before: metadata.current_snapshot_id().map(|id| format!("branch {id}")),
+        before: metadata
+            .current_snapshot_id()
+            .map(|id| format!("branch {id}")),
         after: Some(format!("new {} snapshot", reapply.operation)),
         detail: format!(
             "{}; adds {} data file(s), removes {}",

@@ -15,9 +15,9 @@
 //! - Moving `main` also sets `current-snapshot-id` and appends to `snapshot-log`; moving `main`
 //!   to where it is writes nothing.
 
+use super::Change;
 use super::ancestry::{current_ancestors, is_ancestor_of, is_current_ancestor};
 use super::explain::{ExplainRow, ref_text};
-use super::Change;
 use crate::error::{Error, Result};
 use crate::iceberg::metadata::TableMetadata;
 use crate::iceberg::spec::{MAIN_BRANCH, RefKind, SnapshotId, SnapshotRef};
@@ -48,7 +48,11 @@ fn unknown_snapshot(id: SnapshotId) -> Error {
     Error::bad_arguments(format!("Cannot roll back to unknown snapshot id: {id}"))
 }
 
-pub(super) fn ref_row(name: &str, before: Option<&SnapshotRef>, after: Option<&SnapshotRef>) -> ExplainRow {
+pub(super) fn ref_row(
+    name: &str,
+    before: Option<&SnapshotRef>,
+    after: Option<&SnapshotRef>,
+) -> ExplainRow {
     let detail = match (before, after) {
         (None, _) => "created",
         (_, None) => "removed",
@@ -83,7 +87,10 @@ pub fn rollback_to_snapshot(
 
 /// The ancestor of the current snapshot that `rollback_to_timestamp(timestamp_ms)` picks: the
 /// largest `timestamp-ms` strictly below `timestamp_ms` (the newest such one on a tie).
-pub fn latest_ancestor_older_than(metadata: &TableMetadata, timestamp_ms: i64) -> Option<SnapshotId> {
+pub fn latest_ancestor_older_than(
+    metadata: &TableMetadata,
+    timestamp_ms: i64,
+) -> Option<SnapshotId> {
     let mut best: Option<(i64, SnapshotId)> = None;
     for s in current_ancestors(metadata) {
         if s.timestamp_ms < timestamp_ms && best.is_none_or(|(ts, _)| s.timestamp_ms > ts) {

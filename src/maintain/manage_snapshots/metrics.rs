@@ -13,8 +13,14 @@ impl SnapshotMetrics {
     /// `(metric_name, metric_value)` in row order.
     pub fn named_values(&self) -> [(&'static str, i64); 2] {
         [
-            ("previous_snapshot_id", self.previous_snapshot_id.unwrap_or(-1)),
-            ("current_snapshot_id", self.current_snapshot_id.unwrap_or(-1)),
+            (
+                "previous_snapshot_id",
+                self.previous_snapshot_id.unwrap_or(-1),
+            ),
+            (
+                "current_snapshot_id",
+                self.current_snapshot_id.unwrap_or(-1),
+            ),
         ]
     }
 }

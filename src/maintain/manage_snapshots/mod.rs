@@ -88,7 +88,7 @@ impl Change {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Decision {
     /// A metadata edit (or nothing).
-    Edit(Change),
+    Edit(Box<Change>),
     /// A cherry-pick that writes a new snapshot.
     Reapply(cherrypick::Reapply),
 }
@@ -100,7 +100,7 @@ pub fn decide_procedure(
     now_ms: i64,
 ) -> Result<Decision> {
     call.validate()?;
-    let edit = |c: Result<Change>| c.map(Decision::Edit);
+    let edit = |c: Result<Change>| c.map(|c| Decision::Edit(Box::new(c)));
     match call {
         SnapshotProcedure::RollbackToSnapshot { snapshot_id } => edit(
             history::rollback_to_snapshot(metadata, *snapshot_id, now_ms),
@@ -132,7 +132,11 @@ fn cherrypick_decision(metadata: &TableMetadata, id: i64, now_ms: i64) -> Result
 }
 
 /// Decide a DDL statement on `metadata` at `now_ms` (pure).
-pub fn decide_change(metadata: &TableMetadata, change: &TableChange, now_ms: i64) -> Result<Change> {
+pub fn decide_change(
+    metadata: &TableMetadata,
+    change: &TableChange,
+    now_ms: i64,
+) -> Result<Change> {
     change.validate()?;
     match change {
         TableChange::PutRef { .. } | TableChange::DropRef { .. } => {

@@ -17,8 +17,8 @@
 //! - Setting a property to the value it has, or unsetting absent keys with `IF EXISTS`, writes
 //!   nothing.
 
-use super::explain::ExplainRow;
 use super::Change;
+use super::explain::ExplainRow;
 use crate::error::{Error, Result};
 use crate::iceberg::metadata::TableMetadata;
 use crate::maintain::expire::retention::{TablePolicy, effective_policy};
@@ -80,14 +80,14 @@ pub fn validate_property(key: &str, value: &str) -> Result<()> {
         }
     }
     let integer = || value.parse::<i64>().ok();
-    if NON_NEGATIVE.contains(&key) && !integer().is_some_and(|n| n >= 0) {
+    if NON_NEGATIVE.contains(&key) && integer().is_none_or(|n| n < 0) {
         return Err(invalid(
             key,
             value,
             &format!("an integer in range [0, {}]", i64::MAX),
         ));
     }
-    if POSITIVE.contains(&key) && !integer().is_some_and(|n| n >= 1) {
+    if POSITIVE.contains(&key) && integer().is_none_or(|n| n < 1) {
         return Err(invalid(
             key,
             value,
@@ -96,7 +96,12 @@ pub fn validate_property(key: &str, value: &str) -> Result<()> {
     }
     // The retention properties, read exactly as expiry reads them.
     let one = [(key.to_string(), value.to_string())];
-    effective_policy(TablePolicy::default(), one.iter().map(|(k, v)| (k, v)), None, None)?;
+    effective_policy(
+        TablePolicy::default(),
+        one.iter().map(|(k, v)| (k, v)),
+        None,
+        None,
+    )?;
     Ok(())
 }
 
@@ -125,7 +130,11 @@ pub fn set_properties(metadata: &TableMetadata, pairs: &[(String, String)]) -> R
 }
 
 /// `UNSET TBLPROPERTIES [IF EXISTS] (keys)`.
-pub fn unset_properties(metadata: &TableMetadata, keys: &[String], if_exists: bool) -> Result<Change> {
+pub fn unset_properties(
+    metadata: &TableMetadata,
+    keys: &[String],
+    if_exists: bool,
+) -> Result<Change> {
     for key in keys {
         reserved(key)?;
         if !if_exists && metadata.property(key).is_none() {

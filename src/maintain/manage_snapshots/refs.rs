@@ -57,7 +57,15 @@ pub fn change_ref(metadata: &TableMetadata, change: &TableChange, now_ms: i64) -
             name,
             snapshot_id,
             retention,
-        } => put_ref(metadata, *kind, *mode, name, *snapshot_id, retention, now_ms),
+        } => put_ref(
+            metadata,
+            *kind,
+            *mode,
+            name,
+            *snapshot_id,
+            retention,
+            now_ms,
+        ),
         TableChange::DropRef {
             kind,
             name,
@@ -128,7 +136,9 @@ fn put_ref(
         }
     };
     let new_ref = SnapshotRef {
-        min_snapshots_to_keep: retention.min_snapshots_to_keep.or(base.min_snapshots_to_keep),
+        min_snapshots_to_keep: retention
+            .min_snapshots_to_keep
+            .or(base.min_snapshots_to_keep),
         max_snapshot_age_ms: retention.max_snapshot_age_ms.or(base.max_snapshot_age_ms),
         max_ref_age_ms: retention.max_ref_age_ms.or(base.max_ref_age_ms),
         ..base
@@ -149,7 +159,12 @@ fn put_ref(
     })
 }
 
-fn drop_ref(metadata: &TableMetadata, kind: RefType, name: &str, if_exists: bool) -> Result<Change> {
+fn drop_ref(
+    metadata: &TableMetadata,
+    kind: RefType,
+    name: &str,
+    if_exists: bool,
+) -> Result<Change> {
     if kind == RefType::Branch && name == MAIN_BRANCH {
         return Err(Error::bad_arguments("Cannot remove main branch"));
     }

@@ -93,8 +93,16 @@ fn rollback_to_an_ancestor_moves_main_and_logs_it() {
     let w = written(&c);
     assert_eq!(w.current_snapshot_id(), Some(2));
     assert_eq!(head(w, MAIN_BRANCH), Some(2));
-    assert_eq!(w.snapshot_log().last().map(|e| (e.snapshot_id, e.timestamp_ms)), Some((2, NOW)));
-    assert_eq!((c.previous_snapshot_id, c.current_snapshot_id), (Some(4), Some(2)));
+    assert_eq!(
+        w.snapshot_log()
+            .last()
+            .map(|e| (e.snapshot_id, e.timestamp_ms)),
+        Some((2, NOW))
+    );
+    assert_eq!(
+        (c.previous_snapshot_id, c.current_snapshot_id),
+        (Some(4), Some(2))
+    );
     assert_eq!(head(w, "audit"), Some(6));
     assert_eq!(w.snapshots().len(), 10);
     assert_eq!(c.rows.len(), 1);
@@ -115,7 +123,10 @@ fn rollback_refuses_unknown_and_non_ancestors_and_ignores_current() {
     );
     let same = rollback_to_snapshot(&m, 4, NOW).unwrap();
     assert!(same.metadata.is_none());
-    assert_eq!((same.previous_snapshot_id, same.current_snapshot_id), (Some(4), Some(4)));
+    assert_eq!(
+        (same.previous_snapshot_id, same.current_snapshot_id),
+        (Some(4), Some(4))
+    );
 }
 
 #[test]
@@ -133,7 +144,12 @@ fn rollback_to_timestamp_takes_the_latest_strictly_older_ancestor() {
         msg(rollback_to_timestamp(&m, 100, NOW)),
         "Cannot roll back, no valid snapshot older than: 100"
     );
-    assert!(rollback_to_timestamp(&m, 10_000, NOW).unwrap().metadata.is_none());
+    assert!(
+        rollback_to_timestamp(&m, 10_000, NOW)
+            .unwrap()
+            .metadata
+            .is_none()
+    );
 }
 
 #[test]
@@ -144,7 +160,11 @@ fn set_current_snapshot_by_id_or_ref() {
     let c = set_current_snapshot(&m, &SnapshotSelector::Ref("v1".into()), NOW).unwrap();
     assert_eq!(written(&c).current_snapshot_id(), Some(2));
     assert_eq!(
-        msg(set_current_snapshot(&m, &SnapshotSelector::Ref("nope".into()), NOW)),
+        msg(set_current_snapshot(
+            &m,
+            &SnapshotSelector::Ref("nope".into()),
+            NOW
+        )),
         "Cannot find matching snapshot ID for ref nope"
     );
     assert!(set_current_snapshot(&m, &SnapshotSelector::Id(42), NOW).is_err());
@@ -157,15 +177,32 @@ fn fast_forward_rules() {
     let w = written(&c);
     assert_eq!(w.current_snapshot_id(), Some(6));
     assert_eq!(head(w, "audit"), Some(6));
-    assert_eq!((c.previous_snapshot_id, c.current_snapshot_id), (Some(4), Some(6)));
+    assert_eq!(
+        (c.previous_snapshot_id, c.current_snapshot_id),
+        (Some(4), Some(6))
+    );
     assert_eq!(
         msg(fast_forward(&m, "audit", "main", NOW)),
         "Cannot fast-forward: audit is not an ancestor of main"
     );
-    assert_eq!(msg(fast_forward(&m, "v1", "main", NOW)), "Ref v1 is a tag not a branch");
-    assert_eq!(msg(fast_forward(&m, "nope", "main", NOW)), "Target branch does not exist: nope");
-    assert_eq!(msg(fast_forward(&m, "main", "nope", NOW)), "Ref does not exist: nope");
-    assert!(fast_forward(&m, "main", "main", NOW).unwrap().metadata.is_none());
+    assert_eq!(
+        msg(fast_forward(&m, "v1", "main", NOW)),
+        "Ref v1 is a tag not a branch"
+    );
+    assert_eq!(
+        msg(fast_forward(&m, "nope", "main", NOW)),
+        "Target branch does not exist: nope"
+    );
+    assert_eq!(
+        msg(fast_forward(&m, "main", "nope", NOW)),
+        "Ref does not exist: nope"
+    );
+    assert!(
+        fast_forward(&m, "main", "main", NOW)
+            .unwrap()
+            .metadata
+            .is_none()
+    );
     // A non-main branch keeps its retention; main is untouched.
     let mut d = doc();
     d["refs"]["b"] = json!({"snapshot-id": 4, "type": "branch", "max-ref-age-ms": 9});
@@ -188,7 +225,10 @@ fn cherrypick_fast_forwards_a_child_of_current() {
     };
     assert_eq!(written(&c).current_snapshot_id(), Some(5));
     // Any operation fast-forwards (Java): a delete whose parent is current.
-    assert!(matches!(plan_cherrypick(&m, 8, NOW).unwrap(), CherrypickPlan::FastForward(_)));
+    assert!(matches!(
+        plan_cherrypick(&m, 8, NOW).unwrap(),
+        CherrypickPlan::FastForward(_)
+    ));
 }
 
 #[test]
@@ -198,15 +238,30 @@ fn cherrypick_reapplies_an_append_with_source_and_wap_summary() {
         panic!("expected a new snapshot");
     };
     assert_eq!(r.operation, "append");
-    assert_eq!(r.summary.get("source-snapshot-id").map(String::as_str), Some("7"));
-    assert_eq!(r.summary.get("published-wap-id").map(String::as_str), Some("w1"));
+    assert_eq!(
+        r.summary.get("source-snapshot-id").map(String::as_str),
+        Some("7")
+    );
+    assert_eq!(
+        r.summary.get("published-wap-id").map(String::as_str),
+        Some("w1")
+    );
     assert_eq!(r.parent, Some(4));
     assert!(!r.replace_partitions);
     assert_eq!(wap_snapshot(&m, "w1").unwrap(), 7);
-    assert_eq!(msg(wap_snapshot(&m, "nope")), "Cannot apply unknown WAP ID 'nope'");
+    assert_eq!(
+        msg(wap_snapshot(&m, "nope")),
+        "Cannot apply unknown WAP ID 'nope'"
+    );
     assert!(matches!(
-        decide_procedure(&m, &SnapshotProcedure::PublishChanges { wap_id: "w1".into() }, NOW)
-            .unwrap(),
+        decide_procedure(
+            &m,
+            &SnapshotProcedure::PublishChanges {
+                wap_id: "w1".into()
+            },
+            NOW
+        )
+        .unwrap(),
         Decision::Reapply(_)
     ));
 }
@@ -214,7 +269,10 @@ fn cherrypick_reapplies_an_append_with_source_and_wap_summary() {
 #[test]
 fn cherrypick_refusals() {
     let m = md();
-    assert_eq!(msg(plan_cherrypick(&m, 99, NOW)), "Cannot cherry-pick unknown snapshot ID: 99");
+    assert_eq!(
+        msg(plan_cherrypick(&m, 99, NOW)),
+        "Cannot cherry-pick unknown snapshot ID: 99"
+    );
     assert_eq!(
         msg(plan_cherrypick(&m, 3, NOW)),
         "Cannot cherrypick snapshot 3: already an ancestor"
@@ -256,9 +314,12 @@ fn cherrypick_dynamic_overwrite_checks_its_base() {
     );
     let a = (0, "p=1".to_string());
     let b = (0, "p=2".to_string());
-    assert!(check_replaced_partitions(&[a.clone()], &[b.clone()]).is_ok());
+    assert!(check_replaced_partitions(std::slice::from_ref(&a), std::slice::from_ref(&b)).is_ok());
     assert_eq!(
-        msg(check_replaced_partitions(&[a.clone()], &[b, a])),
+        msg(check_replaced_partitions(
+            std::slice::from_ref(&a),
+            &[b, a.clone()]
+        )),
         "Cannot cherry-pick replace partitions with changed partition: p=1"
     );
 }
@@ -284,7 +345,12 @@ fn drop_ref(kind: RefType, name: &str, if_exists: bool) -> TableChange {
 #[test]
 fn create_branch_and_tag() {
     let m = md();
-    let c = decide_change(&m, &put(RefType::Branch, CreateMode::Create, "b", None), NOW).unwrap();
+    let c = decide_change(
+        &m,
+        &put(RefType::Branch, CreateMode::Create, "b", None),
+        NOW,
+    )
+    .unwrap();
     let r = written(&c).ref_named("b").unwrap().clone();
     assert_eq!((r.kind, r.snapshot_id), (RefKind::Branch, 4));
     let with = TableChange::PutRef {
@@ -301,10 +367,20 @@ fn create_branch_and_tag() {
     let c = decide_change(&m, &with, NOW).unwrap();
     let r = written(&c).ref_named("b").unwrap().clone();
     assert_eq!(
-        (r.snapshot_id, r.max_ref_age_ms, r.min_snapshots_to_keep, r.max_snapshot_age_ms),
+        (
+            r.snapshot_id,
+            r.max_ref_age_ms,
+            r.min_snapshots_to_keep,
+            r.max_snapshot_age_ms
+        ),
         (2, Some(1), Some(2), Some(3))
     );
-    let c = decide_change(&m, &put(RefType::Tag, CreateMode::Create, "v2", Some(6)), NOW).unwrap();
+    let c = decide_change(
+        &m,
+        &put(RefType::Tag, CreateMode::Create, "v2", Some(6)),
+        NOW,
+    )
+    .unwrap();
     assert_eq!(written(&c).ref_named("v2").unwrap().kind, RefKind::Tag);
     assert_eq!(written(&c).current_snapshot_id(), Some(4));
 }
@@ -317,27 +393,47 @@ fn create_and_replace_errors_and_no_ops() {
         msg(create(RefType::Branch, CreateMode::Create, "audit", None)),
         "Ref audit already exists"
     );
-    assert_eq!(msg(create(RefType::Tag, CreateMode::Create, "v1", None)), "Ref v1 already exists");
-    assert!(create(RefType::Branch, CreateMode::CreateIfNotExists, "audit", Some(1))
+    assert_eq!(
+        msg(create(RefType::Tag, CreateMode::Create, "v1", None)),
+        "Ref v1 already exists"
+    );
+    assert!(
+        create(
+            RefType::Branch,
+            CreateMode::CreateIfNotExists,
+            "audit",
+            Some(1)
+        )
         .unwrap()
         .metadata
-        .is_none());
+        .is_none()
+    );
     // IF NOT EXISTS of a name taken by the other kind changes nothing either (Spark).
-    assert!(create(RefType::Tag, CreateMode::CreateIfNotExists, "audit", None)
-        .unwrap()
-        .metadata
-        .is_none());
+    assert!(
+        create(RefType::Tag, CreateMode::CreateIfNotExists, "audit", None)
+            .unwrap()
+            .metadata
+            .is_none()
+    );
     assert_eq!(
         msg(create(RefType::Branch, CreateMode::Replace, "x", None)),
         "Branch does not exist: x"
     );
-    assert_eq!(msg(create(RefType::Tag, CreateMode::Replace, "x", None)), "Tag does not exist: x");
+    assert_eq!(
+        msg(create(RefType::Tag, CreateMode::Replace, "x", None)),
+        "Tag does not exist: x"
+    );
     assert_eq!(
         msg(create(RefType::Branch, CreateMode::Replace, "v1", None)),
         "Ref v1 is a tag not a branch"
     );
     assert_eq!(
-        msg(create(RefType::Tag, CreateMode::CreateOrReplace, "audit", None)),
+        msg(create(
+            RefType::Tag,
+            CreateMode::CreateOrReplace,
+            "audit",
+            None
+        )),
         "Ref audit is a branch not a tag"
     );
     assert_eq!(
@@ -345,20 +441,31 @@ fn create_and_replace_errors_and_no_ops() {
         "Cannot set v9 to unknown snapshot: 42"
     );
     // Replacing keeps the retention it had.
-    let c = create(RefType::Branch, CreateMode::CreateOrReplace, "audit", Some(5)).unwrap();
+    let c = create(
+        RefType::Branch,
+        CreateMode::CreateOrReplace,
+        "audit",
+        Some(5),
+    )
+    .unwrap();
     let r = written(&c).ref_named("audit").unwrap().clone();
     assert_eq!((r.snapshot_id, r.min_snapshots_to_keep), (5, Some(3)));
     let c = create(RefType::Branch, CreateMode::CreateOrReplace, "new", Some(5)).unwrap();
     assert_eq!(head(written(&c), "new"), Some(5));
     // Replacing with what is there writes nothing.
-    assert!(create(RefType::Branch, CreateMode::Replace, "audit", Some(6))
-        .unwrap()
-        .metadata
-        .is_none());
+    assert!(
+        create(RefType::Branch, CreateMode::Replace, "audit", Some(6))
+            .unwrap()
+            .metadata
+            .is_none()
+    );
     // REPLACE BRANCH main moves the current snapshot.
     let c = create(RefType::Branch, CreateMode::Replace, "main", Some(2)).unwrap();
     assert_eq!(written(&c).current_snapshot_id(), Some(2));
-    assert_eq!(written(&c).snapshot_log().last().map(|e| e.snapshot_id), Some(2));
+    assert_eq!(
+        written(&c).snapshot_log().last().map(|e| e.snapshot_id),
+        Some(2)
+    );
 }
 
 #[test]
@@ -367,9 +474,20 @@ fn a_table_without_snapshots_needs_as_of() {
     d["current-snapshot-id"] = (-1).into();
     d["refs"] = json!({});
     let m = md_of(&d);
-    let e = msg(decide_change(&m, &put(RefType::Tag, CreateMode::Create, "t", None), NOW));
+    let e = msg(decide_change(
+        &m,
+        &put(RefType::Tag, CreateMode::Create, "t", None),
+        NOW,
+    ));
     assert!(e.contains("main has no snapshot"), "{e}");
-    assert!(decide_change(&m, &put(RefType::Tag, CreateMode::Create, "t", Some(1)), NOW).is_ok());
+    assert!(
+        decide_change(
+            &m,
+            &put(RefType::Tag, CreateMode::Create, "t", Some(1)),
+            NOW
+        )
+        .is_ok()
+    );
 }
 
 #[test]
@@ -381,27 +499,45 @@ fn drop_rules() {
     let c = decide_change(&m, &drop_ref(RefType::Tag, "v1", false), NOW).unwrap();
     assert!(written(&c).ref_named("v1").is_none());
     assert_eq!(
-        msg(decide_change(&m, &drop_ref(RefType::Branch, "main", true), NOW)),
+        msg(decide_change(
+            &m,
+            &drop_ref(RefType::Branch, "main", true),
+            NOW
+        )),
         "Cannot remove main branch"
     );
     assert_eq!(
-        msg(decide_change(&m, &drop_ref(RefType::Branch, "x", false), NOW)),
+        msg(decide_change(
+            &m,
+            &drop_ref(RefType::Branch, "x", false),
+            NOW
+        )),
         "Branch does not exist: x"
     );
     assert_eq!(
         msg(decide_change(&m, &drop_ref(RefType::Tag, "x", false), NOW)),
         "Tag does not exist: x"
     );
-    assert!(decide_change(&m, &drop_ref(RefType::Tag, "x", true), NOW)
-        .unwrap()
-        .metadata
-        .is_none());
+    assert!(
+        decide_change(&m, &drop_ref(RefType::Tag, "x", true), NOW)
+            .unwrap()
+            .metadata
+            .is_none()
+    );
     assert_eq!(
-        msg(decide_change(&m, &drop_ref(RefType::Branch, "v1", true), NOW)),
+        msg(decide_change(
+            &m,
+            &drop_ref(RefType::Branch, "v1", true),
+            NOW
+        )),
         "Ref v1 is a tag not a branch"
     );
     assert_eq!(
-        msg(decide_change(&m, &drop_ref(RefType::Tag, "main", false), NOW)),
+        msg(decide_change(
+            &m,
+            &drop_ref(RefType::Tag, "main", false),
+            NOW
+        )),
         "Ref main is a branch not a tag"
     );
 }
@@ -410,11 +546,17 @@ fn drop_rules() {
 fn properties_are_validated_and_diffed() {
     let m = md();
     let set = |pairs: &[(&str, &str)]| {
-        let pairs: Vec<(String, String)> =
-            pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let pairs: Vec<(String, String)> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
         set_properties(&m, &pairs)
     };
-    let c = set(&[("history.expire.max-snapshot-age-ms", "259200000"), ("k", "v")]).unwrap();
+    let c = set(&[
+        ("history.expire.max-snapshot-age-ms", "259200000"),
+        ("k", "v"),
+    ])
+    .unwrap();
     assert_eq!(written(&c).property("k"), Some("v"));
     assert_eq!(c.rows.len(), 2);
     assert!(set(&[("owner", "me")]).unwrap().metadata.is_none());
@@ -438,7 +580,12 @@ fn properties_are_validated_and_diffed() {
     let c = unset_properties(&m, &["owner".into()], false).unwrap();
     assert_eq!(written(&c).property("owner"), None);
     assert!(msg(unset_properties(&m, &["nope".into()], false)).contains("non-existent"));
-    assert!(unset_properties(&m, &["nope".into()], true).unwrap().metadata.is_none());
+    assert!(
+        unset_properties(&m, &["nope".into()], true)
+            .unwrap()
+            .metadata
+            .is_none()
+    );
 }
 
 // ---- properties over random histories ----
@@ -472,10 +619,16 @@ fn history() -> impl Strategy<Value = Value> {
                 })
                 .collect();
             let mut ref_map = serde_json::Map::new();
-            ref_map.insert("main".into(), json!({"snapshot-id": current as i64 + 1, "type": "branch"}));
+            ref_map.insert(
+                "main".into(),
+                json!({"snapshot-id": current as i64 + 1, "type": "branch"}),
+            );
             for (k, (at, is_branch)) in refs.into_iter().enumerate() {
                 let kind = if is_branch { "branch" } else { "tag" };
-                ref_map.insert(format!("r{k}"), json!({"snapshot-id": at as i64 + 1, "type": kind}));
+                ref_map.insert(
+                    format!("r{k}"),
+                    json!({"snapshot-id": at as i64 + 1, "type": kind}),
+                );
             }
             let mut d = doc();
             d["snapshots"] = Value::Array(snapshots);
