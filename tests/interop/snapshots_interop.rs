@@ -272,3 +272,131 @@ async fn every_ref_reads_the_same_in_pyiceberg_and_clickhouse_after_each_stateme
     assert_eq!(refs["audit"].1, id("a5"));
     assert!(!refs.contains_key("wtag") && !refs.contains_key("dev"));
 }
+
+/// The typed API runs the same statements as SQL: builders, explain without writing, errors.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn typed_api_manages_snapshots_and_refs() {
+    use std::time::Duration;
+
+    use icetrim::{ErrorKind, StorageOptions, Table};
+
+    let now = now_ms();
+    let fx = make_fixture("py_v2_refs_wap", now, false);
+    let dir = fx.table_dir();
+    let id = |label: &str| fx.snapshot_id(label);
+    let table = Table::open(dir.to_str().expect("utf-8"), StorageOptions::default())
+        .expect("open")
+        .clock(FixedClock::new(now));
+    let before = current_metadata(&dir).await;
+
+    let explained = table
+        .create_branch("dev")
+        .as_of_version(id("a5"))
+        .explain()
+        .await
+        .expect("explain");
+    let rows = explained.explain.expect("rows");
+    assert_eq!(rows[0].name, "dev");
+    assert_eq!(
+        rows[0].after.as_deref(),
+        Some(format!("branch {}", id("a5")).as_str())
+    );
+    assert_eq!(
+        current_metadata(&dir).await,
+        before,
+        "explain writes nothing"
+    );
+
+    table
+        .create_branch("dev")
+        .as_of_version(id("a5"))
+        .retain(Duration::from_secs(86_400))
+        .min_snapshots_to_keep(4)
+        .execute()
+        .await
+        .expect("create branch");
+    let moved = table
+        .fast_forward("dev", "audit")
+        .execute()
+        .await
+        .expect("fast-forward");
+    let m = moved.metrics.expect("metrics");
+    assert_eq!(
+        (m.previous_snapshot_id, m.current_snapshot_id),
+        (Some(id("a5")), Some(id("b2")))
+    );
+    let rolled = table
+        .rollback_to_timestamp(icetrim::Timestamp::Millis(
+            fx.facts["snapshot_ts"]["a4"].as_i64().expect("ts") + 1,
+        ))
+        .execute()
+        .await
+        .expect("rollback");
+    assert_eq!(
+        rolled.metrics.expect("metrics").current_snapshot_id,
+        Some(id("a4"))
+    );
+    let published = table
+        .publish_changes("wap-1")
+        .execute()
+        .await
+        .expect("publish");
+    let head = published
+        .metrics
+        .expect("metrics")
+        .current_snapshot_id
+        .expect("head");
+    let report = refs_rows(&dir, &current_metadata(&dir).await);
+    assert_eq!(report["current_snapshot_id"], head);
+    assert_eq!(report["parents"][head.to_string()], id("a4"));
+    assert_eq!(report["refs"]["dev"]["snapshot_id"], id("b2"));
+    assert_eq!(report["refs"]["dev"]["min_snapshots_to_keep"], 4);
+    assert_eq!(report["refs"]["dev"]["max_ref_age_ms"], 86_400_000);
+    assert_eq!(report["pyiceberg"]["main"], report["clickhouse"]["main"]);
+
+    let written = current_metadata(&dir).await;
+    let e = table
+        .set_properties([("history.expire.min-snapshots-to-keep", "0")])
+        .execute()
+        .await
+        .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::BadArguments);
+    assert!(
+        e.message().contains("history.expire.min-snapshots-to-keep"),
+        "{e}"
+    );
+    let e = table
+        .create_tag("t")
+        .min_snapshots_to_keep(2)
+        .execute()
+        .await
+        .unwrap_err();
+    assert!(
+        e.message().contains("does not apply") || e.message().contains("snapshot retention"),
+        "{e}"
+    );
+    let e = table.drop_branch("main").execute().await.unwrap_err();
+    assert_eq!(
+        e.message(),
+        format!(
+            "DROP BRANCH on {}: Cannot remove main branch",
+            dir.display()
+        )
+    );
+    assert_eq!(
+        current_metadata(&dir).await,
+        written,
+        "refused statements write nothing"
+    );
+    table
+        .unset_properties(["nope"])
+        .if_exists()
+        .execute()
+        .await
+        .expect("unset if exists");
+    assert_eq!(
+        current_metadata(&dir).await,
+        written,
+        "a no-op writes nothing"
+    );
+}
