@@ -9,9 +9,11 @@
 //! - `rollback_to_timestamp(ts)`: the ancestor of the current snapshot with the largest
 //!   `timestamp-ms` strictly below `ts` ("Cannot roll back, no valid snapshot older than").
 //! - `set_current_snapshot(id | ref)`: any listed snapshot, or the head of a ref.
-//! - `fast_forward(branch, to)`: both refs must exist, `branch` must be a branch, and its head
-//!   an ancestor of `to`'s head ("Cannot fast-forward: b is not an ancestor of to"); a branch
-//!   that does not exist is refused (Java's "Target branch does not exist"), not created.
+//! - `fast_forward(branch, to)`: `to` must exist ("Ref does not exist"), `branch` must be a branch
+//!   ("Ref b is a tag not a branch") whose head is an ancestor of `to`'s head ("Cannot
+//!   fast-forward: b is not an ancestor of to"). A `branch` that does not exist is created at
+//!   `to`'s head, as current Java does (`testFastForwardBranchNonExistingFromBranchCreatesTheBranch`;
+//!   older releases refused with "Target branch does not exist").
 //! - Moving `main` also sets `current-snapshot-id` and appends to `snapshot-log`; moving `main`
 //!   to where it is writes nothing.
 
@@ -142,14 +144,29 @@ pub fn fast_forward(
     now_ms: i64,
 ) -> Result<Change> {
     let target = metadata.ref_named(branch).cloned();
-    let source = metadata.ref_named(to).cloned();
-    let Some(target) = target else {
-        return Err(Error::bad_arguments(format!(
-            "Target branch does not exist: {branch}"
-        )));
-    };
-    let Some(source) = source else {
+    let Some(source) = metadata.ref_named(to).cloned() else {
         return Err(Error::bad_arguments(format!("Ref does not exist: {to}")));
+    };
+    let Some(target) = target else {
+        let created = SnapshotRef {
+            name: branch.to_string(),
+            kind: RefKind::Branch,
+            snapshot_id: source.snapshot_id,
+            min_snapshots_to_keep: None,
+            max_snapshot_age_ms: None,
+            max_ref_age_ms: None,
+        };
+        if branch == MAIN_BRANCH {
+            return move_main(metadata, source.snapshot_id, now_ms);
+        }
+        let mut md = metadata.clone();
+        md.set_ref(&created)?;
+        return Ok(Change {
+            rows: vec![ref_row(branch, None, Some(&created))],
+            metadata: Some(md),
+            previous_snapshot_id: None,
+            current_snapshot_id: Some(source.snapshot_id),
+        });
     };
     if target.kind != RefKind::Branch {
         return Err(Error::bad_arguments(format!(

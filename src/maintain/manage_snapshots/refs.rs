@@ -86,6 +86,11 @@ fn put_ref(
 ) -> Result<Change> {
     let existing = metadata.ref_named(name).cloned();
     let current = metadata.current_snapshot_id();
+    if name == MAIN_BRANCH && kind == RefType::Tag && existing.is_none() {
+        return Err(Error::bad_arguments(
+            "Cannot set main to a tag, it must be a branch",
+        ));
+    }
     if mode == CreateMode::CreateIfNotExists && existing.is_some() {
         return Ok(Change::unchanged(existing.map(|r| r.snapshot_id)));
     }

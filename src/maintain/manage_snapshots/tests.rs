@@ -189,9 +189,13 @@ fn fast_forward_rules() {
         msg(fast_forward(&m, "v1", "main", NOW)),
         "Ref v1 is a tag not a branch"
     );
+    // A missing branch is created at the source's head (current Java).
+    let c = fast_forward(&m, "nope", "audit", NOW).unwrap();
+    let created = written(&c).ref_named("nope").unwrap().clone();
+    assert_eq!((created.kind, created.snapshot_id), (RefKind::Branch, 6));
     assert_eq!(
-        msg(fast_forward(&m, "nope", "main", NOW)),
-        "Target branch does not exist: nope"
+        (c.previous_snapshot_id, c.current_snapshot_id),
+        (None, Some(6))
     );
     assert_eq!(
         msg(fast_forward(&m, "main", "nope", NOW)),
@@ -469,6 +473,18 @@ fn create_and_replace_errors_and_no_ops() {
 }
 
 #[test]
+fn a_tag_cannot_be_main() {
+    let mut d = doc();
+    d["current-snapshot-id"] = (-1).into();
+    d["refs"] = json!({});
+    let change = put(RefType::Tag, CreateMode::Create, "main", Some(1));
+    assert_eq!(
+        msg(decide_change(&md_of(&d), &change, NOW)),
+        "Cannot set main to a tag, it must be a branch"
+    );
+}
+
+#[test]
 fn a_table_without_snapshots_needs_as_of() {
     let mut d = doc();
     d["current-snapshot-id"] = (-1).into();
@@ -699,6 +715,9 @@ proptest! {
         let to_ref = m.ref_named(to).unwrap().clone();
         let allowed = from_ref.kind == RefKind::Branch
             && is_ancestor_of(&m, from_ref.snapshot_id, to_ref.snapshot_id);
+        // A missing branch is created at `to`'s head.
+        let c = fast_forward(&m, "fresh", to, NOW).unwrap();
+        prop_assert_eq!(head(c.metadata.as_ref().unwrap_or(&m), "fresh"), Some(to_ref.snapshot_id));
         match fast_forward(&m, from, to, NOW) {
             Ok(c) => {
                 prop_assert!(allowed);
