@@ -400,3 +400,314 @@ async fn typed_api_manages_snapshots_and_refs() {
         "a no-op writes nothing"
     );
 }
+
+mod dynamic_overwrite {
+    //! Java's `testCherryPickDynamicOverwrite`, `...Conflict` and `...DeleteConflict` on a
+    //! partitioned pyiceberg table, the staged `replace-partitions` overwrites written by our own
+    //! commit code (pyiceberg 0.12 writes a dynamic overwrite as a delete and an append).
+
+    use std::collections::BTreeMap;
+    use std::path::Path;
+
+    use icetrim::FixedClock;
+    use icetrim::engine::Engine;
+    use icetrim::format::Value as Cell;
+    use icetrim::internals::iceberg::locate::MetadataSettings;
+    use icetrim::internals::iceberg::manifest::{DataFile, inherit, read_manifest};
+    use icetrim::internals::iceberg::manifest_list::read_manifest_list;
+    use icetrim::internals::iceberg::metadata::TableMetadata;
+    use icetrim::internals::iceberg::spec::EntryStatus;
+    use icetrim::internals::iceberg::txn::{
+        CommitRequest, FileChanges, Operation, PrepareOptions, Target, commit_changes,
+    };
+    use icetrim::internals::io::FileIO;
+
+    use super::{ids, refs_rows};
+    use crate::support::expire::current_metadata;
+    use crate::support::fixtures::{make_fixture, now_ms};
+
+    /// The live data files of the current snapshot, by local path.
+    async fn live_files(dir: &Path) -> BTreeMap<String, DataFile> {
+        let io = FileIO::local();
+        let path = current_metadata(dir).await;
+        let md =
+            TableMetadata::parse(&std::fs::read(&path).expect("metadata"), "m").expect("parse");
+        let list_path = md
+            .current_snapshot()
+            .expect("current")
+            .manifest_list
+            .clone()
+            .expect("list");
+        let list = read_manifest_list(&io.read(&list_path).await.expect("read"), &list_path)
+            .expect("list");
+        let mut out = BTreeMap::new();
+        for m in list {
+            let mut manifest = read_manifest(&io.read(&m.manifest_path).await.expect("read"), "m")
+                .expect("manifest");
+            inherit(&mut manifest.entries, &m);
+            for e in manifest.entries {
+                if e.status != EntryStatus::Deleted {
+                    let local = e
+                        .data_file
+                        .file_path
+                        .trim_start_matches("file://")
+                        .to_string();
+                    out.insert(local, e.data_file);
+                }
+            }
+        }
+        out
+    }
+
+    /// A copy of the data file at `from` (local path) at `to`, described as its original is.
+    fn copy(live: &BTreeMap<String, DataFile>, from: &Path, to: &Path) -> DataFile {
+        std::fs::copy(from, to).expect("copy a data file");
+        let mut file = live[from.to_str().expect("utf-8")].clone();
+        file.file_path = format!("file://{}", to.display());
+        file.first_row_id = None;
+        file
+    }
+
+    async fn commit(
+        dir: &Path,
+        op: Operation,
+        changes: FileChanges,
+        target: Target,
+        replace: bool,
+    ) -> i64 {
+        let mut request = CommitRequest::new(op, changes);
+        request.options = PrepareOptions {
+            target,
+            ..PrepareOptions::default()
+        };
+        if replace {
+            request
+                .extra_summary
+                .insert("replace-partitions".into(), "true".into());
+        }
+        let done = commit_changes(
+            &FileIO::local(),
+            dir.to_str().expect("utf-8"),
+            &MetadataSettings::default(),
+            3,
+            &request,
+        )
+        .await
+        .expect("commit");
+        done.metadata
+            .snapshots()
+            .last()
+            .expect("snapshot")
+            .snapshot_id
+    }
+
+    fn uri(path: &Path) -> String {
+        format!("file://{}", path.display())
+    }
+
+    /// `a` with the rows of `b` removed once each (multisets).
+    fn minus(a: &[i64], b: &[i64]) -> Vec<i64> {
+        let mut left = a.to_vec();
+        for x in b {
+            if let Some(i) = left.iter().position(|y| y == x) {
+                left.remove(i);
+            }
+        }
+        left
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn cherry_picking_a_dynamic_overwrite() {
+        let now = now_ms();
+        let fx = make_fixture("py_v2_partitioned", now, false);
+        let dir = fx.table_dir();
+        let p4 = fx.snapshot_id("p4");
+        let live = live_files(&dir).await;
+        // Stage an overwrite of partition b on p4 (main's head).
+        let replacement = copy(
+            &live,
+            &fx.data_file("p2@_c=b"),
+            &dir.join("data/_c=b/replacement.parquet"),
+        );
+        let staged = commit(
+            &dir,
+            Operation::Overwrite,
+            FileChanges {
+                added_data: vec![replacement],
+                removed: vec![uri(&fx.data_file("p1@_c=b")), uri(&fx.data_file("p2@_c=b"))],
+                ..FileChanges::default()
+            },
+            Target::Staged,
+            true,
+        )
+        .await;
+        // An append to partition d on main, so the overwrite cannot fast-forward.
+        let extra_d = copy(
+            &live,
+            &fx.data_file("p4@_c=d"),
+            &dir.join("data/_c=d/extra.parquet"),
+        );
+        let appended = commit(
+            &dir,
+            Operation::Append,
+            FileChanges {
+                added_data: vec![extra_d],
+                ..FileChanges::default()
+            },
+            Target::Main,
+            false,
+        )
+        .await;
+
+        let engine = Engine::builder()
+            .clock(FixedClock::new(now))
+            .build()
+            .expect("engine");
+        let mut session = engine.session();
+        let run = |sql: String| sql;
+        session
+            .execute(&format!(
+                "CREATE TABLE t ENGINE = IcebergLocal('{}')",
+                dir.display()
+            ))
+            .await
+            .expect("create");
+        for sql in [
+            run(format!(
+                "ALTER TABLE t CREATE TAG staged AS OF VERSION {staged}"
+            )),
+            run(format!("ALTER TABLE t CREATE TAG base AS OF VERSION {p4}")),
+        ] {
+            session.execute(&sql).await.expect("tag");
+        }
+        let before = refs_rows(&dir, &current_metadata(&dir).await);
+        let staged_rows = ids(&before["pyiceberg"]["staged"]);
+        let base_rows = ids(&before["pyiceberg"]["base"]);
+        let main_rows = ids(&before["pyiceberg"]["main"]);
+        assert_eq!(ids(&before["clickhouse"]["staged"]), staged_rows);
+
+        let result = session
+            .execute(&format!(
+                "ALTER TABLE t EXECUTE cherrypick_snapshot({staged})"
+            ))
+            .await
+            .expect("cherry-pick");
+        assert_eq!(
+            result[0].rows[0][1],
+            Cell::Int(appended),
+            "previous_snapshot_id"
+        );
+        let after = refs_rows(&dir, &current_metadata(&dir).await);
+        let head = after["current_snapshot_id"].as_i64().expect("head");
+        assert_ne!(head, staged, "not a fast-forward");
+        assert_eq!(after["parents"][head.to_string()], appended);
+        let summary = &after["summaries"][head.to_string()];
+        assert_eq!(summary["operation"], "overwrite");
+        assert_eq!(summary["source-snapshot-id"], staged.to_string());
+        assert!(summary.get("published-wap-id").is_none());
+        let mut expected: Vec<i64> = staged_rows
+            .iter()
+            .copied()
+            .chain(minus(&main_rows, &base_rows))
+            .collect();
+        expected.sort_unstable();
+        assert_eq!(
+            ids(&after["pyiceberg"]["main"]),
+            expected,
+            "partition b replaced, d's append kept"
+        );
+        assert_eq!(ids(&after["clickhouse"]["main"]), expected);
+
+        // A second overwrite, of partition a, staged on the new head; then an append to partition
+        // a on main: the partition changed, the cherry-pick is refused and writes nothing.
+        let live = live_files(&dir).await;
+        let replacement_a = copy(
+            &live,
+            &fx.data_file("p3@_c=a"),
+            &dir.join("data/_c=a/replacement.parquet"),
+        );
+        let staged_a = commit(
+            &dir,
+            Operation::Overwrite,
+            FileChanges {
+                added_data: vec![replacement_a],
+                removed: vec![uri(&fx.data_file("p1@_c=a")), uri(&fx.data_file("p3@_c=a"))],
+                ..FileChanges::default()
+            },
+            Target::Staged,
+            true,
+        )
+        .await;
+        let conflict = copy(
+            &live,
+            &fx.data_file("p3@_c=a"),
+            &dir.join("data/_c=a/conflict.parquet"),
+        );
+        commit(
+            &dir,
+            Operation::Append,
+            FileChanges {
+                added_data: vec![conflict],
+                ..FileChanges::default()
+            },
+            Target::Main,
+            false,
+        )
+        .await;
+        let written = current_metadata(&dir).await;
+        let e = session
+            .execute(&format!(
+                "ALTER TABLE t EXECUTE cherrypick_snapshot({staged_a})"
+            ))
+            .await
+            .unwrap_err();
+        assert!(
+            e.message()
+                .contains("Cannot cherry-pick replace partitions with changed partition"),
+            "{e}"
+        );
+        assert_eq!(current_metadata(&dir).await, written, "nothing written");
+
+        // A third, of partition d, staged; then main deletes d's files: what the overwrite removes
+        // is no longer live, refused (Java's "Missing required files to delete").
+        let live = live_files(&dir).await;
+        let replacement_d = copy(
+            &live,
+            &fx.data_file("p4@_c=d"),
+            &dir.join("data/_c=d/replacement.parquet"),
+        );
+        let d_file = uri(&fx.data_file("p4@_c=d"));
+        let staged_d = commit(
+            &dir,
+            Operation::Overwrite,
+            FileChanges {
+                added_data: vec![replacement_d],
+                removed: vec![d_file.clone()],
+                ..FileChanges::default()
+            },
+            Target::Staged,
+            true,
+        )
+        .await;
+        commit(
+            &dir,
+            Operation::Delete,
+            FileChanges {
+                removed: vec![d_file],
+                ..FileChanges::default()
+            },
+            Target::Main,
+            false,
+        )
+        .await;
+        let written = current_metadata(&dir).await;
+        let e = session
+            .execute(&format!(
+                "ALTER TABLE t EXECUTE cherrypick_snapshot({staged_d})"
+            ))
+            .await
+            .unwrap_err();
+        assert!(e.message().contains("is not a live file"), "{e}");
+        assert_eq!(current_metadata(&dir).await, written, "nothing written");
+    }
+}

@@ -276,9 +276,11 @@ async fn picked_changes(
                 file.first_row_id = None;
                 added.push(file);
             }
-            EntryStatus::Deleted if reapply.replace_partitions => removed.push(file.file_path),
             _ => {}
         }
+    }
+    if reapply.replace_partitions {
+        removed = removed_data_files(&target.io, metadata, picked).await?;
     }
     if reapply.replace_partitions {
         let mut since = Vec::new();
@@ -302,12 +304,54 @@ async fn picked_changes(
     Ok(Picked { added, removed })
 }
 
-/// The entries a snapshot wrote itself: `(spec id, manifest content, status, file)` of the
-/// ADDED and DELETED entries carrying its id, in the manifests it added.
-async fn own_entries(
+/// The data files live in the picked snapshot's parent and not in the snapshot: what it removed.
+/// Computed from the two snapshots' live files rather than from the snapshot's DELETED entries,
+/// which a writer may not keep (a rewritten manifest with nothing live left is dropped from the
+/// list by `iceberg::txn::prepare`).
+async fn removed_data_files(
+    io: &FileIO,
+    metadata: &TableMetadata,
+    picked: &Snapshot,
+) -> Result<Vec<String>> {
+    let Some(parent) = picked
+        .parent_snapshot_id
+        .and_then(|id| metadata.snapshot(id))
+    else {
+        return Ok(Vec::new());
+    };
+    let before = live_data_paths(io, parent).await?;
+    let after: HashSet<String> = live_data_paths(io, picked).await?.into_iter().collect();
+    Ok(before.into_iter().filter(|p| !after.contains(p)).collect())
+}
+
+/// The paths of a snapshot's live data files, in manifest order, each once.
+async fn live_data_paths(io: &FileIO, snapshot: &Snapshot) -> Result<Vec<String>> {
+    let list = manifest_list(io, snapshot).await?;
+    let data: Vec<_> = list
+        .into_iter()
+        .filter(|m| m.content == ManifestContent::Data)
+        .collect();
+    let read = futures::stream::iter(data.into_iter().map(|m| async move {
+        let bytes = io.read(&m.manifest_path).await?;
+        read_manifest(&bytes, &m.manifest_path).map(|manifest| manifest.entries)
+    }))
+    .buffered(READ_CONCURRENCY)
+    .try_collect::<Vec<_>>()
+    .await?;
+    let mut seen = HashSet::new();
+    Ok(read
+        .into_iter()
+        .flatten()
+        .filter(|e| e.status != EntryStatus::Deleted)
+        .map(|e| e.data_file.file_path)
+        .filter(|p| seen.insert(p.clone()))
+        .collect())
+}
+
+async fn manifest_list(
     io: &FileIO,
     snapshot: &Snapshot,
-) -> Result<Vec<(i32, ManifestContent, EntryStatus, DataFile)>> {
+) -> Result<Vec<crate::iceberg::manifest_list::ManifestFile>> {
     let Some(list_path) = &snapshot.manifest_list else {
         return Err(Error::not_implemented(format!(
             "Snapshot {} lists its manifests inline (v1 without a manifest list); cherry-picking \
@@ -316,7 +360,17 @@ async fn own_entries(
         )));
     };
     let bytes = io.read(list_path).await?;
-    let list = read_manifest_list(&bytes, list_path)?;
+    read_manifest_list(&bytes, list_path)
+}
+
+/// The entries a snapshot wrote itself: `(spec id, manifest content, status, file)` of the
+/// ADDED and DELETED entries carrying its id, in the manifests it added (Java's
+/// `addedDataFiles`).
+async fn own_entries(
+    io: &FileIO,
+    snapshot: &Snapshot,
+) -> Result<Vec<(i32, ManifestContent, EntryStatus, DataFile)>> {
+    let list = manifest_list(io, snapshot).await?;
     let id: SnapshotId = snapshot.snapshot_id;
     let own: Vec<_> = list
         .into_iter()
