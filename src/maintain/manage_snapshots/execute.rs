@@ -249,36 +249,31 @@ async fn picked_changes(
     let own = own_entries(&target.io, picked).await?;
     let default_spec = metadata.default_spec_id();
     let mut added = Vec::new();
-    let mut removed = Vec::new();
     let mut replaced: Vec<PartitionKey> = Vec::new();
     for (spec_id, content, status, file) in own {
-        if content == ManifestContent::Deletes {
-            if status == EntryStatus::Added {
-                return Err(Error::not_implemented(format!(
-                    "Cannot cherry-pick snapshot {}: it adds delete files ({}), which icetrim \
-                     does not re-apply",
-                    reapply.source, file.file_path
-                )));
-            }
+        if status != EntryStatus::Added {
             continue;
         }
-        match status {
-            EntryStatus::Added => {
-                if spec_id != default_spec {
-                    return Err(Error::not_implemented(format!(
-                        "Cannot cherry-pick snapshot {}: file {} is of partition spec {spec_id}, \
-                         not the table's default spec {default_spec}",
-                        reapply.source, file.file_path
-                    )));
-                }
-                replaced.push((spec_id, format!("{:?}", file.partition)));
-                let mut file = file;
-                file.first_row_id = None;
-                added.push(file);
-            }
-            _ => {}
+        if content == ManifestContent::Deletes {
+            return Err(Error::not_implemented(format!(
+                "Cannot cherry-pick snapshot {}: it adds delete files ({}), which icetrim does \
+                 not re-apply",
+                reapply.source, file.file_path
+            )));
         }
+        if spec_id != default_spec {
+            return Err(Error::not_implemented(format!(
+                "Cannot cherry-pick snapshot {}: file {} is of partition spec {spec_id}, not the \
+                 table's default spec {default_spec}",
+                reapply.source, file.file_path
+            )));
+        }
+        replaced.push((spec_id, format!("{:?}", file.partition)));
+        let mut file = file;
+        file.first_row_id = None;
+        added.push(file);
     }
+    let mut removed = Vec::new();
     if reapply.replace_partitions {
         removed = removed_data_files(&target.io, metadata, picked).await?;
     }
