@@ -427,7 +427,7 @@ mod dynamic_overwrite {
     use crate::support::fixtures::{make_fixture, now_ms};
 
     /// The live data files of the current snapshot, by local path.
-    async fn live_files(dir: &Path) -> BTreeMap<String, DataFile> {
+    pub(super) async fn live_files(dir: &Path) -> BTreeMap<String, DataFile> {
         let io = FileIO::local();
         let path = current_metadata(dir).await;
         let md =
@@ -468,7 +468,7 @@ mod dynamic_overwrite {
         file
     }
 
-    async fn commit(
+    pub(super) async fn commit(
         dir: &Path,
         op: Operation,
         changes: FileChanges,
@@ -709,5 +709,160 @@ mod dynamic_overwrite {
             .unwrap_err();
         assert!(e.message().contains("is not a live file"), "{e}");
         assert_eq!(current_metadata(&dir).await, written, "nothing written");
+    }
+}
+
+mod conflict {
+    //! A cherry-pick that loses its commit to a concurrent writer: the manifests it wrote for the
+    //! lost attempt are deleted, the decision is re-made on the new metadata, and the second
+    //! attempt commits on top of the other writer's snapshot.
+
+    use std::collections::BTreeSet;
+    use std::path::Path;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    use icetrim::internals::iceberg::spec::DataContent;
+    use icetrim::internals::iceberg::txn::{FileChanges, Operation, Target};
+    use icetrim::internals::io::{FaultyStore, FileIO, HookFn, Op};
+    use icetrim::{FixedClock, Table};
+    use object_store::local::LocalFileSystem;
+    use object_store::path::Path as ObjectPath;
+
+    use super::dynamic_overwrite::{commit, live_files};
+    use super::{ids, refs_rows};
+    use crate::support::expire::current_metadata;
+    use crate::support::fixtures::{self, make_fixture, now_ms};
+
+    fn avro_files(dir: &Path) -> BTreeSet<String> {
+        std::fs::read_dir(dir.join("metadata"))
+            .expect("metadata folder")
+            .map(|e| e.expect("entry").path().display().to_string())
+            .filter(|p| p.ends_with(".avro"))
+            .collect()
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_lost_commit_deletes_its_manifests_and_re_plans() {
+        let now = now_ms();
+        let fx = make_fixture("ch_v2", now, false);
+        let dir = fx.table_dir();
+        // Stage an append on main's head, then move main on, so picking it writes a new snapshot.
+        let live = live_files(&dir).await;
+        let (source, file) = live
+            .iter()
+            .find(|(_, f)| f.content == DataContent::Data)
+            .expect("a data file");
+        let mut staged_file = file.clone();
+        let staged_path = dir.join("data/staged-copy.parquet");
+        std::fs::copy(source, &staged_path).expect("copy");
+        staged_file.file_path = staged_path.display().to_string();
+        staged_file.first_row_id = None;
+        let staged = commit(
+            &dir,
+            Operation::Append,
+            FileChanges {
+                added_data: vec![staged_file.clone()],
+                ..FileChanges::default()
+            },
+            Target::Staged,
+            false,
+        )
+        .await;
+        let mut main_file = file.clone();
+        let main_path = dir.join("data/main-copy.parquet");
+        std::fs::copy(source, &main_path).expect("copy");
+        main_file.file_path = main_path.display().to_string();
+        main_file.first_row_id = None;
+        let moved_on = commit(
+            &dir,
+            Operation::Append,
+            FileChanges {
+                added_data: vec![main_file],
+                ..FileChanges::default()
+            },
+            Target::Main,
+            false,
+        )
+        .await;
+        let avro_before = avro_files(&dir);
+        let before = refs_rows(&dir, &current_metadata(&dir).await);
+        let main_before = ids(&before["pyiceberg"]["main"]);
+
+        // ClickHouse inserts a row just before our first metadata create.
+        let fired = Arc::new(AtomicBool::new(false));
+        let (hook_dir, hook_fired) = (dir.clone(), Arc::clone(&fired));
+        let hook = HookFn(
+            move |op: Op, path: Option<&ObjectPath>| -> object_store::Result<()> {
+                let commit = op == (Op::Put { create: true })
+                    && path.is_some_and(|p| p.as_ref().ends_with(".metadata.json"));
+                if commit && !hook_fired.swap(true, Ordering::SeqCst) {
+                    fixtures::clickhouse(&hook_dir, "INSERT INTO t VALUES (100, 'concurrent')")
+                        .expect("the concurrent INSERT");
+                }
+                Ok(())
+            },
+        );
+        let store = FaultyStore::hooked(Arc::new(LocalFileSystem::new()), Arc::new(hook));
+        let io = FileIO::from_store("/", Arc::new(store)).expect("io");
+        let table = Table::with_io(dir.display().to_string(), io).clock(FixedClock::new(now));
+        let outcome = table
+            .cherrypick_snapshot(staged)
+            .execute()
+            .await
+            .expect("cherry-pick");
+        assert!(fired.load(Ordering::SeqCst), "the concurrent writer ran");
+        let metrics = outcome.metrics.expect("metrics");
+        assert_ne!(
+            metrics.previous_snapshot_id,
+            Some(moved_on),
+            "re-planned on ClickHouse's snapshot"
+        );
+
+        let after = refs_rows(&dir, &current_metadata(&dir).await);
+        let head = after["current_snapshot_id"].as_i64().expect("head");
+        assert_eq!(Some(head), metrics.current_snapshot_id);
+        let parent = after["parents"][head.to_string()].as_i64().expect("parent");
+        assert_eq!(Some(parent), metrics.previous_snapshot_id);
+        assert_eq!(
+            after["parents"][parent.to_string()],
+            moved_on,
+            "ClickHouse's snapshot is the parent"
+        );
+        let mut expected = main_before.clone();
+        expected.push(100);
+        let main_after = ids(&after["pyiceberg"]["main"]);
+        assert_eq!(main_after, ids(&after["clickhouse"]["main"]));
+        assert_eq!(
+            main_after.len(),
+            expected.len() + staged_file.record_count as usize,
+            "main's rows, ClickHouse's row and the picked file's rows"
+        );
+        assert!(main_after.contains(&100));
+
+        // Every manifest file on disk is one some snapshot references: the lost attempt's are gone.
+        let report = fixtures::oracle_inspect(&current_metadata(&dir).await);
+        let mut referenced = BTreeSet::new();
+        for (_, snapshot) in report["snapshot_files"]
+            .as_object()
+            .expect("snapshot files")
+        {
+            referenced.insert(
+                snapshot["manifest_list"]
+                    .as_str()
+                    .expect("list")
+                    .to_string(),
+            );
+            for m in snapshot["manifests"].as_array().expect("manifests") {
+                referenced.insert(m.as_str().expect("manifest").to_string());
+            }
+        }
+        let on_disk = avro_files(&dir);
+        let stray: Vec<&String> = on_disk.difference(&referenced).collect();
+        assert!(
+            stray.is_empty(),
+            "unreferenced manifests left behind: {stray:?}"
+        );
+        assert!(on_disk.len() > avro_before.len());
     }
 }
