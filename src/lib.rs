@@ -178,11 +178,13 @@ pub mod internals {
     }
     /// See `src/maintain/`.
     pub mod maintain {
-        pub use crate::maintain::{expire, file_graph, target};
+        pub use crate::maintain::{expire, file_graph, manage_snapshots, target};
     }
     /// See `src/plan/`.
     pub mod plan {
-        pub use crate::plan::{ExpireOptions, OrphanOptions, ProcedureCall};
+        pub use crate::plan::{
+            ExpireOptions, OrphanOptions, ProcedureCall, SnapshotProcedure, TableChange, TimeUnit,
+        };
     }
     /// See `src/shell/`.
     pub mod shell {
@@ -191,10 +193,11 @@ pub mod internals {
     /// See `src/sql/`.
     pub mod sql {
         pub use crate::sql::{
-            AlterExecute, Arg, ArgValue, BindContext, CompareOp, Comparison, EngineArg, EngineName,
-            Literal, OrderKey, Projection, Select, SessionTimeZone, Statement, SystemTable,
-            TableName, ast, bind, format_duration_ms, parse_duration_ms, parse_statement,
-            parse_statement_at, parse_timestamp_ms, split_statements,
+            AlterAction, AlterExecute, AlterTable, Arg, ArgValue, BindContext, CompareOp,
+            Comparison, EngineArg, EngineName, Literal, OrderKey, Projection, Select,
+            SessionTimeZone, Statement, SystemTable, TableName, ast, bind, format_duration_ms,
+            parse_duration_ms, parse_statement, parse_statement_at, parse_timestamp_ms,
+            split_statements,
         };
     }
 }

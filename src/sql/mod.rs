@@ -18,8 +18,8 @@ pub mod split;
 pub mod timestamp;
 
 pub use ast::{
-    AlterExecute, AlterTable, Arg, ArgValue, CreateTable, EngineArg, EngineName, Literal,
-    Statement, TableName,
+    AlterAction, AlterExecute, AlterTable, Arg, ArgValue, CreateTable, EngineArg, EngineName,
+    Literal, Statement, TableName,
 };
 pub use bind::{BindContext, bind, bind_noted};
 pub use duration::{format_duration_ms, parse_duration_ms};

@@ -115,3 +115,96 @@ fn malformed_forms_fail() {
         ErrorKind::NotImplemented
     );
 }
+
+mod props {
+    use icetrim::internals::plan::TimeUnit;
+    use icetrim::internals::sql::{AlterAction, AlterTable, Statement, TableName, parse_statement};
+    use icetrim::{CreateMode, RefType};
+    use proptest::prelude::*;
+
+    fn name() -> impl Strategy<Value = String> {
+        prop_oneof![
+            "[a-z_][a-z0-9_]{0,8}",
+            "[a-zA-Z0-9 .`'-]{1,10}",
+            Just("select".to_string()),
+            Just("main".to_string()),
+        ]
+    }
+
+    fn unit() -> impl Strategy<Value = TimeUnit> {
+        prop_oneof![
+            Just(TimeUnit::Days),
+            Just(TimeUnit::Hours),
+            Just(TimeUnit::Minutes)
+        ]
+    }
+
+    fn kind() -> impl Strategy<Value = RefType> {
+        prop_oneof![Just(RefType::Branch), Just(RefType::Tag)]
+    }
+
+    fn mode() -> impl Strategy<Value = CreateMode> {
+        prop_oneof![
+            Just(CreateMode::Create),
+            Just(CreateMode::CreateIfNotExists),
+            Just(CreateMode::Replace),
+            Just(CreateMode::CreateOrReplace),
+        ]
+    }
+
+    fn action() -> impl Strategy<Value = AlterAction> {
+        let put = (
+            kind(),
+            mode(),
+            name(),
+            proptest::option::of(any::<i64>()),
+            proptest::option::of((any::<u64>(), unit())),
+            proptest::option::of(any::<u64>()),
+            proptest::option::of((any::<u64>(), unit())),
+        )
+            .prop_map(|(kind, mode, name, as_of, retain, min, age)| {
+                let branch = kind == RefType::Branch;
+                AlterAction::PutRef {
+                    kind,
+                    mode,
+                    name,
+                    as_of,
+                    retain,
+                    min_snapshots: min.filter(|_| branch),
+                    snapshot_age: age.filter(|_| branch),
+                }
+            });
+        let drop = (kind(), name(), any::<bool>()).prop_map(|(kind, name, if_exists)| {
+            AlterAction::DropRef {
+                kind,
+                name,
+                if_exists,
+            }
+        });
+        let set = proptest::collection::vec(("\\PC{0,8}", "\\PC{0,8}"), 1..4)
+            .prop_map(AlterAction::SetProperties);
+        let unset = (any::<bool>(), proptest::collection::vec("\\PC{0,8}", 1..4))
+            .prop_map(|(if_exists, keys)| AlterAction::UnsetProperties { if_exists, keys });
+        prop_oneof![put, drop, set, unset]
+    }
+
+    proptest! {
+        /// Every tree prints as text that parses back to the same tree.
+        #[test]
+        fn every_ref_statement_round_trips(action in action(), db in proptest::option::of(name()), explain in any::<bool>()) {
+            let alter = AlterTable {
+                table: TableName { database: db, table: "t".into() },
+                action,
+                format: None,
+            };
+            let statement = if explain {
+                Statement::ExplainAlterTable(Box::new(alter))
+            } else {
+                Statement::AlterTable(alter)
+            };
+            let text = statement.to_string();
+            let parsed = parse_statement(&text).map_err(|e| TestCaseError::fail(format!("{text}: {e}")))?;
+            prop_assert_eq!(parsed, statement, "{}", text);
+        }
+    }
+}
