@@ -554,3 +554,49 @@ fn py_v2_for_clickhouse_orphans_as_clickhouse_counts_them() {
     }
     assert_eq!(rows.len(), 9);
 }
+
+#[test]
+fn py_v2_refs_wap_has_staged_wap_snapshots_and_an_evolved_schema() {
+    let (fixture, oracle, _now) = build_and_check("py_v2_refs_wap", false);
+    let reached = ref_ancestry(&oracle);
+    for label in ["w1", "w2"] {
+        assert!(
+            !reached.contains(&fixture.snapshot_id(label)),
+            "{label} is reachable from a ref"
+        );
+    }
+    let parent_of = |label: &str| {
+        oracle["snapshots"]
+            .as_array()
+            .expect("snapshots")
+            .iter()
+            .find(|s| s["id"].as_i64() == Some(fixture.snapshot_id(label)))
+            .and_then(|s| s["parent"].as_i64())
+    };
+    assert_eq!(parent_of("w1"), Some(fixture.snapshot_id("a5")));
+    assert_eq!(parent_of("w2"), Some(fixture.snapshot_id("a7")));
+    assert_eq!(parent_of("b1"), Some(fixture.snapshot_id("a5")));
+    let metadata: Value =
+        serde_json::from_str(&std::fs::read_to_string(fixture.metadata_path()).expect("metadata"))
+            .expect("json");
+    let wap_of = |label: &str| {
+        metadata["snapshots"]
+            .as_array()
+            .expect("snapshots")
+            .iter()
+            .find(|s| s["snapshot-id"].as_i64() == Some(fixture.snapshot_id(label)))
+            .map(|s| s["summary"]["wap.id"].clone())
+    };
+    assert_eq!(wap_of("w1"), Some(Value::from("wap-1")));
+    assert_eq!(wap_of("w2"), Some(Value::from("wap-2")));
+    assert_eq!(wap_of("a6"), Some(Value::Null));
+    assert_eq!(
+        metadata["schemas"].as_array().map(Vec::len),
+        Some(2),
+        "a column was added"
+    );
+    assert_eq!(
+        oracle["current_snapshot_id"].as_i64(),
+        Some(fixture.snapshot_id("a7"))
+    );
+}
