@@ -171,7 +171,7 @@ pub(super) struct Run<'t> {
     /// The first bad setting, reported by `execute`.
     setting_error: Option<Error>,
     pub(super) sink: Option<ProgressSink>,
-    cancel: Option<CancelToken>,
+    pub(super) cancel: Option<CancelToken>,
 }
 
 impl<'t> Run<'t> {

@@ -62,6 +62,13 @@ impl ManageSnapshots<'_> {
         self
     }
 
+    /// Cancel with `token`: before the commit, the statement fails with `QUERY_WAS_CANCELLED`
+    /// having written nothing (a cherry-pick's manifests are removed); after it, the commit stands.
+    pub fn cancel_token(mut self, token: &crate::progress::CancelToken) -> Self {
+        self.run.cancel = Some(token.clone());
+        self
+    }
+
     /// At most `n` commit attempts (setting `iceberg_commit_max_attempts`).
     pub fn commit_attempts(mut self, n: u64) -> Self {
         self.run.set(
@@ -129,6 +136,12 @@ impl AlterRefs<'_> {
             TableChange::PutRef { retention, .. } => f(retention),
             _ => self.misuse(what),
         }
+    }
+
+    /// Cancel with `token` (see [`ManageSnapshots::cancel_token`]).
+    pub fn cancel_token(mut self, token: &crate::progress::CancelToken) -> Self {
+        self.run.cancel = Some(token.clone());
+        self
     }
 
     /// `AS OF VERSION snapshot_id` (default: the current snapshot).

@@ -388,6 +388,28 @@ async fn typed_api_manages_snapshots_and_refs() {
         written,
         "refused statements write nothing"
     );
+    // Cancelled before the commit: QUERY_WAS_CANCELLED, nothing written.
+    let token = icetrim::CancelToken::new();
+    token.cancel();
+    let e = table
+        .rollback_to_snapshot(id("a3"))
+        .cancel_token(&token)
+        .execute()
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), 394, "{e}");
+    let e = table
+        .create_tag("cancelled")
+        .cancel_token(&token)
+        .execute()
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), 394, "{e}");
+    assert_eq!(
+        current_metadata(&dir).await,
+        written,
+        "a cancelled statement writes nothing"
+    );
     table
         .unset_properties(["nope"])
         .if_exists()

@@ -67,7 +67,11 @@ pub async fn execute_change(
 
 /// Errors of the decision get the statement and table in front; others already name them.
 fn contextual(error: Error, context: &str) -> Error {
-    if error.kind() == ErrorKind::BadArguments && !error.message().contains(context) {
+    let decided = matches!(
+        error.kind(),
+        ErrorKind::BadArguments | ErrorKind::NotImplemented
+    );
+    if decided && !error.message().contains(context) {
         error.context(context)
     } else {
         error
@@ -96,9 +100,15 @@ where
     let mut last: Option<Change> = None;
     let committed = target
         .commit_edit(statement, |md| {
+            // A new attempt (after a conflict) may be cancelled again until it writes.
+            target.progress.writes_abandoned();
             let change = decide(md)?;
             let metadata = change.metadata.clone();
             last = Some(change);
+            if metadata.is_some() {
+                // The point of no return: a cancel from here on lets the commit finish.
+                target.progress.begin_writes()?;
+            }
             Ok(metadata)
         })
         .await?;
@@ -176,6 +186,10 @@ async fn execute_procedure_inner(
                 ..Default::default()
             });
         };
+        if let Err(cancelled) = target.progress.begin_writes() {
+            target.io.delete_many(&written).await;
+            return Err(cancelled);
+        }
         match target
             .commit(&located, new_metadata, &commit_options(target))
             .await?
@@ -190,6 +204,7 @@ async fn execute_procedure_inner(
             CommitOutcome::Conflict { path } => {
                 // Our manifests were never referenced by a committed file: remove them.
                 target.io.delete_many(&written).await;
+                target.progress.writes_abandoned();
                 last_conflict = path;
             }
             CommitOutcome::Unconfirmed { path, rival, why } => {
