@@ -888,3 +888,80 @@ mod conflict {
         assert!(on_disk.len() > avro_before.len());
     }
 }
+
+/// Partition evolution across staged snapshots: both engines read every ref as main moves between
+/// snapshots of two specs; a staged snapshot of the old spec cannot be re-applied (refused, nothing
+/// written), one of the current spec is.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refs_across_partition_evolution() {
+    let now = now_ms();
+    let fx = make_fixture("py_v2_refs_specs", now, false);
+    let dir = fx.table_dir();
+    let engine = Engine::builder()
+        .clock(FixedClock::new(now))
+        .build()
+        .expect("engine");
+    let mut check = Check {
+        fx: &fx,
+        session: engine.session(),
+        known: HashMap::new(),
+    };
+    let id = |label: &str| fx.snapshot_id(label);
+    check
+        .run(&format!(
+            "CREATE TABLE t ENGINE = IcebergLocal('{}')",
+            dir.display()
+        ))
+        .await;
+    check.read("fixture", &[]).await;
+    for (tag, label) in [
+        ("old", "w_old"),
+        ("new", "w_new"),
+        ("t2", "a2"),
+        ("t4", "a4"),
+    ] {
+        let sql = format!("ALTER TABLE t CREATE TAG {tag} AS OF VERSION {}", id(label));
+        check.run(&sql).await;
+        check.read(&sql, &[]).await;
+    }
+
+    let written = current_metadata(&dir).await;
+    let e = check
+        .session
+        .execute("ALTER TABLE t EXECUTE publish_changes('wap-old')")
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), 48, "{e}");
+    assert!(e.message().contains("partition spec 0"), "{e}");
+    assert_eq!(current_metadata(&dir).await, written, "nothing written");
+
+    let a4 = check.rows_of("a4");
+    let new_own: Vec<i64> = check
+        .rows_of("w_new")
+        .into_iter()
+        .filter(|r| !a4.contains(r))
+        .collect();
+    let mut expected: Vec<i64> = check.rows_of("a5").into_iter().chain(new_own).collect();
+    expected.sort_unstable();
+    let sql = "ALTER TABLE t EXECUTE publish_changes('wap-new')";
+    check.run(sql).await;
+    check.read(sql, &[("main", expected)]).await;
+
+    for sql in [
+        format!("ALTER TABLE t EXECUTE rollback_to_snapshot({})", id("a2")),
+        "ALTER TABLE t EXECUTE set_current_snapshot(ref = 'old')".to_string(),
+        "ALTER TABLE t EXECUTE fast_forward('main', 'new')".to_string(),
+    ] {
+        let result = check.session.execute(&sql).await;
+        match result {
+            Ok(_) => {
+                check.read(&sql, &[]).await;
+            }
+            // old (w_old, on a2) is not an ancestor of new (w_new, on a4): refused.
+            Err(e) => assert!(
+                sql.contains("fast_forward") && e.message().contains("not an ancestor"),
+                "{sql}: {e}"
+            ),
+        }
+    }
+}
