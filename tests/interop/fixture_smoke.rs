@@ -600,3 +600,20 @@ fn py_v2_refs_wap_has_staged_wap_snapshots_and_an_evolved_schema() {
         Some(fixture.snapshot_id("a7"))
     );
 }
+
+#[test]
+fn py_v2_refs_specs_has_two_partition_specs() {
+    let (fixture, oracle, _now) = build_and_check("py_v2_refs_specs", false);
+    let metadata: Value =
+        serde_json::from_str(&std::fs::read_to_string(fixture.metadata_path()).expect("metadata"))
+            .expect("json");
+    assert_eq!(
+        metadata["partition-specs"].as_array().map(Vec::len),
+        Some(2)
+    );
+    assert_eq!(metadata["default-spec-id"], 1);
+    let reached = ref_ancestry(&oracle);
+    for label in ["w_old", "w_new"] {
+        assert!(!reached.contains(&fixture.snapshot_id(label)), "{label}");
+    }
+}
