@@ -456,5 +456,6 @@ sessions! {
     small_findings => "small_findings.test",
     snapshots_cherrypick => "snapshots_cherrypick.test",
     snapshots_rollback => "snapshots_rollback.test",
+    snapshots_v1 => "snapshots_v1.test",
     tables_and_settings => "tables_and_settings.test",
 }
