@@ -3,14 +3,16 @@
 //! [`Progress`] scope (progress events, cancellation).
 
 use super::registry::TableDef;
-use super::render::{expire_result, orphan_result};
+use super::render::{expire_result, orphan_result, rewrite_manifests_result};
 use super::result::QueryResult;
 use super::runtime::Runtime;
 use super::table::open_table;
 use crate::error::{Error, ErrorKind, Result};
 use crate::maintain::target::MaintenanceTarget;
-use crate::maintain::{ExpireOutcome, OrphanOutcome, expire, orphans};
-use crate::plan::{ExpireOptions, OrphanOptions, ProcedureCall};
+use crate::maintain::{
+    ExpireOutcome, OrphanOutcome, RewriteManifestsOutcome, expire, orphans, rewrite_manifests,
+};
+use crate::plan::{ExpireOptions, OrphanOptions, ProcedureCall, RewriteManifestsOptions};
 use crate::progress::Progress;
 use crate::settings::Settings;
 
@@ -44,7 +46,28 @@ pub async fn run_procedure_with(
         ProcedureCall::Orphans(options) => run_orphans(&target, &options, explain)
             .await
             .map(orphan_result),
+        ProcedureCall::RewriteManifests(options) => {
+            run_rewrite_manifests(&target, &options, explain)
+                .await
+                .map(rewrite_manifests_result)
+        }
     }
+}
+
+/// `rewrite_manifests` (and `OPTIMIZE TABLE t MANIFEST`) on an opened `target`, within its
+/// progress scope: the one path of SQL and the typed API ([`super::api::RewriteManifests`]).
+pub(crate) async fn run_rewrite_manifests(
+    target: &MaintenanceTarget,
+    options: &RewriteManifestsOptions,
+    explain: bool,
+) -> Result<RewriteManifestsOutcome> {
+    target
+        .progress
+        .scope(async move {
+            target.check_single_table("rewrite_manifests", false).await?;
+            rewrite_manifests::execute(target, options, explain).await
+        })
+        .await
 }
 
 /// `expire_snapshots` on an opened `target`, within its progress scope: the one path of both the
@@ -82,6 +105,11 @@ pub(crate) async fn run_orphans(
         .await
 }
 
+/// ClickHouse's refusal of `OPTIMIZE` on an Iceberg table while its gate is off.
+pub const OPTIMIZE_DISABLED: &str =
+    "OPTIMIZE is not supported for Iceberg tables. To allow its usage, enable setting \
+     allow_experimental_iceberg_compaction";
+
 /// Refuses a procedure whose ClickHouse gate setting is off (`SUPPORT_IS_DISABLED`). Unknown
 /// procedure names pass (the binder names them).
 pub fn check_gates(procedure: &str, settings: &Settings) -> Result<()> {
@@ -100,6 +128,9 @@ pub fn check_gates(procedure: &str, settings: &Settings) -> Result<()> {
         "remove_orphan_files" if !settings.allow_iceberg_remove_orphan_files() => disabled(
             "remove_orphan_files is experimental. To allow its usage, enable setting \
              allow_iceberg_remove_orphan_files",
+        ),
+        "rewrite_manifests" if !settings.allow_experimental_iceberg_compaction() => disabled(
+            OPTIMIZE_DISABLED,
         ),
         _ => Ok(()),
     }

@@ -7,6 +7,7 @@
 //!   procedures.
 //! - [`expire`]: `expire_snapshots` (SPEC §3).
 //! - [`orphans`]: `remove_orphan_files` (SPEC §4).
+//! - [`rewrite_manifests`]: `rewrite_manifests` and `OPTIMIZE TABLE t MANIFEST` (issue #19).
 //!
 //! **The shape of a procedure** (compaction, manifest rewrite and snapshot management will be new
 //! folders of this shape):
@@ -28,7 +29,9 @@
 pub mod expire;
 pub mod file_graph;
 pub mod orphans;
+pub mod rewrite_manifests;
 pub mod target;
 
 pub use expire::{ExpireMetrics, ExpireOutcome};
 pub use orphans::{OrphanMetrics, OrphanOutcome};
+pub use rewrite_manifests::{RewriteManifestsMetrics, RewriteManifestsOutcome};

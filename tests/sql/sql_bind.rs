@@ -70,6 +70,7 @@ fn expire_binds_every_argument() {
             retain_last: Some(10),
             snapshot_ids: None,
             dry_run: true,
+            clean_expired_metadata: false,
         }
     );
     let options = expire("expire_snapshots(snapshot_ids = [1, -2, 9223372036854775807])");
