@@ -64,7 +64,9 @@ pub(crate) async fn run_rewrite_manifests(
     target
         .progress
         .scope(async move {
-            target.check_single_table("rewrite_manifests", false).await?;
+            target
+                .check_single_table("rewrite_manifests", false)
+                .await?;
             rewrite_manifests::execute(target, options, explain).await
         })
         .await
@@ -106,8 +108,7 @@ pub(crate) async fn run_orphans(
 }
 
 /// ClickHouse's refusal of `OPTIMIZE` on an Iceberg table while its gate is off.
-pub const OPTIMIZE_DISABLED: &str =
-    "OPTIMIZE is not supported for Iceberg tables. To allow its usage, enable setting \
+pub const OPTIMIZE_DISABLED: &str = "OPTIMIZE is not supported for Iceberg tables. To allow its usage, enable setting \
      allow_experimental_iceberg_compaction";
 
 /// Refuses a procedure whose ClickHouse gate setting is off (`SUPPORT_IS_DISABLED`). Unknown
@@ -129,9 +130,9 @@ pub fn check_gates(procedure: &str, settings: &Settings) -> Result<()> {
             "remove_orphan_files is experimental. To allow its usage, enable setting \
              allow_iceberg_remove_orphan_files",
         ),
-        "rewrite_manifests" if !settings.allow_experimental_iceberg_compaction() => disabled(
-            OPTIMIZE_DISABLED,
-        ),
+        "rewrite_manifests" if !settings.allow_experimental_iceberg_compaction() => {
+            disabled(OPTIMIZE_DISABLED)
+        }
         _ => Ok(()),
     }
 }

@@ -24,7 +24,7 @@ use tokio::sync::Mutex;
 use super::ddl;
 use super::introspect::system_table_rows;
 use super::params::{PARAM_SETTING_PREFIX, setting_value_text, substitute};
-use super::procedures::{check_gates, run_procedure_with};
+use super::procedures::{OPTIMIZE_DISABLED, check_gates, run_procedure_with};
 use super::progress::{CancelToken, Progress, ProgressSink, cancelled_error};
 use super::registry::Registry;
 use super::result::QueryResult;
@@ -33,9 +33,10 @@ use super::select_eval;
 use crate::clock::Clock;
 use crate::error::{Error, ErrorKind, Result};
 use crate::format::{Column, OutputFormat, Value};
+use crate::plan::{ProcedureCall, RewriteManifestsOptions};
 use crate::settings::Settings;
 use crate::sql::{
-    AlterExecute, BindContext, Literal, Select, Statement, TableName, bind_noted,
+    AlterExecute, BindContext, Literal, OptimizeManifest, Select, Statement, TableName, bind_noted,
     parse_statement_at, split_statements,
 };
 
@@ -213,6 +214,9 @@ pub fn handles(sql: &str) -> bool {
     };
     let is_name = |i: usize| matches!(tokens.get(i), Some(Token::Word(_)));
     let mut at = usize::from(keyword(0, "EXPLAIN"));
+    if keyword(at, "OPTIMIZE") && keyword(at + 1, "TABLE") {
+        return true;
+    }
     if !(keyword(at, "ALTER") && keyword(at + 1, "TABLE") && is_name(at + 2)) {
         return false;
     }
@@ -487,6 +491,7 @@ impl Session {
                 QueryResult::empty()
             }
             Statement::Select(select) => self.select(select).await?,
+            Statement::OptimizeManifest(optimize) => self.optimize_manifest(optimize).await?,
         };
         result.format = format;
         Ok(result)
@@ -539,6 +544,43 @@ impl Session {
             system_table_rows(&self.shared.runtime, &self.settings, select.table, &defs).await?;
         let (columns, rows) = select_eval::evaluate(select, columns, rows)?;
         Ok(QueryResult::table(columns, rows))
+    }
+
+    /// `OPTIMIZE TABLE t MANIFEST` (ClickHouse 26.9): `rewrite_manifests` with the table's
+    /// defaults, acting only above `iceberg_manifest_min_count_to_compact` manifests; no rows, as
+    /// in ClickHouse (warnings still reach the result). `EXPLAIN` gives the plan.
+    async fn optimize_manifest(&self, optimize: &OptimizeManifest) -> Result<QueryResult> {
+        let def = self
+            .shared
+            .registry
+            .lock()
+            .await
+            .get(&self.database_of(&optimize.table), &optimize.table.table)?
+            .clone();
+        if !self.settings.allow_experimental_iceberg_compaction() {
+            return Err(Error::new(ErrorKind::SupportIsDisabled, OPTIMIZE_DISABLED));
+        }
+        let call = ProcedureCall::RewriteManifests(RewriteManifestsOptions {
+            min_manifest_count: Some(self.settings.manifest_min_count_to_compact()),
+            ..Default::default()
+        });
+        let progress = Progress::new(self.progress.0.clone(), self.cancel.clone());
+        let result = run_procedure_with(
+            &self.shared.runtime,
+            &self.settings,
+            &def,
+            call,
+            optimize.explain,
+            &progress,
+        )
+        .await?;
+        if optimize.explain {
+            return Ok(result);
+        }
+        Ok(QueryResult {
+            warnings: result.warnings,
+            ..QueryResult::empty()
+        })
     }
 
     /// `ALTER TABLE … EXECUTE` (or its `EXPLAIN`): table, gates and arguments are checked before the

@@ -4,6 +4,6 @@
 pub mod options;
 
 pub use options::{
-    ExpireOptions, OrphanOptions, ProcedureCall, RewriteManifestsOptions, check_older_than, normalize_location,
-    retain_last_count,
+    ExpireOptions, OrphanOptions, ProcedureCall, RewriteManifestsOptions, check_older_than,
+    normalize_location, retain_last_count,
 };

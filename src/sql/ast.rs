@@ -37,6 +37,27 @@ pub enum Statement {
     Set(Vec<(String, Literal)>),
     /// `SELECT … FROM system.iceberg_*` (introspection).
     Select(Select),
+    /// `[EXPLAIN] OPTIMIZE TABLE [db.]t MANIFEST` (ClickHouse 26.9): manifest rewrite.
+    OptimizeManifest(OptimizeManifest),
+}
+
+/// `[EXPLAIN] OPTIMIZE TABLE [db.]t MANIFEST [FORMAT f]` (a format only after `EXPLAIN`: the
+/// statement itself returns no rows, as in ClickHouse).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OptimizeManifest {
+    pub table: TableName,
+    pub explain: bool,
+    pub format: Option<String>,
+}
+
+impl fmt::Display for OptimizeManifest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.explain {
+            f.write_str("EXPLAIN ")?;
+        }
+        write!(f, "OPTIMIZE TABLE {} MANIFEST", self.table)?;
+        write_format(f, &self.format)
+    }
 }
 
 /// `ALTER TABLE [db.]t EXECUTE procedure(args)`.
@@ -397,6 +418,7 @@ impl fmt::Display for Statement {
                 write_settings(f, settings)
             }
             Statement::Select(select) => write!(f, "{select}"),
+            Statement::OptimizeManifest(optimize) => write!(f, "{optimize}"),
         }
     }
 }
@@ -411,6 +433,7 @@ impl Statement {
                 format.as_deref()
             }
             Statement::Select(select) => select.format.as_deref(),
+            Statement::OptimizeManifest(optimize) => optimize.format.as_deref(),
             _ => None,
         }
     }

@@ -16,7 +16,8 @@ pub mod split;
 pub mod timestamp;
 
 pub use ast::{
-    AlterExecute, Arg, ArgValue, CreateTable, EngineArg, EngineName, Literal, Statement, TableName,
+    AlterExecute, Arg, ArgValue, CreateTable, EngineArg, EngineName, Literal, OptimizeManifest,
+    Statement, TableName,
 };
 pub use bind::{BindContext, bind, bind_noted};
 pub use duration::{format_duration_ms, parse_duration_ms};

@@ -58,7 +58,9 @@ impl KeepReason {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ManifestVerdict {
     /// Its live entries go into the group's new manifests; its list entry is replaced.
-    Rewrite { group: usize },
+    Rewrite {
+        group: usize,
+    },
     Keep(KeepReason),
 }
 
@@ -306,15 +308,25 @@ mod tests {
         let s = select(&list, None, 1000);
         assert_eq!(s.groups.len(), 3);
         for g in &s.groups {
-            assert!(g.manifests.iter().all(|&i| list[i].partition_spec_id == g.spec_id));
+            assert!(
+                g.manifests
+                    .iter()
+                    .all(|&i| list[i].partition_spec_id == g.spec_id)
+            );
             assert!(g.manifests.iter().all(|&i| list[i].content == g.content));
             assert_eq!(g.target_count, 1);
         }
-        assert_eq!(s.verdicts[6], ManifestVerdict::Keep(KeepReason::AlreadyCompact));
+        assert_eq!(
+            s.verdicts[6],
+            ManifestVerdict::Keep(KeepReason::AlreadyCompact)
+        );
         let only_one = select(&list, Some(1), 1000);
         assert_eq!(only_one.groups.len(), 1);
         assert_eq!(only_one.groups[0].manifests, vec![1, 4]);
-        assert_eq!(only_one.verdicts[0], ManifestVerdict::Keep(KeepReason::OtherSpec));
+        assert_eq!(
+            only_one.verdicts[0],
+            ManifestVerdict::Keep(KeepReason::OtherSpec)
+        );
         // A target below each manifest's size requires as many manifests as there are.
         assert!(select(&list, None, 50).is_noop());
     }

@@ -17,8 +17,8 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::iceberg::avro::Codec;
 use crate::iceberg::commit::{CommitOptions, CommitOutcome, unconfirmed_error};
 use crate::iceberg::locate::LocatedMetadata;
-use crate::iceberg::manifest::{Manifest, ManifestEntry, ManifestWriter, NewManifest, inherit};
 use crate::iceberg::manifest::read_manifest;
+use crate::iceberg::manifest::{Manifest, ManifestEntry, ManifestWriter, NewManifest, inherit};
 use crate::iceberg::manifest_list::{
     ManifestFile, ManifestListMeta, read_manifest_list, write_manifest_list,
 };
@@ -107,13 +107,23 @@ pub async fn execute(
                 Step::Write(w) => w,
             },
         };
-        let (new_metadata, list_path, snapshot_id) =
-            new_snapshot(&target.io, metadata, current, &list, &written, target.now_ms).await?;
+        let (new_metadata, list_path, snapshot_id) = new_snapshot(
+            &target.io,
+            metadata,
+            current,
+            &list,
+            &written,
+            target.now_ms,
+        )
+        .await?;
         let commit_options = CommitOptions {
             update_metadata_log: true,
             now_ms: Some(target.now_ms),
         };
-        match target.commit(&located, new_metadata, &commit_options).await? {
+        match target
+            .commit(&located, new_metadata, &commit_options)
+            .await?
+        {
             CommitOutcome::Committed(_) => {
                 return Ok(RewriteManifestsOutcome {
                     metrics: RewriteManifestsMetrics {

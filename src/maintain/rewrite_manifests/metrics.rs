@@ -14,8 +14,11 @@ pub struct RewriteManifestsMetrics {
 impl RewriteManifestsMetrics {
     /// The metric names, in row order (Spark's `rewritten_manifests_count`,
     /// `added_manifests_count`, then `dry_run` as the ClickHouse procedures end).
-    pub const NAMES: [&'static str; 3] =
-        ["rewritten_manifests_count", "added_manifests_count", "dry_run"];
+    pub const NAMES: [&'static str; 3] = [
+        "rewritten_manifests_count",
+        "added_manifests_count",
+        "dry_run",
+    ];
 
     /// The `(metric_name, metric_value)` rows.
     pub fn named_values(&self) -> [(&'static str, i64); 3] {
