@@ -172,11 +172,13 @@ pub mod internals {
     }
     /// See `src/maintain/`.
     pub mod maintain {
-        pub use crate::maintain::{expire, file_graph, target};
+        pub use crate::maintain::{expire, file_graph, rewrite_manifests, target};
     }
     /// See `src/plan/`.
     pub mod plan {
-        pub use crate::plan::{ExpireOptions, OrphanOptions, ProcedureCall};
+        pub use crate::plan::{
+            ExpireOptions, OrphanOptions, ProcedureCall, RewriteManifestsOptions,
+        };
     }
     /// See `src/shell/`.
     pub mod shell {

@@ -558,7 +558,7 @@ impl Session {
             .get(&self.database_of(&optimize.table), &optimize.table.table)?
             .clone();
         if !self.settings.allow_experimental_iceberg_compaction() {
-            return Err(Error::new(ErrorKind::SupportIsDisabled, OPTIMIZE_DISABLED));
+            return Err(Error::bad_arguments(OPTIMIZE_DISABLED));
         }
         let call = ProcedureCall::RewriteManifests(RewriteManifestsOptions {
             min_manifest_count: Some(self.settings.manifest_min_count_to_compact()),

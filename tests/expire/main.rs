@@ -9,4 +9,5 @@ mod expire_crash;
 mod expire_differential;
 mod expire_files;
 mod maintain_scenarios;
+mod rewrite_manifests;
 mod typed_api;
