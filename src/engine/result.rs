@@ -70,7 +70,7 @@ impl Metrics {
     /// `(metric_name, metric_value)` in ClickHouse's row order.
     pub fn named_values(&self) -> Vec<(&'static str, i64)> {
         match self {
-            Metrics::Expire(m) => m.named_values().to_vec(),
+            Metrics::Expire(m) => m.rows(),
             Metrics::Orphans(m) => m.named_values().to_vec(),
             Metrics::RewriteManifests(m) => m.named_values().to_vec(),
         }

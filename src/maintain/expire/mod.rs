@@ -47,6 +47,7 @@
 //! EXPLAIN rows), [`metrics`]. Execution: [`execute`] (the loop above), [`plan`] (reads the file
 //! graph), [`journal`], [`recover`], [`delete`].
 
+pub mod cleanup;
 mod delete;
 pub mod execute;
 pub mod explain;
