@@ -28,6 +28,7 @@
 
 pub mod expire;
 pub mod file_graph;
+pub mod old_metadata;
 pub mod orphans;
 pub mod rewrite_manifests;
 pub mod target;

@@ -481,3 +481,66 @@ async fn concurrent_manifest_rewrite_makes_us_plan_again() {
     let written: i64 = metrics(&r).added_manifests_count;
     assert!(written <= groups(&manifests).len() as i64);
 }
+
+/// `write.metadata.delete-after-commit.enabled` (issue #19 §2): a confirmed commit deletes
+/// exactly the metadata files that left `metadata-log`, never the current or a journaled one.
+#[tokio::test]
+async fn delete_after_commit_removes_exactly_what_left_the_log() {
+    let (_tmp, dir) = build(2, 6);
+    let newest = current_metadata(&dir).await;
+    let mut doc: Value = serde_json::from_slice(&std::fs::read(&newest).unwrap()).unwrap();
+    doc["properties"]["write.metadata.delete-after-commit.enabled"] = "true".into();
+    doc["properties"]["write.metadata.previous-versions-max"] = "2".into();
+    std::fs::write(&newest, serde_json::to_vec(&doc).unwrap()).unwrap();
+    let logged: Vec<String> = doc["metadata-log"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            e["metadata-file"]
+                .as_str()
+                .unwrap()
+                .trim_start_matches("file://")
+                .to_string()
+        })
+        .collect();
+    assert!(logged.len() > 4);
+    // A pending expiry journal names the second-oldest file: it stays.
+    let journaled = logged[1].clone();
+    let journal_dir = dir.join("metadata/.icetrim");
+    std::fs::create_dir_all(&journal_dir).unwrap();
+    let journal = serde_json::json!({"format": "icetrim-expiry-journal/1",
+        "base-metadata": journaled, "expired-snapshot-ids": [1], "created-ms": 1});
+    std::fs::write(journal_dir.join("expiry-x.json"), journal.to_string()).unwrap();
+    rewrite(&dir).await;
+    let after = current_metadata(&dir).await;
+    let log_after: Vec<String> = serde_json::from_slice::<Value>(&std::fs::read(&after).unwrap())
+        .unwrap()["metadata-log"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            e["metadata-file"]
+                .as_str()
+                .unwrap()
+                .trim_start_matches("file://")
+                .to_string()
+        })
+        .collect();
+    assert_eq!(log_after.len(), 2);
+    for f in &logged {
+        let kept = log_after.contains(f) || *f == journaled;
+        assert_eq!(Path::new(f).exists(), kept, "{f}");
+    }
+    assert!(
+        after.exists() && newest.exists(),
+        "current and base files stay"
+    );
+    assert_eq!(ch_rows(&dir)[0][0], "14");
+    // Without the property nothing is deleted.
+    let (_tmp2, dir2) = build(2, 6);
+    let before = std::fs::read_dir(dir2.join("metadata")).unwrap().count();
+    rewrite(&dir2).await;
+    let count = std::fs::read_dir(dir2.join("metadata")).unwrap().count();
+    assert!(count > before, "nothing deleted without the property");
+}
