@@ -107,9 +107,10 @@ pub(crate) async fn run_orphans(
         .await
 }
 
-/// ClickHouse's refusal of `OPTIMIZE` on an Iceberg table while its gate is off.
-pub const OPTIMIZE_DISABLED: &str = "OPTIMIZE is not supported for Iceberg tables. To allow its usage, enable setting \
-     allow_experimental_iceberg_compaction";
+/// ClickHouse 26.9's refusal of `OPTIMIZE TABLE ... MANIFEST` while its gate is off (code 36,
+/// `BAD_ARGUMENTS`, observed through chdb); `rewrite_manifests` is refused the same way.
+pub const OPTIMIZE_DISABLED: &str = "Enable 'allow_experimental_iceberg_compaction' setting to \
+     call OPTIMIZE TABLE ... MANIFEST for iceberg tables";
 
 /// Refuses a procedure whose ClickHouse gate setting is off (`SUPPORT_IS_DISABLED`). Unknown
 /// procedure names pass (the binder names them).
@@ -131,7 +132,7 @@ pub fn check_gates(procedure: &str, settings: &Settings) -> Result<()> {
              allow_iceberg_remove_orphan_files",
         ),
         "rewrite_manifests" if !settings.allow_experimental_iceberg_compaction() => {
-            disabled(OPTIMIZE_DISABLED)
+            Err(Error::bad_arguments(OPTIMIZE_DISABLED))
         }
         _ => Ok(()),
     }

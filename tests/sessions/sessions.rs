@@ -438,6 +438,7 @@ sessions! {
     expire_rewrites => "expire_rewrites.test",
     expire_snapshot_ids => "expire_snapshot_ids.test",
     expire_staged => "expire_staged.test",
+    rewrite_manifests => "rewrite_manifests.test",
     expire_statistics => "expire_statistics.test",
     expire_table_properties => "expire_table_properties.test",
     gates => "gates.test",
