@@ -363,6 +363,19 @@ fn copy_dir(from: &Path, to: &Path) {
     }
 }
 
+/// Put `dir` back as `backup` holds it. A failed run may leave a write of its own in flight (the
+/// local store writes on blocking threads): wait for the folder to settle.
+fn reset(dir: &Path, backup: &Path) {
+    for _ in 0..50 {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        if std::fs::remove_dir_all(dir).is_ok() {
+            copy_dir(backup, dir);
+            return;
+        }
+    }
+    panic!("cannot reset {}", dir.display());
+}
+
 #[tokio::test]
 async fn crash_at_every_mutation_leaves_a_readable_table_and_a_rerun_converges() {
     let (_tmp, dir) = build(2, 6);
@@ -372,8 +385,7 @@ async fn crash_at_every_mutation_leaves_a_readable_table_and_a_rerun_converges()
     let (old_manifests, old_entries) = own_view(&dir).await;
     let mut completed = false;
     for k in 0..20u64 {
-        std::fs::remove_dir_all(&dir).unwrap();
-        copy_dir(&backup, &dir);
+        reset(&dir, &backup);
         let injector = FaultInjector::new();
         injector.fail_after(k, Fault::Crash);
         let store = FaultyStore::new(Arc::new(LocalFileSystem::new()), Arc::clone(&injector));
@@ -543,4 +555,57 @@ async fn delete_after_commit_removes_exactly_what_left_the_log() {
     rewrite(&dir2).await;
     let count = std::fs::read_dir(dir2.join("metadata")).unwrap().count();
     assert!(count > before, "nothing deleted without the property");
+}
+
+/// The table of [`delete_after_commit_removes_exactly_what_left_the_log`] with the property set:
+/// returns the files its `metadata-log` names (local paths).
+async fn with_delete_after_commit(dir: &Path) -> Vec<String> {
+    let newest = current_metadata(dir).await;
+    let mut doc: Value = serde_json::from_slice(&std::fs::read(&newest).unwrap()).unwrap();
+    doc["properties"]["write.metadata.delete-after-commit.enabled"] = "true".into();
+    doc["properties"]["write.metadata.previous-versions-max"] = "1".into();
+    std::fs::write(&newest, serde_json::to_vec(&doc).unwrap()).unwrap();
+    doc["metadata-log"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            let f = e["metadata-file"].as_str().unwrap();
+            f.trim_start_matches("file://").to_string()
+        })
+        .collect()
+}
+
+/// Never on an unknown outcome: a commit whose write fails or whose answer is lost (the file may
+/// be there) deletes no metadata file; never a metadata file the log does not name (no listing).
+#[tokio::test]
+async fn delete_after_commit_never_on_an_unknown_outcome_nor_by_listing() {
+    let (_tmp, dir) = build(2, 6);
+    let logged = with_delete_after_commit(&dir).await;
+    let stray = dir.join("metadata/v0-stray.metadata.json");
+    std::fs::write(&stray, b"{}").unwrap();
+    let backup = dir.with_file_name("backup");
+    copy_dir(&dir, &backup);
+    let mut failed_commits = 0;
+    for k in 0..12u64 {
+        reset(&dir, &backup);
+        let injector = FaultInjector::new();
+        injector.fail_after(k, Fault::CrashAfterApplying);
+        let store = FaultyStore::new(Arc::new(LocalFileSystem::new()), Arc::clone(&injector));
+        let io = FileIO::from_store("/", Arc::new(store)).unwrap();
+        let result = rewrite_with(&dir, RewriteManifestsOptions::default(), false, Some(io)).await;
+        if result.is_err() {
+            failed_commits += 1;
+            for f in &logged {
+                assert!(Path::new(f).exists(), "k={k}: {f} deleted on an unknown outcome");
+            }
+        }
+        assert!(stray.exists(), "k={k}: a file the log does not name is never deleted");
+    }
+    assert!(failed_commits > 3, "the faults hit the writes and the commit");
+    // A healthy run deletes what left the log, and still not the stray.
+    reset(&dir, &backup);
+    rewrite(&dir).await;
+    assert!(logged.iter().all(|f| !Path::new(f).exists()));
+    assert!(stray.exists());
 }
