@@ -8,6 +8,7 @@ mod support;
 mod expire_crash;
 mod expire_differential;
 mod expire_files;
+mod expire_metadata_cleanup;
 mod maintain_scenarios;
 mod rewrite_manifests;
 mod typed_api;

@@ -33,27 +33,38 @@ fn script() -> PathBuf {
 }
 
 /// A pyiceberg table (see `tests/py/manifest_tables.py build`) in a fresh folder.
-fn build(format_version: u8, appends: u32) -> (tempfile::TempDir, PathBuf) {
+pub(crate) fn build(format_version: u8, appends: u32) -> (tempfile::TempDir, PathBuf) {
+    build_with(format_version, appends, &[])
+}
+
+/// [`build`] with the script's extra arguments (`overwrite`).
+pub(crate) fn build_with(
+    format_version: u8,
+    appends: u32,
+    extra: &[&str],
+) -> (tempfile::TempDir, PathBuf) {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("table");
     let v = format_version.to_string();
     let n = appends.to_string();
-    run_python_json(&script(), &["build", dir.to_str().unwrap(), &v, &n]);
+    let mut args = vec!["build", dir.to_str().unwrap(), &v, &n];
+    args.extend_from_slice(extra);
+    run_python_json(&script(), &args);
     (tmp, dir)
 }
 
 /// pyiceberg's view of the newest metadata: rows per ref, manifests, live entries.
-async fn pyread(dir: &Path) -> Value {
+pub(crate) async fn pyread(dir: &Path) -> Value {
     let md = current_metadata(dir).await;
     run_python_json(&script(), &["read", md.to_str().unwrap()])
 }
 
 /// ClickHouse's `count(), sum(id)` of the table.
-fn ch_rows(dir: &Path) -> Vec<Vec<String>> {
+pub(crate) fn ch_rows(dir: &Path) -> Vec<Vec<String>> {
     fixtures::clickhouse(dir, "SELECT count(), sum(id) FROM t").expect("ClickHouse reads")
 }
 
-async fn rewrite_with(
+pub(crate) async fn rewrite_with(
     dir: &Path,
     options: RewriteManifestsOptions,
     explain: bool,
@@ -73,14 +84,14 @@ async fn rewrite_with(
     .await
 }
 
-async fn rewrite(dir: &Path) -> RewriteManifestsMetrics {
+pub(crate) async fn rewrite(dir: &Path) -> RewriteManifestsMetrics {
     let r = rewrite_with(dir, RewriteManifestsOptions::default(), false, None)
         .await
         .unwrap_or_else(|e| panic!("rewrite_manifests failed: {e}"));
     metrics(&r)
 }
 
-fn metrics(r: &QueryResult) -> RewriteManifestsMetrics {
+pub(crate) fn metrics(r: &QueryResult) -> RewriteManifestsMetrics {
     match r.metrics {
         Some(Metrics::RewriteManifests(m)) => m,
         ref other => panic!("not a rewrite_manifests result: {other:?}"),
@@ -350,7 +361,7 @@ async fn optimize_manifest_acts_only_above_the_threshold() {
     assert!(own_view(&dir).await.0.len() < before.len());
 }
 
-fn copy_dir(from: &Path, to: &Path) {
+pub(crate) fn copy_dir(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();
     for entry in std::fs::read_dir(from).unwrap() {
         let entry = entry.unwrap();
@@ -365,7 +376,7 @@ fn copy_dir(from: &Path, to: &Path) {
 
 /// Put `dir` back as `backup` holds it. A failed run may leave a write of its own in flight (the
 /// local store writes on blocking threads): wait for the folder to settle.
-fn reset(dir: &Path, backup: &Path) {
+pub(crate) fn reset(dir: &Path, backup: &Path) {
     for _ in 0..50 {
         std::thread::sleep(std::time::Duration::from_millis(20));
         if std::fs::remove_dir_all(dir).is_ok() {
@@ -492,120 +503,4 @@ async fn concurrent_manifest_rewrite_makes_us_plan_again() {
     );
     let written: i64 = metrics(&r).added_manifests_count;
     assert!(written <= groups(&manifests).len() as i64);
-}
-
-/// `write.metadata.delete-after-commit.enabled` (issue #19 §2): a confirmed commit deletes
-/// exactly the metadata files that left `metadata-log`, never the current or a journaled one.
-#[tokio::test]
-async fn delete_after_commit_removes_exactly_what_left_the_log() {
-    let (_tmp, dir) = build(2, 6);
-    let newest = current_metadata(&dir).await;
-    let mut doc: Value = serde_json::from_slice(&std::fs::read(&newest).unwrap()).unwrap();
-    doc["properties"]["write.metadata.delete-after-commit.enabled"] = "true".into();
-    doc["properties"]["write.metadata.previous-versions-max"] = "2".into();
-    std::fs::write(&newest, serde_json::to_vec(&doc).unwrap()).unwrap();
-    let logged: Vec<String> = doc["metadata-log"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| {
-            e["metadata-file"]
-                .as_str()
-                .unwrap()
-                .trim_start_matches("file://")
-                .to_string()
-        })
-        .collect();
-    assert!(logged.len() > 4);
-    // A pending expiry journal names the second-oldest file: it stays.
-    let journaled = logged[1].clone();
-    let journal_dir = dir.join("metadata/.icetrim");
-    std::fs::create_dir_all(&journal_dir).unwrap();
-    let journal = serde_json::json!({"format": "icetrim-expiry-journal/1",
-        "base-metadata": journaled, "expired-snapshot-ids": [1], "created-ms": 1});
-    std::fs::write(journal_dir.join("expiry-x.json"), journal.to_string()).unwrap();
-    rewrite(&dir).await;
-    let after = current_metadata(&dir).await;
-    let log_after: Vec<String> = serde_json::from_slice::<Value>(&std::fs::read(&after).unwrap())
-        .unwrap()["metadata-log"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| {
-            e["metadata-file"]
-                .as_str()
-                .unwrap()
-                .trim_start_matches("file://")
-                .to_string()
-        })
-        .collect();
-    assert_eq!(log_after.len(), 2);
-    for f in &logged {
-        let kept = log_after.contains(f) || *f == journaled;
-        assert_eq!(Path::new(f).exists(), kept, "{f}");
-    }
-    assert!(
-        after.exists() && newest.exists(),
-        "current and base files stay"
-    );
-    assert_eq!(ch_rows(&dir)[0][0], "14");
-    // Without the property nothing is deleted.
-    let (_tmp2, dir2) = build(2, 6);
-    let before = std::fs::read_dir(dir2.join("metadata")).unwrap().count();
-    rewrite(&dir2).await;
-    let count = std::fs::read_dir(dir2.join("metadata")).unwrap().count();
-    assert!(count > before, "nothing deleted without the property");
-}
-
-/// The table of [`delete_after_commit_removes_exactly_what_left_the_log`] with the property set:
-/// returns the files its `metadata-log` names (local paths).
-async fn with_delete_after_commit(dir: &Path) -> Vec<String> {
-    let newest = current_metadata(dir).await;
-    let mut doc: Value = serde_json::from_slice(&std::fs::read(&newest).unwrap()).unwrap();
-    doc["properties"]["write.metadata.delete-after-commit.enabled"] = "true".into();
-    doc["properties"]["write.metadata.previous-versions-max"] = "1".into();
-    std::fs::write(&newest, serde_json::to_vec(&doc).unwrap()).unwrap();
-    doc["metadata-log"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| {
-            let f = e["metadata-file"].as_str().unwrap();
-            f.trim_start_matches("file://").to_string()
-        })
-        .collect()
-}
-
-/// Never on an unknown outcome: a commit whose write fails or whose answer is lost (the file may
-/// be there) deletes no metadata file; never a metadata file the log does not name (no listing).
-#[tokio::test]
-async fn delete_after_commit_never_on_an_unknown_outcome_nor_by_listing() {
-    let (_tmp, dir) = build(2, 6);
-    let logged = with_delete_after_commit(&dir).await;
-    let stray = dir.join("metadata/v0-stray.metadata.json");
-    std::fs::write(&stray, b"{}").unwrap();
-    let backup = dir.with_file_name("backup");
-    copy_dir(&dir, &backup);
-    let mut failed_commits = 0;
-    for k in 0..12u64 {
-        reset(&dir, &backup);
-        let injector = FaultInjector::new();
-        injector.fail_after(k, Fault::CrashAfterApplying);
-        let store = FaultyStore::new(Arc::new(LocalFileSystem::new()), Arc::clone(&injector));
-        let io = FileIO::from_store("/", Arc::new(store)).unwrap();
-        let result = rewrite_with(&dir, RewriteManifestsOptions::default(), false, Some(io)).await;
-        if result.is_err() {
-            failed_commits += 1;
-            for f in &logged {
-                assert!(Path::new(f).exists(), "k={k}: {f} deleted on an unknown outcome");
-            }
-        }
-        assert!(stray.exists(), "k={k}: a file the log does not name is never deleted");
-    }
-    assert!(failed_commits > 3, "the faults hit the writes and the commit");
-    // A healthy run deletes what left the log, and still not the stray.
-    reset(&dir, &backup);
-    rewrite(&dir).await;
-    assert!(logged.iter().all(|f| !Path::new(f).exists()));
-    assert!(stray.exists());
 }

@@ -2,11 +2,12 @@
 """Tables for the manifest-rewrite tests, and the readers that check them.
 
 usage:
-  manifest_tables.py build <dir> <format_version> <appends>
+  manifest_tables.py build <dir> <format_version> <appends> [overwrite]
       A pyiceberg table in <dir> (its location): <appends> fast appends over identity(cat)
       (3 categories), a schema change (columns `score`, `region` added), more appends, a partition
       spec change (identity(region) added), more appends, a copy-on-write delete of category 'c0', a branch
-      `b1` and a tag `t1`. Metadata files renamed to v<N>.metadata.json (ClickHouse reads the
+      `b1` and a tag `t1`. With `overwrite`, the whole table is rewritten (an overwrite snapshot)
+      just before the delete, so older schemas and specs fall out of use. Metadata files renamed to v<N>.metadata.json (ClickHouse reads the
       folder). Prints {"metadata": <newest metadata file>}.
   manifest_tables.py read <metadata file>
       pyiceberg's view: rows of every ref (sorted), `inspect.manifests` and every field of every
@@ -42,7 +43,7 @@ def _rename_to_v(table_dir):
     return max(mapping.values(), key=lambda p: int(re.search(r"v(\d+)\.", p).group(1)))
 
 
-def build(table_dir, format_version, appends):
+def build(table_dir, format_version, appends, rewrite_all=False):
     import pyarrow as pa
     from pyiceberg.catalog.sql import SqlCatalog
     from pyiceberg.expressions import EqualTo
@@ -93,6 +94,9 @@ def build(table_dir, format_version, appends):
         u.add_identity("region")
     for _ in range(appends - 2 * third):
         table.append(batch(3, True))
+    if rewrite_all:
+        # Every file rewritten under the newest spec and schema: the old ones fall out of use.
+        table.overwrite(table.scan().to_arrow())
     table.delete(EqualTo("cat", "c0"))
     table.append(batch(2, True))
     snap = table.current_snapshot().snapshot_id
@@ -159,7 +163,7 @@ def chdb_run(table_dir, statements):
 
 def main(argv):
     if argv[0] == "build":
-        build(argv[1], int(argv[2]), int(argv[3]))
+        build(argv[1], int(argv[2]), int(argv[3]), rewrite_all=len(argv) > 4 and argv[4] == "overwrite")
     elif argv[0] == "read":
         read(argv[1])
     elif argv[0] == "chdb":
