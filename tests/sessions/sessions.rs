@@ -429,6 +429,7 @@ sessions! {
     argument_errors => "argument_errors.test",
     empty_table => "empty_table.test",
     expire_branches_tags => "expire_branches_tags.test",
+    expire_clean_metadata => "expire_clean_metadata.test",
     expire_counted_once => "expire_counted_once.test",
     expire_defaults => "expire_defaults.test",
     expire_delete_files => "expire_delete_files.test",
