@@ -16,10 +16,10 @@ use icetrim::Settings;
 use icetrim::engine::{Metrics, QueryResult, Runtime};
 use icetrim::internals::engine::run_procedure;
 use icetrim::internals::iceberg::manifest::{inherit, read_manifest};
-use icetrim::internals::iceberg::manifest_list::read_manifest_list;
+use icetrim::internals::iceberg::manifest_list::{ManifestFile, read_manifest_list};
 use icetrim::internals::iceberg::metadata::TableMetadata;
 use icetrim::internals::io::{Fault, FaultInjector, FaultyStore, FileIO, HookFn, Op};
-use icetrim::internals::maintain::rewrite_manifests::RewriteManifestsMetrics;
+use icetrim::internals::maintain::rewrite_manifests::{RewriteManifestsMetrics, decide};
 use icetrim::internals::plan::{ProcedureCall, RewriteManifestsOptions};
 use object_store::local::LocalFileSystem;
 use object_store::path::Path as ObjectPath;
@@ -101,6 +101,24 @@ pub(crate) fn metrics(r: &QueryResult) -> RewriteManifestsMetrics {
 /// The current snapshot's manifests as (spec, content, live entries) and every live entry with
 /// its inherited fields made explicit: (snapshot id, sequence number, file sequence number, first
 /// row id, the whole data file).
+/// The current snapshot's manifest list.
+async fn own_list(dir: &Path) -> Vec<ManifestFile> {
+    let md_path = current_metadata(dir).await;
+    let bytes = std::fs::read(&md_path).unwrap();
+    let md = TableMetadata::parse(&bytes, md_path.to_str().unwrap()).unwrap();
+    let list_path = md
+        .current_snapshot()
+        .unwrap()
+        .manifest_list
+        .clone()
+        .unwrap();
+    let local = list_path
+        .strip_prefix("file://")
+        .unwrap_or(&list_path)
+        .to_string();
+    read_manifest_list(&std::fs::read(local).unwrap(), &list_path).unwrap()
+}
+
 async fn own_view(dir: &Path) -> (Vec<(i32, String, usize)>, BTreeMap<String, String>) {
     let md_path = current_metadata(dir).await;
     let bytes = std::fs::read(&md_path).unwrap();
@@ -231,9 +249,14 @@ async fn small_target_size_gives_more_clustered_manifests_and_spec_id_limits() {
     };
     let e = rewrite_with(&dir, bad, false, None).await.unwrap_err();
     assert!(e.message().contains("no partition spec with id 9"), "{e}");
-    // A target of 3 KB requires several manifests for spec 1; each new one holds few partitions.
+    // A target of half spec 1's live bytes requires two manifests for it.
+    let list = own_list(&dir).await;
+    let spec1: Vec<_> = list.iter().filter(|m| m.partition_spec_id == 1).collect();
+    assert!(spec1.len() > 2, "{spec1:?}");
+    let live_bytes: i64 = spec1.iter().map(|m| decide::estimated_live_bytes(m)).sum();
+    let target = live_bytes / 2 + 1;
     let small = RewriteManifestsOptions {
-        target_manifest_size_bytes: Some(3000),
+        target_manifest_size_bytes: Some(target),
         spec_id: Some(1),
         dry_run: true,
         ..Default::default()
@@ -244,13 +267,50 @@ async fn small_target_size_gives_more_clustered_manifests_and_spec_id_limits() {
         .iter()
         .filter(|r| r[0].to_string() == "new_manifest")
         .collect();
-    let dry = rewrite_with(&dir, small, false, None).await.unwrap();
-    assert_eq!(metrics(&dry).added_manifests_count, new_rows.len() as i64);
+    assert_eq!(
+        new_rows.len(),
+        decide::required_count(live_bytes, target),
+        "as many manifests as the target size implies"
+    );
+    assert_eq!(new_rows.len(), 2);
+    let dry = rewrite_with(&dir, small.clone(), false, None)
+        .await
+        .unwrap();
+    assert_eq!(metrics(&dry).added_manifests_count, 2);
+    assert_eq!(metrics(&dry).rewritten_manifests_count, spec1.len() as i64);
     assert!(metrics(&dry).dry_run);
     assert_eq!(
         own_view(&dir).await.0,
         manifests,
         "a dry run writes nothing"
+    );
+    // The real run: two manifests of spec 1, clustered (the first's partitions all sort before
+    // the second's: its `cat` upper bound is at most the second's lower bound).
+    let real = RewriteManifestsOptions {
+        dry_run: false,
+        ..small
+    };
+    let done = rewrite_with(&dir, real, false, None).await.unwrap();
+    assert_eq!(metrics(&done).added_manifests_count, 2);
+    let (_, entries) = own_view(&dir).await;
+    assert_eq!(entries, old_entries);
+    let new_spec1: Vec<_> = own_list(&dir)
+        .await
+        .into_iter()
+        .filter(|m| m.partition_spec_id == 1)
+        .collect();
+    assert_eq!(new_spec1.len(), 2);
+    let bound = |m: &ManifestFile, upper: bool| {
+        let p = &m.partitions.as_ref().expect("partition summaries")[0];
+        if upper {
+            p.upper_bound.clone()
+        } else {
+            p.lower_bound.clone()
+        }
+    };
+    assert!(
+        bound(&new_spec1[0], true) <= bound(&new_spec1[1], false),
+        "clustered by partition: {new_spec1:?}"
     );
 }
 
@@ -259,6 +319,7 @@ async fn clickhouse_v3_table_with_delete_files() {
     let fx = make_fixture("ch_v3", NOW, false);
     let dir = fx.table_dir();
     let ch_before = ch_rows(&dir);
+    let py_before = pyread(&dir).await;
     let (old_manifests, old_entries) = own_view(&dir).await;
     let r = rewrite_with(&dir, RewriteManifestsOptions::default(), false, None)
         .await
