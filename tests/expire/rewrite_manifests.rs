@@ -331,6 +331,16 @@ async fn clickhouse_v3_table_with_delete_files() {
         "first_row_id and sequence numbers kept"
     );
     assert_eq!(ch_before, ch_rows(&dir));
+    let py_after = pyread(&dir).await;
+    assert_eq!(
+        py_before["refs"], py_after["refs"],
+        "pyiceberg reads the v3 table the same"
+    );
+    assert_eq!(py_before["entries"], py_after["entries"]);
+    assert!(
+        m.rewritten_manifests_count > 0,
+        "the data manifests are rewritten"
+    );
     // Data and delete manifests never share a manifest.
     assert_eq!(groups(&new_manifests), groups(&old_manifests));
     assert_eq!(new_manifests.len(), groups(&old_manifests).len());
