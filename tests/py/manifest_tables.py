@@ -2,12 +2,14 @@
 """Tables for the manifest-rewrite tests, and the readers that check them.
 
 usage:
-  manifest_tables.py build <dir> <format_version> <appends> [overwrite]
+  manifest_tables.py build <dir> <format_version> <appends> [overwrite] [one_spec]
       A pyiceberg table in <dir> (its location): <appends> fast appends over identity(cat)
       (3 categories), a schema change (columns `score`, `region` added), more appends, a partition
       spec change (identity(region) added), more appends, a copy-on-write delete of category 'c0', a branch
       `b1` and a tag `t1`. With `overwrite`, the whole table is rewritten (an overwrite snapshot)
-      just before the delete, so older schemas and specs fall out of use. Metadata files renamed to v<N>.metadata.json (ClickHouse reads the
+      just before the delete, so older schemas and specs fall out of use. With `one_spec`, no
+      partition spec change (ClickHouse 26.9's OPTIMIZE ... MANIFEST skips tables with several
+      specs). Metadata files renamed to v<N>.metadata.json (ClickHouse reads the
       folder). Prints {"metadata": <newest metadata file>}.
   manifest_tables.py read <metadata file>
       pyiceberg's view: rows of every ref (sorted), `inspect.manifests` and every field of every
@@ -43,7 +45,7 @@ def _rename_to_v(table_dir):
     return max(mapping.values(), key=lambda p: int(re.search(r"v(\d+)\.", p).group(1)))
 
 
-def build(table_dir, format_version, appends, rewrite_all=False):
+def build(table_dir, format_version, appends, rewrite_all=False, evolve_spec=True):
     import pyarrow as pa
     from pyiceberg.catalog.sql import SqlCatalog
     from pyiceberg.expressions import EqualTo
@@ -90,8 +92,9 @@ def build(table_dir, format_version, appends, rewrite_all=False):
         u.add_column("region", StringType())
     for _ in range(third):
         table.append(batch(3, True))
-    with table.update_spec() as u:
-        u.add_identity("region")
+    if evolve_spec:
+        with table.update_spec() as u:
+            u.add_identity("region")
     for _ in range(appends - 2 * third):
         table.append(batch(3, True))
     if rewrite_all:
@@ -163,7 +166,9 @@ def chdb_run(table_dir, statements):
 
 def main(argv):
     if argv[0] == "build":
-        build(argv[1], int(argv[2]), int(argv[3]), rewrite_all=len(argv) > 4 and argv[4] == "overwrite")
+        extra = argv[4:]
+        build(argv[1], int(argv[2]), int(argv[3]), rewrite_all="overwrite" in extra,
+              evolve_spec="one_spec" not in extra)
     elif argv[0] == "read":
         read(argv[1])
     elif argv[0] == "chdb":

@@ -84,6 +84,7 @@ pub async fn execute(
     let max_attempts = target.settings.commit_max_attempts();
     let mut carried: Option<Written> = None;
     let mut last_conflict = String::new();
+    let mut warnings = Vec::new();
     for _ in 0..max_attempts {
         let located = target.locate_newest(PROCEDURE).await?;
         let metadata = &located.metadata;
@@ -97,13 +98,18 @@ pub async fn execute(
             Some(w) if still_listed(&w, &list) => w,
             Some(w) => {
                 target.io.delete_many(&w.paths()).await;
+                warnings.push(format!(
+                    "{PROCEDURE} on {}: a concurrent commit replaced manifests this rewrite had \
+                     planned on; planned again from snapshot {}",
+                    target.table_name, current.snapshot_id
+                ));
                 match plan(target, &located, &list, options, explain).await? {
-                    Step::Done(outcome) => return Ok(outcome),
+                    Step::Done(outcome) => return Ok(with_warnings(outcome, warnings)),
                     Step::Write(w) => w,
                 }
             }
             None => match plan(target, &located, &list, options, explain).await? {
-                Step::Done(outcome) => return Ok(outcome),
+                Step::Done(outcome) => return Ok(with_warnings(outcome, warnings)),
                 Step::Write(w) => w,
             },
         };
@@ -132,7 +138,7 @@ pub async fn execute(
                         dry_run: false,
                     },
                     explain: None,
-                    warnings: Vec::new(),
+                    warnings,
                     snapshot_id: Some(snapshot_id),
                 });
             }
@@ -159,6 +165,15 @@ pub async fn execute(
             target.table_name
         ),
     ))
+}
+
+fn with_warnings(
+    mut outcome: RewriteManifestsOutcome,
+    mut warnings: Vec<String>,
+) -> RewriteManifestsOutcome {
+    warnings.append(&mut outcome.warnings);
+    outcome.warnings = warnings;
+    outcome
 }
 
 fn noop(options: &RewriteManifestsOptions) -> RewriteManifestsOutcome {
