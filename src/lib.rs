@@ -126,15 +126,19 @@ mod time_zone;
 
 pub use clock::{Clock, FixedClock, SystemClock};
 pub use engine::{
-    Engine, EngineBuilder, ExpireSnapshots, QueryResult, RemoveOrphanFiles, Session, Table,
-    Timestamp, handles,
+    Engine, EngineBuilder, ExpireSnapshots, QueryResult, RemoveOrphanFiles, RewriteManifests,
+    Session, Table, Timestamp, handles,
 };
 pub use error::{Error, ErrorKind, Result};
 pub use iceberg::locate::MetadataSettings;
 pub use io::{AzureOptions, FileIO, GcsOptions, S3Options, StorageOptions};
 pub use maintain::expire::ExplainRow as ExpireExplainRow;
 pub use maintain::orphans::ExplainRow as OrphanExplainRow;
-pub use maintain::{ExpireMetrics, ExpireOutcome, OrphanMetrics, OrphanOutcome};
+pub use maintain::rewrite_manifests::ExplainRow as RewriteManifestsExplainRow;
+pub use maintain::{
+    ExpireMetrics, ExpireOutcome, OrphanMetrics, OrphanOutcome, RewriteManifestsMetrics,
+    RewriteManifestsOutcome,
+};
 pub use plan::{ExpireOptions, OrphanOptions};
 pub use progress::{CancelToken, Phase, Progress, ProgressEvent, ProgressSink};
 pub use settings::Settings;

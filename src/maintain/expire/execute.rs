@@ -92,7 +92,7 @@ pub async fn execute(
                 &target.settings.session_time_zone(),
             );
             let mut rows = rows;
-            rows.extend(cleanup_rows(cleanup.as_ref()));
+            rows.extend(super::explain::cleanup_rows(cleanup.as_ref()));
             return Ok(ExpireOutcome {
                 explain: Some(rows),
                 warnings,
@@ -275,28 +275,4 @@ fn outcome(
         explain: None,
         warnings,
     }
-}
-
-/// EXPLAIN rows of `clean_expired_metadata`: each schema and spec it removes.
-fn cleanup_rows(cleanup: Option<&MetadataCleanup>) -> Vec<super::ExplainRow> {
-    let Some(c) = cleanup else {
-        return Vec::new();
-    };
-    let row = |kind: &str, id: i32| super::ExplainRow {
-        kind: kind.to_string(),
-        id: id.to_string(),
-        decision: "remove".to_string(),
-        reason: "no retained snapshot uses it (clean_expired_metadata)".to_string(),
-        detail: String::new(),
-        bytes: None,
-    };
-    c.schemas
-        .iter()
-        .map(|id| row("schema", *id))
-        .chain(
-            c.partition_specs
-                .iter()
-                .map(|id| row("partition_spec", *id)),
-        )
-        .collect()
 }
