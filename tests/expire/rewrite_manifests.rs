@@ -421,6 +421,22 @@ async fn optimize_manifest_acts_only_above_the_threshold() {
         before.len()
     );
     session.execute(&at).await.unwrap();
+    let plan = session
+        .execute("EXPLAIN OPTIMIZE TABLE t MANIFEST")
+        .await
+        .unwrap();
+    let rows = &plan.last().unwrap().rows;
+    assert_eq!(
+        rows.len(),
+        before.len(),
+        "one row per manifest, no new manifest"
+    );
+    assert!(rows.iter().all(|r| {
+        r[4].to_string() == "keep"
+            && r[5]
+                .to_string()
+                .contains("iceberg_manifest_min_count_to_compact")
+    }));
     session.execute("OPTIMIZE TABLE t MANIFEST").await.unwrap();
     assert_eq!(own_view(&dir).await.0, before, "at the threshold: nothing");
     session

@@ -43,6 +43,9 @@ pub enum KeepReason {
     OtherSpec,
     /// Its group (spec, content) already has no more manifests than the target size requires.
     AlreadyCompact,
+    /// `OPTIMIZE TABLE t MANIFEST`: the snapshot has no more manifests than
+    /// `iceberg_manifest_min_count_to_compact`.
+    BelowMinCount,
 }
 
 impl KeepReason {
@@ -50,6 +53,9 @@ impl KeepReason {
         match self {
             KeepReason::OtherSpec => "other partition spec",
             KeepReason::AlreadyCompact => "group already at the target size",
+            KeepReason::BelowMinCount => {
+                "no more manifests than iceberg_manifest_min_count_to_compact"
+            }
         }
     }
 }

@@ -227,7 +227,7 @@ async fn plan(
     let selection = if below_threshold {
         Selection {
             verdicts: vec![
-                ManifestVerdict::Keep(super::decide::KeepReason::AlreadyCompact);
+                ManifestVerdict::Keep(super::decide::KeepReason::BelowMinCount);
                 list.len()
             ],
             groups: Vec::new(),
