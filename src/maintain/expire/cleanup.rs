@@ -143,6 +143,27 @@ mod tests {
         assert_eq!(c.partition_specs, vec![0, 1]);
     }
 
+    proptest::proptest! {
+        /// Never the current schema or default spec, never one a retained snapshot uses; every
+        /// other one goes.
+        #[test]
+        fn removes_exactly_the_unused(
+            snapshot_schema in 0i64..3,
+            used in proptest::collection::btree_set(0i32..3, 0..3),
+            retain in proptest::bool::ANY,
+        ) {
+            let metadata = md(Some(snapshot_schema));
+            let retained = if retain { BTreeSet::from([5]) } else { BTreeSet::new() };
+            let c = decide_cleanup(&metadata, &retained, Some(&used));
+            for id in 0..3 {
+                let schema_used = id == 2 || (retain && i64::from(id) == snapshot_schema);
+                proptest::prop_assert_eq!(c.schemas.contains(&id), !schema_used);
+                let spec_used = id == 2 || used.contains(&id);
+                proptest::prop_assert_eq!(c.partition_specs.contains(&id), !spec_used);
+            }
+        }
+    }
+
     #[test]
     fn a_snapshot_without_schema_id_keeps_every_schema_and_inline_manifests_every_spec() {
         let c = decide_cleanup(&md(None), &BTreeSet::from([5]), None);
