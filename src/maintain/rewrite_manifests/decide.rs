@@ -357,6 +357,38 @@ mod tests {
     }
 
     proptest! {
+        /// Groups never mix specs or contents; with `spec_id` nothing else is touched; a group is
+        /// rewritten exactly when it has more manifests than its live bytes need.
+        #[test]
+        fn selection_keeps_groups_apart(
+            shapes in proptest::collection::vec((0i32..3, proptest::bool::ANY, 1i64..5000, 0i32..4), 0..40),
+            spec_filter in proptest::option::of(0i32..3),
+            target in 1i64..20_000,
+        ) {
+            let list: Vec<ManifestFile> = shapes
+                .iter()
+                .map(|&(spec, deletes, length, live)| {
+                    let content = if deletes { ManifestContent::Deletes } else { ManifestContent::Data };
+                    manifest(spec, content, length, live)
+                })
+                .collect();
+            let s = select(&list, spec_filter, target);
+            prop_assert_eq!(s.verdicts.len(), list.len());
+            for (g, group) in s.groups.iter().enumerate() {
+                prop_assert!(group.manifests.len() > group.target_count);
+                prop_assert_eq!(group.target_count, required_count(group.live_bytes, target));
+                for &i in &group.manifests {
+                    prop_assert_eq!(list[i].partition_spec_id, group.spec_id);
+                    prop_assert_eq!(list[i].content, group.content);
+                    prop_assert_eq!(s.verdicts[i], ManifestVerdict::Rewrite { group: g });
+                }
+            }
+            for (i, v) in s.verdicts.iter().enumerate() {
+                let other = spec_filter.is_some_and(|id| id != list[i].partition_spec_id);
+                prop_assert_eq!(*v == ManifestVerdict::Keep(KeepReason::OtherSpec), other);
+            }
+        }
+
         /// Every entry lands in exactly one new manifest, there are at most `count` of them, and
         /// every partition's entries form one contiguous run of manifests.
         #[test]
