@@ -192,11 +192,14 @@ impl Engine {
 
 /// Whether `sql` (one statement) is for icetrim when it sits beside a host engine: `ALTER TABLE …
 /// EXECUTE …` or `EXPLAIN ALTER TABLE … EXECUTE …`, well-formed or not (so that icetrim reports
-/// the errors in its own statements). Everything else belongs to the host.
+/// the errors in its own statements), and `[EXPLAIN] OPTIMIZE TABLE [db.]t MANIFEST …`.
+/// Everything else (another `OPTIMIZE` too) belongs to the host.
 ///
 /// ```
 /// assert!(icetrim::engine::handles("ALTER TABLE t EXECUTE expire_snapshots()"));
 /// assert!(icetrim::engine::handles("explain alter table db.t execute nonsense("));
+/// assert!(icetrim::engine::handles("OPTIMIZE TABLE db.t MANIFEST"));
+/// assert!(!icetrim::engine::handles("OPTIMIZE TABLE t FINAL"));
 /// assert!(!icetrim::engine::handles("ALTER TABLE t DROP COLUMN c"));
 /// assert!(!icetrim::engine::handles("SELECT 1"));
 /// ```
@@ -214,17 +217,15 @@ pub fn handles(sql: &str) -> bool {
     };
     let is_name = |i: usize| matches!(tokens.get(i), Some(Token::Word(_)));
     let mut at = usize::from(keyword(0, "EXPLAIN"));
-    if keyword(at, "OPTIMIZE") && keyword(at + 1, "TABLE") {
-        return true;
-    }
-    if !(keyword(at, "ALTER") && keyword(at + 1, "TABLE") && is_name(at + 2)) {
+    let optimize = keyword(at, "OPTIMIZE");
+    if !((optimize || keyword(at, "ALTER")) && keyword(at + 1, "TABLE") && is_name(at + 2)) {
         return false;
     }
     at += 3;
     if matches!(tokens.get(at), Some(Token::Period)) && is_name(at + 1) {
         at += 2;
     }
-    keyword(at, "EXECUTE")
+    keyword(at, if optimize { "MANIFEST" } else { "EXECUTE" })
 }
 
 /// A connection-like context: the current database and settings, over an [`Engine`]'s tables.
