@@ -11,9 +11,8 @@ use icetrim::internals::plan::{ExpireOptions, RewriteManifestsOptions};
 use object_store::local::LocalFileSystem;
 use serde_json::Value;
 
-use crate::rewrite_manifests::{
-    build, build_with, ch_rows, copy_dir, pyread, reset, rewrite, rewrite_with,
-};
+use crate::rewrite_manifests::{build, build_with, ch_rows, pyread, rewrite, rewrite_with};
+use crate::rewrite_manifests_faults::{copy_dir, reset};
 use crate::support::expire::{current_metadata, expire_at};
 use crate::support::fixtures;
 

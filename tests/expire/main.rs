@@ -11,4 +11,5 @@ mod expire_files;
 mod expire_metadata_cleanup;
 mod maintain_scenarios;
 mod rewrite_manifests;
+mod rewrite_manifests_faults;
 mod typed_api;
