@@ -127,7 +127,7 @@ mod time_zone;
 pub use clock::{Clock, FixedClock, SystemClock};
 pub use engine::{
     AlterRefs, Engine, EngineBuilder, ExpireSnapshots, ManageSnapshots, QueryResult,
-    RemoveOrphanFiles, Session, Table, Timestamp, handles,
+    RemoveOrphanFiles, RewriteManifests, Session, Table, Timestamp, handles,
 };
 pub use error::{Error, ErrorKind, Result};
 pub use iceberg::locate::MetadataSettings;
@@ -135,8 +135,10 @@ pub use io::{AzureOptions, FileIO, GcsOptions, S3Options, StorageOptions};
 pub use maintain::expire::ExplainRow as ExpireExplainRow;
 pub use maintain::manage_snapshots::ExplainRow as SnapshotExplainRow;
 pub use maintain::orphans::ExplainRow as OrphanExplainRow;
+pub use maintain::rewrite_manifests::ExplainRow as RewriteManifestsExplainRow;
 pub use maintain::{
-    ExpireMetrics, ExpireOutcome, OrphanMetrics, OrphanOutcome, SnapshotMetrics, SnapshotOutcome,
+    ExpireMetrics, ExpireOutcome, OrphanMetrics, OrphanOutcome, RewriteManifestsMetrics,
+    RewriteManifestsOutcome, SnapshotMetrics, SnapshotOutcome,
 };
 pub use plan::{
     CreateMode, ExpireOptions, OrphanOptions, RefRetention, RefType, SnapshotProcedure,
@@ -178,12 +180,13 @@ pub mod internals {
     }
     /// See `src/maintain/`.
     pub mod maintain {
-        pub use crate::maintain::{expire, file_graph, manage_snapshots, target};
+        pub use crate::maintain::{expire, file_graph, manage_snapshots, rewrite_manifests, target};
     }
     /// See `src/plan/`.
     pub mod plan {
         pub use crate::plan::{
-            ExpireOptions, OrphanOptions, ProcedureCall, SnapshotProcedure, TableChange, TimeUnit,
+            ExpireOptions, OrphanOptions, ProcedureCall, RewriteManifestsOptions, SnapshotProcedure,
+            TableChange, TimeUnit,
         };
     }
     /// See `src/shell/`.

@@ -71,6 +71,18 @@ pub const SESSION_SETTINGS: &[SettingDef] = &[
         doc: "ClickHouse gate for remove_orphan_files",
     },
     SettingDef {
+        name: "allow_experimental_iceberg_compaction",
+        ty: SettingType::Bool,
+        default: SettingValue::Bool(true),
+        doc: "ClickHouse gate for OPTIMIZE TABLE (and icetrim's rewrite_manifests)",
+    },
+    SettingDef {
+        name: "iceberg_manifest_min_count_to_compact",
+        ty: SettingType::UInt,
+        default: SettingValue::UInt(100),
+        doc: "OPTIMIZE TABLE ... MANIFEST acts only when the current snapshot has more manifests than this",
+    },
+    SettingDef {
         name: "iceberg_expire_default_min_snapshots_to_keep",
         ty: SettingType::UInt,
         default: SettingValue::UInt(1),
@@ -327,6 +339,15 @@ impl Settings {
 
     pub fn allow_iceberg_remove_orphan_files(&self) -> bool {
         self.get_bool("allow_iceberg_remove_orphan_files")
+    }
+
+    pub fn allow_experimental_iceberg_compaction(&self) -> bool {
+        self.get_bool("allow_experimental_iceberg_compaction")
+    }
+
+    /// `OPTIMIZE TABLE t MANIFEST` acts only above this many manifests (ClickHouse's setting).
+    pub fn manifest_min_count_to_compact(&self) -> u64 {
+        self.get_uint("iceberg_manifest_min_count_to_compact")
     }
 
     pub fn expire_default_min_snapshots_to_keep(&self) -> i64 {

@@ -13,7 +13,7 @@
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use super::procedures::{run_expire, run_orphans};
+use super::procedures::{run_expire, run_orphans, run_rewrite_manifests};
 use super::table::{local_storage, remote_storage};
 use crate::clock::{Clock, SystemClock};
 use crate::error::{Error, Result};
@@ -21,8 +21,10 @@ use crate::iceberg::locate::MetadataSettings;
 use crate::io::{FileIO, StorageOptions, refuse_url_credentials};
 use crate::literal::Literal;
 use crate::maintain::target::MaintenanceTarget;
-use crate::maintain::{ExpireOutcome, OrphanOutcome};
-use crate::plan::{ExpireOptions, OrphanOptions, normalize_location, retain_last_count};
+use crate::maintain::{ExpireOutcome, OrphanOutcome, RewriteManifestsOutcome};
+use crate::plan::{
+    ExpireOptions, OrphanOptions, RewriteManifestsOptions, normalize_location, retain_last_count,
+};
 use crate::progress::{CancelToken, Progress, ProgressSink};
 use crate::settings::Settings;
 use crate::sql::timestamp::parse_timestamp_noted;
@@ -116,6 +118,15 @@ impl Table {
             older_than: None,
             snapshot_ids: None,
             dry_run: false,
+            clean_expired_metadata: false,
+        }
+    }
+
+    /// `rewrite_manifests`: configure, then [`RewriteManifests::execute`].
+    pub fn rewrite_manifests(&self) -> RewriteManifests<'_> {
+        RewriteManifests {
+            run: Run::new(self),
+            options: RewriteManifestsOptions::default(),
         }
     }
 
@@ -297,6 +308,7 @@ pub struct ExpireSnapshots<'t> {
     older_than: Option<Timestamp>,
     snapshot_ids: Option<Vec<i64>>,
     dry_run: bool,
+    clean_expired_metadata: bool,
 }
 
 impl ExpireSnapshots<'_> {
@@ -333,6 +345,14 @@ impl ExpireSnapshots<'_> {
         self
     }
 
+    /// Also remove the partition specs and schemas no retained snapshot uses
+    /// (`clean_expired_metadata` in SQL, Apache Iceberg 1.10); never the current schema or the
+    /// default spec.
+    pub fn clean_expired_metadata(mut self, clean: bool) -> Self {
+        self.clean_expired_metadata = clean;
+        self
+    }
+
     /// The typed options this builder stands for, validated as the SQL binder validates them,
     /// and the notes on its arguments (a text timestamp in a DST gap or fold).
     pub fn options(&self) -> Result<(ExpireOptions, Vec<String>)> {
@@ -359,6 +379,7 @@ impl ExpireSnapshots<'_> {
             retain_last,
             snapshot_ids: self.snapshot_ids.clone(),
             dry_run: self.dry_run,
+            clean_expired_metadata: self.clean_expired_metadata,
         };
         options.validate()?;
         Ok((options, notes))
@@ -471,6 +492,56 @@ impl RemoveOrphanFiles<'_> {
     }
 }
 
+/// `rewrite_manifests` on a [`Table`] (issue #19): rewrites the current snapshot's manifests into
+/// fewer, partition-clustered ones as a `replace` snapshot with identical data.
+#[derive(Clone)]
+#[must_use = "a builder does nothing until `execute` or `explain` is awaited"]
+pub struct RewriteManifests<'t> {
+    run: Run<'t>,
+    options: RewriteManifestsOptions,
+}
+
+impl RewriteManifests<'_> {
+    run_options!();
+
+    /// Only the manifests of this partition spec.
+    pub fn spec_id(mut self, spec_id: i32) -> Self {
+        self.options.spec_id = Some(spec_id);
+        self
+    }
+
+    /// The size new manifests aim at (overrides `commit.manifest.target-size-bytes`, 8 MiB).
+    pub fn target_manifest_size_bytes(mut self, bytes: i64) -> Self {
+        self.options.target_manifest_size_bytes = Some(bytes);
+        self
+    }
+
+    /// Only report what would be rewritten.
+    pub fn dry_run(mut self, dry_run: bool) -> Self {
+        self.options.dry_run = dry_run;
+        self
+    }
+
+    /// The typed options, validated as the SQL binder validates them.
+    pub fn options(&self) -> Result<RewriteManifestsOptions> {
+        self.options.validate()?;
+        Ok(self.options.clone())
+    }
+
+    /// Run it (or, with [`dry_run`](Self::dry_run), report what it would do).
+    pub async fn execute(self) -> Result<RewriteManifestsOutcome> {
+        let target = self.run.target()?;
+        run_rewrite_manifests(&target, &self.options()?, false).await
+    }
+
+    /// The plan, as `EXPLAIN ALTER TABLE … EXECUTE rewrite_manifests(…)` gives it; nothing
+    /// changes.
+    pub async fn explain(self) -> Result<RewriteManifestsOutcome> {
+        let target = self.run.target()?;
+        run_rewrite_manifests(&target, &self.options()?, true).await
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -500,6 +571,7 @@ mod tests {
                 retain_last: Some(2),
                 snapshot_ids: None,
                 dry_run: true,
+                clean_expired_metadata: false,
             }
         );
         assert!(notes.is_empty());

@@ -3,16 +3,22 @@
 //! [`Progress`] scope (progress events, cancellation).
 
 use super::registry::TableDef;
-use super::render::{change_result, expire_result, orphan_result, snapshot_result};
+use super::render::{
+    change_result, expire_result, orphan_result, rewrite_manifests_result, snapshot_result,
+};
 use super::result::QueryResult;
 use super::runtime::Runtime;
 use super::table::open_table;
 use crate::error::{Error, ErrorKind, Result};
 use crate::maintain::target::MaintenanceTarget;
 use crate::maintain::{
-    ExpireOutcome, OrphanOutcome, SnapshotOutcome, expire, manage_snapshots, orphans,
+    ExpireOutcome, OrphanOutcome, RewriteManifestsOutcome, SnapshotOutcome, expire,
+    manage_snapshots, orphans, rewrite_manifests,
 };
-use crate::plan::{ExpireOptions, OrphanOptions, ProcedureCall, SnapshotProcedure, TableChange};
+use crate::plan::{
+    ExpireOptions, OrphanOptions, ProcedureCall, RewriteManifestsOptions, SnapshotProcedure,
+    TableChange,
+};
 use crate::progress::Progress;
 use crate::settings::Settings;
 
@@ -49,6 +55,11 @@ pub async fn run_procedure_with(
         ProcedureCall::Snapshots(call) => run_snapshots(&target, &call, explain)
             .await
             .map(snapshot_result),
+        ProcedureCall::RewriteManifests(options) => {
+            run_rewrite_manifests(&target, &options, explain)
+                .await
+                .map(rewrite_manifests_result)
+        }
     }
 }
 
@@ -104,6 +115,24 @@ pub(crate) async fn run_change(
         .await
 }
 
+/// `rewrite_manifests` (and `OPTIMIZE TABLE t MANIFEST`) on an opened `target`, within its
+/// progress scope: the one path of SQL and the typed API ([`super::api::RewriteManifests`]).
+pub(crate) async fn run_rewrite_manifests(
+    target: &MaintenanceTarget,
+    options: &RewriteManifestsOptions,
+    explain: bool,
+) -> Result<RewriteManifestsOutcome> {
+    target
+        .progress
+        .scope(async move {
+            target
+                .check_single_table("rewrite_manifests", false)
+                .await?;
+            rewrite_manifests::execute(target, options, explain).await
+        })
+        .await
+}
+
 /// `expire_snapshots` on an opened `target`, within its progress scope: the one path of both the
 /// SQL statement and the typed API ([`super::api::ExpireSnapshots`]).
 pub(crate) async fn run_expire(
@@ -139,6 +168,11 @@ pub(crate) async fn run_orphans(
         .await
 }
 
+/// ClickHouse 26.9's refusal of `OPTIMIZE TABLE ... MANIFEST` while its gate is off (code 36,
+/// `BAD_ARGUMENTS`, observed through chdb); `rewrite_manifests` is refused the same way.
+pub const OPTIMIZE_DISABLED: &str = "Enable 'allow_experimental_iceberg_compaction' setting to \
+     call OPTIMIZE TABLE ... MANIFEST for iceberg tables";
+
 /// Refuses a procedure whose ClickHouse gate setting is off (`SUPPORT_IS_DISABLED`). Unknown
 /// procedure names pass (the binder names them).
 pub fn check_gates(procedure: &str, settings: &Settings) -> Result<()> {
@@ -158,6 +192,9 @@ pub fn check_gates(procedure: &str, settings: &Settings) -> Result<()> {
             "remove_orphan_files is experimental. To allow its usage, enable setting \
              allow_iceberg_remove_orphan_files",
         ),
+        "rewrite_manifests" if !settings.allow_experimental_iceberg_compaction() => {
+            Err(Error::bad_arguments(OPTIMIZE_DISABLED))
+        }
         _ => Ok(()),
     }
 }

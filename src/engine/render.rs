@@ -8,6 +8,7 @@ use crate::maintain::SnapshotOutcome;
 use crate::maintain::expire::{ExpireOutcome, ExplainRow as ExpireRow};
 use crate::maintain::manage_snapshots::ExplainRow as SnapshotRow;
 use crate::maintain::orphans::{ExplainRow as OrphanRow, OrphanOutcome};
+use crate::maintain::rewrite_manifests::{ExplainRow as ManifestRow, RewriteManifestsOutcome};
 
 /// The result of `expire_snapshots`: its EXPLAIN plan, or its metrics.
 pub fn expire_result(outcome: ExpireOutcome) -> QueryResult {
@@ -186,4 +187,50 @@ mod tests {
         assert_eq!(expire.columns[5].type_name, "Nullable(Int64)");
         assert!(expire.metrics.is_none());
     }
+}
+
+/// The result of `rewrite_manifests`: its EXPLAIN plan, or its metrics.
+pub fn rewrite_manifests_result(outcome: RewriteManifestsOutcome) -> QueryResult {
+    let RewriteManifestsOutcome {
+        metrics,
+        explain,
+        warnings,
+        ..
+    } = outcome;
+    let mut result = match explain {
+        Some(rows) => QueryResult::table(
+            manifest_columns(),
+            rows.into_iter().map(manifest_row).collect(),
+        ),
+        None => QueryResult::from_metrics(Metrics::RewriteManifests(metrics)),
+    };
+    result.warnings = warnings;
+    result
+}
+
+/// The columns of `EXPLAIN ... rewrite_manifests(...)` (`maintain::rewrite_manifests::explain`).
+fn manifest_columns() -> Vec<Column> {
+    vec![
+        Column::new("kind", "String"),
+        Column::new("path", "String"),
+        Column::new("spec_id", "Int64"),
+        Column::new("content", "String"),
+        Column::new("decision", "String"),
+        Column::new("reason", "String"),
+        Column::new("entries", "Int64"),
+        Column::new("bytes", "Int64"),
+    ]
+}
+
+fn manifest_row(row: ManifestRow) -> Vec<Value> {
+    vec![
+        Value::Str(row.kind),
+        Value::Str(row.path),
+        Value::Int(row.spec_id),
+        Value::Str(row.content),
+        Value::Str(row.decision),
+        Value::Str(row.reason),
+        Value::Int(row.entries),
+        Value::Int(row.bytes),
+    ]
 }

@@ -4,7 +4,9 @@
 //! alone know the metric names and their order.
 
 use crate::format::{Column, OutputFormat, Value};
-pub use crate::maintain::{ExpireMetrics, OrphanMetrics, SnapshotMetrics};
+pub use crate::maintain::{
+    ExpireMetrics, OrphanMetrics, RewriteManifestsMetrics, SnapshotMetrics,
+};
 
 /// The result of one statement.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -65,15 +67,17 @@ pub enum Metrics {
     Orphans(OrphanMetrics),
     /// The snapshot-management procedures (`rollback_to_snapshot`, ...).
     Snapshots(SnapshotMetrics),
+    RewriteManifests(RewriteManifestsMetrics),
 }
 
 impl Metrics {
     /// `(metric_name, metric_value)` in ClickHouse's row order.
     pub fn named_values(&self) -> Vec<(&'static str, i64)> {
         match self {
-            Metrics::Expire(m) => m.named_values().to_vec(),
+            Metrics::Expire(m) => m.rows(),
             Metrics::Orphans(m) => m.named_values().to_vec(),
             Metrics::Snapshots(m) => m.named_values().to_vec(),
+            Metrics::RewriteManifests(m) => m.named_values().to_vec(),
         }
     }
 }

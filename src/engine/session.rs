@@ -24,7 +24,7 @@ use tokio::sync::Mutex;
 use super::ddl;
 use super::introspect::system_table_rows;
 use super::params::{PARAM_SETTING_PREFIX, setting_value_text, substitute};
-use super::procedures::{check_gates, run_procedure_with, run_table_change};
+use super::procedures::{OPTIMIZE_DISABLED, check_gates, run_procedure_with, run_table_change};
 use super::progress::{CancelToken, Progress, ProgressSink, cancelled_error};
 use super::registry::Registry;
 use super::result::QueryResult;
@@ -33,10 +33,12 @@ use super::select_eval;
 use crate::clock::Clock;
 use crate::error::{Error, ErrorKind, Result};
 use crate::format::{Column, OutputFormat, Value};
+use crate::plan::{ProcedureCall, RewriteManifestsOptions};
 use crate::settings::Settings;
 use crate::sql::bind_snapshots::bind_alter;
 use crate::sql::{
-    AlterExecute, AlterTable, BindContext, Literal, Select, Statement, TableName, bind_noted,
+    AlterExecute, AlterTable, BindContext, Literal, OptimizeManifest, Select, Statement, TableName,
+    bind_noted,
     parse_statement_at, split_statements,
 };
 
@@ -192,12 +194,15 @@ impl Engine {
 
 /// Whether `sql` (one statement) is for icetrim when it sits beside a host engine: `ALTER TABLE …
 /// EXECUTE …`, the ref and property statements (`ALTER TABLE … CREATE|REPLACE|DROP BRANCH|TAG`,
-/// `… SET|UNSET TBLPROPERTIES`), or their `EXPLAIN`, well-formed or not (so that icetrim reports
-/// the errors in its own statements). Everything else belongs to the host.
+/// `… SET|UNSET TBLPROPERTIES`), `[EXPLAIN] OPTIMIZE TABLE [db.]t MANIFEST …`, or their `EXPLAIN`,
+/// well-formed or not (so that icetrim reports the errors in its own statements). Everything else
+/// (another `OPTIMIZE` too) belongs to the host.
 ///
 /// ```
 /// assert!(icetrim::engine::handles("ALTER TABLE t EXECUTE expire_snapshots()"));
 /// assert!(icetrim::engine::handles("explain alter table db.t execute nonsense("));
+/// assert!(icetrim::engine::handles("OPTIMIZE TABLE db.t MANIFEST"));
+/// assert!(!icetrim::engine::handles("OPTIMIZE TABLE t FINAL"));
 /// assert!(!icetrim::engine::handles("ALTER TABLE t DROP COLUMN c"));
 /// assert!(icetrim::engine::handles("ALTER TABLE db.t CREATE OR REPLACE BRANCH b"));
 /// assert!(icetrim::engine::handles("alter table t unset tblproperties ('k')"));
@@ -217,12 +222,16 @@ pub fn handles(sql: &str) -> bool {
     };
     let is_name = |i: usize| matches!(tokens.get(i), Some(Token::Word(_)));
     let mut at = usize::from(keyword(0, "EXPLAIN"));
-    if !(keyword(at, "ALTER") && keyword(at + 1, "TABLE") && is_name(at + 2)) {
+    let optimize = keyword(at, "OPTIMIZE");
+    if !((optimize || keyword(at, "ALTER")) && keyword(at + 1, "TABLE") && is_name(at + 2)) {
         return false;
     }
     at += 3;
     if matches!(tokens.get(at), Some(Token::Period)) && is_name(at + 1) {
         at += 2;
+    }
+    if optimize {
+        return keyword(at, "MANIFEST");
     }
     let ref_kind = |i: usize| keyword(i, "BRANCH") || keyword(i, "TAG");
     keyword(at, "EXECUTE")
@@ -498,6 +507,7 @@ impl Session {
             Statement::Select(select) => self.select(select).await?,
             Statement::AlterTable(alter) => self.alter_table(alter, false).await?,
             Statement::ExplainAlterTable(alter) => self.alter_table(alter, true).await?,
+            Statement::OptimizeManifest(optimize) => self.optimize_manifest(optimize).await?,
         };
         result.format = format;
         Ok(result)
@@ -574,6 +584,43 @@ impl Session {
             &progress,
         )
         .await
+    }
+
+    /// `OPTIMIZE TABLE t MANIFEST` (ClickHouse 26.9): `rewrite_manifests` with the table's
+    /// defaults, acting only above `iceberg_manifest_min_count_to_compact` manifests; no rows, as
+    /// in ClickHouse (warnings still reach the result). `EXPLAIN` gives the plan.
+    async fn optimize_manifest(&self, optimize: &OptimizeManifest) -> Result<QueryResult> {
+        let def = self
+            .shared
+            .registry
+            .lock()
+            .await
+            .get(&self.database_of(&optimize.table), &optimize.table.table)?
+            .clone();
+        if !self.settings.allow_experimental_iceberg_compaction() {
+            return Err(Error::bad_arguments(OPTIMIZE_DISABLED));
+        }
+        let call = ProcedureCall::RewriteManifests(RewriteManifestsOptions {
+            min_manifest_count: Some(self.settings.manifest_min_count_to_compact()),
+            ..Default::default()
+        });
+        let progress = Progress::new(self.progress.0.clone(), self.cancel.clone());
+        let result = run_procedure_with(
+            &self.shared.runtime,
+            &self.settings,
+            &def,
+            call,
+            optimize.explain,
+            &progress,
+        )
+        .await?;
+        if optimize.explain {
+            return Ok(result);
+        }
+        Ok(QueryResult {
+            warnings: result.warnings,
+            ..QueryResult::empty()
+        })
     }
 
     /// `ALTER TABLE … EXECUTE` (or its `EXPLAIN`): table, gates and arguments are checked before the

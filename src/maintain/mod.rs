@@ -9,6 +9,7 @@
 //! - [`orphans`]: `remove_orphan_files` (SPEC §4).
 //! - [`manage_snapshots`]: snapshot and ref management (rollback, cherry-pick, fast-forward,
 //!   branches and tags, table properties; issue #19 §3).
+//! - [`rewrite_manifests`]: `rewrite_manifests` and `OPTIMIZE TABLE t MANIFEST` (issue #19).
 //!
 //! **The shape of a procedure** (compaction, manifest rewrite and snapshot management will be new
 //! folders of this shape):
@@ -30,9 +31,12 @@
 pub mod expire;
 pub mod file_graph;
 pub mod manage_snapshots;
+pub mod old_metadata;
 pub mod orphans;
+pub mod rewrite_manifests;
 pub mod target;
 
 pub use expire::{ExpireMetrics, ExpireOutcome};
 pub use manage_snapshots::{SnapshotMetrics, SnapshotOutcome};
 pub use orphans::{OrphanMetrics, OrphanOutcome};
+pub use rewrite_manifests::{RewriteManifestsMetrics, RewriteManifestsOutcome};

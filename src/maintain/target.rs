@@ -8,6 +8,7 @@
 //! catalog tables will do both through their catalog behind these same two calls, so no procedure
 //! calls [`crate::iceberg::commit::commit`] itself.
 
+use super::old_metadata;
 use crate::error::{Error, ErrorKind, Result};
 use crate::iceberg::commit::{CommitOptions, CommitOutcome, Committed, commit, unconfirmed_error};
 use crate::iceberg::guard::{check_single_table_uuid, locate_newest};
@@ -68,14 +69,21 @@ impl MaintenanceTarget {
 
     /// Commit `new_metadata` as the metadata that follows `base` (located by
     /// [`Self::locate_newest`]). `Conflict`: someone committed first, re-locate and re-plan;
-    /// `Unconfirmed` or `Err`: the outcome is unknown, delete nothing.
+    /// `Unconfirmed` or `Err`: the outcome is unknown, delete nothing. A confirmed path-table
+    /// commit then deletes the metadata files that left `metadata-log` when the table sets
+    /// `write.metadata.delete-after-commit.enabled` ([`super::old_metadata`], Java's rule).
     pub async fn commit(
         &self,
         base: &LocatedMetadata,
         new_metadata: TableMetadata,
         options: &CommitOptions,
     ) -> Result<CommitOutcome> {
-        commit(&self.io, base, new_metadata, options).await
+        let outcome = commit(&self.io, base, new_metadata, options).await?;
+        if let CommitOutcome::Committed(done) = &outcome {
+            let (old, new) = (&base.metadata, &done.metadata);
+            old_metadata::delete_removed_metadata(self, old, &base.path, new, &done.path).await;
+        }
+        Ok(outcome)
     }
 
     /// Locate the newest metadata, let `change` compute the new metadata from it (`None`: nothing

@@ -5,8 +5,8 @@ pub mod options;
 pub mod snapshots;
 
 pub use options::{
-    ExpireOptions, OrphanOptions, ProcedureCall, check_older_than, normalize_location,
-    retain_last_count,
+    ExpireOptions, OrphanOptions, ProcedureCall, RewriteManifestsOptions, check_older_than,
+    normalize_location, retain_last_count,
 };
 pub use snapshots::{
     CreateMode, RefRetention, RefType, SnapshotProcedure, SnapshotSelector, TableChange, TimeUnit,

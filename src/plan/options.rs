@@ -17,6 +17,9 @@ pub struct ExpireOptions {
     /// `snapshot_ids`: id mode (never combined with `retention_period` or `retain_last`).
     pub snapshot_ids: Option<Vec<i64>>,
     pub dry_run: bool,
+    /// `clean_expired_metadata` (Apache Iceberg 1.10): also remove the partition specs and
+    /// schemas no retained snapshot uses (never the current schema or the default spec).
+    pub clean_expired_metadata: bool,
 }
 
 /// `remove_orphan_files(...)`, validated.
@@ -35,6 +38,37 @@ pub struct OrphanOptions {
     pub protect_other_tables: bool,
 }
 
+/// `rewrite_manifests(...)` and `OPTIMIZE TABLE t MANIFEST`, validated.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct RewriteManifestsOptions {
+    /// `spec_id`: only the manifests of this partition spec are rewritten.
+    pub spec_id: Option<i32>,
+    /// `target_manifest_size_bytes` (positive); `None`: the table property
+    /// `commit.manifest.target-size-bytes`, else 8 MiB.
+    pub target_manifest_size_bytes: Option<i64>,
+    pub dry_run: bool,
+    /// `OPTIMIZE TABLE t MANIFEST`: act only when the current snapshot has more manifests than
+    /// this (the setting `iceberg_manifest_min_count_to_compact`); `None` for `rewrite_manifests`.
+    pub min_manifest_count: Option<u64>,
+}
+
+impl RewriteManifestsOptions {
+    /// The checks shared by the SQL binder and the typed API: a positive target size.
+    pub fn validate(&self) -> Result<()> {
+        if self.target_manifest_size_bytes.is_some_and(|b| b <= 0) {
+            return Err(Error::bad_arguments(
+                "rewrite_manifests expects 'target_manifest_size_bytes' to be positive",
+            ));
+        }
+        if self.spec_id.is_some_and(|id| id < 0) {
+            return Err(Error::bad_arguments(
+                "rewrite_manifests expects 'spec_id' to be a non-negative integer",
+            ));
+        }
+        Ok(())
+    }
+}
+
 /// A bound procedure call.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ProcedureCall {
@@ -42,6 +76,7 @@ pub enum ProcedureCall {
     Orphans(OrphanOptions),
     /// One of the snapshot-management procedures (`rollback_to_snapshot`, ...).
     Snapshots(super::snapshots::SnapshotProcedure),
+    RewriteManifests(RewriteManifestsOptions),
 }
 
 impl ProcedureCall {
@@ -51,6 +86,7 @@ impl ProcedureCall {
             ProcedureCall::Expire(_) => "expire_snapshots",
             ProcedureCall::Orphans(_) => "remove_orphan_files",
             ProcedureCall::Snapshots(call) => call.procedure_name(),
+            ProcedureCall::RewriteManifests(_) => "rewrite_manifests",
         }
     }
 
@@ -60,6 +96,7 @@ impl ProcedureCall {
             ProcedureCall::Expire(options) => options.dry_run,
             ProcedureCall::Orphans(options) => options.dry_run,
             ProcedureCall::Snapshots(_) => false,
+            ProcedureCall::RewriteManifests(options) => options.dry_run,
         }
     }
 }

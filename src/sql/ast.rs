@@ -42,6 +42,27 @@ pub enum Statement {
     AlterTable(AlterTable),
     /// `EXPLAIN` of an [`Statement::AlterTable`]: what it would change, nothing changed.
     ExplainAlterTable(Box<AlterTable>),
+    /// `[EXPLAIN] OPTIMIZE TABLE [db.]t MANIFEST` (ClickHouse 26.9): manifest rewrite.
+    OptimizeManifest(OptimizeManifest),
+}
+
+/// `[EXPLAIN] OPTIMIZE TABLE [db.]t MANIFEST [FORMAT f]` (a format only after `EXPLAIN`: the
+/// statement itself returns no rows, as in ClickHouse).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OptimizeManifest {
+    pub table: TableName,
+    pub explain: bool,
+    pub format: Option<String>,
+}
+
+impl fmt::Display for OptimizeManifest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.explain {
+            f.write_str("EXPLAIN ")?;
+        }
+        write!(f, "OPTIMIZE TABLE {} MANIFEST", self.table)?;
+        write_format(f, &self.format)
+    }
 }
 
 /// `ALTER TABLE [db.]t EXECUTE procedure(args)`.
@@ -404,6 +425,7 @@ impl fmt::Display for Statement {
             Statement::Select(select) => write!(f, "{select}"),
             Statement::AlterTable(alter) => write!(f, "{alter}"),
             Statement::ExplainAlterTable(alter) => write!(f, "EXPLAIN {alter}"),
+            Statement::OptimizeManifest(optimize) => write!(f, "{optimize}"),
         }
     }
 }
@@ -419,6 +441,7 @@ impl Statement {
             }
             Statement::Select(select) => select.format.as_deref(),
             Statement::ExplainAlterTable(alter) => alter.format.as_deref(),
+            Statement::OptimizeManifest(optimize) => optimize.format.as_deref(),
             _ => None,
         }
     }

@@ -17,12 +17,13 @@ use super::duration::{DurationError, parse_duration_ms};
 use super::timestamp::{SessionTimeZone, parse_timestamp_noted};
 use crate::error::{Error, Result};
 use crate::plan::{
-    ExpireOptions, OrphanOptions, ProcedureCall, check_older_than, normalize_location,
-    retain_last_count,
+    ExpireOptions, OrphanOptions, ProcedureCall, RewriteManifestsOptions, check_older_than,
+    normalize_location, retain_last_count,
 };
 
 const EXPIRE: &str = "expire_snapshots";
 const ORPHANS: &str = "remove_orphan_files";
+const REWRITE_MANIFESTS: &str = "rewrite_manifests";
 
 /// What binding needs to know about the session.
 #[derive(Debug, Clone, Copy)]
@@ -47,7 +48,7 @@ struct Param {
     ty: ParamType,
 }
 
-const EXPIRE_PARAMS: [Param; 5] = [
+const EXPIRE_PARAMS: [Param; 6] = [
     Param {
         name: "expire_before",
         ty: ParamType::String,
@@ -63,6 +64,25 @@ const EXPIRE_PARAMS: [Param; 5] = [
     Param {
         name: "snapshot_ids",
         ty: ParamType::Any,
+    },
+    Param {
+        name: "dry_run",
+        ty: ParamType::Any,
+    },
+    Param {
+        name: "clean_expired_metadata",
+        ty: ParamType::Any,
+    },
+];
+
+const REWRITE_MANIFESTS_PARAMS: [Param; 3] = [
+    Param {
+        name: "spec_id",
+        ty: ParamType::UInt64,
+    },
+    Param {
+        name: "target_manifest_size_bytes",
+        ty: ParamType::UInt64,
     },
     Param {
         name: "dry_run",
@@ -110,6 +130,7 @@ pub fn bind_noted(
             super::bind_snapshots::bind_snapshot_procedure(other, args, context, &mut notes)
                 .map(ProcedureCall::Snapshots)
         }
+        REWRITE_MANIFESTS => bind_rewrite_manifests(args).map(ProcedureCall::RewriteManifests),
         other => Err(Error::bad_arguments(format!(
             "Unknown EXECUTE command '{other}' for Iceberg table"
         ))),
@@ -231,7 +252,11 @@ fn bind_expire(
         .transpose()?;
     let dry_run = values
         .get("dry_run")
-        .map(|v| expire_dry_run(v))
+        .map(|v| flag(EXPIRE, "dry_run", v))
+        .transpose()?;
+    let clean_expired_metadata = values
+        .get("clean_expired_metadata")
+        .map(|v| flag(EXPIRE, "clean_expired_metadata", v))
         .transpose()?;
     let options = ExpireOptions {
         expire_before_ms,
@@ -239,6 +264,7 @@ fn bind_expire(
         retain_last,
         snapshot_ids,
         dry_run: dry_run.unwrap_or(false),
+        clean_expired_metadata: clean_expired_metadata.unwrap_or(false),
     };
     options.validate()?;
     Ok(options)
@@ -294,9 +320,9 @@ fn snapshot_ids(value: &Literal) -> Result<Vec<i64>> {
         .collect()
 }
 
-/// `dry_run` of `expire_snapshots`: `true`/`false`, any integer (non-zero is true), or the strings
-/// `'true'`/`'false'` in any case.
-fn expire_dry_run(value: &Literal) -> Result<bool> {
+/// A flag (`dry_run`, `clean_expired_metadata`): `true`/`false`, any integer (non-zero is true),
+/// or the strings `'true'`/`'false'` in any case.
+fn flag(command: &str, name: &str, value: &Literal) -> Result<bool> {
     let flag = match value {
         Literal::Bool(b) => Some(*b),
         Literal::String(text) if text.eq_ignore_ascii_case("true") => Some(true),
@@ -304,10 +330,48 @@ fn expire_dry_run(value: &Literal) -> Result<bool> {
         other => other.as_integer().map(|v| v != 0),
     };
     flag.ok_or_else(|| {
-        Error::bad_arguments(
-            "expire_snapshots expects 'dry_run' to be a boolean or integer literal",
-        )
+        Error::bad_arguments(format!(
+            "{command} expects '{name}' to be a boolean or integer literal"
+        ))
     })
+}
+
+/// `rewrite_manifests([spec_id,] [target_manifest_size_bytes = N,] [dry_run = 1])`: `spec_id` is
+/// also positional (`UInt64` up to `i32::MAX`), `target_manifest_size_bytes` a positive `UInt64`.
+fn bind_rewrite_manifests(args: &[Arg]) -> Result<RewriteManifestsOptions> {
+    let values = collect(REWRITE_MANIFESTS, &REWRITE_MANIFESTS_PARAMS, args)?;
+    let spec_id = values
+        .get("spec_id")
+        .and_then(|v| v.as_integer())
+        .map(|id| {
+            i32::try_from(id).map_err(|_| {
+                Error::bad_arguments(format!("rewrite_manifests 'spec_id' is too large: {id}"))
+            })
+        })
+        .transpose()?;
+    let target_manifest_size_bytes = values
+        .get("target_manifest_size_bytes")
+        .and_then(|v| v.as_integer())
+        .map(|bytes| {
+            i64::try_from(bytes).map_err(|_| {
+                Error::bad_arguments(format!(
+                    "rewrite_manifests 'target_manifest_size_bytes' is too large: {bytes}"
+                ))
+            })
+        })
+        .transpose()?;
+    let dry_run = values
+        .get("dry_run")
+        .map(|v| flag(REWRITE_MANIFESTS, "dry_run", v))
+        .transpose()?;
+    let options = RewriteManifestsOptions {
+        spec_id,
+        target_manifest_size_bytes,
+        dry_run: dry_run.unwrap_or(false),
+        min_manifest_count: None,
+    };
+    options.validate()?;
+    Ok(options)
 }
 
 fn bind_orphans(

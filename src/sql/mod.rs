@@ -19,7 +19,7 @@ pub mod timestamp;
 
 pub use ast::{
     AlterAction, AlterExecute, AlterTable, Arg, ArgValue, CreateTable, EngineArg, EngineName,
-    Literal, Statement, TableName,
+    Literal, OptimizeManifest, Statement, TableName,
 };
 pub use bind::{BindContext, bind, bind_noted};
 pub use duration::{format_duration_ms, parse_duration_ms};

@@ -17,7 +17,7 @@ use sqlparser::tokenizer::{Location, Token, TokenWithSpan, Tokenizer};
 use super::alter_refs;
 use super::ast::{
     AlterExecute, AlterTable, Arg, ArgValue, CreateTable, Engine, EngineArg, EngineName, Literal,
-    Statement, TableName,
+    OptimizeManifest, Statement, TableName,
 };
 use super::select::Select;
 use crate::error::{Error, ErrorKind, Result};
@@ -116,6 +116,7 @@ fn parse_known(p: &mut Parser, format: Option<&FormatClause>) -> PResult<Option<
             Keyword::USE => parse_use(p)?,
             Keyword::SET => Some(parse_set(p)?),
             Keyword::SELECT => Some(parse_select(p, format_name)?),
+            Keyword::OPTIMIZE => parse_optimize(p, false, None)?,
             _ => None,
         },
         _ => None,
@@ -153,6 +154,10 @@ fn positioned(message: &str, at: &TokenWithSpan) -> Fail {
 
 fn parse_explain(p: &mut Parser, format: Option<String>) -> PResult<Option<Statement>> {
     let [_, next] = p.peek_tokens::<2>();
+    if matches!(&next, Token::Word(w) if w.keyword == Keyword::OPTIMIZE) {
+        p.next_token();
+        return parse_optimize(p, true, format);
+    }
     if !matches!(next, Token::Word(w) if w.keyword == Keyword::ALTER) {
         return Ok(None);
     }
@@ -205,6 +210,28 @@ fn parse_alter(p: &mut Parser, format: Option<String>) -> PResult<Option<Altered
         procedure,
         args,
         format,
+    })))
+}
+
+/// `OPTIMIZE TABLE name MANIFEST`; `None` for any other `OPTIMIZE` (the ClickHouse forms icetrim
+/// does not model). `format` is kept only for `EXPLAIN` (the statement itself returns no rows).
+fn parse_optimize(
+    p: &mut Parser,
+    explain: bool,
+    format: Option<String>,
+) -> PResult<Option<Statement>> {
+    p.expect_keyword(Keyword::OPTIMIZE)?;
+    if !p.parse_keyword(Keyword::TABLE) {
+        return Ok(None);
+    }
+    let table = parse_table_name(p)?;
+    if !p.parse_keyword(Keyword::MANIFEST) {
+        return Ok(None);
+    }
+    Ok(Some(Statement::OptimizeManifest(OptimizeManifest {
+        table,
+        explain,
+        format: format.filter(|_| explain),
     })))
 }
 

@@ -8,5 +8,8 @@ mod support;
 mod expire_crash;
 mod expire_differential;
 mod expire_files;
+mod expire_metadata_cleanup;
 mod maintain_scenarios;
+mod rewrite_manifests;
+mod rewrite_manifests_faults;
 mod typed_api;

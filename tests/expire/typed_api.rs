@@ -245,3 +245,68 @@ async fn builders_open_object_store_tables() {
         assert_eq!(again.metrics.deleted_manifest_lists_count, 0, "{location}");
     }
 }
+
+/// `Table::rewrite_manifests` gives what `ALTER TABLE … EXECUTE rewrite_manifests(…)` gives on a
+/// twin, and `Table::expire_snapshots().clean_expired_metadata(true)` the nine rows.
+#[tokio::test]
+async fn rewrite_manifests_builder_matches_sql() {
+    let by_api = make_fixture("py_v2_linear", NOW, false);
+    let by_sql = make_fixture("py_v2_linear", NOW, false);
+    let table = Table::open(
+        by_api.table_dir().to_string_lossy(),
+        StorageOptions::default(),
+    )
+    .unwrap()
+    .clock(FixedClock::new(NOW));
+    let planned = table.rewrite_manifests().explain().await.unwrap();
+    let rows = planned.explain.expect("EXPLAIN rows");
+    assert_eq!(rows.iter().filter(|r| r.kind == "manifest").count(), 6);
+    assert_eq!(rows.iter().filter(|r| r.kind == "new_manifest").count(), 1);
+    let bad = table.rewrite_manifests().target_manifest_size_bytes(0);
+    assert_eq!(
+        bad.execute().await.unwrap_err().kind(),
+        ErrorKind::BadArguments
+    );
+    let dry = table
+        .rewrite_manifests()
+        .dry_run(true)
+        .execute()
+        .await
+        .unwrap();
+    let done = table
+        .rewrite_manifests()
+        .spec_id(0)
+        .execute()
+        .await
+        .unwrap();
+    assert_eq!(done.metrics.rewritten_manifests_count, 6);
+    assert_eq!(done.metrics.added_manifests_count, 1);
+    assert_eq!(dry.metrics.rewritten_manifests_count, 6);
+    assert!(done.snapshot_id.is_some());
+
+    let engine = Engine::builder()
+        .clock(FixedClock::new(NOW))
+        .build()
+        .unwrap();
+    let mut session = engine.session();
+    let sql = format!(
+        "CREATE TABLE t ENGINE = IcebergLocal('{}'); \
+         ALTER TABLE t EXECUTE rewrite_manifests(spec_id = 0)",
+        by_sql.table_dir().display()
+    );
+    let results = session.execute(&sql).await.unwrap();
+    match results.last().unwrap().metrics {
+        Some(Metrics::RewriteManifests(m)) => assert_eq!(m, done.metrics),
+        ref other => panic!("{other:?}"),
+    }
+
+    let cleaned = table
+        .expire_snapshots()
+        .clean_expired_metadata(true)
+        .dry_run(true)
+        .execute()
+        .await
+        .unwrap();
+    assert_eq!(cleaned.metrics.removed_schemas_count, Some(0));
+    assert_eq!(cleaned.metrics.rows().len(), 9);
+}

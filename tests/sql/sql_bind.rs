@@ -3,7 +3,9 @@
 
 use icetrim::Settings;
 use icetrim::internals::engine::check_gates;
-use icetrim::internals::plan::{ExpireOptions, OrphanOptions, ProcedureCall};
+use icetrim::internals::plan::{
+    ExpireOptions, OrphanOptions, ProcedureCall, RewriteManifestsOptions,
+};
 use icetrim::internals::sql::{BindContext, SessionTimeZone, Statement, bind, parse_statement};
 use icetrim::{Error, ErrorKind, Result};
 
@@ -70,6 +72,7 @@ fn expire_binds_every_argument() {
             retain_last: Some(10),
             snapshot_ids: None,
             dry_run: true,
+            clean_expired_metadata: false,
         }
     );
     let options = expire("expire_snapshots(snapshot_ids = [1, -2, 9223372036854775807])");
@@ -551,4 +554,100 @@ fn gates_refuse_with_support_is_disabled() {
         )
         .is_ok()
     );
+}
+
+fn rewrite_manifests(call: &str) -> RewriteManifestsOptions {
+    match bind_call(call) {
+        Ok(ProcedureCall::RewriteManifests(options)) => options,
+        other => panic!("{call}: {other:?}"),
+    }
+}
+
+#[test]
+fn rewrite_manifests_binds_its_arguments() {
+    assert_eq!(
+        rewrite_manifests("rewrite_manifests()"),
+        RewriteManifestsOptions::default()
+    );
+    assert_eq!(
+        rewrite_manifests(
+            "rewrite_manifests(3, target_manifest_size_bytes = 1048576, dry_run => true)"
+        ),
+        RewriteManifestsOptions {
+            spec_id: Some(3),
+            target_manifest_size_bytes: Some(1_048_576),
+            dry_run: true,
+            min_manifest_count: None,
+        }
+    );
+    assert_eq!(
+        rewrite_manifests("rewrite_manifests(spec_id = 0, dry_run = 'false')").spec_id,
+        Some(0)
+    );
+    assert_bad_arguments(&[
+        (
+            "rewrite_manifests(1, 2)",
+            "rewrite_manifests accepts at most 1 positional argument(s)",
+        ),
+        (
+            "rewrite_manifests(spec = 1)",
+            "Unknown parameter 'spec' for rewrite_manifests",
+        ),
+        (
+            "rewrite_manifests(spec_id = -1)",
+            "Parameter 'spec_id' for rewrite_manifests has wrong type (got Int64, expected UInt64)",
+        ),
+        (
+            "rewrite_manifests(spec_id = 4294967296)",
+            "rewrite_manifests 'spec_id' is too large: 4294967296",
+        ),
+        (
+            "rewrite_manifests(target_manifest_size_bytes = 0)",
+            "rewrite_manifests expects 'target_manifest_size_bytes' to be positive",
+        ),
+        (
+            "rewrite_manifests(target_manifest_size_bytes = '8MB')",
+            "Parameter 'target_manifest_size_bytes' for rewrite_manifests has wrong type (got String, expected UInt64)",
+        ),
+        (
+            "rewrite_manifests(dry_run = [1])",
+            "rewrite_manifests expects 'dry_run' to be a boolean or integer literal",
+        ),
+        (
+            "rewrite_manifests(dry_run = 1, dry_run = 0)",
+            "Duplicate parameter 'dry_run' for rewrite_manifests()",
+        ),
+    ]);
+}
+
+#[test]
+fn clean_expired_metadata_is_a_flag_of_expire_snapshots() {
+    assert!(!expire("expire_snapshots()").clean_expired_metadata);
+    assert!(expire("expire_snapshots(clean_expired_metadata = 1)").clean_expired_metadata);
+    assert!(expire("expire_snapshots(clean_expired_metadata => 'TRUE')").clean_expired_metadata);
+    assert!(!expire("expire_snapshots(clean_expired_metadata = false)").clean_expired_metadata);
+    assert_bad_arguments(&[(
+        "expire_snapshots(clean_expired_metadata = 'yes')",
+        "expire_snapshots expects 'clean_expired_metadata' to be a boolean or integer literal",
+    )]);
+}
+
+#[test]
+fn rewrite_manifests_gate_is_clickhouse_optimize_gate() {
+    let mut settings = Settings::new();
+    settings
+        .set(
+            "allow_experimental_iceberg_compaction",
+            &icetrim::internals::sql::Literal::Number("0".into()),
+        )
+        .unwrap();
+    assert!(check_gates("rewrite_manifests", &Settings::new()).is_ok());
+    let e = check_gates("rewrite_manifests", &settings).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::BadArguments);
+    assert_eq!(
+        e.message(),
+        "Enable 'allow_experimental_iceberg_compaction' setting to call OPTIMIZE TABLE ... \
+         MANIFEST for iceberg tables"
+    );
+    assert!(check_gates("expire_snapshots", &settings).is_ok());
 }

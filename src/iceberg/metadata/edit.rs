@@ -284,6 +284,34 @@ impl TableMetadata {
         })
     }
 
+    /// Drop the schemas with these ids from `schemas` (Iceberg 1.10 `RemoveSchemas`); the caller
+    /// never names the current schema.
+    pub fn remove_schemas(&mut self, ids: &[i32]) -> Result<()> {
+        self.remove_by_id("schemas", "schema-id", ids)
+    }
+
+    /// Drop the partition specs with these ids from `partition-specs` (Iceberg 1.10
+    /// `RemovePartitionSpecs`); the caller never names the default spec.
+    pub fn remove_partition_specs(&mut self, ids: &[i32]) -> Result<()> {
+        self.remove_by_id("partition-specs", "spec-id", ids)
+    }
+
+    fn remove_by_id(&mut self, member: &str, key: &str, ids: &[i32]) -> Result<()> {
+        if ids.is_empty() {
+            return Ok(());
+        }
+        self.edit(|json| {
+            if let Some(Value::Array(items)) = json.get_mut(member) {
+                items.retain(|o| {
+                    !o.get(key)
+                        .and_then(Value::as_i64)
+                        .is_some_and(|id| ids.iter().any(|i| i64::from(*i) == id))
+                });
+            }
+            Ok(())
+        })
+    }
+
     /// `write.metadata.previous-versions-max`, default 100; an invalid value is `BAD_ARGUMENTS`.
     pub fn previous_versions_max(&self) -> Result<usize> {
         match self.property(PREVIOUS_VERSIONS_MAX_PROPERTY) {

@@ -63,8 +63,14 @@ pub fn current_schema_json(metadata: &TableMetadata) -> Result<String> {
 /// The default partition spec as JSON text (`{"spec-id": .., "fields": [..]}`; the v1 legacy
 /// `partition-spec` array when `partition-specs` is absent).
 pub fn default_spec_json(metadata: &TableMetadata) -> Result<String> {
+    spec_json(metadata, metadata.default_spec_id())
+}
+
+/// The partition spec `spec_id` as JSON text (the v1 legacy `partition-spec` array when
+/// `partition-specs` is absent).
+pub fn spec_json(metadata: &TableMetadata, spec_id: i32) -> Result<String> {
     let json = metadata.members();
-    let wanted = i64::from(metadata.default_spec_id());
+    let wanted = i64::from(spec_id);
     if let Some(Value::Array(specs)) = json.get("partition-specs") {
         if let Some(spec) = specs
             .iter()

@@ -1,6 +1,7 @@
 //! The executor of `expire_snapshots`: the attempt loop of [`super`]'s algorithm (locate, plan,
 //! commit, delete), returning an [`ExpireOutcome`].
 
+use super::cleanup::{self, MetadataCleanup};
 use super::explain::{ExplainRow, explain_rows};
 use super::keepset::ExpiryFileCounts;
 use super::metrics::ExpireMetrics;
@@ -65,6 +66,18 @@ pub async fn execute(
             }
             Err(e) => return Err(e),
         };
+        let cleanup = if options.clean_expired_metadata {
+            let retained = &plan.decision.retained;
+            let specs = cleanup::specs_in_use(target, &located.metadata, retained).await?;
+            Some(cleanup::decide_cleanup(
+                &located.metadata,
+                retained,
+                specs.as_ref(),
+            ))
+        } else {
+            None
+        };
+        let outcome = |counts, dry_run, warnings| outcome(counts, dry_run, warnings, &cleanup);
         let mut warnings = retracted.clone();
         warnings.extend(located.warnings.iter().cloned());
         warnings.extend(recovered.warnings.iter().cloned());
@@ -78,13 +91,16 @@ pub async fn execute(
                 &warnings,
                 &target.settings.session_time_zone(),
             );
+            let mut rows = rows;
+            rows.extend(super::explain::cleanup_rows(cleanup.as_ref()));
             return Ok(ExpireOutcome {
                 explain: Some(rows),
                 warnings,
                 ..ExpireOutcome::default()
             });
         }
-        if plan.is_noop() {
+        // Nothing expires, no ref goes, no schema or spec to remove: nothing is written.
+        if plan.is_noop() && cleanup.as_ref().is_none_or(MetadataCleanup::is_empty) {
             return Ok(outcome(
                 ExpiryFileCounts::default(),
                 options.dry_run,
@@ -99,7 +115,7 @@ pub async fn execute(
         located.check_writable()?;
         target.progress.begin_writes()?;
         let journal_uri = write_journal(target, &located, &plan).await?;
-        match commit_plan(target, &located, &plan).await? {
+        match commit_plan(target, &located, &plan, cleanup.as_ref()).await? {
             CommitOutcome::Conflict { path } => {
                 // Definitely not committed: the journal announces nothing.
                 if let Some(uri) = journal_uri {
@@ -215,8 +231,13 @@ async fn commit_plan(
     target: &MaintenanceTarget,
     located: &LocatedMetadata,
     plan: &ExpiryPlan,
+    cleanup: Option<&MetadataCleanup>,
 ) -> Result<CommitOutcome> {
-    let metadata = new_metadata(&located.metadata, &plan.decision)?;
+    let mut metadata = new_metadata(&located.metadata, &plan.decision)?;
+    if let Some(c) = cleanup {
+        metadata.remove_schemas(&c.schemas)?;
+        metadata.remove_partition_specs(&c.partition_specs)?;
+    }
     let options = CommitOptions {
         update_metadata_log: true,
         now_ms: Some(target.now_ms),
@@ -238,9 +259,19 @@ fn plan_warnings(plan: &ExpiryPlan) -> Vec<String> {
         .collect()
 }
 
-fn outcome(counts: ExpiryFileCounts, dry_run: bool, warnings: Vec<String>) -> ExpireOutcome {
+fn outcome(
+    counts: ExpiryFileCounts,
+    dry_run: bool,
+    warnings: Vec<String>,
+    cleanup: &Option<MetadataCleanup>,
+) -> ExpireOutcome {
+    let mut metrics = ExpireMetrics::new(counts, dry_run);
+    if let Some(c) = cleanup {
+        metrics.removed_schemas_count = Some(c.schemas.len() as i64);
+        metrics.removed_partition_specs_count = Some(c.partition_specs.len() as i64);
+    }
     ExpireOutcome {
-        metrics: ExpireMetrics::new(counts, dry_run),
+        metrics,
         explain: None,
         warnings,
     }

@@ -14,6 +14,7 @@
 //!   how many sizes are unknown, if any; bytes: the known sizes summed.
 //! - `warning` — one per warning (e.g. a skipped missing manifest), in reason.
 
+use super::cleanup::MetadataCleanup;
 use super::keepset::{FileCategory, FileDecision};
 use super::plan::ExpiryPlan;
 use super::policy::{ExpireReason, KeepReason, RefFate, RefRemoval, SnapshotFate};
@@ -155,6 +156,30 @@ fn row(
         detail: detail.into(),
         bytes,
     }
+}
+
+/// EXPLAIN rows of `clean_expired_metadata`: each schema and spec it removes.
+pub fn cleanup_rows(cleanup: Option<&MetadataCleanup>) -> Vec<ExplainRow> {
+    let Some(c) = cleanup else {
+        return Vec::new();
+    };
+    let row = |kind: &str, id: i32| ExplainRow {
+        kind: kind.to_string(),
+        id: id.to_string(),
+        decision: "remove".to_string(),
+        reason: "no retained snapshot uses it (clean_expired_metadata)".to_string(),
+        detail: String::new(),
+        bytes: None,
+    };
+    c.schemas
+        .iter()
+        .map(|id| row("schema", *id))
+        .chain(
+            c.partition_specs
+                .iter()
+                .map(|id| row("partition_spec", *id)),
+        )
+        .collect()
 }
 
 /// The category as EXPLAIN names it.

@@ -13,6 +13,10 @@ pub struct ExpireMetrics {
     pub deleted_manifest_lists_count: i64,
     pub deleted_statistics_files_count: i64,
     pub dry_run: bool,
+    /// `clean_expired_metadata = 1` only: schemas removed (rows 8 and 9 exist only then).
+    pub removed_schemas_count: Option<i64>,
+    /// `clean_expired_metadata = 1` only: partition specs removed.
+    pub removed_partition_specs_count: Option<i64>,
 }
 
 impl ExpireMetrics {
@@ -37,7 +41,23 @@ impl ExpireMetrics {
             deleted_manifest_lists_count: counts.manifest_lists,
             deleted_statistics_files_count: counts.statistics_files,
             dry_run,
+            removed_schemas_count: None,
+            removed_partition_specs_count: None,
         }
+    }
+
+    /// The seven rows, then `removed_schemas_count` and `removed_partition_specs_count` when
+    /// `clean_expired_metadata` was given.
+    pub fn rows(&self) -> Vec<(&'static str, i64)> {
+        let mut rows = self.named_values().to_vec();
+        if let (Some(schemas), Some(specs)) = (
+            self.removed_schemas_count,
+            self.removed_partition_specs_count,
+        ) {
+            rows.push(("removed_schemas_count", schemas));
+            rows.push(("removed_partition_specs_count", specs));
+        }
+        rows
     }
 
     /// The seven `(metric_name, metric_value)` rows, in ClickHouse 26.9's order.

@@ -40,13 +40,20 @@
 //!
 //! Deliberate differences from ClickHouse 26.9 (SPEC §3): unreferenced snapshots younger than the
 //! table max age are kept (Java's rule); candidates outside the location and `gc.enabled=false`
-//! refuse the statement; old metadata files are never deleted.
+//! refuse the statement. Old metadata files are not deleted by expiry itself; every path-table
+//! commit (this one too) deletes those that left `metadata-log` when the table sets
+//! `write.metadata.delete-after-commit.enabled` ([`crate::maintain::old_metadata`]).
+//!
+//! `clean_expired_metadata = 1` (Apache Iceberg 1.10): the commit also drops the schemas and
+//! partition specs no retained snapshot uses ([`cleanup`]); two rows follow the seven.
 
 //!
-//! Files: decisions (pure, no I/O): [`policy`], [`retention`], [`keepset`], [`explain`] (the
+//! Files: decisions (pure, no I/O): [`policy`], [`retention`], [`keepset`], [`cleanup`]'s
+//! `decide_cleanup`, [`explain`] (the
 //! EXPLAIN rows), [`metrics`]. Execution: [`execute`] (the loop above), [`plan`] (reads the file
 //! graph), [`journal`], [`recover`], [`delete`].
 
+pub mod cleanup;
 mod delete;
 pub mod execute;
 pub mod explain;
