@@ -180,13 +180,15 @@ pub mod internals {
     }
     /// See `src/maintain/`.
     pub mod maintain {
-        pub use crate::maintain::{expire, file_graph, manage_snapshots, rewrite_manifests, target};
+        pub use crate::maintain::{
+            expire, file_graph, manage_snapshots, rewrite_manifests, target,
+        };
     }
     /// See `src/plan/`.
     pub mod plan {
         pub use crate::plan::{
-            ExpireOptions, OrphanOptions, ProcedureCall, RewriteManifestsOptions, SnapshotProcedure,
-            TableChange, TimeUnit,
+            ExpireOptions, OrphanOptions, ProcedureCall, RewriteManifestsOptions,
+            SnapshotProcedure, TableChange, TimeUnit,
         };
     }
     /// See `src/shell/`.

@@ -4,9 +4,7 @@
 //! alone know the metric names and their order.
 
 use crate::format::{Column, OutputFormat, Value};
-pub use crate::maintain::{
-    ExpireMetrics, OrphanMetrics, RewriteManifestsMetrics, SnapshotMetrics,
-};
+pub use crate::maintain::{ExpireMetrics, OrphanMetrics, RewriteManifestsMetrics, SnapshotMetrics};
 
 /// The result of one statement.
 #[derive(Debug, Clone, PartialEq, Default)]

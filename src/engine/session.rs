@@ -38,8 +38,7 @@ use crate::settings::Settings;
 use crate::sql::bind_snapshots::bind_alter;
 use crate::sql::{
     AlterExecute, AlterTable, BindContext, Literal, OptimizeManifest, Select, Statement, TableName,
-    bind_noted,
-    parse_statement_at, split_statements,
+    bind_noted, parse_statement_at, split_statements,
 };
 
 /// The database a session starts in.
