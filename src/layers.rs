@@ -13,7 +13,15 @@ const RULES: &[(&[&str], &[&str])] = &[
     ),
     (&["io", "iceberg"], &["crate::maintain", "crate::catalog"]),
     // maintain → catalog → iceberg → io: the catalog layer never reaches up.
-    (&["catalog"], &["crate::maintain", "crate::settings", "crate::sql", "crate::plan"]),
+    (
+        &["catalog"],
+        &[
+            "crate::maintain",
+            "crate::settings",
+            "crate::sql",
+            "crate::plan",
+        ],
+    ),
     (&["sql"], &["crate::settings"]),
     (&["settings.rs"], &["crate::sql"]),
     (

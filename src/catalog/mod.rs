@@ -11,6 +11,7 @@
 //! 1. Add a variant to [`CatalogType`] (its `catalog_type` spelling in [`CatalogType::parse`]).
 //! 2. Write a module `src/catalog/<type>/` with a struct implementing [`Catalog`]:
 //!    - `endpoint()`: what messages name (never a secret);
+//!    - `check()`: reach the catalog once with the credentials (run by `CREATE DATABASE`);
 //!    - `list_tables()`: every table as a [`TableIdent`] (`SHOW TABLES FROM db`, system tables);
 //!    - `load_table(ident)`: the current metadata location, the parsed metadata and the
 //!      [`FileIO`] that reads and deletes the table's files (vended credentials or the database's
@@ -111,6 +112,9 @@ pub enum CatalogCommit {
 pub trait Catalog: Send + Sync + fmt::Debug {
     /// What messages name (never a secret).
     fn endpoint(&self) -> &str;
+    /// Reach the catalog with the configured credentials (`CREATE DATABASE` does, as ClickHouse
+    /// does): an unreachable catalog or refused credentials fail here.
+    async fn check(&self) -> Result<()>;
     /// Every table of the catalog (of its warehouse).
     async fn list_tables(&self) -> Result<Vec<TableIdent>>;
     /// The table's current metadata and the storage that reaches its files.
@@ -137,10 +141,9 @@ pub struct CatalogTable {
 /// entry before `now` in its `metadata-log` is `base`'s file, and `now` has exactly `new`'s
 /// snapshots and refs.
 pub fn landed(base_location: &str, new: &TableMetadata, now: &TableMetadata) -> bool {
-    let follows_base = now
-        .metadata_log()
-        .last()
-        .is_some_and(|e| crate::io::path_key(&e.metadata_file) == crate::io::path_key(base_location));
+    let follows_base = now.metadata_log().last().is_some_and(|e| {
+        crate::io::path_key(&e.metadata_file) == crate::io::path_key(base_location)
+    });
     follows_base && same_history(new, now)
 }
 
@@ -327,7 +330,14 @@ impl fmt::Debug for CatalogConfig {
             .iter()
             .map(|(k, v)| {
                 let hidden = database_setting(k).is_some_and(|s| s.secret);
-                (k.as_str(), if hidden { crate::io::HIDDEN } else { v.as_str() })
+                (
+                    k.as_str(),
+                    if hidden {
+                        crate::io::HIDDEN
+                    } else {
+                        v.as_str()
+                    },
+                )
             })
             .collect();
         f.debug_struct("CatalogConfig")
@@ -415,7 +425,9 @@ impl CatalogConfig {
                 secret_access_key: self.get("aws_secret_access_key").map(str::to_string),
                 session_token: self.get("aws_session_token").map(str::to_string),
                 region: self.get("region").map(str::to_string),
-                allow_http: endpoint.as_deref().is_some_and(|e| e.starts_with("http://")),
+                allow_http: endpoint
+                    .as_deref()
+                    .is_some_and(|e| e.starts_with("http://")),
                 endpoint,
                 ..S3Options::default()
             },
@@ -467,7 +479,10 @@ mod tests {
             normalize_setting("nope", "1").unwrap_err().message(),
             "Unknown setting 'nope': for database engine DataLakeCatalog"
         );
-        assert_eq!(normalize_setting("vended_credentials", "true").unwrap(), "1");
+        assert_eq!(
+            normalize_setting("vended_credentials", "true").unwrap(),
+            "1"
+        );
         assert!(normalize_setting("vended_credentials", "maybe").is_err());
         let e = normalize_setting("catalog_type", "bogus").unwrap_err();
         assert_eq!(e.kind(), ErrorKind::BadArguments);
@@ -486,9 +501,13 @@ mod tests {
         let e = CatalogConfig::from_definition("lake", &url, &settings(&[("warehouse", "w")]))
             .unwrap_err();
         assert_eq!(e.message(), "Unspecified catalog type");
-        let e = CatalogConfig::from_definition("lake", &url, &settings(&[("catalog_type", "rest")]))
-            .unwrap_err();
-        assert!(e.message().starts_with("`warehouse` setting cannot be empty"));
+        let e =
+            CatalogConfig::from_definition("lake", &url, &settings(&[("catalog_type", "rest")]))
+                .unwrap_err();
+        assert!(
+            e.message()
+                .starts_with("`warehouse` setting cannot be empty")
+        );
         let e = CatalogConfig::from_definition("lake", &[], &settings(&[("catalog_type", "rest")]))
             .unwrap_err();
         assert_eq!(e.message(), "Engine `DataLakeCatalog` must have arguments");

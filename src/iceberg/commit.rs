@@ -92,7 +92,9 @@ pub enum CommitOutcome {
     /// A catalog commit whose outcome cannot be known (a 5xx, a timeout or a lost connection
     /// after sending, and a reload that does not settle it): delete nothing now; the expiry
     /// journal finishes the deletes on the next run if the commit landed.
-    Unknown { why: String },
+    Unknown {
+        why: String,
+    },
 }
 
 impl CommitOutcome {

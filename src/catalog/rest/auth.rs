@@ -16,8 +16,14 @@ pub const DEFAULT_SCOPE: &str = "PRINCIPAL_ROLE:ALL";
 /// How requests authenticate.
 pub enum Auth {
     None,
-    Header { name: String, value: String },
-    Basic { user: String, password: String },
+    Header {
+        name: String,
+        value: String,
+    },
+    Basic {
+        user: String,
+        password: String,
+    },
     OAuth {
         token_url: String,
         client_id: Option<String>,
@@ -33,7 +39,9 @@ impl fmt::Debug for Auth {
             Auth::None => f.write_str("Auth::None"),
             Auth::Header { name, .. } => write!(f, "Auth::Header({name}: [HIDDEN])"),
             Auth::Basic { user, .. } => write!(f, "Auth::Basic({user}:[HIDDEN])"),
-            Auth::OAuth { token_url, scope, .. } => {
+            Auth::OAuth {
+                token_url, scope, ..
+            } => {
                 write!(f, "Auth::OAuth({token_url}, scope {scope}, [HIDDEN])")
             }
         }
@@ -61,7 +69,10 @@ impl Auth {
                     .map_or_else(|| format!("{base}/oauth/tokens"), str::to_string),
                 client_id,
                 client_secret,
-                scope: config.get("auth_scope").unwrap_or(DEFAULT_SCOPE).to_string(),
+                scope: config
+                    .get("auth_scope")
+                    .unwrap_or(DEFAULT_SCOPE)
+                    .to_string(),
                 token: Mutex::new(None),
             };
         }
@@ -133,7 +144,13 @@ impl Auth {
                     ErrorKind::NetworkError,
                     format!(
                         "Cannot reach the OAuth2 token endpoint '{token_url}': {}",
-                        if e.is_timeout() { "timed out" } else if e.is_connect() { "connection failed" } else { "request failed" }
+                        if e.is_timeout() {
+                            "timed out"
+                        } else if e.is_connect() {
+                            "connection failed"
+                        } else {
+                            "request failed"
+                        }
                     ),
                 )
             })?;

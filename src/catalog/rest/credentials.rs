@@ -53,7 +53,10 @@ pub fn storage_options(
     vended_wanted: bool,
 ) -> StorageOptions {
     let mut options = config.storage_options();
-    let Some(vended) = vended_wanted.then(|| vended_config(load, location)).flatten() else {
+    let Some(vended) = vended_wanted
+        .then(|| vended_config(load, location))
+        .flatten()
+    else {
         return options;
     };
     let get = |k: &str| vended.get(k).filter(|v| !v.is_empty()).cloned();
@@ -73,7 +76,10 @@ pub fn storage_options(
     if let Some(path_style) = get("s3.path-style-access") {
         options.s3.virtual_hosted_style = path_style.eq_ignore_ascii_case("false");
     }
-    if let Some((key, sas)) = vended.iter().find(|(k, _)| k.starts_with("adls.sas-token.")) {
+    if let Some((key, sas)) = vended
+        .iter()
+        .find(|(k, _)| k.starts_with("adls.sas-token."))
+    {
         let account = key
             .trim_start_matches("adls.sas-token.")
             .split('.')

@@ -171,8 +171,11 @@ pub fn rest_changes(base: &TableMetadata, new: &TableMetadata) -> Result<RestCha
         for (id, entry) in &after {
             if before.get(id) != Some(entry) {
                 let mut update = json!({"action": set_type});
-                update[if key == "statistics" { "statistics" } else { "partition-statistics" }] =
-                    (*entry).clone();
+                update[if key == "statistics" {
+                    "statistics"
+                } else {
+                    "partition-statistics"
+                }] = (*entry).clone();
                 if key == "statistics" {
                     update["snapshot-id"] = entry.get("snapshot-id").cloned().unwrap_or_default();
                 }
@@ -367,7 +370,11 @@ mod tests {
         let split = split_remove_snapshots(&changes).unwrap();
         assert_eq!(
             types(&split),
-            ["remove-snapshot-ref", "remove-snapshots", "remove-snapshots"]
+            [
+                "remove-snapshot-ref",
+                "remove-snapshots",
+                "remove-snapshots"
+            ]
         );
         assert_eq!(split.updates[2]["snapshot-ids"], json!([2]));
         assert!(split_remove_snapshots(&split).is_none());
@@ -414,11 +421,15 @@ mod tests {
 
     #[test]
     fn statistics_and_schema_removal() {
-        let stats = |id: i64| json!({"snapshot-id": id, "statistics-path": format!("/t/s{id}.puffin"),
+        let stats = |id: i64| {
+            json!({"snapshot-id": id, "statistics-path": format!("/t/s{id}.puffin"),
                                      "file-size-in-bytes": 10, "file-footer-size-in-bytes": 5,
-                                     "blob-metadata": []});
-        let pstats = |id: i64| json!({"snapshot-id": id, "statistics-path": format!("/t/p{id}.parquet"),
-                                      "file-size-in-bytes": 10});
+                                     "blob-metadata": []})
+        };
+        let pstats = |id: i64| {
+            json!({"snapshot-id": id, "statistics-path": format!("/t/p{id}.parquet"),
+                                      "file-size-in-bytes": 10})
+        };
         let two_schemas = json!({"schemas": [{"type": "struct", "schema-id": 0, "fields": []},
                                               {"type": "struct", "schema-id": 1, "fields": []}],
                                  "statistics": [stats(1), stats(2)],
@@ -447,16 +458,23 @@ mod tests {
         assert_eq!(changes.updates[0]["schema-ids"], json!([1]));
         assert_eq!(changes.updates[1]["snapshot-id"], 1);
         assert_eq!(changes.updates[2]["partition-statistics"], pstats(2));
-        assert!(changes.requirements.contains(
-            &json!({"type": "assert-current-schema-id", "current-schema-id": 0})
-        ));
+        assert!(
+            changes
+                .requirements
+                .contains(&json!({"type": "assert-current-schema-id", "current-schema-id": 0}))
+        );
     }
 
     #[test]
     fn nothing_changed_is_empty_and_unknown_changes_are_refused() {
         let refs = json!({"main": {"snapshot-id": 1, "type": "branch"}});
         let base = doc(&[1], refs.clone(), json!({}), json!({}));
-        let same = doc(&[1], refs.clone(), json!({}), json!({"last-updated-ms": 9999}));
+        let same = doc(
+            &[1],
+            refs.clone(),
+            json!({}),
+            json!({"last-updated-ms": 9999}),
+        );
         assert!(rest_changes(&base, &same).unwrap().is_empty());
         let moved = doc(&[1], refs, json!({}), json!({"location": "/elsewhere"}));
         let e = rest_changes(&base, &moved).unwrap_err();

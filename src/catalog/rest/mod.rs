@@ -23,8 +23,6 @@ pub mod auth;
 pub mod credentials;
 pub mod diff;
 
-use std::time::Duration;
-
 use serde_json::Value;
 use tokio::sync::Mutex;
 
@@ -287,11 +285,14 @@ impl RestCatalog {
                 .and_then(Value::as_array)
                 .ok_or_else(|| self.malformed("GET /namespaces", "no 'namespaces' array"))?;
             for ns in listed {
-                let levels: Option<Vec<String>> = ns
-                    .as_array()
-                    .map(|l| l.iter().filter_map(|x| x.as_str().map(str::to_string)).collect());
-                let levels =
-                    levels.ok_or_else(|| self.malformed("GET /namespaces", "a namespace is not an array"))?;
+                let levels: Option<Vec<String>> = ns.as_array().map(|l| {
+                    l.iter()
+                        .filter_map(|x| x.as_str().map(str::to_string))
+                        .collect()
+                });
+                let levels = levels.ok_or_else(|| {
+                    self.malformed("GET /namespaces", "a namespace is not an array")
+                })?;
                 out.push(levels);
             }
             token = next_token(&json);
@@ -308,7 +309,11 @@ impl RestCatalog {
         ))
     }
 
-    async fn tables_in(&self, resolved: &Resolved, namespace: &[String]) -> Result<Vec<TableIdent>> {
+    async fn tables_in(
+        &self,
+        resolved: &Resolved,
+        namespace: &[String],
+    ) -> Result<Vec<TableIdent>> {
         let mut out = Vec::new();
         let mut token: Option<String> = None;
         loop {
@@ -333,10 +338,15 @@ impl RestCatalog {
                 let name = id.get("name").and_then(Value::as_str);
                 let ns = id.get("namespace").and_then(Value::as_array);
                 let (Some(name), Some(ns)) = (name, ns) else {
-                    return Err(self.malformed("GET /tables", "an identifier lacks name or namespace"));
+                    return Err(
+                        self.malformed("GET /tables", "an identifier lacks name or namespace")
+                    );
                 };
                 out.push(TableIdent {
-                    namespace: ns.iter().filter_map(|x| x.as_str().map(str::to_string)).collect(),
+                    namespace: ns
+                        .iter()
+                        .filter_map(|x| x.as_str().map(str::to_string))
+                        .collect(),
                     name: name.to_string(),
                 });
             }
@@ -377,8 +387,14 @@ impl RestCatalog {
             })?
             .to_string();
         let metadata = match json.get("metadata") {
-            Some(Value::Object(m)) => TableMetadata::from_json(m.clone(), &location)
-                .map_err(|e| e.context(format!("REST catalog '{}', table {ident}", self.endpoint_text())))?,
+            Some(Value::Object(m)) => {
+                TableMetadata::from_json(m.clone(), &location).map_err(|e| {
+                    e.context(format!(
+                        "REST catalog '{}', table {ident}",
+                        self.endpoint_text()
+                    ))
+                })?
+            }
             _ => {
                 return Err(self.malformed(
                     &format!("the load of table {ident}"),
@@ -437,7 +453,10 @@ impl RestCatalog {
                             metadata: Box::new(m),
                         }
                     }
-                    (Some(l), Some(_)) if crate::io::path_key(l) == crate::io::path_key(base.metadata_location) => {
+                    (Some(l), Some(_))
+                        if crate::io::path_key(l)
+                            == crate::io::path_key(base.metadata_location) =>
+                    {
                         CatalogCommit::Unknown {
                             reason: format!(
                                 "{why}; the table still shows the metadata we planned on, but the \
@@ -463,6 +482,10 @@ impl RestCatalog {
 impl super::Catalog for RestCatalog {
     fn endpoint(&self) -> &str {
         self.endpoint_text()
+    }
+
+    async fn check(&self) -> Result<()> {
+        self.resolved().await.map(|_| ())
     }
 
     async fn list_tables(&self) -> Result<Vec<TableIdent>> {
@@ -513,7 +536,10 @@ impl super::Catalog for RestCatalog {
         let mut body = changes.body(&base.ident.namespace, &base.ident.name);
         let mut split_tried = false;
         loop {
-            let answer = match self.send(reqwest::Method::POST, &url, Some(&body), &[]).await {
+            let answer = match self
+                .send(reqwest::Method::POST, &url, Some(&body), &[])
+                .await
+            {
                 Ok(answer) => answer,
                 Err(Failure::NotSent(why)) => {
                     return Err(Error::new(
@@ -552,7 +578,8 @@ impl super::Catalog for RestCatalog {
                             metadata: Box::new(m),
                         }),
                         _ => {
-                            let why = "the commit answer lacks metadata-location or metadata".to_string();
+                            let why =
+                                "the commit answer lacks metadata-location or metadata".to_string();
                             Ok(self.settle(&base, new, why).await)
                         }
                     };
@@ -654,9 +681,4 @@ impl WithoutUrl for reqwest::Error {
         }
         copy
     }
-}
-
-/// The bounded wait the shell never exceeds for one catalog request.
-pub fn request_bound(config: &CatalogConfig) -> Duration {
-    config.connect_timeout + config.request_timeout
 }
