@@ -13,14 +13,14 @@ file only maps HTTP to it, as the Iceberg REST OpenAPI spec names the routes:
                                                    400 ValueError, 404 unknown table or namespace
   GET  /v1/{W}/namespaces/{ns}/tables/{t}/credentials -> {"storage-credentials": [...]}
 
-A warehouse is a behaviour (so concurrent tests do not disturb each other); the SQLite catalog is
-shared and tests keep to their own namespaces. Test hooks (no auth):
+A warehouse is a catalog of its own (a SqlCatalog named after it, all in one SQLite file) with its
+own behaviour, so concurrent tests do not see each other's tables. Test hooks (no auth):
 
   POST /admin/warehouse {"name", "client_id"?, "client_secret"?, "token"?, "vend"?}
        client_id/secret: OAuth2 required (tokens from /v1/oauth/tokens); token: that bearer
        required; vend: answer vended S3 credentials when X-Iceberg-Access-Delegation asks.
-  POST /admin/register {"namespace": [...], "name", "metadata_location"}
-  POST /admin/fail {"namespace": [...], "name", "mode"}: the next commit of that table answers
+  POST /admin/register {"warehouse", "namespace": [...], "name", "metadata_location"}
+  POST /admin/fail {"warehouse", "namespace": [...], "name", "mode"}: the next commit of that table answers
        "500" (not applied), "commit-then-500" (applied, then 500), "commit-then-drop" (applied,
        then the connection is closed without an answer), "400-list" (400 to a remove-snapshots
        update with several ids, for every commit until cleared with mode "none"),
@@ -55,9 +55,10 @@ SEPARATOR = "\x1f"
 
 
 class State:
-    def __init__(self, catalog, s3_endpoint):
-        self.catalog = catalog
-        self.s3_endpoint = s3_endpoint
+    def __init__(self, args):
+        self.args = args
+        self.catalogs = {}
+        self.s3_endpoint = args.s3_endpoint
         self.lock = threading.RLock()
         self.warehouses = {}  # name -> behaviour
         self.tokens = {}  # token -> warehouse name ("*" = any)
@@ -66,6 +67,27 @@ class State:
 
 
 STATE = None
+
+
+def catalog_for(warehouse):
+    """The SqlCatalog of `warehouse` (created on first use)."""
+    with STATE.lock:
+        catalog = STATE.catalogs.get(warehouse)
+        if catalog is None:
+            args = STATE.args
+            catalog = SqlCatalog(
+                warehouse or "default",
+                uri=f"sqlite:///{args.db}",
+                warehouse=args.warehouse,
+                **{
+                    "s3.endpoint": args.s3_endpoint,
+                    "s3.access-key-id": "testing",
+                    "s3.secret-access-key": "testing",
+                    "s3.region": "us-east-1",
+                },
+            )
+            STATE.catalogs[warehouse] = catalog
+        return catalog
 
 
 def error_body(code, kind, message):
@@ -213,17 +235,18 @@ class Handler(BaseHTTPRequestHandler):
             return self.send_json(200, {})
         if parts == ["register"]:
             ns = tuple(body["namespace"])
+            catalog = catalog_for(body["warehouse"])
             with STATE.lock:
                 for i in range(1, len(ns) + 1):
                     try:
-                        STATE.catalog.create_namespace(ns[:i])
+                        catalog.create_namespace(ns[:i])
                     except NamespaceAlreadyExistsError:
                         pass
-                STATE.catalog.register_table(ns + (body["name"],), body["metadata_location"])
+                catalog.register_table(ns + (body["name"],), body["metadata_location"])
             return self.send_json(200, {})
         if parts == ["fail"]:
             with STATE.lock:
-                key = (tuple(body["namespace"]), body["name"])
+                key = (body["warehouse"], tuple(body["namespace"]), body["name"])
                 if body["mode"] == "none":
                     STATE.failures.pop(key, None)
                 else:
@@ -241,19 +264,20 @@ class Handler(BaseHTTPRequestHandler):
     # --- catalog ------------------------------------------------------------------------------
 
     def catalog_route(self, method, warehouse, rest, query, raw):
+        catalog = catalog_for(warehouse)
         if rest == ["namespaces"] and method == "GET":
             parent = query.get("parent")
             with STATE.lock:
                 if parent:
-                    listed = STATE.catalog.list_namespaces(tuple(parent.split(SEPARATOR)))
+                    listed = catalog.list_namespaces(tuple(parent.split(SEPARATOR)))
                 else:
-                    listed = STATE.catalog.list_namespaces()
+                    listed = catalog.list_namespaces()
             return self.send_json(200, {"namespaces": [list(n) for n in listed]})
         if len(rest) >= 3 and rest[0] == "namespaces" and rest[2] == "tables":
             namespace = tuple(rest[1].split(SEPARATOR))
             if len(rest) == 3 and method == "GET":
                 with STATE.lock:
-                    listed = STATE.catalog.list_tables(namespace)
+                    listed = catalog.list_tables(namespace)
                 ids = [{"namespace": list(t[:-1]), "name": t[-1]} for t in listed]
                 return self.send_json(200, {"identifiers": ids})
             if len(rest) >= 4:
@@ -265,7 +289,7 @@ class Handler(BaseHTTPRequestHandler):
                 if len(rest) == 4 and method == "GET":
                     return self.load(warehouse, namespace, name)
                 if len(rest) == 4 and method == "POST":
-                    return self.commit(namespace, name, raw)
+                    return self.commit(warehouse, namespace, name, raw)
         return self.send_json(404, error_body(404, "NotFound", "no such route"))
 
     def vended(self, warehouse, force=False):
@@ -281,12 +305,12 @@ class Handler(BaseHTTPRequestHandler):
             "s3.path-style-access": "true",
             "client.region": "us-east-1",
         }
-        bucket = urllib.parse.urlsplit(STATE.catalog.properties.get("warehouse", "s3://x/")).netloc
+        bucket = urllib.parse.urlsplit(STATE.args.warehouse).netloc
         return config, [{"prefix": f"s3://{bucket}/", "config": config}]
 
     def load(self, warehouse, namespace, name):
         with STATE.lock:
-            table = STATE.catalog.load_table(namespace + (name,))
+            table = catalog_for(warehouse).load_table(namespace + (name,))
         config, creds = self.vended(warehouse)
         body = {
             "metadata-location": table.metadata_location,
@@ -297,9 +321,10 @@ class Handler(BaseHTTPRequestHandler):
             body["storage-credentials"] = creds
         return self.send_json(200, body)
 
-    def commit(self, namespace, name, raw):
+    def commit(self, warehouse, namespace, name, raw):
         request = CommitTableRequest.model_validate_json(raw)
-        key = (namespace, name)
+        key = (warehouse, namespace, name)
+        catalog = catalog_for(warehouse)
         with STATE.lock:
             mode = STATE.failures.get(key)
             if mode and mode != "400-list":
@@ -319,8 +344,8 @@ class Handler(BaseHTTPRequestHandler):
                     400, error_body(400, "BadRequestException", "cannot parse remove-snapshots with several ids")
                 )
         with STATE.lock:
-            table = STATE.catalog.load_table(namespace + (name,))
-            response = STATE.catalog.commit_table(
+            table = catalog.load_table(namespace + (name,))
+            response = catalog.commit_table(
                 table, tuple(request.requirements), tuple(request.updates)
             )
         if mode == "commit-then-500":
@@ -349,18 +374,7 @@ def main():
     parser.add_argument("--warehouse", required=True)
     parser.add_argument("--s3-endpoint", required=True)
     args = parser.parse_args()
-    catalog = SqlCatalog(
-        "rest_front",
-        uri=f"sqlite:///{args.db}",
-        warehouse=args.warehouse,
-        **{
-            "s3.endpoint": args.s3_endpoint,
-            "s3.access-key-id": "testing",
-            "s3.secret-access-key": "testing",
-            "s3.region": "us-east-1",
-        },
-    )
-    STATE = State(catalog, args.s3_endpoint)
+    STATE = State(args)
     server = ThreadingHTTPServer(("127.0.0.1", args.port), Handler)
     server.daemon_threads = True
     print(f"ready {args.port}", flush=True)
