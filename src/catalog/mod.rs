@@ -147,8 +147,17 @@ pub fn landed(base_location: &str, new: &TableMetadata, now: &TableMetadata) -> 
     follows_base && same_history(new, now)
 }
 
-/// Same snapshot ids and the same refs (name, kind, snapshot).
+/// Same snapshot ids, the same refs (name, kind, snapshot) and the same statistics files.
 pub fn same_history(a: &TableMetadata, b: &TableMetadata) -> bool {
+    let stats = |m: &TableMetadata| {
+        let mut s: Vec<(i64, String, bool)> = m
+            .statistics()
+            .iter()
+            .map(|s| (s.snapshot_id, s.path.clone(), s.partition_statistics))
+            .collect();
+        s.sort();
+        s
+    };
     let ids = |m: &TableMetadata| {
         let mut ids: Vec<i64> = m.snapshots().iter().map(|s| s.snapshot_id).collect();
         ids.sort_unstable();
@@ -163,7 +172,7 @@ pub fn same_history(a: &TableMetadata, b: &TableMetadata) -> bool {
         refs.sort();
         refs
     };
-    ids(a) == ids(b) && refs(a) == refs(b)
+    ids(a) == ids(b) && refs(a) == refs(b) && stats(a) == stats(b)
 }
 
 /// The catalog types ClickHouse's `catalog_type` names; icetrim implements those with a module.

@@ -125,8 +125,12 @@ impl DatabaseDef {
         for name in ["catalog_credential", "auth_header"] {
             if let Some((_, tail)) = self.settings.get(name).and_then(|v| v.split_once(':')) {
                 let tail = tail.trim();
-                if tail.len() >= 4 {
-                    out.push(tail.to_string());
+                // `Bearer <token>`: the token alone is secret too.
+                let last = tail.rsplit(' ').next().unwrap_or(tail);
+                for part in [tail, last] {
+                    if part.len() >= 4 && !out.iter().any(|o| o == part) {
+                        out.push(part.to_string());
+                    }
                 }
             }
         }

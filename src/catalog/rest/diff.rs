@@ -8,10 +8,12 @@
 //!
 //! Updates, in an order a server can apply one by one: `add-snapshot` (new snapshots, in
 //! document order), `remove-snapshot-ref` (refs gone), `set-snapshot-ref` (refs new or moved or
-//! with new retention), `remove-snapshots` (all ids in one update; [`split_remove_snapshots`]
-//! gives the one-id-per-update form for servers that cannot parse that), `set-properties`,
+//! with new retention), statistics updates, `remove-snapshots` (all ids in one update;
+//! [`split_remove_snapshots`] gives the one-id-per-update form for servers that cannot parse
+//! that), `set-properties`,
 //! `remove-properties`, `remove-schemas`, `remove-partition-specs`, `set-statistics` /
-//! `remove-statistics`, `set-partition-statistics` / `remove-partition-statistics`.
+//! `remove-statistics`, `set-partition-statistics` / `remove-partition-statistics` (statistics
+//! before `remove-snapshots`, so no server's own clean-up makes a removal fail).
 //!
 //! Members the server maintains itself are not compared: `last-updated-ms`, `metadata-log`,
 //! `snapshot-log`, `last-sequence-number`, `next-row-id`, `current-snapshot-id` (follows `main`).
@@ -114,6 +116,42 @@ pub fn rest_changes(base: &TableMetadata, new: &TableMetadata) -> Result<RestCha
         }
         updates.push(Value::Object(update));
     }
+    // Statistics, before `remove-snapshots`: servers differ in whether removing a snapshot drops
+    // its statistics (Java: both kinds; pyiceberg 0.12: `statistics` only), and removing them
+    // while the snapshot still exists is valid on every server.
+    for (key, set_type, remove_type) in [
+        ("statistics", "set-statistics", "remove-statistics"),
+        (
+            "partition-statistics",
+            "set-partition-statistics",
+            "remove-partition-statistics",
+        ),
+    ] {
+        let before = by_id(&b, key, "snapshot-id");
+        let after = by_id(&n, key, "snapshot-id");
+        for (id, entry) in &after {
+            if before.get(id) != Some(entry) {
+                let mut update = json!({"action": set_type});
+                update[if key == "statistics" {
+                    "statistics"
+                } else {
+                    "partition-statistics"
+                }] = (*entry).clone();
+                if key == "statistics" {
+                    update["snapshot-id"] = entry.get("snapshot-id").cloned().unwrap_or_default();
+                }
+                updates.push(update);
+            }
+        }
+        for (id, entry) in &before {
+            if !after.contains_key(id) {
+                updates.push(json!({
+                    "action": remove_type,
+                    "snapshot-id": entry.get("snapshot-id").cloned().unwrap_or_default(),
+                }));
+            }
+        }
+    }
     let removed: Vec<Value> = array(&b, "snapshots")
         .iter()
         .filter(|s| id_text(s, "snapshot-id").is_some_and(|id| !new_snaps.contains_key(&id)))
@@ -157,40 +195,6 @@ pub fn rest_changes(base: &TableMetadata, new: &TableMetadata) -> Result<RestCha
         updates.push(json!({"action": "remove-partition-specs", "spec-ids": ids}));
     })?;
 
-    // Statistics.
-    for (key, set_type, remove_type) in [
-        ("statistics", "set-statistics", "remove-statistics"),
-        (
-            "partition-statistics",
-            "set-partition-statistics",
-            "remove-partition-statistics",
-        ),
-    ] {
-        let before = by_id(&b, key, "snapshot-id");
-        let after = by_id(&n, key, "snapshot-id");
-        for (id, entry) in &after {
-            if before.get(id) != Some(entry) {
-                let mut update = json!({"action": set_type});
-                update[if key == "statistics" {
-                    "statistics"
-                } else {
-                    "partition-statistics"
-                }] = (*entry).clone();
-                if key == "statistics" {
-                    update["snapshot-id"] = entry.get("snapshot-id").cloned().unwrap_or_default();
-                }
-                updates.push(update);
-            }
-        }
-        for (id, entry) in &before {
-            if !after.contains_key(id) {
-                updates.push(json!({
-                    "action": remove_type,
-                    "snapshot-id": entry.get("snapshot-id").cloned().unwrap_or_default(),
-                }));
-            }
-        }
-    }
     Ok(RestChanges {
         requirements,
         updates,
@@ -450,19 +454,30 @@ mod tests {
         assert_eq!(
             types(&changes),
             [
-                "remove-schemas",
                 "remove-statistics",
-                "set-partition-statistics"
+                "set-partition-statistics",
+                "remove-schemas"
             ]
         );
-        assert_eq!(changes.updates[0]["schema-ids"], json!([1]));
-        assert_eq!(changes.updates[1]["snapshot-id"], 1);
-        assert_eq!(changes.updates[2]["partition-statistics"], pstats(2));
+        assert_eq!(changes.updates[2]["schema-ids"], json!([1]));
+        assert_eq!(changes.updates[0]["snapshot-id"], 1);
+        assert_eq!(changes.updates[1]["partition-statistics"], pstats(2));
         assert!(
             changes
                 .requirements
                 .contains(&json!({"type": "assert-current-schema-id", "current-schema-id": 0}))
         );
+    }
+
+    #[test]
+    fn statistics_of_removed_snapshots_go_with_them() {
+        let stats = json!({"snapshot-id": 1, "statistics-path": "/t/s1.puffin",
+                           "file-size-in-bytes": 10, "file-footer-size-in-bytes": 5, "blob-metadata": []});
+        let refs = json!({"main": {"snapshot-id": 2, "type": "branch"}});
+        let base = doc(&[1, 2], refs.clone(), json!({}), json!({"statistics": [stats]}));
+        let new = doc(&[2], refs, json!({}), json!({"statistics": []}));
+        let changes = rest_changes(&base, &new).unwrap();
+        assert_eq!(types(&changes), ["remove-statistics", "remove-snapshots"]);
     }
 
     #[test]
