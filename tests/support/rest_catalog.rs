@@ -28,7 +28,10 @@ async fn admin(path: &str, body: Value) -> Value {
     .unwrap_or_else(|e| panic!("REST catalog admin {path}: {e}"));
     let status = response.status();
     let text = response.text().await.expect("admin answer");
-    assert!(status.is_success(), "REST catalog admin {path}: {status} {text}");
+    assert!(
+        status.is_success(),
+        "REST catalog admin {path}: {status} {text}"
+    );
     serde_json::from_str(&text).unwrap_or(Value::Null)
 }
 

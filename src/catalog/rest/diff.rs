@@ -474,7 +474,12 @@ mod tests {
         let stats = json!({"snapshot-id": 1, "statistics-path": "/t/s1.puffin",
                            "file-size-in-bytes": 10, "file-footer-size-in-bytes": 5, "blob-metadata": []});
         let refs = json!({"main": {"snapshot-id": 2, "type": "branch"}});
-        let base = doc(&[1, 2], refs.clone(), json!({}), json!({"statistics": [stats]}));
+        let base = doc(
+            &[1, 2],
+            refs.clone(),
+            json!({}),
+            json!({"statistics": [stats]}),
+        );
         let new = doc(&[2], refs, json!({}), json!({"statistics": []}));
         let changes = rest_changes(&base, &new).unwrap();
         assert_eq!(types(&changes), ["remove-statistics", "remove-snapshots"]);

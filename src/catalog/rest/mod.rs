@@ -68,6 +68,8 @@ enum Failure {
     NotSent(String),
     /// Sent, no answer (timeout, connection lost): the server may have acted.
     Lost(String),
+    /// Not sent: authentication failed first (the token endpoint refused or was unreachable).
+    Auth(Error),
 }
 
 impl RestCatalog {
@@ -126,7 +128,7 @@ impl RestCatalog {
                 .auth
                 .apply(&self.http, request, refreshed)
                 .await
-                .map_err(|e| Failure::NotSent(e.message().to_string()))?;
+                .map_err(Failure::Auth)?;
             let response = match request.send().await {
                 Ok(r) => r,
                 Err(e) => return Err(classify(&e)),
@@ -197,7 +199,10 @@ impl RestCatalog {
     }
 
     fn unreachable(&self, failure: Failure, what: &str) -> Error {
-        let (Failure::NotSent(why) | Failure::Lost(why)) = failure;
+        let why = match failure {
+            Failure::NotSent(why) | Failure::Lost(why) => why,
+            Failure::Auth(e) => return e,
+        };
         Error::new(
             ErrorKind::NetworkError,
             format!(
@@ -541,6 +546,7 @@ impl super::Catalog for RestCatalog {
                 .await
             {
                 Ok(answer) => answer,
+                Err(Failure::Auth(e)) => return Err(e),
                 Err(Failure::NotSent(why)) => {
                     return Err(Error::new(
                         ErrorKind::NetworkError,
