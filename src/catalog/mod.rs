@@ -368,7 +368,7 @@ impl CatalogConfig {
         args: &[String],
         settings: &BTreeMap<String, String>,
     ) -> Result<CatalogConfig> {
-        if args.is_empty() && !settings.get("catalog_type").is_some_and(|t| t == "glue") {
+        if args.is_empty() && settings.get("catalog_type").is_none_or(|t| t != "glue") {
             return Err(Error::bad_arguments(format!(
                 "Engine `{ENGINE}` must have arguments"
             )));
