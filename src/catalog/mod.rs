@@ -4,7 +4,7 @@
 //!
 //! Layers: `maintain → catalog → iceberg → io`. The engine builds a catalog from a database
 //! definition ([`CatalogConfig::from_definition`], then [`open`]); maintenance reaches it only
-//! through [`crate::maintain::target::MaintenanceTarget`] (`locate_newest`, `commit`,
+//! through `MaintenanceTarget` (`src/maintain/target.rs`: `locate_newest`, `commit`,
 //! `commit_edit`), which holds a [`CatalogTable`] as its table source.
 //!
 //! **How a catalog type plugs in** (REST is [`rest`]; Glue is the next one):

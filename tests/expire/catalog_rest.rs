@@ -637,3 +637,38 @@ async fn databases_persist_with_secrets_masked() {
     let e = s.execute("SHOW TABLES FROM lake").await.unwrap_err();
     assert_eq!(e.code(), 81);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn vended_credentials_about_to_expire_are_fetched_anew() {
+    let table = RestTable::new("py_v2_linear").await;
+    rest_catalog::warehouse(
+        table.warehouse(),
+        serde_json::json!({"vend": true, "expiring": true}),
+    )
+    .await;
+    let seen_before = rest_catalog::log().await.len();
+    let create = format!(
+        "CREATE DATABASE lake ENGINE = DataLakeCatalog('{}/v1') SETTINGS catalog_type = 'rest', \
+         warehouse = '{}'",
+        rest_catalog::uri(),
+        table.warehouse()
+    );
+    let mut s = session();
+    run(&mut s, &create).await;
+    let expired = rows(
+        &mut s,
+        "ALTER TABLE lake.`ns.t` EXECUTE expire_snapshots(retention_period = '0s', retain_last = 1)",
+    )
+    .await;
+    assert!(
+        metric(&expired, "deleted_manifest_lists_count") > 0,
+        "{expired:?}"
+    );
+    let log = rest_catalog::log().await;
+    assert!(
+        log[seen_before..].iter().any(|e| e["path"]
+            .as_str()
+            .is_some_and(|p| p.ends_with("/tables/t/credentials"))),
+        "no credentials refresh"
+    );
+}

@@ -16,9 +16,11 @@ file only maps HTTP to it, as the Iceberg REST OpenAPI spec names the routes:
 A warehouse is a catalog of its own (a SqlCatalog named after it, all in one SQLite file) with its
 own behaviour, so concurrent tests do not see each other's tables. Test hooks (no auth):
 
-  POST /admin/warehouse {"name", "client_id"?, "client_secret"?, "token"?, "vend"?}
+  POST /admin/warehouse {"name", "client_id"?, "client_secret"?, "token"?, "vend"?, "expiring"?}
        client_id/secret: OAuth2 required (tokens from /v1/oauth/tokens); token: that bearer
-       required; vend: answer vended S3 credentials when X-Iceberg-Access-Delegation asks.
+       required; vend: answer vended S3 credentials when X-Iceberg-Access-Delegation asks;
+       expiring: the load's vended credentials expire within a second and name a dead endpoint
+       (only those of GET .../credentials work).
   POST /admin/register {"warehouse", "namespace": [...], "name", "metadata_location"}
   POST /admin/fail {"warehouse", "namespace": [...], "name", "mode"}: the next commit of that table answers
        "500" (not applied), "commit-then-500" (applied, then 500), "commit-then-drop" (applied,
@@ -309,6 +311,11 @@ class Handler(BaseHTTPRequestHandler):
             "s3.path-style-access": "true",
             "client.region": "us-east-1",
         }
+        if b.get("expiring") and not force:
+            # Credentials about to expire, for a dead endpoint: only a refresh through
+            # .../credentials reaches storage.
+            config["s3.session-token-expires-at-ms"] = str(int(time.time() * 1000) + 1000)
+            config["s3.endpoint"] = "http://127.0.0.1:9"
         bucket = urllib.parse.urlsplit(STATE.args.warehouse).netloc
         return config, [{"prefix": f"s3://{bucket}/", "config": config}]
 

@@ -407,12 +407,20 @@ impl RestCatalog {
                 ));
             }
         };
-        let options = credentials::storage_options(
-            &self.config,
-            &json,
-            &location,
-            self.config.flag("vended_credentials", true),
-        );
+        let vended = self.config.flag("vended_credentials", true);
+        let mut json = json;
+        if vended
+            && let Some(expires) = credentials::expires_at_ms(&json, &location)
+            && expires - chrono::Utc::now().timestamp_millis() < credentials::REFRESH_MARGIN_MS
+        {
+            // About to expire: fetch fresh ones before any file is read.
+            let fresh = self.fresh_credentials(ident).await?;
+            json["storage-credentials"] = fresh;
+            if let Some(config) = json.get_mut("config").and_then(Value::as_object_mut) {
+                config.retain(|k, _| !k.starts_with("s3.") && !k.starts_with("adls."));
+            }
+        }
+        let options = credentials::storage_options(&self.config, &json, &location, vended);
         let io = crate::io::FileIO::new(options);
         match io.head(&location).await {
             Ok(_) => {}
@@ -439,6 +447,27 @@ impl RestCatalog {
             metadata,
             io,
         })
+    }
+
+    /// `GET …/tables/{t}/credentials`: the table's `storage-credentials`, fetched anew.
+    async fn fresh_credentials(&self, ident: &TableIdent) -> Result<Value> {
+        let resolved = self.resolved().await?;
+        let url = format!("{}/credentials", self.table_url(&resolved, ident));
+        let headers = [("X-Iceberg-Access-Delegation", "vended-credentials")];
+        let answer = self
+            .send(reqwest::Method::GET, &url, None, &headers)
+            .await
+            .map_err(|f| self.unreachable(f, &format!("refreshing the credentials of {ident}")))?;
+        let json = self.expect_ok(&answer, "the credentials refresh", Some(ident))?;
+        json.get("storage-credentials")
+            .filter(|c| c.is_array())
+            .cloned()
+            .ok_or_else(|| {
+                self.malformed(
+                    &format!("the credentials refresh of {ident}"),
+                    "no 'storage-credentials' array",
+                )
+            })
     }
 
     /// After an answer was lost: reload and decide whether our commit landed.
