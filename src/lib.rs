@@ -151,8 +151,8 @@ pub mod internals {
         pub use crate::engine::params::{setting_value_text, substitute};
         pub use crate::engine::procedures::{check_gates, run_procedure, run_procedure_with};
         pub use crate::engine::registry::{DatabaseDef, EngineArg, TableDef};
-        pub use crate::engine::runtime::Runtime;
         pub use crate::engine::render::{expire_result, orphan_result};
+        pub use crate::engine::runtime::Runtime;
     }
     /// See `src/generate/`.
     pub mod generate {

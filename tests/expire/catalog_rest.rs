@@ -715,7 +715,10 @@ async fn commit_edit_sends_refs_and_properties_through_the_catalog() {
             ("catalog_type", "rest"),
             ("warehouse", table.warehouse()),
             ("vended_credentials", "0"),
-            ("storage_endpoint", &crate::support::emulator_var("ICETRIM_S3_ENDPOINT")),
+            (
+                "storage_endpoint",
+                &crate::support::emulator_var("ICETRIM_S3_ENDPOINT"),
+            ),
             ("aws_access_key_id", "testing"),
             ("aws_secret_access_key", "testing"),
             ("region", "us-east-1"),
@@ -767,13 +770,21 @@ async fn commit_edit_sends_refs_and_properties_through_the_catalog() {
         .expect("second commit_edit");
     let after = table.read(None);
     let refs = after["pyiceberg"].as_object().expect("refs");
-    assert!(refs.contains_key("dev") && !refs.contains_key("audit_tag"), "{after}");
+    assert!(
+        refs.contains_key("dev") && !refs.contains_key("audit_tag"),
+        "{after}"
+    );
     assert_eq!(after["pyiceberg"]["dev"], before["pyiceberg"]["main"]);
     assert_eq!(after["pyiceberg"]["main"], before["pyiceberg"]["main"]);
     let log = rest_catalog::log().await;
     let bodies: Vec<String> = log
         .iter()
-        .filter(|e| e["method"] == "POST" && e["path"].as_str().is_some_and(|p| p.contains(table.warehouse())))
+        .filter(|e| {
+            e["method"] == "POST"
+                && e["path"]
+                    .as_str()
+                    .is_some_and(|p| p.contains(table.warehouse()))
+        })
         .filter_map(|e| e["body"].as_str().map(str::to_string))
         .collect();
     assert_eq!(bodies.len(), 2, "{bodies:?}");
