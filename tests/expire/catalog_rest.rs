@@ -697,6 +697,74 @@ async fn vended_credentials_about_to_expire_are_fetched_anew() {
     );
 }
 
+/// A snapshot icetrim writes (as compaction and rewrites do: manifests, a manifest list, then
+/// `add-snapshot` and `set-snapshot-ref` main) commits through the catalog, and pyiceberg and
+/// ClickHouse read the new main.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_snapshot_commits_through_the_catalog() {
+    use icetrim::internals::engine::{DatabaseDef, Runtime, open_catalog_table};
+    use icetrim::internals::iceberg::commit::{CommitOptions, CommitOutcome};
+    use icetrim::internals::iceberg::txn::{
+        FileChanges, Operation, PrepareOptions, Summary, prepare_commit_with,
+    };
+
+    let table = RestTable::new("py_v2_linear").await;
+    let before = table.read(None);
+    let def = DatabaseDef {
+        name: "lake".into(),
+        engine: "DataLakeCatalog".into(),
+        args: vec![format!("{}/v1", rest_catalog::uri())],
+        settings: [
+            ("catalog_type", "rest"),
+            ("warehouse", table.warehouse()),
+            ("vended_credentials", "0"),
+            ("storage_endpoint", &crate::support::emulator_var("ICETRIM_S3_ENDPOINT")),
+            ("aws_access_key_id", "testing"),
+            ("aws_secret_access_key", "testing"),
+            ("region", "us-east-1"),
+        ]
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect(),
+    };
+    let target = open_catalog_table(&Runtime::default(), &icetrim::Settings::new(), &def, "ns.t")
+        .await
+        .expect("open the catalog table");
+    let local = table._fixture.facts["data_files"]["a1"]
+        .as_str()
+        .expect("data file a1");
+    let removed = table.place.path_of(local);
+    let located = target.locate_newest("test").await.expect("load");
+    let prepared = prepare_commit_with(
+        &target.io,
+        &located.metadata,
+        Operation::Delete,
+        FileChanges {
+            added_data: Vec::new(),
+            added_deletes: Vec::new(),
+            removed: vec![removed],
+        },
+        Summary::new(),
+        &PrepareOptions::default(),
+    )
+    .await
+    .expect("prepare a snapshot");
+    let new_id = prepared.snapshot.snapshot_id;
+    let outcome = target
+        .commit(&located, prepared.metadata, &CommitOptions::default())
+        .await
+        .expect("commit");
+    let CommitOutcome::Committed(done) = outcome else {
+        panic!("not committed: {outcome:?}");
+    };
+    assert_eq!(done.metadata.current_snapshot_id(), Some(new_id));
+    let after = table.read(None);
+    let rows_before = before["pyiceberg"]["main"][0].as_i64().expect("rows");
+    let rows_after = after["pyiceberg"]["main"][0].as_i64().expect("rows");
+    assert!(rows_after < rows_before, "{before} -> {after}");
+    assert_eq!(after["clickhouse"][0].as_i64(), Some(rows_after));
+}
+
 /// What the other procedures commit through `MaintenanceTarget::commit_edit` (refs, properties)
 /// reaches pyiceberg's catalog as valid REST updates: a new tag and branch, a moved ref, a property
 /// set and one removed; a conflict-free edit commits once.
