@@ -862,3 +862,32 @@ async fn commit_edit_sends_refs_and_properties_through_the_catalog() {
     assert!(bodies[0].contains("set-snapshot-ref") && bodies[0].contains("set-properties"));
     assert!(bodies[1].contains("remove-snapshot-ref") && bodies[1].contains("remove-properties"));
 }
+
+/// A catalog that does not answer never holds the shell: cancelling the statement (Ctrl-C) ends
+/// it at once with QUERY_WAS_CANCELLED, and nothing is written.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hanging_catalog_is_cancelled() {
+    let table = RestTable::new("py_v2_linear").await;
+    let mut s = session();
+    run(&mut s, &table.create("vended_credentials = 0")).await;
+    let files = table.files().await;
+    rest_catalog::warehouse(table.warehouse(), serde_json::json!({"hang_loads": true})).await;
+    let token = icetrim::CancelToken::new();
+    let canceller = token.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+        canceller.cancel();
+    });
+    let started = std::time::Instant::now();
+    let e = s
+        .execute_with(
+            "ALTER TABLE lake.`ns.t` EXECUTE expire_snapshots(retention_period = '0s', retain_last = 1)",
+            &token,
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), 394, "{e}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(10), "{:?}", started.elapsed());
+    rest_catalog::warehouse(table.warehouse(), serde_json::json!({})).await;
+    assert_eq!(table.files().await, files);
+}

@@ -20,7 +20,7 @@ own behaviour, so concurrent tests do not see each other's tables. Test hooks (n
        client_id/secret: OAuth2 required (tokens from /v1/oauth/tokens); token: that bearer
        required; vend: answer vended S3 credentials when X-Iceberg-Access-Delegation asks;
        expiring: the load's vended credentials expire within a second and name a dead endpoint
-       (only those of GET .../credentials work).
+       (only those of GET .../credentials work); hang_loads: table loads answer after 30 s.
   POST /admin/register {"warehouse", "namespace": [...], "name", "metadata_location"}
   POST /admin/fail {"warehouse", "namespace": [...], "name", "mode"}: the next commit of that table answers
        "500" (not applied), "commit-then-500" (applied, then 500), "commit-then-drop" (applied,
@@ -320,6 +320,8 @@ class Handler(BaseHTTPRequestHandler):
         return config, [{"prefix": f"s3://{bucket}/", "config": config}]
 
     def load(self, warehouse, namespace, name):
+        if self.behaviour(warehouse).get("hang_loads"):
+            time.sleep(30)
         key = (warehouse, namespace, name)
         with STATE.lock:
             blind = STATE.blind_loads.get(key, 0)
