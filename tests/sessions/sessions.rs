@@ -6,7 +6,7 @@
 //! blank line; `#` lines are comments):
 //!
 //! ```text
-//! backends local s3 azure        -- first line: where the file runs (default: local)
+//! backends local s3 azure rest   -- first line: where the file runs (default: local)
 //! fixture <scenario> [orphans]   -- a fixture table (scripts/fixtures); a fresh engine whose clock
 //!                                   stands at the time the fixture was built for
 //! statement ok                   -- the SQL below must succeed
@@ -29,6 +29,11 @@
 //! same table. A `fixture` line starts a new session: `SET`s and registered tables do not carry
 //! over. The file runs once per backend, the passes side by side; a failure names file, line and
 //! backend.
+//!
+//! `rest`: the fixture's S3 copy is registered as `ns.t` in a fresh warehouse of the test REST
+//! catalog (`tests/rest_catalog/server.py`); the runner turns `CREATE TABLE t ENGINE = ${ENGINE}`
+//! into `CREATE DATABASE lake ENGINE = DataLakeCatalog(...)` plus `USE lake`, and later `TABLE t` /
+//! `table = 't'` into the catalog name `` `ns.t` `` (see `Runner::rest_sql`).
 //!
 //! Orphan files whose scenarios depend on file ages run on local disk only: strays get old
 //! modification times there, while object stores stamp the upload time (the emulators' orphan
