@@ -938,3 +938,32 @@ async fn orphans_keep_newer_metadata_files_of_a_catalog_table() {
     assert!(table.place.exists(&newer).await, "{removed:?}");
     assert!(!table.place.exists(&stray).await, "{removed:?}");
 }
+
+/// Storage properties in the catalog's `GET /v1/config` defaults reach the table's files when the
+/// database has no storage settings and the load answer vends nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn storage_properties_from_the_catalog_config() {
+    let table = RestTable::new("py_v2_linear").await;
+    rest_catalog::warehouse(
+        table.warehouse(),
+        serde_json::json!({"config_storage": true}),
+    )
+    .await;
+    let create = format!(
+        "CREATE DATABASE lake ENGINE = DataLakeCatalog('{}/v1') SETTINGS catalog_type = 'rest', \
+         warehouse = '{}'",
+        rest_catalog::uri(),
+        table.warehouse()
+    );
+    let mut s = session();
+    run(&mut s, &create).await;
+    let expired = rows(
+        &mut s,
+        "ALTER TABLE lake.`ns.t` EXECUTE expire_snapshots(retention_period = '0s', retain_last = 1)",
+    )
+    .await;
+    assert!(
+        metric(&expired, "deleted_manifest_lists_count") > 0,
+        "{expired:?}"
+    );
+}
