@@ -729,6 +729,7 @@ async fn a_new_snapshot_commits_through_the_catalog() {
         .iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect(),
+        setting_order: Vec::new(),
     };
     let target = open_catalog_table(&Runtime::default(), &icetrim::Settings::new(), &def, "ns.t")
         .await
@@ -797,6 +798,7 @@ async fn commit_edit_sends_refs_and_properties_through_the_catalog() {
         .iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect(),
+        setting_order: Vec::new(),
     };
     let target = open_catalog_table(&Runtime::default(), &icetrim::Settings::new(), &def, "ns.t")
         .await
