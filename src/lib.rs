@@ -3,16 +3,17 @@
 //! Layers, each importing only the ones below it (checked by a unit test, `src/layers.rs`):
 //!
 //! ```text
-//! shell ──▶ engine ──┬──▶ sql ──────────────────▶ plan
+//! shell ──▶ engine ──┬──▶ sql ──────────────────────────────▶ plan
 //!                    ├──▶ format
-//!                    └──▶ maintain ──▶ iceberg ──▶ io
-//!                                 └─────────────▶ plan
+//!                    └──▶ maintain ──▶ catalog ──▶ iceberg ──▶ io
+//!                                 └─────────────────────────▶ plan
 //! settings: used by engine and maintain; imports only leaves
 //! leaves, usable from any layer: error, clock, pool (CPU work, buffers), progress (events,
 //! cancellation), literal (SQL constants), time_zone (session time zone)
 //! ```
 //!
-//! (The engine also opens storage, `iceberg` and `io`, to build a table's target; `generate/`
+//! (The engine also opens storage, `iceberg` and `io`, and builds catalogs (`catalog/`: the
+//! `DataLakeCatalog` database engine, REST) to build a table's target; `generate/`
 //! writes test tables with `iceberg` and `io`.)
 //!
 //! `sql/` parses and binds statements into `plan/`'s typed options; `maintain/` runs the
@@ -105,6 +106,7 @@
 //! `examples/embed.rs` shows the other way in: a host routes `ALTER TABLE … EXECUTE` statements to
 //! an [`Engine`] session.
 
+mod catalog;
 mod clock;
 pub mod engine;
 pub mod error;
@@ -153,10 +155,12 @@ pub use settings::Settings;
 pub mod internals {
     /// The engine's pieces the tests call directly (see `src/engine/`).
     pub mod engine {
+        pub use crate::engine::catalog_db::open_table as open_catalog_table;
         pub use crate::engine::params::{setting_value_text, substitute};
         pub use crate::engine::procedures::{check_gates, run_procedure, run_procedure_with};
-        pub use crate::engine::registry::{EngineArg, TableDef};
+        pub use crate::engine::registry::{DatabaseDef, EngineArg, TableDef};
         pub use crate::engine::render::{expire_result, orphan_result};
+        pub use crate::engine::runtime::Runtime;
     }
     /// See `src/generate/`.
     pub mod generate {

@@ -83,6 +83,12 @@ pub const SESSION_SETTINGS: &[SettingDef] = &[
         doc: "OPTIMIZE TABLE ... MANIFEST acts only when the current snapshot has more manifests than this",
     },
     SettingDef {
+        name: "allow_database_iceberg",
+        ty: SettingType::Bool,
+        default: SettingValue::Bool(true),
+        doc: "ClickHouse gate for CREATE DATABASE … ENGINE = DataLakeCatalog with catalog_type = 'rest'",
+    },
+    SettingDef {
         name: "iceberg_expire_default_min_snapshots_to_keep",
         ty: SettingType::UInt,
         default: SettingValue::UInt(1),
@@ -348,6 +354,10 @@ impl Settings {
     /// `OPTIMIZE TABLE t MANIFEST` acts only above this many manifests (ClickHouse's setting).
     pub fn manifest_min_count_to_compact(&self) -> u64 {
         self.get_uint("iceberg_manifest_min_count_to_compact")
+    }
+
+    pub fn allow_database_iceberg(&self) -> bool {
+        self.get_bool("allow_database_iceberg")
     }
 
     pub fn expire_default_min_snapshots_to_keep(&self) -> i64 {

@@ -5,6 +5,7 @@
 
 pub(crate) mod api;
 pub(crate) mod api_snapshots;
+pub(crate) mod catalog_db;
 pub(crate) mod ddl;
 pub(crate) mod introspect;
 pub(crate) mod params;

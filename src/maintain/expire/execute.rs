@@ -115,7 +115,8 @@ pub async fn execute(
         located.check_writable()?;
         target.progress.begin_writes()?;
         let journal_uri = write_journal(target, &located, &plan).await?;
-        match commit_plan(target, &located, &plan, cleanup.as_ref()).await? {
+        let planned = planned_metadata(&located, &plan, cleanup.as_ref())?;
+        match commit_plan(target, &located, planned.clone()).await? {
             CommitOutcome::Conflict { path } => {
                 // Definitely not committed: the journal announces nothing.
                 if let Some(uri) = journal_uri {
@@ -131,7 +132,27 @@ pub async fn execute(
                 );
                 return Ok(outcome(ExpiryFileCounts::default(), false, warnings));
             }
-            CommitOutcome::Committed(_) => {}
+            CommitOutcome::Unknown { why } => {
+                // The journal stays: the next run finishes the deletes if the commit landed.
+                warnings.push(format!(
+                    "{why}; no file was deleted; the next expire_snapshots finishes the deletes \
+                     if the commit landed{}",
+                    journal_uri
+                        .as_deref()
+                        .map(|uri| format!(" (journal '{uri}')"))
+                        .unwrap_or_default()
+                ));
+                return Ok(outcome(ExpiryFileCounts::default(), false, warnings));
+            }
+            CommitOutcome::Committed(done) => {
+                // A catalog may merge our commit after another writer's: then the returned
+                // metadata is not ours alone and the plan's deletes are not proven; the journal
+                // re-plans them against every current snapshot next run.
+                if let Some(why) = target.foreign_commit(&located, &planned, &done) {
+                    warnings.push(format!("expire_snapshots on {}: {why}", target.table_name));
+                    return Ok(outcome(ExpiryFileCounts::default(), false, warnings));
+                }
+            }
         }
         let report = delete::delete_planned(
             &target.io,
@@ -227,17 +248,25 @@ async fn write_journal(
         .map(Some)
 }
 
-async fn commit_plan(
-    target: &MaintenanceTarget,
+/// The metadata the plan commits: the expiry's, minus the schemas and specs `cleanup` removes.
+fn planned_metadata(
     located: &LocatedMetadata,
     plan: &ExpiryPlan,
     cleanup: Option<&MetadataCleanup>,
-) -> Result<CommitOutcome> {
+) -> Result<crate::iceberg::metadata::TableMetadata> {
     let mut metadata = new_metadata(&located.metadata, &plan.decision)?;
     if let Some(c) = cleanup {
         metadata.remove_schemas(&c.schemas)?;
         metadata.remove_partition_specs(&c.partition_specs)?;
     }
+    Ok(metadata)
+}
+
+async fn commit_plan(
+    target: &MaintenanceTarget,
+    located: &LocatedMetadata,
+    metadata: crate::iceberg::metadata::TableMetadata,
+) -> Result<CommitOutcome> {
     let options = CommitOptions {
         update_metadata_log: true,
         now_ms: Some(target.now_ms),

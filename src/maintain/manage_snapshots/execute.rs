@@ -210,6 +210,10 @@ async fn execute_procedure_inner(
             CommitOutcome::Unconfirmed { path, rival, why } => {
                 return Err(unconfirmed_error(&target.location, &path, &rival, &why));
             }
+            CommitOutcome::Unknown { why } => {
+                // The catalog may hold our commit: the files we wrote stay (orphans at worst).
+                return Err(Error::new(ErrorKind::NetworkError, why));
+            }
         }
     }
     Err(Error::new(

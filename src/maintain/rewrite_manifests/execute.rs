@@ -152,6 +152,10 @@ pub async fn execute(
             CommitOutcome::Unconfirmed { path, rival, why } => {
                 return Err(unconfirmed_error(&target.location, &path, &rival, &why));
             }
+            CommitOutcome::Unknown { why } => {
+                // The catalog may hold our commit: the files we wrote stay (orphans at worst).
+                return Err(Error::new(ErrorKind::NetworkError, why));
+            }
         }
     }
     if let Some(w) = carried {
