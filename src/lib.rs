@@ -105,6 +105,7 @@
 //! `examples/embed.rs` shows the other way in: a host routes `ALTER TABLE … EXECUTE` statements to
 //! an [`Engine`] session.
 
+mod catalog;
 mod clock;
 pub mod engine;
 pub mod error;

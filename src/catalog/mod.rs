@@ -1,0 +1,4 @@
+//! Catalogs that hold the pointer to a table's current metadata.
+
+#[cfg(feature = "glue")]
+pub mod glue;
