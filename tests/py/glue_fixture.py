@@ -1,0 +1,194 @@
+#!/usr/bin/env python3
+"""Iceberg tables in a Glue catalog, built and read by pyiceberg's own `GlueCatalog`, on the moto
+server (Glue and S3 on one port: scripts/emulators.sh starts it).
+
+    glue_fixture.py build  GLUE_ENDPOINT S3_ENDPOINT BUCKET PREFIX DATABASE TABLE NOW_MS
+    glue_fixture.py read   GLUE_ENDPOINT S3_ENDPOINT DATABASE TABLE
+    glue_fixture.py append GLUE_ENDPOINT S3_ENDPOINT DATABASE TABLE FIRST_ID COUNT
+    glue_fixture.py hive   GLUE_ENDPOINT DATABASE TABLE        (a Glue table that is not Iceberg)
+
+Each prints one JSON document. Credentials are moto's `testing`/`testing`, region us-east-1.
+
+`build` creates the Glue database (if missing) and table `DATABASE.TABLE` at
+`s3://BUCKET/PREFIX/TABLE` and commits a history on a fake clock (times relative to NOW_MS):
+  a1 (10 d), a2 (9 d), a3 (8 d)                     appends of 3 rows each on main
+  tag `t_a2` on a2                                 keeps a2 (and a1's file) reachable
+  branch `audit` at a3, then b1 (7 d) on it         an append on the branch only
+  del_a1 (6 d)                                      deletes a1's rows on main (a1's file leaves main)
+  a4 (1 h)                                          the current snapshot
+With the default policy (5 days, keep 1) an expiry removes a1 and a3's ancestors that no ref needs;
+a1's data file stays live through tag `t_a2`. The facts: the metadata location, snapshot ids by
+label, the refs, and the sorted ids of every ref's rows.
+
+`read` loads the table through the catalog and scans every ref (branches and tags): the answer has
+the metadata location, every snapshot id, and `rows` by ref name (sorted ids).
+"""
+
+import json
+import os
+import random
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "scripts", "fixtures"))
+
+DAY_MS = 86_400_000
+HOUR_MS = 3_600_000
+KEY = "testing"
+REGION = "us-east-1"
+
+
+def catalog(glue_endpoint, s3_endpoint):
+    from pyiceberg.catalog.glue import GlueCatalog
+
+    return GlueCatalog(
+        "glue",
+        **{
+            "glue.endpoint": glue_endpoint,
+            "glue.region": REGION,
+            "glue.access-key-id": KEY,
+            "glue.secret-access-key": KEY,
+            "s3.endpoint": s3_endpoint,
+            "s3.region": REGION,
+            "s3.access-key-id": KEY,
+            "s3.secret-access-key": KEY,
+        },
+    )
+
+
+def _rows(first, count):
+    import pyarrow as pa
+
+    ids = list(range(first, first + count))
+    return pa.table(
+        {
+            "id": pa.array(ids, pa.int64()),
+            "name": pa.array([f"row-{i}" for i in ids], pa.string()),
+        }
+    )
+
+
+def build(glue_endpoint, s3_endpoint, bucket, prefix, database, table, now_ms):
+    import fakeclock
+
+    fakeclock.install(random.getrandbits(63))
+    from fakeclock import CLOCK
+    from pyiceberg.exceptions import NamespaceAlreadyExistsError
+    from pyiceberg.schema import Schema
+    from pyiceberg.types import LongType, NestedField, StringType
+
+    cat = catalog(glue_endpoint, s3_endpoint)
+    try:
+        cat.create_namespace(database)
+    except NamespaceAlreadyExistsError:
+        pass
+    location = f"s3://{bucket}/{prefix}/{table}"
+    schema = Schema(
+        NestedField(1, "id", LongType(), required=False),
+        NestedField(2, "name", StringType(), required=False),
+    )
+    CLOCK.set(now_ms - 10 * DAY_MS - HOUR_MS)
+    t = cat.create_table(f"{database}.{table}", schema=schema, location=location)
+    snapshots = {}
+
+    def at(ms):
+        CLOCK.set(ms)
+
+    def head(branch="main"):
+        return t.metadata.refs[branch].snapshot_id
+
+    at(now_ms - 10 * DAY_MS)
+    t.append(_rows(0, 3))
+    snapshots["a1"] = head()
+    at(now_ms - 9 * DAY_MS)
+    t.append(_rows(3, 3))
+    snapshots["a2"] = head()
+    at(now_ms - 9 * DAY_MS + HOUR_MS)
+    t.manage_snapshots().create_tag(snapshots["a2"], "t_a2").commit()
+    at(now_ms - 8 * DAY_MS)
+    t.append(_rows(6, 3))
+    snapshots["a3"] = head()
+    at(now_ms - 8 * DAY_MS + HOUR_MS)
+    t.manage_snapshots().create_branch(snapshots["a3"], "audit").commit()
+    at(now_ms - 7 * DAY_MS)
+    t.append(_rows(100, 2), branch="audit")
+    snapshots["b1"] = head("audit")
+    at(now_ms - 6 * DAY_MS)
+    t.delete("id < 3")
+    snapshots["del_a1"] = head()
+    at(now_ms - HOUR_MS)
+    t.append(_rows(9, 3))
+    snapshots["a4"] = head()
+    facts = read(glue_endpoint, s3_endpoint, database, table)
+    facts["snapshots_by_label"] = snapshots
+    facts["location"] = location
+    return facts
+
+
+def read(glue_endpoint, s3_endpoint, database, table):
+    cat = catalog(glue_endpoint, s3_endpoint)
+    t = cat.load_table(f"{database}.{table}")
+    rows = {}
+    for name, ref in t.metadata.refs.items():
+        arrow = t.scan(snapshot_id=ref.snapshot_id).to_arrow()
+        rows[name] = sorted(arrow.column("id").to_pylist())
+    return {
+        "metadata_location": t.metadata_location,
+        "snapshot_ids": sorted(s.snapshot_id for s in t.metadata.snapshots),
+        "refs": {name: ref.snapshot_id for name, ref in t.metadata.refs.items()},
+        "rows": rows,
+        "metadata_log": [e.metadata_file for e in t.metadata.metadata_log],
+    }
+
+
+def append(glue_endpoint, s3_endpoint, database, table, first, count):
+    cat = catalog(glue_endpoint, s3_endpoint)
+    t = cat.load_table(f"{database}.{table}")
+    t.append(_rows(first, count))
+    return {"metadata_location": t.metadata_location, "snapshot_id": t.metadata.current_snapshot_id}
+
+
+def hive(glue_endpoint, database, table):
+    import boto3
+
+    glue = boto3.client(
+        "glue",
+        endpoint_url=glue_endpoint,
+        region_name=REGION,
+        aws_access_key_id=KEY,
+        aws_secret_access_key=KEY,
+    )
+    try:
+        glue.create_database(DatabaseInput={"Name": database})
+    except glue.exceptions.AlreadyExistsException:
+        pass
+    glue.create_table(
+        DatabaseName=database,
+        TableInput={
+            "Name": table,
+            "TableType": "EXTERNAL_TABLE",
+            "Parameters": {"classification": "parquet"},
+            "StorageDescriptor": {"Location": "s3://nowhere/hive", "Columns": [{"Name": "x", "Type": "int"}]},
+        },
+    )
+    return {"database": database, "table": table}
+
+
+def main(argv):
+    command, args = argv[0], argv[1:]
+    if command == "build":
+        result = build(*args[:6], int(args[6]))
+    elif command == "read":
+        result = read(*args)
+    elif command == "append":
+        result = append(*args[:4], int(args[4]), int(args[5]))
+    elif command == "hive":
+        result = hive(*args)
+    else:
+        raise SystemExit(f"unknown command {command!r}")
+    print(json.dumps(result, sort_keys=True))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
