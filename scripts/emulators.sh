@@ -2,9 +2,10 @@
 # Starts or stops the storage emulators the tests use, on free loopback ports:
 #   moto     (S3)    $ROOT/.venv/bin/moto_server              bucket    icetrim-test
 #   azurite  (Azure) $ROOT/.cache/node/.../azurite-blob       container icetrim-test
+#   REST catalog     tests/rest_catalog/server.py (pyiceberg SqlCatalog on SQLite, warehouse on moto)
 # `start` waits until both answer, creates the bucket and the container, and writes
 # target/emulators.env (export lines: ICETRIM_S3_ENDPOINT, ICETRIM_S3_BUCKET, ICETRIM_AZURE_ENDPOINT,
-# ICETRIM_AZURE_CONTAINER, pids, data dir) for `source`. `stop` kills what `start` started.
+# ICETRIM_AZURE_CONTAINER, ICETRIM_REST_URI, pids, data dirs) for `source`. `stop` kills what `start` started.
 # Install the tools first with scripts/test-env.sh.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -39,7 +40,7 @@ stop() {
   if [ -f "$env_file" ]; then
     # shellcheck disable=SC1090
     source "$env_file"
-    for pid in "${ICETRIM_MOTO_PID:-}" "${ICETRIM_AZURITE_PID:-}"; do
+    for pid in "${ICETRIM_REST_PID:-}" "${ICETRIM_MOTO_PID:-}" "${ICETRIM_AZURITE_PID:-}"; do
       if alive "$pid"; then
         kill "$pid" 2>/dev/null || true
         for _ in $(seq 1 50); do alive "$pid" || break; sleep 0.1; done
@@ -48,6 +49,9 @@ stop() {
     done
     if [ -n "${ICETRIM_AZURITE_DIR:-}" ] && [ -d "$ICETRIM_AZURITE_DIR" ]; then
       rm -rf "$ICETRIM_AZURITE_DIR"
+    fi
+    if [ -n "${ICETRIM_REST_DIR:-}" ] && [ -d "$ICETRIM_REST_DIR" ]; then
+      rm -rf "$ICETRIM_REST_DIR"
     fi
     rm -f "$env_file"
   fi
@@ -58,7 +62,8 @@ start() {
   if [ -f "$env_file" ]; then
     # shellcheck disable=SC1090
     source "$env_file"
-    if alive "${ICETRIM_MOTO_PID:-}" && alive "${ICETRIM_AZURITE_PID:-}"; then
+    if alive "${ICETRIM_MOTO_PID:-}" && alive "${ICETRIM_AZURITE_PID:-}" \
+      && alive "${ICETRIM_REST_PID:-}"; then
       echo "emulators already running ($env_file)"
       return 0
     fi
@@ -123,7 +128,24 @@ PY
     stop >/dev/null
     exit 1
   fi
-  echo "emulators running: S3 $s3_endpoint, Azure $az_endpoint ($env_file)"
+  # The REST catalog front end (after the bucket exists: its warehouse is on moto).
+  local rest_port rest_dir rest_pid
+  rest_port=$(free_port)
+  rest_dir=$(mktemp -d "${TMPDIR:-/tmp}/icetrim-rest.XXXXXX")
+  setsid "$python" "$root/tests/rest_catalog/server.py" --port "$rest_port" \
+    --db "$rest_dir/catalog.db" --warehouse "s3://$bucket/rest-wh" --s3-endpoint "$s3_endpoint" \
+    >"$log_dir/rest.log" 2>&1 < /dev/null &
+  rest_pid=$!
+  cat >>"$env_file" <<EOF
+export ICETRIM_REST_URI=http://127.0.0.1:$rest_port
+export ICETRIM_REST_PID=$rest_pid
+export ICETRIM_REST_DIR=$rest_dir
+EOF
+  if ! wait_http "http://127.0.0.1:$rest_port/v1/config" "$rest_pid"; then
+    stop >/dev/null
+    exit 1
+  fi
+  echo "emulators running: S3 $s3_endpoint, Azure $az_endpoint, REST catalog http://127.0.0.1:$rest_port ($env_file)"
 }
 
 case "${1:-}" in

@@ -28,6 +28,12 @@ pub enum ErrorKind {
     UnknownFormat,
     /// 81: the database is not known.
     UnknownDatabase,
+    /// 82: `CREATE DATABASE` of a name that is taken.
+    DatabaseAlreadyExists,
+    /// 86: a remote server (a catalog) answered with an HTTP error.
+    ReceivedErrorFromRemoteIoServer,
+    /// 210: a remote server (a catalog) could not be reached, or did not answer in time.
+    NetworkError,
     /// 107: a file the metadata needs does not exist.
     FileDoesntExist,
     /// 115: `SET` of a setting icetrim does not know.
@@ -78,6 +84,9 @@ impl ErrorKind {
             ErrorKind::SyntaxError => 62,
             ErrorKind::UnknownFormat => 73,
             ErrorKind::UnknownDatabase => 81,
+            ErrorKind::DatabaseAlreadyExists => 82,
+            ErrorKind::ReceivedErrorFromRemoteIoServer => 86,
+            ErrorKind::NetworkError => 210,
             ErrorKind::FileDoesntExist => 107,
             ErrorKind::UnknownSetting => 115,
             ErrorKind::IncorrectData => 117,
@@ -110,6 +119,9 @@ impl ErrorKind {
             ErrorKind::SyntaxError => "SYNTAX_ERROR",
             ErrorKind::UnknownFormat => "UNKNOWN_FORMAT",
             ErrorKind::UnknownDatabase => "UNKNOWN_DATABASE",
+            ErrorKind::DatabaseAlreadyExists => "DATABASE_ALREADY_EXISTS",
+            ErrorKind::ReceivedErrorFromRemoteIoServer => "RECEIVED_ERROR_FROM_REMOTE_IO_SERVER",
+            ErrorKind::NetworkError => "NETWORK_ERROR",
             ErrorKind::FileDoesntExist => "FILE_DOESNT_EXIST",
             ErrorKind::UnknownSetting => "UNKNOWN_SETTING",
             ErrorKind::IncorrectData => "INCORRECT_DATA",

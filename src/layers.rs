@@ -8,10 +8,20 @@ use std::path::{Path, PathBuf};
 /// the greps of the issue and this test agree.
 const RULES: &[(&[&str], &[&str])] = &[
     (
-        &["maintain", "iceberg", "io", "sql", "plan"],
+        &["maintain", "catalog", "iceberg", "io", "sql", "plan"],
         &["crate::engine", "crate::format", "crate::shell"],
     ),
-    (&["io", "iceberg"], &["crate::maintain"]),
+    (&["io", "iceberg"], &["crate::maintain", "crate::catalog"]),
+    // maintain → catalog → iceberg → io: the catalog layer never reaches up.
+    (
+        &["catalog"],
+        &[
+            "crate::maintain",
+            "crate::settings",
+            "crate::sql",
+            "crate::plan",
+        ],
+    ),
     (&["sql"], &["crate::settings"]),
     (&["settings.rs"], &["crate::sql"]),
     (

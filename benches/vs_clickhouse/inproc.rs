@@ -43,6 +43,7 @@ enum Kind {
 
 fn target(io: FileIO, location: &str, now_ms: i64) -> MaintenanceTarget {
     MaintenanceTarget {
+        source: Default::default(),
         io,
         location: location.trim_end_matches('/').to_string(),
         metadata_settings: MetadataSettings::default(),

@@ -1,4 +1,552 @@
-//! Catalogs that hold the pointer to a table's current metadata.
+//! Tables that live in a catalog (ClickHouse's `DataLakeCatalog` database engine): the catalog,
+//! not a `metadata/` folder, holds the pointer to a table's current metadata, and commits go
+//! through it.
+//!
+//! Layers: `maintain → catalog → iceberg → io`. The engine builds a catalog from a database
+//! definition ([`CatalogConfig::from_definition`], then [`open`]); maintenance reaches it only
+//! through [`crate::maintain::target::MaintenanceTarget`] (`locate_newest`, `commit`,
+//! `commit_edit`), which holds a [`CatalogTable`] as its table source.
+//!
+//! **How a catalog type plugs in** (REST is [`rest`]; Glue is the next one):
+//! 1. Add a variant to [`CatalogType`] (its `catalog_type` spelling in [`CatalogType::parse`]).
+//! 2. Write a module `src/catalog/<type>/` with a struct implementing [`Catalog`]:
+//!    - `endpoint()`: what messages name (never a secret);
+//!    - `check()`: reach the catalog once with the credentials (run by `CREATE DATABASE`);
+//!    - `list_tables()`: every table as a [`TableIdent`] (`SHOW TABLES FROM db`, system tables);
+//!    - `load_table(ident)`: the current metadata location, the parsed metadata and the
+//!      [`FileIO`] that reads and deletes the table's files (vended credentials or the database's
+//!      storage settings, see [`CatalogConfig::storage_options`]); an unknown table is
+//!      `UNKNOWN_TABLE` naming the endpoint and the table; a metadata file storage lacks is
+//!      `FILE_DOESNT_EXIST` naming both;
+//!    - `commit(ident, base, new)`: commit `new` (computed from the loaded `base`) and answer a
+//!      [`CatalogCommit`]: `Committed` with the metadata the catalog now holds (its returned or
+//!      re-read metadata and location), `Conflict` when someone else changed the table first
+//!      (the caller reloads and re-plans), `Unknown` when the outcome cannot be known (the caller
+//!      deletes nothing). Implementations settle "did it land?" themselves after a lost answer
+//!      (reload and compare: [`landed`] is the shared test).
+//! 3. Construct it in [`open`] from the [`CatalogConfig`] (settings it needs are already parsed
+//!    there; add new setting names to [`DATABASE_SETTINGS`], marking secrets so `SHOW CREATE
+//!    DATABASE` masks them).
+//!
+//! Table names are ClickHouse's: `` db.`namespace.table` ``, nested namespaces `a.b.t` (the last
+//! dot separates the table name).
 
 #[cfg(feature = "glue")]
 pub mod glue;
+pub mod rest;
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::error::{Error, ErrorKind, Result};
+use crate::iceberg::metadata::TableMetadata;
+use crate::io::{FileIO, S3Options, StorageOptions};
+
+/// The database engine name.
+pub const ENGINE: &str = "DataLakeCatalog";
+
+/// A table in a catalog: its namespace levels and its name.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct TableIdent {
+    pub namespace: Vec<String>,
+    pub name: String,
+}
+
+impl TableIdent {
+    /// `ns.t` / `a.b.t` as ClickHouse names a catalog table (the last dot separates the table).
+    pub fn parse(text: &str, database: &str) -> Result<TableIdent> {
+        let bad = || {
+            Error::new(
+                ErrorKind::UnknownTable,
+                format!(
+                    "Table {database}.`{text}` does not exist: a table of a {ENGINE} database is \
+                     named `namespace.table`"
+                ),
+            )
+        };
+        let (namespace, name) = text.rsplit_once('.').ok_or_else(bad)?;
+        let levels: Vec<String> = namespace.split('.').map(str::to_string).collect();
+        if name.is_empty() || levels.iter().any(String::is_empty) {
+            return Err(bad());
+        }
+        Ok(TableIdent {
+            namespace: levels,
+            name: name.to_string(),
+        })
+    }
+}
+
+impl fmt::Display for TableIdent {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}.{}", self.namespace.join("."), self.name)
+    }
+}
+
+/// A table as the catalog holds it now.
+#[derive(Debug, Clone)]
+pub struct LoadedTable {
+    pub ident: TableIdent,
+    /// The current metadata file.
+    pub metadata_location: String,
+    pub metadata: TableMetadata,
+    /// Reads and deletes the table's files.
+    pub io: FileIO,
+}
+
+/// What a catalog commit did.
+#[derive(Debug, Clone)]
+pub enum CatalogCommit {
+    /// The catalog holds the new metadata: `metadata` as it answered (or as re-read).
+    Committed {
+        metadata_location: String,
+        metadata: Box<TableMetadata>,
+    },
+    /// A requirement failed (someone else committed first): reload and re-plan.
+    Conflict { reason: String },
+    /// The outcome cannot be known: delete nothing.
+    Unknown { reason: String },
+}
+
+/// A catalog: see the module comment for the contract.
+#[async_trait::async_trait]
+pub trait Catalog: Send + Sync + fmt::Debug {
+    /// What messages name (never a secret).
+    fn endpoint(&self) -> &str;
+    /// Reach the catalog with the configured credentials (`CREATE DATABASE` does, as ClickHouse
+    /// does): an unreachable catalog or refused credentials fail here.
+    async fn check(&self) -> Result<()>;
+    /// Every table of the catalog (of its warehouse).
+    async fn list_tables(&self) -> Result<Vec<TableIdent>>;
+    /// The table's current metadata and the storage that reaches its files.
+    async fn load_table(&self, ident: &TableIdent) -> Result<LoadedTable>;
+    /// Commit `new`, computed from `base` (the metadata [`Catalog::load_table`] returned, at
+    /// `base_location`).
+    async fn commit(
+        &self,
+        ident: &TableIdent,
+        base_location: &str,
+        base: &TableMetadata,
+        new: &TableMetadata,
+    ) -> Result<CatalogCommit>;
+}
+
+/// A table of a catalog database, as a maintenance target holds it.
+#[derive(Debug, Clone)]
+pub struct CatalogTable {
+    pub catalog: Arc<dyn Catalog>,
+    pub ident: TableIdent,
+}
+
+/// Whether `now` (re-read after an unknown outcome) shows the commit of `new` on `base`: the
+/// entry before `now` in its `metadata-log` is `base`'s file, and `now` has exactly `new`'s
+/// snapshots and refs.
+pub fn landed(base_location: &str, new: &TableMetadata, now: &TableMetadata) -> bool {
+    let follows_base = now.metadata_log().last().is_some_and(|e| {
+        crate::io::path_key(&e.metadata_file) == crate::io::path_key(base_location)
+    });
+    follows_base && same_history(new, now)
+}
+
+/// Same snapshot ids, the same refs (name, kind, snapshot) and the same statistics files.
+pub fn same_history(a: &TableMetadata, b: &TableMetadata) -> bool {
+    let stats = |m: &TableMetadata| {
+        let mut s: Vec<(i64, String, bool)> = m
+            .statistics()
+            .iter()
+            .map(|s| (s.snapshot_id, s.path.clone(), s.partition_statistics))
+            .collect();
+        s.sort();
+        s
+    };
+    let ids = |m: &TableMetadata| {
+        let mut ids: Vec<i64> = m.snapshots().iter().map(|s| s.snapshot_id).collect();
+        ids.sort_unstable();
+        ids
+    };
+    let refs = |m: &TableMetadata| {
+        let mut refs: Vec<(String, &'static str, i64)> = m
+            .refs()
+            .iter()
+            .map(|r| (r.name.clone(), r.kind.as_str(), r.snapshot_id))
+            .collect();
+        refs.sort();
+        refs
+    };
+    ids(a) == ids(b) && refs(a) == refs(b) && stats(a) == stats(b)
+}
+
+/// The catalog types ClickHouse's `catalog_type` names; icetrim implements those with a module.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CatalogType {
+    Rest,
+    Glue,
+    /// Named by ClickHouse, not implemented here (`NOT_IMPLEMENTED` when used).
+    Other(&'static str),
+}
+
+/// ClickHouse 26.9's `catalog_type` values, in its error's order.
+const CLICKHOUSE_TYPES: &[&str] = &[
+    "paimon_rest",
+    "biglake",
+    "glue",
+    "onelake",
+    "horizon",
+    "hive",
+    "unity",
+    "delta_sharing",
+    "s3tables",
+    "rest",
+];
+
+impl CatalogType {
+    /// `catalog_type = '...'`; an unknown value is ClickHouse's `BAD_ARGUMENTS`.
+    pub fn parse(text: &str) -> Result<CatalogType> {
+        match text {
+            "rest" => Ok(CatalogType::Rest),
+            "glue" => Ok(CatalogType::Glue),
+            other => match CLICKHOUSE_TYPES.iter().find(|t| **t == other) {
+                Some(known) => Ok(CatalogType::Other(known)),
+                None => Err(Error::bad_arguments(format!(
+                    "Unexpected value of DatabaseDataLakeCatalogType: '{other}'. Must be one of [{}]",
+                    CLICKHOUSE_TYPES
+                        .iter()
+                        .map(|t| format!("'{t}'"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ))),
+            },
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CatalogType::Rest => "rest",
+            CatalogType::Glue => "glue",
+            CatalogType::Other(name) => name,
+        }
+    }
+}
+
+/// A database setting of `DataLakeCatalog`: name, whether its value is a secret, whether it is
+/// a boolean.
+#[derive(Debug, Clone, Copy)]
+pub struct DatabaseSetting {
+    pub name: &'static str,
+    pub secret: bool,
+    pub boolean: bool,
+}
+
+const fn text(name: &'static str) -> DatabaseSetting {
+    DatabaseSetting {
+        name,
+        secret: false,
+        boolean: false,
+    }
+}
+
+const fn secret(name: &'static str) -> DatabaseSetting {
+    DatabaseSetting {
+        name,
+        secret: true,
+        boolean: false,
+    }
+}
+
+const fn flag(name: &'static str) -> DatabaseSetting {
+    DatabaseSetting {
+        name,
+        secret: false,
+        boolean: true,
+    }
+}
+
+/// The settings `CREATE DATABASE … ENGINE = DataLakeCatalog(…) SETTINGS …` accepts (ClickHouse's
+/// names); any other is `UNKNOWN_SETTING`.
+pub const DATABASE_SETTINGS: &[DatabaseSetting] = &[
+    text("catalog_type"),
+    text("warehouse"),
+    secret("catalog_credential"),
+    secret("auth_header"),
+    text("auth_scope"),
+    text("oauth_server_uri"),
+    flag("oauth_server_use_request_body"),
+    flag("vended_credentials"),
+    text("storage_endpoint"),
+    text("aws_access_key_id"),
+    secret("aws_secret_access_key"),
+    secret("aws_session_token"),
+    text("region"),
+    text("aws_role_arn"),
+    text("aws_role_session_name"),
+    text("dlf_access_key_id"),
+    secret("dlf_access_key_secret"),
+    text("namespaces"),
+    flag("force_add_bucket"),
+    text("vended_credentials_cache_ttl"),
+];
+
+/// The setting `name`, if `DataLakeCatalog` has it.
+pub fn database_setting(name: &str) -> Option<&'static DatabaseSetting> {
+    DATABASE_SETTINGS.iter().find(|s| s.name == name)
+}
+
+/// Validate `name = value` and return the value as stored (`1`/`0` for booleans).
+pub fn normalize_setting(name: &str, value: &str) -> Result<String> {
+    let setting = database_setting(name).ok_or_else(|| {
+        Error::new(
+            ErrorKind::UnknownSetting,
+            format!("Unknown setting '{name}': for database engine {ENGINE}"),
+        )
+    })?;
+    if setting.boolean {
+        return match value.trim().to_ascii_lowercase().as_str() {
+            "1" | "true" => Ok("1".into()),
+            "0" | "false" => Ok("0".into()),
+            _ => Err(Error::bad_arguments(format!(
+                "Cannot parse bool from string '{value}' (setting {name})"
+            ))),
+        };
+    }
+    if name == "catalog_type" {
+        CatalogType::parse(value)?;
+    }
+    Ok(value.to_string())
+}
+
+/// The default timeouts of catalog requests.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// A catalog database's configuration, parsed from its definition.
+#[derive(Clone)]
+pub struct CatalogConfig {
+    /// The database name, for messages.
+    pub database: String,
+    pub catalog_type: CatalogType,
+    /// The first engine argument (optional for Glue).
+    pub endpoint: Option<String>,
+    pub user: Option<String>,
+    pub password: Option<String>,
+    pub settings: BTreeMap<String, String>,
+    pub connect_timeout: Duration,
+    pub request_timeout: Duration,
+}
+
+impl fmt::Debug for CatalogConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let masked: BTreeMap<&str, &str> = self
+            .settings
+            .iter()
+            .map(|(k, v)| {
+                let hidden = database_setting(k).is_some_and(|s| s.secret);
+                (
+                    k.as_str(),
+                    if hidden {
+                        crate::io::HIDDEN
+                    } else {
+                        v.as_str()
+                    },
+                )
+            })
+            .collect();
+        f.debug_struct("CatalogConfig")
+            .field("database", &self.database)
+            .field("catalog_type", &self.catalog_type)
+            .field("endpoint", &self.endpoint)
+            .field("user", &self.user)
+            .field("settings", &masked)
+            .finish()
+    }
+}
+
+impl CatalogConfig {
+    /// From a database definition: engine arguments (`url [, user, password]`) and settings as
+    /// stored (validated again: a definition file may have been edited). ClickHouse's checks:
+    /// arguments required, `catalog_type` required, `warehouse` required for REST.
+    pub fn from_definition(
+        database: &str,
+        args: &[String],
+        settings: &BTreeMap<String, String>,
+    ) -> Result<CatalogConfig> {
+        if args.is_empty() && !settings.get("catalog_type").is_some_and(|t| t == "glue") {
+            return Err(Error::bad_arguments(format!(
+                "Engine `{ENGINE}` must have arguments"
+            )));
+        }
+        if args.len() > 3 || args.len() == 2 {
+            return Err(Error::bad_arguments(format!(
+                "Engine `{ENGINE}` takes (catalog_endpoint[, user, password]), got {} argument(s)",
+                args.len()
+            )));
+        }
+        let mut normalized = BTreeMap::new();
+        for (name, value) in settings {
+            normalized.insert(name.clone(), normalize_setting(name, value)?);
+        }
+        let catalog_type = match normalized.get("catalog_type") {
+            Some(t) => CatalogType::parse(t)?,
+            None => return Err(Error::bad_arguments("Unspecified catalog type")),
+        };
+        if catalog_type == CatalogType::Rest
+            && normalized.get("warehouse").is_none_or(|w| w.is_empty())
+        {
+            return Err(Error::bad_arguments(
+                "`warehouse` setting cannot be empty. Please specify 'SETTINGS \
+                 warehouse=<warehouse_name>' in the CREATE DATABASE query",
+            ));
+        }
+        if let Some(endpoint) = args.first() {
+            crate::io::check_engine_urls("DataLakeCatalog", &[endpoint.as_str()])?;
+        }
+        Ok(CatalogConfig {
+            database: database.to_string(),
+            catalog_type,
+            endpoint: args.first().cloned().filter(|e| !e.is_empty()),
+            user: args.get(1).cloned(),
+            password: args.get(2).cloned(),
+            settings: normalized,
+            connect_timeout: CONNECT_TIMEOUT,
+            request_timeout: REQUEST_TIMEOUT,
+        })
+    }
+
+    /// A setting's value, `None` when not given or empty.
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.settings
+            .get(name)
+            .map(String::as_str)
+            .filter(|v| !v.is_empty())
+    }
+
+    /// A boolean setting, `default` when not given.
+    pub fn flag(&self, name: &str, default: bool) -> bool {
+        self.get(name).map_or(default, |v| v == "1")
+    }
+
+    /// The storage options of the database's own settings (`storage_endpoint`,
+    /// `aws_access_key_id`, `aws_secret_access_key`, `aws_session_token`, `region`): what reaches
+    /// the tables' files when the catalog vends no credentials.
+    pub fn storage_options(&self) -> StorageOptions {
+        let endpoint = self.get("storage_endpoint").map(endpoint_origin);
+        StorageOptions {
+            s3: S3Options {
+                access_key_id: self.get("aws_access_key_id").map(str::to_string),
+                secret_access_key: self.get("aws_secret_access_key").map(str::to_string),
+                session_token: self.get("aws_session_token").map(str::to_string),
+                region: self.get("region").map(str::to_string),
+                allow_http: endpoint
+                    .as_deref()
+                    .is_some_and(|e| e.starts_with("http://")),
+                endpoint,
+                ..S3Options::default()
+            },
+            ..StorageOptions::default()
+        }
+    }
+}
+
+/// `http(s)://host[:port]` of an endpoint URL that may carry a bucket path
+/// (`http://minio:9000/lakehouse` → `http://minio:9000`).
+pub fn endpoint_origin(url: &str) -> String {
+    match url::Url::parse(url) {
+        Ok(parsed) if parsed.has_host() => parsed.origin().ascii_serialization(),
+        _ => url.trim_end_matches('/').to_string(),
+    }
+}
+
+/// Open the catalog `config` describes.
+pub fn open(config: &CatalogConfig) -> Result<Arc<dyn Catalog>> {
+    match config.catalog_type {
+        CatalogType::Rest => Ok(Arc::new(rest::RestCatalog::new(config)?)),
+        #[cfg(feature = "glue")]
+        CatalogType::Glue => Ok(Arc::new(glue::GlueDatabase::new(config)?)),
+        #[cfg(not(feature = "glue"))]
+        CatalogType::Glue => Err(Error::new(
+            ErrorKind::SupportIsDisabled,
+            format!(
+                "Database {}: catalog_type 'glue' needs icetrim built with the cargo feature \
+                 `glue`",
+                config.database
+            ),
+        )),
+        other => Err(Error::not_implemented(format!(
+            "Database {}: catalog_type '{}' is not supported by icetrim (supported: rest, glue)",
+            config.database,
+            other.as_str()
+        ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_names_split_at_the_last_dot() {
+        let t = TableIdent::parse("a.b.t", "lake").unwrap();
+        assert_eq!(t.namespace, vec!["a", "b"]);
+        assert_eq!(t.name, "t");
+        assert_eq!(t.to_string(), "a.b.t");
+        for bad in ["t", ".t", "ns.", "a..t"] {
+            let e = TableIdent::parse(bad, "lake").unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::UnknownTable, "{bad}");
+        }
+    }
+
+    #[test]
+    fn settings_are_clickhouses() {
+        assert_eq!(
+            normalize_setting("nope", "1").unwrap_err().message(),
+            "Unknown setting 'nope': for database engine DataLakeCatalog"
+        );
+        assert_eq!(
+            normalize_setting("vended_credentials", "true").unwrap(),
+            "1"
+        );
+        assert!(normalize_setting("vended_credentials", "maybe").is_err());
+        let e = normalize_setting("catalog_type", "bogus").unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::BadArguments);
+        assert!(e.message().contains("'rest'"), "{e}");
+    }
+
+    #[test]
+    fn definitions_check_like_clickhouse() {
+        let settings = |pairs: &[(&str, &str)]| {
+            pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect::<BTreeMap<_, _>>()
+        };
+        let url = vec!["http://127.0.0.1:8181/v1".to_string()];
+        let e = CatalogConfig::from_definition("lake", &url, &settings(&[("warehouse", "w")]))
+            .unwrap_err();
+        assert_eq!(e.message(), "Unspecified catalog type");
+        let e =
+            CatalogConfig::from_definition("lake", &url, &settings(&[("catalog_type", "rest")]))
+                .unwrap_err();
+        assert!(
+            e.message()
+                .starts_with("`warehouse` setting cannot be empty")
+        );
+        let e = CatalogConfig::from_definition("lake", &[], &settings(&[("catalog_type", "rest")]))
+            .unwrap_err();
+        assert_eq!(e.message(), "Engine `DataLakeCatalog` must have arguments");
+        let config = CatalogConfig::from_definition(
+            "lake",
+            &url,
+            &settings(&[
+                ("catalog_type", "rest"),
+                ("warehouse", "w"),
+                ("aws_secret_access_key", "S3CR3T"),
+                ("storage_endpoint", "http://127.0.0.1:9000/bucket"),
+            ]),
+        )
+        .unwrap();
+        assert!(!format!("{config:?}").contains("S3CR3T"));
+        let s3 = config.storage_options().s3;
+        assert_eq!(s3.endpoint.as_deref(), Some("http://127.0.0.1:9000"));
+        assert!(s3.allow_http);
+    }
+}

@@ -200,6 +200,7 @@ impl<'t> Run<'t> {
         }
         let table = self.table;
         Ok(MaintenanceTarget {
+            source: Default::default(),
             io: table.io.clone(),
             location: table.location.clone(),
             metadata_settings: table.metadata_settings.clone(),

@@ -53,6 +53,26 @@ pub async fn system_table_rows(
     Ok((columns(table), rows))
 }
 
+/// The rows of `table` for one opened `target` (a catalog table), named `database`.`name`.
+pub async fn target_rows(
+    settings: &Settings,
+    table: SystemTable,
+    target: &crate::maintain::target::MaintenanceTarget,
+    (database, name): (&str, &str),
+    rows: &mut Vec<Vec<Value>>,
+) -> Result<()> {
+    let zone = settings.session_time_zone();
+    let located = target.locate_newest("SELECT").await?;
+    let m = &located.metadata;
+    let head = [Value::from(database), Value::from(name)];
+    match table {
+        SystemTable::IcebergHistory => history_rows(m, &zone, &head, rows),
+        SystemTable::IcebergSnapshots => snapshot_rows(m, &zone, &head, rows),
+        SystemTable::IcebergRefs => ref_rows(m, &zone, &head, rows),
+    }
+    Ok(())
+}
+
 /// The columns of `table`.
 pub fn columns(table: SystemTable) -> Vec<Column> {
     let mut cols = vec![

@@ -4,6 +4,7 @@
 //! statements to route to icetrim.
 
 pub(crate) mod api;
+pub(crate) mod catalog_db;
 pub(crate) mod ddl;
 pub(crate) mod introspect;
 pub(crate) mod params;

@@ -35,7 +35,18 @@ pub async fn run_procedure_with(
     explain: bool,
     progress: &Progress,
 ) -> Result<QueryResult> {
-    let mut target = open_table(runtime, settings, table)?;
+    let target = open_table(runtime, settings, table)?;
+    run_procedure_on(target, call, explain, progress).await
+}
+
+/// Run `call` on an opened `target` (a path table or a catalog table), reporting to and
+/// cancelled by `progress`.
+pub async fn run_procedure_on(
+    mut target: MaintenanceTarget,
+    call: ProcedureCall,
+    explain: bool,
+    progress: &Progress,
+) -> Result<QueryResult> {
     target.progress = progress.clone();
     match call {
         ProcedureCall::Expire(options) => run_expire(&target, &options, explain)

@@ -63,11 +63,88 @@ pub fn mask_engine_arg(engine: &str, index: usize, arg: &str) -> String {
     }
 }
 
+/// A database created with `CREATE DATABASE … ENGINE = DataLakeCatalog(…)`: its tables live in a
+/// catalog (see [`crate::catalog`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DatabaseDef {
+    pub name: String,
+    /// `DataLakeCatalog`.
+    pub engine: String,
+    /// `url [, user, password]`.
+    pub args: Vec<String>,
+    /// Database settings, values as text (booleans `1`/`0`).
+    pub settings: BTreeMap<String, String>,
+}
+
+impl DatabaseDef {
+    /// The engine arguments with the password `[HIDDEN]` and the URL masked.
+    pub fn masked_args(&self) -> Vec<String> {
+        self.args
+            .iter()
+            .enumerate()
+            .map(|(i, a)| match i {
+                0 => mask_target(a),
+                2 => HIDDEN.to_string(),
+                _ => a.clone(),
+            })
+            .collect()
+    }
+
+    /// The settings with secret values `[HIDDEN]`.
+    pub fn masked_settings(&self) -> BTreeMap<String, String> {
+        self.settings
+            .iter()
+            .map(|(k, v)| {
+                let secret = crate::catalog::database_setting(k).is_some_and(|s| s.secret);
+                (
+                    k.clone(),
+                    if secret {
+                        HIDDEN.to_string()
+                    } else {
+                        v.clone()
+                    },
+                )
+            })
+            .collect()
+    }
+
+    /// Every secret value of the definition (to scrub from messages).
+    pub fn secrets(&self) -> Vec<String> {
+        let mut out: Vec<String> = self
+            .settings
+            .iter()
+            .filter(|(k, v)| {
+                !v.is_empty() && crate::catalog::database_setting(k).is_some_and(|s| s.secret)
+            })
+            .map(|(_, v)| v.clone())
+            .collect();
+        if let Some(password) = self.args.get(2).filter(|p| !p.is_empty()) {
+            out.push(password.clone());
+        }
+        // The secret half of `client_id:client_secret` and of `Name: value` headers.
+        for name in ["catalog_credential", "auth_header"] {
+            if let Some((_, tail)) = self.settings.get(name).and_then(|v| v.split_once(':')) {
+                let tail = tail.trim();
+                // `Bearer <token>`: the token alone is secret too.
+                let last = tail.rsplit(' ').next().unwrap_or(tail);
+                for part in [tail, last] {
+                    if part.len() >= 4 && !out.iter().any(|o| o == part) {
+                        out.push(part.to_string());
+                    }
+                }
+            }
+        }
+        out
+    }
+}
+
 /// Where tables are remembered.
 #[derive(Debug, Default)]
 pub struct Registry {
     tables: BTreeMap<(String, String), TableDef>,
+    databases: BTreeMap<String, DatabaseDef>,
     dir: Option<PathBuf>,
+    db_dir: Option<PathBuf>,
 }
 
 impl Registry {
@@ -89,6 +166,22 @@ impl Registry {
         }
         let dir = data_path.join("tables");
         std::fs::create_dir_all(&dir).map_err(|e| io_error("create", &dir, e))?;
+        let db_dir = data_path.join("databases");
+        std::fs::create_dir_all(&db_dir).map_err(|e| io_error("create", &db_dir, e))?;
+        let mut databases = BTreeMap::new();
+        for file in read_dir(&db_dir)? {
+            if file.extension().and_then(|e| e.to_str()) != Some("json") {
+                continue;
+            }
+            let text = std::fs::read(&file).map_err(|e| io_error("read", &file, e))?;
+            let def: DatabaseDef = serde_json::from_slice(&text).map_err(|e| {
+                Error::incorrect_data(format!(
+                    "Cannot read database definition {}: {e}",
+                    file.display()
+                ))
+            })?;
+            databases.insert(def.name.clone(), def);
+        }
         let mut tables = BTreeMap::new();
         for db in read_dir(&dir)? {
             if !db.is_dir() {
@@ -110,7 +203,9 @@ impl Registry {
         }
         Ok(Registry {
             tables,
+            databases,
             dir: Some(dir),
+            db_dir: Some(db_dir),
         })
     }
 
@@ -179,6 +274,62 @@ impl Registry {
     /// Every table.
     pub fn all(&self) -> impl Iterator<Item = &TableDef> {
         self.tables.values()
+    }
+
+    /// The catalog database `name`, if one was created.
+    pub fn database(&self, name: &str) -> Option<&DatabaseDef> {
+        self.databases.get(name)
+    }
+
+    /// Every catalog database.
+    pub fn databases(&self) -> impl Iterator<Item = &DatabaseDef> {
+        self.databases.values()
+    }
+
+    /// Every database name that holds a table.
+    pub fn table_databases(&self) -> Vec<String> {
+        let mut names: Vec<String> = self.tables.keys().map(|(d, _)| d.clone()).collect();
+        names.dedup();
+        names
+    }
+
+    /// Register a catalog database; `if_not_exists` makes a taken name a no-op.
+    pub fn create_database(&mut self, def: DatabaseDef, if_not_exists: bool) -> Result<()> {
+        let taken = self.databases.contains_key(&def.name) || !self.tables_in(&def.name).is_empty();
+        if taken {
+            if if_not_exists {
+                return Ok(());
+            }
+            return Err(Error::new(
+                ErrorKind::DatabaseAlreadyExists,
+                format!("Database {} already exists", def.name),
+            ));
+        }
+        if let Some(dir) = &self.db_dir {
+            let file = dir.join(format!("{}.json", encode_component(&def.name)));
+            let text = serde_json::to_vec_pretty(&def).map_err(|e| {
+                Error::logical(format!("Cannot serialize database definition: {e}"))
+            })?;
+            write_private(&file, &text).map_err(|e| io_error("write", &file, e))?;
+        }
+        self.databases.insert(def.name.clone(), def);
+        Ok(())
+    }
+
+    /// Forget a catalog database (the catalog is never touched). `false` when there was none.
+    pub fn drop_database(&mut self, name: &str) -> Result<bool> {
+        if self.databases.remove(name).is_none() {
+            return Ok(false);
+        }
+        if let Some(dir) = &self.db_dir {
+            let file = dir.join(format!("{}.json", encode_component(name)));
+            match std::fs::remove_file(&file) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(io_error("remove", &file, e)),
+            }
+        }
+        Ok(true)
     }
 }
 
@@ -308,6 +459,55 @@ mod tests {
                 .unwrap()
                 .get("db/x", "we.ird")
                 .is_err()
+        );
+    }
+
+    #[test]
+    fn databases_persist_privately_with_secrets_masked() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut r = Registry::open(dir.path()).unwrap();
+        let def = DatabaseDef {
+            name: "lake".into(),
+            engine: "DataLakeCatalog".into(),
+            args: vec![
+                "http://u:pw@127.0.0.1/v1".into(),
+                "user".into(),
+                "PASSW0RD".into(),
+            ],
+            settings: BTreeMap::from([
+                ("catalog_type".to_string(), "rest".to_string()),
+                ("catalog_credential".to_string(), "id:S3CR3T".to_string()),
+            ]),
+        };
+        r.create_database(def.clone(), false).unwrap();
+        assert_eq!(
+            r.create_database(def.clone(), false).unwrap_err().kind(),
+            ErrorKind::DatabaseAlreadyExists
+        );
+        r.create_database(def.clone(), true).unwrap();
+        let again = Registry::open(dir.path()).unwrap();
+        assert_eq!(again.database("lake"), Some(&def));
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let f = dir.path().join("databases/lake.json");
+            let mode = std::fs::metadata(f).unwrap().permissions().mode();
+            assert_eq!(mode & 0o777, 0o600);
+        }
+        let shown = format!("{:?} {:?}", def.masked_args(), def.masked_settings());
+        assert!(
+            !shown.contains("S3CR3T") && !shown.contains("PASSW0RD"),
+            "{shown}"
+        );
+        assert!(def.secrets().contains(&"S3CR3T".to_string()));
+        let mut again = again;
+        assert!(again.drop_database("lake").unwrap());
+        assert!(!again.drop_database("lake").unwrap());
+        assert!(
+            Registry::open(dir.path())
+                .unwrap()
+                .database("lake")
+                .is_none()
         );
     }
 

@@ -21,10 +21,11 @@ use sqlparser::dialect::ClickHouseDialect;
 use sqlparser::tokenizer::{Token, Tokenizer};
 use tokio::sync::Mutex;
 
+use super::catalog_db;
 use super::ddl;
 use super::introspect::system_table_rows;
 use super::params::{PARAM_SETTING_PREFIX, setting_value_text, substitute};
-use super::procedures::{check_gates, run_procedure_with};
+use super::procedures::{check_gates, run_procedure_on, run_procedure_with};
 use super::progress::{CancelToken, Progress, ProgressSink, cancelled_error};
 use super::registry::Registry;
 use super::result::QueryResult;
@@ -38,6 +39,13 @@ use crate::sql::{
     AlterExecute, BindContext, Literal, Select, Statement, TableName, bind_noted,
     parse_statement_at, split_statements,
 };
+
+fn unknown_database(database: &str) -> Error {
+    Error::new(
+        ErrorKind::UnknownDatabase,
+        format!("Database {database} does not exist"),
+    )
+}
 
 /// The database a session starts in.
 pub const DEFAULT_DATABASE: &str = "default";
@@ -438,6 +446,8 @@ impl Session {
             Statement::Explain(alter) => self.alter_execute(alter, true).await?,
             Statement::CreateTable(create) => {
                 let def = ddl::table_def(create, &self.database)?;
+                self.refuse_in_catalog(&def.database, "CREATE TABLE")
+                    .await?;
                 self.shared
                     .registry
                     .lock()
@@ -450,6 +460,7 @@ impl Session {
             }
             Statement::DropTable { if_exists, name } => {
                 let database = self.database_of(name);
+                self.refuse_in_catalog(&database, "DROP TABLE").await?;
                 self.shared
                     .registry
                     .lock()
@@ -459,6 +470,8 @@ impl Session {
             }
             Statement::ShowTables { from_db, .. } => self.show_tables(from_db.as_deref()).await?,
             Statement::ShowCreateTable { name, .. } => {
+                self.refuse_in_catalog(&self.database_of(name), "SHOW CREATE TABLE")
+                    .await?;
                 let registry = self.shared.registry.lock().await;
                 let def = registry.get(&self.database_of(name), &name.table)?;
                 QueryResult::table(
@@ -487,6 +500,74 @@ impl Session {
                 QueryResult::empty()
             }
             Statement::Select(select) => self.select(select).await?,
+            Statement::CreateDatabase(create) => {
+                let def = catalog_db::database_def(create)?;
+                let exists = self.database_exists(&def.name).await;
+                if exists && create.if_not_exists {
+                    return Ok(QueryResult::empty());
+                }
+                if !exists {
+                    // As ClickHouse: the catalog must answer with these credentials.
+                    catalog_db::check_reachable(&def).await?;
+                }
+                self.shared
+                    .registry
+                    .lock()
+                    .await
+                    .create_database(def, create.if_not_exists)?;
+                QueryResult::empty()
+            }
+            Statement::DropDatabase { if_exists, name } => {
+                let mut registry = self.shared.registry.lock().await;
+                let dropped = registry.drop_database(name)?;
+                let tables: Vec<String> = registry
+                    .tables_in(name)
+                    .into_iter()
+                    .map(|d| d.name.clone())
+                    .collect();
+                for table in &tables {
+                    registry.drop_table(name, table, true)?;
+                }
+                if !dropped && tables.is_empty() && !*if_exists {
+                    return Err(unknown_database(name));
+                }
+                if self.database == *name {
+                    self.database = DEFAULT_DATABASE.to_string();
+                }
+                QueryResult::empty()
+            }
+            Statement::ShowDatabases { .. } => {
+                let registry = self.shared.registry.lock().await;
+                let mut names: Vec<String> = registry.table_databases();
+                names.extend(registry.databases().map(|d| d.name.clone()));
+                names.push(DEFAULT_DATABASE.to_string());
+                names.push(self.database.clone());
+                names.sort();
+                names.dedup();
+                QueryResult::table(
+                    vec![Column::new("name", "String")],
+                    names.into_iter().map(|n| vec![Value::Str(n)]).collect(),
+                )
+            }
+            Statement::ShowCreateDatabase { name, .. } => {
+                let text = match self.catalog_database(name).await {
+                    Some(def) => catalog_db::show_create(&def),
+                    None => {
+                        self.check_database(name).await?;
+                        format!(
+                            "CREATE DATABASE {}\nENGINE = Atomic",
+                            TableName {
+                                database: None,
+                                table: name.clone()
+                            }
+                        )
+                    }
+                };
+                QueryResult::table(
+                    vec![Column::new("statement", "String")],
+                    vec![vec![Value::Str(text)]],
+                )
+            }
         };
         result.format = format;
         Ok(result)
@@ -498,28 +579,51 @@ impl Session {
             .unwrap_or_else(|| self.database.clone())
     }
 
+    async fn database_exists(&self, database: &str) -> bool {
+        let registry = self.shared.registry.lock().await;
+        registry.database(database).is_some() || !registry.tables_in(database).is_empty()
+    }
+
     async fn check_database(&self, database: &str) -> Result<()> {
         let known = database == DEFAULT_DATABASE
             || database == self.database
-            || !self
-                .shared
-                .registry
-                .lock()
-                .await
-                .tables_in(database)
-                .is_empty();
+            || self.database_exists(database).await;
         if known {
             return Ok(());
         }
+        Err(unknown_database(database))
+    }
+
+    /// The catalog database `name`, if it is one.
+    async fn catalog_database(&self, name: &str) -> Option<super::registry::DatabaseDef> {
+        self.shared.registry.lock().await.database(name).cloned()
+    }
+
+    /// Catalog databases hold only their catalog's tables: `what` is refused there.
+    async fn refuse_in_catalog(&self, database: &str, what: &str) -> Result<()> {
+        if self.catalog_database(database).await.is_none() {
+            return Ok(());
+        }
         Err(Error::new(
-            ErrorKind::UnknownDatabase,
-            format!("Database {database} does not exist"),
+            ErrorKind::QueryIsProhibited,
+            format!(
+                "{what} is not allowed in database {database}: its tables are its catalog's \
+                 ({})",
+                crate::catalog::ENGINE
+            ),
         ))
     }
 
     async fn show_tables(&self, from_db: Option<&str>) -> Result<QueryResult> {
         let database = from_db.unwrap_or(&self.database);
         self.check_database(database).await?;
+        if let Some(def) = self.catalog_database(database).await {
+            let names = catalog_db::table_names(&def).await?;
+            return Ok(QueryResult::table(
+                vec![Column::new("name", "String")],
+                names.into_iter().map(|n| vec![Value::Str(n)]).collect(),
+            ));
+        }
         let registry = self.shared.registry.lock().await;
         let mut names: Vec<String> = registry
             .tables_in(database)
@@ -534,9 +638,53 @@ impl Session {
     }
 
     async fn select(&self, select: &Select) -> Result<QueryResult> {
-        let defs: Vec<_> = self.shared.registry.lock().await.all().cloned().collect();
-        let (columns, rows) =
+        let wanted = |column: &str| {
+            select
+                .filter
+                .iter()
+                .find(|c| c.column == column && c.op == crate::sql::CompareOp::Eq)
+                .and_then(|c| match &c.value {
+                    Literal::String(s) => Some(s.clone()),
+                    _ => None,
+                })
+        };
+        let (only_db, only_table) = (wanted("database"), wanted("table"));
+        let (defs, catalogs) = {
+            let registry = self.shared.registry.lock().await;
+            let defs: Vec<_> = registry
+                .all()
+                .filter(|d| only_db.as_ref().is_none_or(|db| *db == d.database))
+                .cloned()
+                .collect();
+            let catalogs: Vec<_> = registry
+                .databases()
+                .filter(|d| only_db.as_ref().is_none_or(|db| *db == d.name))
+                .cloned()
+                .collect();
+            (defs, catalogs)
+        };
+        let (columns, mut rows) =
             system_table_rows(&self.shared.runtime, &self.settings, select.table, &defs).await?;
+        for def in &catalogs {
+            let names = match &only_table {
+                Some(name) => vec![name.clone()],
+                None => catalog_db::table_names(def).await?,
+            };
+            for name in names {
+                let target =
+                    catalog_db::open_table(&self.shared.runtime, &self.settings, def, &name)
+                        .await?;
+                super::introspect::target_rows(
+                    &self.settings,
+                    select.table,
+                    &target,
+                    (&def.name, &name),
+                    &mut rows,
+                )
+                .await
+                .map_err(|e| catalog_db::scrub(e, def))?;
+            }
+        }
         let (columns, rows) = select_eval::evaluate(select, columns, rows)?;
         Ok(QueryResult::table(columns, rows))
     }
@@ -544,6 +692,32 @@ impl Session {
     /// `ALTER TABLE … EXECUTE` (or its `EXPLAIN`): table, gates and arguments are checked before the
     /// procedure touches storage.
     async fn alter_execute(&self, alter: &AlterExecute, explain: bool) -> Result<QueryResult> {
+        let database = self.database_of(&alter.table);
+        if let Some(def) = self.catalog_database(&database).await {
+            check_gates(&alter.procedure, &self.settings)?;
+            let context = BindContext {
+                now_ms: self.shared.runtime.clock.now_ms(),
+                time_zone: self.settings.session_time_zone(),
+            };
+            let (call, notes) = bind_noted(&alter.procedure, &alter.args, &context)?;
+            let progress = Progress::new(self.progress.0.clone(), self.cancel.clone());
+            // Loading the table is cancellable too (the catalog may be slow).
+            let target = catalog_db::cancellable(
+                &progress,
+                catalog_db::open_table(
+                    &self.shared.runtime,
+                    &self.settings,
+                    &def,
+                    &alter.table.table,
+                ),
+            )
+            .await?;
+            let mut result = run_procedure_on(target, call, explain, &progress)
+                .await
+                .map_err(|e| catalog_db::scrub(e, &def))?;
+            result.warnings.splice(0..0, notes);
+            return Ok(result);
+        }
         let def = self
             .shared
             .registry

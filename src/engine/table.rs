@@ -46,6 +46,7 @@ pub fn open_table(
         }
     };
     Ok(MaintenanceTarget {
+        source: Default::default(),
         io,
         location,
         metadata_settings: metadata_settings(def)?,

@@ -89,6 +89,12 @@ pub enum CommitOutcome {
         rival: String,
         why: String,
     },
+    /// A catalog commit whose outcome cannot be known (a 5xx, a timeout or a lost connection
+    /// after sending, and a reload that does not settle it): delete nothing now; the expiry
+    /// journal finishes the deletes on the next run if the commit landed.
+    Unknown {
+        why: String,
+    },
 }
 
 impl CommitOutcome {
@@ -318,6 +324,12 @@ where
             CommitOutcome::Conflict { path } => last_conflict = Some(path),
             CommitOutcome::Unconfirmed { path, rival, why } => {
                 return Err(unconfirmed_error(location, &path, &rival, &why));
+            }
+            CommitOutcome::Unknown { why } => {
+                return Err(Error::new(
+                    ErrorKind::NetworkError,
+                    format!("Cannot commit to Iceberg table at '{location}': {why}"),
+                ));
             }
         }
     }

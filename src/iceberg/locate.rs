@@ -145,9 +145,35 @@ pub struct LocatedMetadata {
     /// What the caller should pass on to the user (a version hint that is garbage, points
     /// outside the table, or names a missing or older file).
     pub warnings: Vec<String>,
+    /// A catalog named this file as the table's current metadata ([`Self::from_catalog`]): the
+    /// catalog, not `metadata/`, decides which file is current, so commits need no version.
+    pub from_catalog: bool,
 }
 
 impl LocatedMetadata {
+    /// The metadata a catalog names as current: `path` (its `metadata-location`) parsed as
+    /// `metadata`; the table location is the metadata's own `location`.
+    pub fn from_catalog(path: &str, metadata: TableMetadata) -> Self {
+        let name = parse_file_name(path);
+        LocatedMetadata {
+            location: metadata.location().trim_end_matches('/').to_string(),
+            path: path.to_string(),
+            version: name.and_then(|n| n.version),
+            naming: name.map_or(NamingScheme::Unversioned, |n| n.naming),
+            compression: name.map_or_else(
+                || MetadataCompression::from_file_name(path).unwrap_or(MetadataCompression::None),
+                |n| n.compression,
+            ),
+            metadata,
+            ambiguous_naming: false,
+            version_hint: None,
+            use_version_hint: false,
+            pinned: false,
+            warnings: Vec::new(),
+            from_catalog: true,
+        }
+    }
+
     /// `<location>/metadata/`.
     pub fn metadata_dir(&self) -> String {
         metadata_dir(&self.location)
@@ -155,6 +181,9 @@ impl LocatedMetadata {
 
     /// Refuse commits when the current file cannot be told for sure or has no version.
     pub fn check_writable(&self) -> Result<()> {
+        if self.from_catalog {
+            return Ok(());
+        }
         if self.ambiguous_naming {
             return Err(Error::not_implemented(format!(
                 "Cannot write to Iceberg table at '{}': its metadata folder mixes vN.metadata.json and \
@@ -227,6 +256,7 @@ pub async fn locate(
             use_version_hint: settings.use_version_hint,
             pinned: true,
             warnings: Vec::new(),
+            from_catalog: false,
         });
     }
     let dir = metadata_dir(&location);
@@ -283,6 +313,7 @@ pub async fn locate(
         use_version_hint: settings.use_version_hint,
         pinned: false,
         warnings,
+        from_catalog: false,
     })
 }
 

@@ -4,22 +4,43 @@
 //!
 //! **The one way procedures read and commit table metadata**: [`MaintenanceTarget::locate_newest`]
 //! and [`MaintenanceTarget::commit`] (or [`MaintenanceTarget::commit_edit`] for edits that delete
-//! nothing). Path tables locate and commit through `metadata/` ([`crate::iceberg::commit`]);
-//! catalog tables will do both through their catalog behind these same two calls, so no procedure
-//! calls [`crate::iceberg::commit::commit`] itself.
+//! nothing). Path tables ([`TableSource::Path`]) locate and commit through `metadata/`
+//! ([`crate::iceberg::commit`]); catalog tables ([`TableSource::Catalog`]) load from and commit
+//! through their catalog ([`crate::catalog`]) behind these same calls, so no procedure calls
+//! [`crate::iceberg::commit::commit`] itself.
+//!
+//! A catalog commit answers [`CommitOutcome::Committed`] with the metadata the catalog returned
+//! (its `metadata-location` as the path), [`CommitOutcome::Conflict`] when a requirement failed
+//! (HTTP 409), and [`CommitOutcome::Unknown`] when the outcome cannot be known (delete nothing).
+//! Procedures that delete after a commit ask [`MaintenanceTarget::foreign_commit`] whether the
+//! returned metadata is exactly their commit on their base; when it is not (another writer
+//! committed in between and the catalog merged), they delete nothing now.
 
+use crate::catalog::{CatalogCommit, CatalogTable};
 use crate::error::{Error, ErrorKind, Result};
 use crate::iceberg::commit::{CommitOptions, CommitOutcome, Committed, commit, unconfirmed_error};
 use crate::iceberg::guard::{check_single_table_uuid, locate_newest};
-use crate::iceberg::locate::{LocatedMetadata, MetadataSettings};
+use crate::iceberg::locate::{LocatedMetadata, MetadataSettings, parse_file_name};
 use crate::iceberg::metadata::TableMetadata;
 use crate::io::FileIO;
 use crate::progress::Progress;
 use crate::settings::Settings;
 
+/// Where a table's current metadata pointer lives.
+#[derive(Debug, Clone, Default)]
+pub enum TableSource {
+    /// The table's own `metadata/` folder (`metadata_settings` steer the choice).
+    #[default]
+    Path,
+    /// A catalog: loads and commits go through it.
+    Catalog(CatalogTable),
+}
+
 /// A table opened for maintenance.
 #[derive(Debug, Clone)]
 pub struct MaintenanceTarget {
+    /// Where the current metadata pointer lives (path or catalog).
+    pub source: TableSource,
     /// Storage serving the table's URIs.
     pub io: FileIO,
     /// The table location (root URI), as configured.
@@ -42,6 +63,11 @@ impl MaintenanceTarget {
     /// pick one (see [`check_single_table_uuid`]); `even_when_chosen` for procedures that delete
     /// by listing. `procedure` names the statement in the error.
     pub async fn check_single_table(&self, procedure: &str, even_when_chosen: bool) -> Result<()> {
+        // A catalog names the current file; only procedures that delete by listing care about
+        // another table's files in our metadata folder.
+        if matches!(self.source, TableSource::Catalog(_)) && !even_when_chosen {
+            return Ok(());
+        }
         check_single_table_uuid(
             &self.io,
             &self.location,
@@ -56,6 +82,13 @@ impl MaintenanceTarget {
     /// The newest committed metadata ([`locate_newest`]): a pinned file that is not the newest
     /// refuses `procedure`.
     pub async fn locate_newest(&self, procedure: &str) -> Result<LocatedMetadata> {
+        if let TableSource::Catalog(table) = &self.source {
+            let loaded = table.catalog.load_table(&table.ident).await?;
+            return Ok(LocatedMetadata::from_catalog(
+                &loaded.metadata_location,
+                loaded.metadata,
+            ));
+        }
         locate_newest(
             &self.io,
             &self.location,
@@ -75,7 +108,60 @@ impl MaintenanceTarget {
         new_metadata: TableMetadata,
         options: &CommitOptions,
     ) -> Result<CommitOutcome> {
-        commit(&self.io, base, new_metadata, options).await
+        let TableSource::Catalog(table) = &self.source else {
+            return commit(&self.io, base, new_metadata, options).await;
+        };
+        let answer = table
+            .catalog
+            .commit(&table.ident, &base.path, &base.metadata, &new_metadata)
+            .await?;
+        Ok(match answer {
+            CatalogCommit::Committed {
+                metadata_location,
+                metadata,
+            } => CommitOutcome::Committed(Box::new(Committed {
+                version: parse_file_name(&metadata_location)
+                    .and_then(|n| n.version)
+                    .unwrap_or(0),
+                path: metadata_location,
+                metadata: *metadata,
+                version_hint_written: false,
+            })),
+            CatalogCommit::Conflict { reason } => CommitOutcome::Conflict { path: reason },
+            CatalogCommit::Unknown { reason } => CommitOutcome::Unknown {
+                why: format!(
+                    "the commit to {} through the catalog at '{}' has an unknown outcome: {reason}",
+                    self.table_name,
+                    table.catalog.endpoint()
+                ),
+            },
+        })
+    }
+
+    /// For a catalog table: why `done` (what the catalog returned for our commit of `planned`
+    /// on `base`) is not exactly our commit on our base — another writer committed in between
+    /// (its `metadata-log` names another base) or the snapshots and refs differ from ours. `None`
+    /// for path tables (their commit writes exactly `planned`) and when it is ours.
+    pub fn foreign_commit(
+        &self,
+        base: &LocatedMetadata,
+        planned: &TableMetadata,
+        done: &Committed,
+    ) -> Option<String> {
+        let TableSource::Catalog(table) = &self.source else {
+            return None;
+        };
+        if crate::catalog::landed(&base.path, planned, &done.metadata) {
+            return None;
+        }
+        Some(format!(
+            "the catalog at '{}' returned metadata for {} that is not our commit alone on '{}' \
+             (another writer committed in between); no file was deleted now: the next \
+             expire_snapshots re-plans the deletes against every current snapshot",
+            table.catalog.endpoint(),
+            self.table_name,
+            base.path
+        ))
     }
 
     /// Locate the newest metadata, let `change` compute the new metadata from it (`None`: nothing
@@ -103,6 +189,9 @@ impl MaintenanceTarget {
                 CommitOutcome::Conflict { path } => last_conflict = path,
                 CommitOutcome::Unconfirmed { path, rival, why } => {
                     return Err(unconfirmed_error(&self.location, &path, &rival, &why));
+                }
+                CommitOutcome::Unknown { why } => {
+                    return Err(Error::new(ErrorKind::NetworkError, why));
                 }
             }
         }

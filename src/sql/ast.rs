@@ -37,6 +37,50 @@ pub enum Statement {
     Set(Vec<(String, Literal)>),
     /// `SELECT … FROM system.iceberg_*` (introspection).
     Select(Select),
+    /// `CREATE DATABASE [IF NOT EXISTS] db ENGINE = DataLakeCatalog(args) [SETTINGS …]`.
+    CreateDatabase(CreateDatabase),
+    /// `DROP DATABASE [IF EXISTS] db`: forgets the database, never touches the catalog.
+    DropDatabase { if_exists: bool, name: String },
+    /// `SHOW DATABASES [FORMAT f]`.
+    ShowDatabases { format: Option<String> },
+    /// `SHOW CREATE DATABASE db [FORMAT f]`.
+    ShowCreateDatabase {
+        name: String,
+        format: Option<String>,
+    },
+}
+
+/// `CREATE DATABASE`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CreateDatabase {
+    pub if_not_exists: bool,
+    pub name: String,
+    /// The engine name as written (`DataLakeCatalog`; others are refused when run).
+    pub engine: String,
+    /// Engine arguments (string literals for `DataLakeCatalog`).
+    pub args: Vec<Literal>,
+    /// `SETTINGS name = value, ...`, in written order.
+    pub settings: Vec<(String, Literal)>,
+}
+
+impl fmt::Display for CreateDatabase {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("CREATE DATABASE ")?;
+        if self.if_not_exists {
+            f.write_str("IF NOT EXISTS ")?;
+        }
+        write_ident(f, &self.name)?;
+        f.write_str(" ENGINE = ")?;
+        write_ident(f, &self.engine)?;
+        f.write_str("(")?;
+        write_list(f, &self.args, |f, a| write!(f, "{a}"))?;
+        f.write_str(")")?;
+        if !self.settings.is_empty() {
+            f.write_str(" SETTINGS ")?;
+            write_settings(f, &self.settings)?;
+        }
+        Ok(())
+    }
 }
 
 /// `ALTER TABLE [db.]t EXECUTE procedure(args)`.
@@ -397,6 +441,24 @@ impl fmt::Display for Statement {
                 write_settings(f, settings)
             }
             Statement::Select(select) => write!(f, "{select}"),
+            Statement::CreateDatabase(create) => write!(f, "{create}"),
+            Statement::DropDatabase { if_exists, name } => {
+                f.write_str(if *if_exists {
+                    "DROP DATABASE IF EXISTS "
+                } else {
+                    "DROP DATABASE "
+                })?;
+                write_ident(f, name)
+            }
+            Statement::ShowDatabases { format } => {
+                f.write_str("SHOW DATABASES")?;
+                write_format(f, format)
+            }
+            Statement::ShowCreateDatabase { name, format } => {
+                f.write_str("SHOW CREATE DATABASE ")?;
+                write_ident(f, name)?;
+                write_format(f, format)
+            }
         }
     }
 }
@@ -407,9 +469,10 @@ impl Statement {
         match self {
             Statement::AlterExecute(alter) => alter.format.as_deref(),
             Statement::Explain(alter) => alter.format.as_deref(),
-            Statement::ShowTables { format, .. } | Statement::ShowCreateTable { format, .. } => {
-                format.as_deref()
-            }
+            Statement::ShowTables { format, .. }
+            | Statement::ShowCreateTable { format, .. }
+            | Statement::ShowDatabases { format }
+            | Statement::ShowCreateDatabase { format, .. } => format.as_deref(),
             Statement::Select(select) => select.format.as_deref(),
             _ => None,
         }

@@ -15,8 +15,8 @@ use sqlparser::parser::{Parser, ParserError};
 use sqlparser::tokenizer::{Location, Token, TokenWithSpan, Tokenizer};
 
 use super::ast::{
-    AlterExecute, Arg, ArgValue, CreateTable, Engine, EngineArg, EngineName, Literal, Statement,
-    TableName,
+    AlterExecute, Arg, ArgValue, CreateDatabase, CreateTable, Engine, EngineArg, EngineName,
+    Literal, Statement, TableName,
 };
 use super::select::Select;
 use crate::error::{Error, ErrorKind, Result};
@@ -289,6 +289,9 @@ fn parse_literal(p: &mut Parser, what: &str) -> PResult<Literal> {
 /// `CREATE TABLE [IF NOT EXISTS] name [(cols)] ENGINE = Name(args) [SETTINGS k = v, ...]`.
 fn parse_create(p: &mut Parser) -> PResult<Option<Statement>> {
     let [_, next] = p.peek_tokens::<2>();
+    if matches!(&next, Token::Word(w) if w.keyword == Keyword::DATABASE) {
+        return parse_create_database(p).map(Some);
+    }
     if !matches!(next, Token::Word(w) if w.keyword == Keyword::TABLE) {
         return Ok(None);
     }
@@ -316,6 +319,39 @@ fn parse_create(p: &mut Parser) -> PResult<Option<Statement>> {
         engine,
         settings,
     })))
+}
+
+/// `CREATE DATABASE [IF NOT EXISTS] db ENGINE = Name([literal, ...]) [SETTINGS k = v, ...]`.
+fn parse_create_database(p: &mut Parser) -> PResult<Statement> {
+    p.next_token();
+    p.next_token();
+    let if_not_exists = p.parse_keywords(&[Keyword::IF, Keyword::NOT, Keyword::EXISTS]);
+    let name = p.parse_identifier()?.value;
+    p.expect_keyword(Keyword::ENGINE)?;
+    p.expect_token(&Token::Eq)?;
+    let engine = p.parse_identifier()?.value;
+    let mut args = Vec::new();
+    if p.consume_token(&Token::LParen) && !p.consume_token(&Token::RParen) {
+        loop {
+            args.push(parse_literal(p, "engine argument")?);
+            if !p.consume_token(&Token::Comma) {
+                p.expect_token(&Token::RParen)?;
+                break;
+            }
+        }
+    }
+    let settings = if p.parse_keyword(Keyword::SETTINGS) {
+        parse_assignments(p)?
+    } else {
+        Vec::new()
+    };
+    Ok(Statement::CreateDatabase(CreateDatabase {
+        if_not_exists,
+        name,
+        engine,
+        args,
+        settings,
+    }))
 }
 
 /// The column definitions up to the closing `)`, each kept as canonical text of its tokens (types
@@ -415,6 +451,13 @@ fn parse_assignments(p: &mut Parser) -> PResult<Vec<(String, Literal)>> {
 
 fn parse_drop(p: &mut Parser) -> PResult<Option<Statement>> {
     let [_, next] = p.peek_tokens::<2>();
+    if matches!(&next, Token::Word(w) if w.keyword == Keyword::DATABASE) {
+        p.next_token();
+        p.next_token();
+        let if_exists = p.parse_keywords(&[Keyword::IF, Keyword::EXISTS]);
+        let name = p.parse_identifier()?.value;
+        return Ok(Some(Statement::DropDatabase { if_exists, name }));
+    }
     if !matches!(next, Token::Word(w) if w.keyword == Keyword::TABLE) {
         return Ok(None);
     }
@@ -440,6 +483,18 @@ fn parse_show(p: &mut Parser, format: Option<String>) -> PResult<Option<Statemen
             None
         };
         return Ok(Some(Statement::ShowTables { from_db, format }));
+    }
+    if keyword(&next, Keyword::DATABASES) {
+        p.next_token();
+        p.next_token();
+        return Ok(Some(Statement::ShowDatabases { format }));
+    }
+    if keyword(&next, Keyword::CREATE) && keyword(&third, Keyword::DATABASE) {
+        p.next_token();
+        p.next_token();
+        p.next_token();
+        let name = p.parse_identifier()?.value;
+        return Ok(Some(Statement::ShowCreateDatabase { name, format }));
     }
     if keyword(&next, Keyword::CREATE) && keyword(&third, Keyword::TABLE) {
         p.next_token();

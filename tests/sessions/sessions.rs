@@ -85,6 +85,9 @@ struct Runner<'a> {
     remembered: Option<Vec<(String, u64)>>,
     /// Warnings of the last statement, query or error.
     warnings: Vec<String>,
+    /// REST pass: the session's table names and the catalog names they stand for (`t` →
+    /// `` `<ns>.t` ``, set by the rewritten `CREATE TABLE t ENGINE = ${ENGINE}`).
+    aliases: Vec<(String, String)>,
 }
 
 /// The file's Python (fixture builds, oracle, ClickHouse), started on first use.
@@ -165,7 +168,11 @@ impl Runner<'_> {
             Some(i) => (&block.body[..i], &block.body[i + 1..]),
             None => (&block.body[..], &block.body[..0]),
         };
-        let sql = self.substitute(&sql_lines.join("\n"), &at);
+        let raw = sql_lines.join("\n");
+        let sql = match self.backend {
+            Backend::Rest => self.rest_sql(&raw, &at),
+            _ => self.substitute(&raw, &at),
+        };
         let header = self.substitute(&block.header, &at);
         let words: Vec<&str> = header.split_whitespace().collect();
         match words.as_slice() {
@@ -179,6 +186,7 @@ impl Runner<'_> {
                 self.session = engine.session();
                 self.current = Some(next);
                 self.remembered = None;
+                self.aliases.clear();
             }
             ["statement", "ok"] => match self.session.execute(&sql).await {
                 Ok(results) => self.note_warnings(&results),
@@ -235,6 +243,38 @@ impl Runner<'_> {
             }
             _ => panic!("{at}: unknown directive {:?}", block.header),
         }
+    }
+
+    /// The REST pass's SQL: `CREATE TABLE <t> ENGINE = ${ENGINE}` becomes `CREATE DATABASE lake
+    /// ENGINE = DataLakeCatalog(...)` and `USE lake`; afterwards `TABLE <t>` names the catalog
+    /// table `` `<ns>.<t>` `` and `table = '<t>'` becomes `table = '<ns>.<t>'`.
+    fn rest_sql(&mut self, raw: &str, at: &str) -> String {
+        let trimmed = raw.trim();
+        if let Some(rest) = trimmed.strip_prefix("CREATE TABLE ")
+            && let Some((name, engine)) = rest.split_once(" ENGINE = ")
+            && engine.trim() == "${ENGINE}"
+        {
+            let place = self.place(at);
+            let namespace = place.namespace.clone().expect("a registered REST table");
+            let create = place.engine.clone();
+            self.aliases
+                .push((name.to_string(), format!("{namespace}.{name}")));
+            return format!("{create};\nUSE lake");
+        }
+        let mut sql = self.substitute(raw, at);
+        for (alias, full) in &self.aliases {
+            for (from, to) in [
+                (format!("TABLE {alias} "), format!("TABLE `{full}` ")),
+                (format!("TABLE {alias}\n"), format!("TABLE `{full}`\n")),
+                (format!("table = '{alias}'"), format!("table = '{full}'")),
+            ] {
+                sql = sql.replace(&from, &to);
+            }
+            if sql.ends_with(&format!("TABLE {alias}")) {
+                sql = format!("{}`{full}`", &sql[..sql.len() - alias.len()]);
+            }
+        }
+        sql
     }
 
     fn note_warnings(&mut self, results: &[icetrim::engine::QueryResult]) {
@@ -400,6 +440,7 @@ async fn run_file(name: &str) {
             current: None,
             remembered: None,
             warnings: Vec::new(),
+            aliases: Vec::new(),
         };
         for block in &blocks {
             runner.run_block(block).await;

@@ -22,6 +22,9 @@ pub enum Backend {
     Local,
     S3,
     Azure,
+    /// A copy on the S3 emulator registered in the test REST catalog
+    /// (`tests/rest_catalog/server.py`): sessions reach it through a `DataLakeCatalog` database.
+    Rest,
 }
 
 impl Backend {
@@ -30,6 +33,7 @@ impl Backend {
             "local" => Some(Backend::Local),
             "s3" => Some(Backend::S3),
             "azure" => Some(Backend::Azure),
+            "rest" => Some(Backend::Rest),
             _ => None,
         }
     }
@@ -39,6 +43,7 @@ impl Backend {
             Backend::Local => "local",
             Backend::S3 => "s3",
             Backend::Azure => "azure",
+            Backend::Rest => "rest",
         }
     }
 }
@@ -54,6 +59,8 @@ pub struct Place {
     source_dir: String,
     /// How the table spells local paths (`file://` or bare), for copies back to local disk.
     local_style_uri: bool,
+    /// REST only: the table's namespace in the catalog (the table is `<namespace>.t`).
+    pub namespace: Option<String>,
 }
 
 impl Place {
@@ -66,6 +73,7 @@ impl Place {
             engine: format!("IcebergLocal('{dir}')"),
             source_dir: dir,
             local_style_uri: location.starts_with("file:"),
+            namespace: None,
         }
     }
 
@@ -73,7 +81,7 @@ impl Place {
     pub async fn copy_of(original: &Place, backend: Backend) -> Place {
         let (io, root, engine) = match backend {
             Backend::Local => panic!("the local pass runs on the original fixture"),
-            Backend::S3 => {
+            Backend::S3 | Backend::Rest => {
                 let (io, root) = common::s3_emulator("session");
                 let endpoint = common::emulator_var("ICETRIM_S3_ENDPOINT");
                 let key = root.trim_start_matches("s3://");
@@ -97,11 +105,38 @@ impl Place {
             engine,
             source_dir: original.source_dir.clone(),
             local_style_uri: original.local_style_uri,
+            namespace: None,
         };
         let target = place.spelled_root();
         let rewrite = Rewrite::from_local(&original.source_dir, &target);
         copy_table(&original.root, &place.root, &rewrite, false).await;
+        let mut place = place;
+        if backend == Backend::Rest {
+            place.register_in_rest_catalog().await;
+        }
         place
+    }
+
+    /// Register the copy in the test REST catalog (a fresh warehouse), as `ns.t`.
+    async fn register_in_rest_catalog(&mut self) {
+        let files = self.root.files().await;
+        let newest = common::rest_catalog::newest_metadata_name(
+            files
+                .iter()
+                .map(|(rel, _, _)| rel.as_str())
+                .filter(|rel| rel.starts_with("metadata/") && !rel[9..].contains('/')),
+        )
+        .expect("a metadata file in the copy")
+        .to_string();
+        // A warehouse of its own: the session's SHOW TABLES and system tables see this table only.
+        let warehouse = common::unique("sessions");
+        let namespace = "ns".to_string();
+        common::rest_catalog::warehouse(&warehouse, serde_json::json!({})).await;
+        common::rest_catalog::register(&warehouse, &[&namespace], "t", &self.root.uri(&newest))
+            .await;
+        self.engine =
+            common::rest_catalog::create_database("lake", &warehouse, "vended_credentials = 0");
+        self.namespace = Some(namespace);
     }
 
     /// The root as the table's metadata spells it here.

@@ -16,6 +16,7 @@ pub mod metadata;
 pub mod orphans;
 pub mod pyserver;
 pub mod relocate;
+pub mod rest_catalog;
 
 use icetrim::internals::io::{
     AZURE_EMULATOR_ACCOUNT, AZURE_EMULATOR_KEY, AzureOptions, FileIO, S3Options, StorageOptions,

@@ -39,13 +39,9 @@ pub enum GlueCommitOutcome {
     },
     /// Someone changed the table first; our file was removed. Re-read and re-plan.
     Conflict { why: String },
-    /// The commit may or may not have landed (`path` was written; `current` is what `GetTable`
+    /// The commit may or may not have landed (`path` was written; `why` says what `GetTable`
     /// showed, when it answered). Delete nothing.
-    Unconfirmed {
-        path: String,
-        current: Option<String>,
-        why: String,
-    },
+    Unconfirmed { path: String, why: String },
 }
 
 /// Commit `new_metadata` as the successor of `loaded` (whose metadata file holds `base`); see the
@@ -138,15 +134,10 @@ async fn confirm(
                     now.metadata_location
                 ),
             };
-            GlueCommitOutcome::Unconfirmed {
-                path,
-                current: Some(now.metadata_location),
-                why,
-            }
+            GlueCommitOutcome::Unconfirmed { path, why }
         }
         Err(e) => GlueCommitOutcome::Unconfirmed {
             path,
-            current: None,
             why: match update_failure {
                 Some(failure) => {
                     format!("{failure}; the confirming GetTable failed: {}", e.message())

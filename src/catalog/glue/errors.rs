@@ -8,9 +8,10 @@ use super::http::{never_connected, root_cause};
 use super::{GlueOptions, UpdateOutcome};
 use crate::error::{Error, ErrorKind};
 
-/// The kind of a catalog failure that is not one of the specific kinds below (ClickHouse's
-/// `DATALAKE_DATABASE_ERROR` family).
-const CATALOG_ERROR: ErrorKind = ErrorKind::StorageError;
+/// Glue answered with an error (as the REST catalog's HTTP errors).
+const CATALOG_ERROR: ErrorKind = ErrorKind::ReceivedErrorFromRemoteIoServer;
+/// Glue could not be reached or did not answer in time.
+const UNREACHABLE: ErrorKind = ErrorKind::NetworkError;
 
 /// Which Glue call failed, for messages.
 #[derive(Debug, Clone, Copy)]
@@ -109,7 +110,7 @@ where
             )
         }
         SdkError::DispatchFailure(_) | SdkError::TimeoutError(_) => Error::new(
-            CATALOG_ERROR,
+            UNREACHABLE,
             format!(
                 "Cannot reach {catalog} ({}{about}): {}",
                 call.name(),
@@ -198,7 +199,7 @@ where
         SdkError::DispatchFailure(_) if never_connected(&error) => UpdateOutcome::Rejected {
             conflict: false,
             error: Error::new(
-                CATALOG_ERROR,
+                UNREACHABLE,
                 format!(
                     "Cannot reach {catalog} (UpdateTable of '{database}.{table}'): {}",
                     root_cause(&error)

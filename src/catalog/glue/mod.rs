@@ -14,7 +14,7 @@
 //!   `metadata_location` and, as `previous_metadata_location`, the one read. The rest of the table
 //!   (storage descriptor, columns, other parameters, owner, description) is sent back as read.
 //!
-//! [`commit`] is the whole commit protocol on top of these (write the next metadata file, swap
+//! [`commit::commit`] is the whole commit protocol on top of these (write the next metadata file, swap
 //! the pointer, confirm with `GetTable`), see there.
 //!
 //! The client is the AWS SDK's (`aws-sdk-glue`, no default features) over reqwest ([`http`]):
@@ -28,6 +28,7 @@
 //! Secrets never reach a message or `Debug` output: errors name the endpoint, region and table,
 //! and quote what Glue said (Glue's messages do not echo keys).
 
+mod catalog;
 pub mod commit;
 mod errors;
 pub mod http;
@@ -43,7 +44,7 @@ use aws_sdk_glue::types::{Table, TableInput};
 use crate::error::Result;
 use errors::{GlueCall, sdk_error};
 
-pub use commit::{GlueCommitOutcome, commit};
+pub use catalog::GlueDatabase;
 
 /// `Parameters` key of the table type (`ICEBERG` for Iceberg tables).
 pub const TABLE_TYPE: &str = "table_type";
@@ -167,10 +168,6 @@ pub struct GlueTable {
     pub version_id: Option<String>,
     /// `Parameters.metadata_location`: the current metadata file.
     pub metadata_location: String,
-    /// `Parameters.previous_metadata_location`.
-    pub previous_metadata_location: Option<String>,
-    /// The table's storage location (`StorageDescriptor.Location`), when Glue has one.
-    pub storage_location: Option<String>,
     table: Table,
 }
 
@@ -331,13 +328,6 @@ impl GlueCatalog {
             name: table.to_string(),
             version_id: found.version_id().map(String::from),
             metadata_location: metadata_location.to_string(),
-            previous_metadata_location: parameters
-                .and_then(|p| naming::parameter(p, PREVIOUS_METADATA_LOCATION))
-                .map(String::from),
-            storage_location: found
-                .storage_descriptor()
-                .and_then(|s| s.location())
-                .map(String::from),
             table: found.clone(),
         })
     }

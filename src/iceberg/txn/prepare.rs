@@ -531,6 +531,12 @@ pub async fn commit_changes(
                     location, &path, &rival, &why,
                 ));
             }
+            CommitOutcome::Unknown { why } => {
+                return Err(Error::new(
+                    ErrorKind::NetworkError,
+                    format!("Cannot commit to Iceberg table at '{location}': {why}"),
+                ));
+            }
         }
     }
     Err(Error::new(

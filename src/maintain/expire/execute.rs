@@ -99,7 +99,8 @@ pub async fn execute(
         located.check_writable()?;
         target.progress.begin_writes()?;
         let journal_uri = write_journal(target, &located, &plan).await?;
-        match commit_plan(target, &located, &plan).await? {
+        let planned = new_metadata(&located.metadata, &plan.decision)?;
+        match commit_plan(target, &located, planned.clone()).await? {
             CommitOutcome::Conflict { path } => {
                 // Definitely not committed: the journal announces nothing.
                 if let Some(uri) = journal_uri {
@@ -115,7 +116,27 @@ pub async fn execute(
                 );
                 return Ok(outcome(ExpiryFileCounts::default(), false, warnings));
             }
-            CommitOutcome::Committed(_) => {}
+            CommitOutcome::Unknown { why } => {
+                // The journal stays: the next run finishes the deletes if the commit landed.
+                warnings.push(format!(
+                    "{why}; no file was deleted; the next expire_snapshots finishes the deletes \
+                     if the commit landed{}",
+                    journal_uri
+                        .as_deref()
+                        .map(|uri| format!(" (journal '{uri}')"))
+                        .unwrap_or_default()
+                ));
+                return Ok(outcome(ExpiryFileCounts::default(), false, warnings));
+            }
+            CommitOutcome::Committed(done) => {
+                // A catalog may merge our commit after another writer's: then the returned
+                // metadata is not ours alone and the plan's deletes are not proven; the journal
+                // re-plans them against every current snapshot next run.
+                if let Some(why) = target.foreign_commit(&located, &planned, &done) {
+                    warnings.push(format!("expire_snapshots on {}: {why}", target.table_name));
+                    return Ok(outcome(ExpiryFileCounts::default(), false, warnings));
+                }
+            }
         }
         let report = delete::delete_planned(
             &target.io,
@@ -214,9 +235,8 @@ async fn write_journal(
 async fn commit_plan(
     target: &MaintenanceTarget,
     located: &LocatedMetadata,
-    plan: &ExpiryPlan,
+    metadata: crate::iceberg::metadata::TableMetadata,
 ) -> Result<CommitOutcome> {
-    let metadata = new_metadata(&located.metadata, &plan.decision)?;
     let options = CommitOptions {
         update_metadata_log: true,
         now_ms: Some(target.now_ms),

@@ -1,0 +1,188 @@
+//! REST catalog authentication: a raw `auth_header`, OAuth2 client credentials from
+//! `catalog_credential` (`client_id:client_secret`, or a secret alone), or HTTP basic auth from the
+//! engine's user and password. Tokens are cached and fetched again once after a 401.
+
+use std::fmt;
+
+use serde_json::Value;
+use tokio::sync::Mutex;
+
+use crate::catalog::CatalogConfig;
+use crate::error::{Error, ErrorKind, Result};
+
+/// ClickHouse's default `auth_scope`.
+pub const DEFAULT_SCOPE: &str = "PRINCIPAL_ROLE:ALL";
+
+/// How requests authenticate.
+pub enum Auth {
+    None,
+    Header {
+        name: String,
+        value: String,
+    },
+    Basic {
+        user: String,
+        password: String,
+    },
+    OAuth {
+        token_url: String,
+        client_id: Option<String>,
+        client_secret: String,
+        scope: String,
+        token: Mutex<Option<String>>,
+    },
+}
+
+impl fmt::Debug for Auth {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Auth::None => f.write_str("Auth::None"),
+            Auth::Header { name, .. } => write!(f, "Auth::Header({name}: [HIDDEN])"),
+            Auth::Basic { user, .. } => write!(f, "Auth::Basic({user}:[HIDDEN])"),
+            Auth::OAuth {
+                token_url, scope, ..
+            } => {
+                write!(f, "Auth::OAuth({token_url}, scope {scope}, [HIDDEN])")
+            }
+        }
+    }
+}
+
+impl Auth {
+    /// From the database settings; `base` is `{uri}/v1`.
+    pub fn from_config(config: &CatalogConfig, base: &str) -> Auth {
+        if let Some(header) = config.get("auth_header") {
+            let (name, value) = header.split_once(':').unwrap_or(("Authorization", header));
+            return Auth::Header {
+                name: name.trim().to_string(),
+                value: value.trim().to_string(),
+            };
+        }
+        if let Some(credential) = config.get("catalog_credential") {
+            let (client_id, client_secret) = match credential.split_once(':') {
+                Some((id, secret)) => (Some(id.to_string()), secret.to_string()),
+                None => (None, credential.to_string()),
+            };
+            return Auth::OAuth {
+                token_url: config
+                    .get("oauth_server_uri")
+                    .map_or_else(|| format!("{base}/oauth/tokens"), str::to_string),
+                client_id,
+                client_secret,
+                scope: config
+                    .get("auth_scope")
+                    .unwrap_or(DEFAULT_SCOPE)
+                    .to_string(),
+                token: Mutex::new(None),
+            };
+        }
+        match (&config.user, &config.password) {
+            (Some(user), Some(password)) if !user.is_empty() => Auth::Basic {
+                user: user.clone(),
+                password: password.clone(),
+            },
+            _ => Auth::None,
+        }
+    }
+
+    /// Whether a 401 is worth a new token.
+    pub fn can_refresh(&self) -> bool {
+        matches!(self, Auth::OAuth { .. })
+    }
+
+    /// Add the credentials to `request`; `refresh` fetches a new OAuth token first.
+    pub async fn apply(
+        &self,
+        http: &reqwest::Client,
+        request: reqwest::RequestBuilder,
+        refresh: bool,
+    ) -> Result<reqwest::RequestBuilder> {
+        Ok(match self {
+            Auth::None => request,
+            Auth::Header { name, value } => request.header(name.as_str(), value.as_str()),
+            Auth::Basic { user, password } => request.basic_auth(user, Some(password)),
+            Auth::OAuth { token, .. } => {
+                let mut slot = token.lock().await;
+                if refresh || slot.is_none() {
+                    *slot = Some(self.fetch_token(http).await?);
+                }
+                let bearer = slot.clone().unwrap_or_default();
+                request.bearer_auth(bearer)
+            }
+        })
+    }
+
+    async fn fetch_token(&self, http: &reqwest::Client) -> Result<String> {
+        let Auth::OAuth {
+            token_url,
+            client_id,
+            client_secret,
+            scope,
+            ..
+        } = self
+        else {
+            return Err(Error::logical("not an OAuth catalog"));
+        };
+        let body = {
+            let mut form = url::form_urlencoded::Serializer::new(String::new());
+            form.append_pair("grant_type", "client_credentials");
+            if let Some(id) = client_id {
+                form.append_pair("client_id", id);
+            }
+            form.append_pair("client_secret", client_secret);
+            form.append_pair("scope", scope);
+            form.finish()
+        };
+        let response = http
+            .post(token_url)
+            .header("Content-Type", "application/x-www-form-urlencoded")
+            .body(body)
+            .send()
+            .await
+            .map_err(|e| {
+                Error::new(
+                    ErrorKind::NetworkError,
+                    format!(
+                        "Cannot reach the OAuth2 token endpoint '{token_url}': {}",
+                        if e.is_timeout() {
+                            "timed out"
+                        } else if e.is_connect() {
+                            "connection failed"
+                        } else {
+                            "request failed"
+                        }
+                    ),
+                )
+            })?;
+        let status = response.status().as_u16();
+        let body = response.bytes().await.unwrap_or_default();
+        if !(200..300).contains(&status) {
+            let json: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+            let detail = json
+                .get("error_description")
+                .or_else(|| json.get("error"))
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            return Err(Error::new(
+                ErrorKind::ReceivedErrorFromRemoteIoServer,
+                format!(
+                    "The OAuth2 token endpoint '{token_url}' refused the client credentials \
+                     (catalog_credential): HTTP {status} {detail}"
+                ),
+            ));
+        }
+        let json: Value = serde_json::from_slice(&body).map_err(|e| {
+            Error::incorrect_data(format!(
+                "The OAuth2 token endpoint '{token_url}' answered with malformed JSON: {e}"
+            ))
+        })?;
+        json.get("access_token")
+            .and_then(Value::as_str)
+            .map(str::to_string)
+            .ok_or_else(|| {
+                Error::incorrect_data(format!(
+                    "The OAuth2 token endpoint '{token_url}' answered without an access_token"
+                ))
+            })
+    }
+}
