@@ -6,6 +6,8 @@ server (Glue and S3 on one port: scripts/emulators.sh starts it).
     glue_fixture.py read   GLUE_ENDPOINT S3_ENDPOINT DATABASE TABLE
     glue_fixture.py append GLUE_ENDPOINT S3_ENDPOINT DATABASE TABLE FIRST_ID COUNT
     glue_fixture.py hive   GLUE_ENDPOINT DATABASE TABLE        (a Glue table that is not Iceberg)
+    glue_fixture.py dangling GLUE_ENDPOINT DATABASE TABLE LOCATION
+                                        (an Iceberg table whose metadata_location storage lacks)
 
 Each prints one JSON document. Credentials are moto's `testing`/`testing`, region us-east-1.
 
@@ -14,10 +16,11 @@ Each prints one JSON document. Credentials are moto's `testing`/`testing`, regio
   a1 (10 d), a2 (9 d), a3 (8 d)                     appends of 3 rows each on main
   tag `t_a2` on a2                                 keeps a2 (and a1's file) reachable
   branch `audit` at a3, then b1 (7 d) on it         an append on the branch only
+  x1 (7 d), del_x1 (7 d)                            rows 50, 51 appended on main and deleted again
   del_a1 (6 d)                                      deletes a1's rows on main (a1's file leaves main)
   a4 (1 h)                                          the current snapshot
-With the default policy (5 days, keep 1) an expiry removes a1 and a3's ancestors that no ref needs;
-a1's data file stays live through tag `t_a2`. The facts: the metadata location, snapshot ids by
+With a 5-day retention an expiry removes a1, a3, x1, del_x1 and del_a1: x1's data file (live in
+no retained snapshot) is deleted; a1's stays live through tag `t_a2` and branch `audit`. The facts: the metadata location, snapshot ids by
 label, the refs, and the sorted ids of every ref's rows.
 
 `read` loads the table through the catalog and scans every ref (branches and tags): the answer has
@@ -113,6 +116,12 @@ def build(glue_endpoint, s3_endpoint, bucket, prefix, database, table, now_ms):
     at(now_ms - 7 * DAY_MS)
     t.append(_rows(100, 2), branch="audit")
     snapshots["b1"] = head("audit")
+    at(now_ms - 7 * DAY_MS + HOUR_MS)
+    t.append(_rows(50, 2))
+    snapshots["x1"] = head()
+    at(now_ms - 7 * DAY_MS + 2 * HOUR_MS)
+    t.delete("id >= 50 and id < 60")
+    snapshots["del_x1"] = head()
     at(now_ms - 6 * DAY_MS)
     t.delete("id < 3")
     snapshots["del_a1"] = head()
@@ -174,6 +183,30 @@ def hive(glue_endpoint, database, table):
     return {"database": database, "table": table}
 
 
+def dangling(glue_endpoint, database, table, location):
+    """An Iceberg table whose metadata_location names a file storage does not have."""
+    import boto3
+
+    glue = boto3.client(
+        "glue",
+        endpoint_url=glue_endpoint,
+        region_name=REGION,
+        aws_access_key_id=KEY,
+        aws_secret_access_key=KEY,
+    )
+    missing = f"{location}/metadata/99999-00000000-0000-4000-8000-000000000000.metadata.json"
+    glue.create_table(
+        DatabaseName=database,
+        TableInput={
+            "Name": table,
+            "TableType": "EXTERNAL_TABLE",
+            "Parameters": {"table_type": "ICEBERG", "metadata_location": missing},
+            "StorageDescriptor": {"Location": location},
+        },
+    )
+    return {"metadata_location": missing}
+
+
 def main(argv):
     command, args = argv[0], argv[1:]
     if command == "build":
@@ -184,6 +217,8 @@ def main(argv):
         result = append(*args[:4], int(args[4]), int(args[5]))
     elif command == "hive":
         result = hive(*args)
+    elif command == "dangling":
+        result = dangling(*args)
     else:
         raise SystemExit(f"unknown command {command!r}")
     print(json.dumps(result, sort_keys=True))

@@ -5,5 +5,7 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+#[cfg(feature = "glue")]
+mod catalog_glue;
 mod metadata_cloud;
 mod storage_conformance;

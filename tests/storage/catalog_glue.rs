@@ -1,0 +1,556 @@
+//! Catalog tables in AWS Glue (cargo feature `glue`): moto's Glue and S3 (one server, started by
+//! `scripts/emulators.sh`), tables built and read back by pyiceberg's own `GlueCatalog`
+//! (`tests/py/glue_fixture.py`), and `tests/py/glue_proxy.py` in front of moto's Glue where a test
+//! needs what moto lacks: VersionId enforcement, a concurrent writer between icetrim's `GetTable`
+//! and `UpdateTable`, lost answers, refused credentials.
+//!
+//! Every test builds its own Glue database (a unique name) and S3 prefix, so they run in parallel.
+
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+
+use futures::TryStreamExt;
+use icetrim::engine::{Engine, Session};
+use icetrim::error::ErrorKind;
+use icetrim::format::OutputFormat;
+use icetrim::internals::io::FileIO;
+use serde_json::{Value, json};
+
+use crate::support::fixtures::{self, run_python_json};
+use crate::support::{emulator_var, s3_emulator_options, unique};
+
+const SECRET: &str = "testing-secret-never-shown";
+
+fn script(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/py")
+        .join(name)
+}
+
+fn moto() -> String {
+    emulator_var("ICETRIM_S3_ENDPOINT")
+}
+
+/// A pyiceberg-built table in a fresh Glue database on moto.
+struct GlueFixture {
+    database: String,
+    table: String,
+    location: String,
+    facts: Value,
+}
+
+impl GlueFixture {
+    fn build() -> GlueFixture {
+        let database = unique("gdb").replace('-', "_");
+        let table = "events".to_string();
+        let prefix = unique("glue");
+        let endpoint = moto();
+        let bucket = emulator_var("ICETRIM_S3_BUCKET");
+        let now = fixtures::now_ms().to_string();
+        let facts = run_python_json(
+            &script("glue_fixture.py"),
+            &[
+                "build", &endpoint, &endpoint, &bucket, &prefix, &database, &table, &now,
+            ],
+        );
+        let location = facts["location"].as_str().expect("location").to_string();
+        GlueFixture {
+            database,
+            table,
+            location,
+            facts,
+        }
+    }
+
+    /// `` glue.`<database>.events` ``.
+    fn sql_name(&self) -> String {
+        format!("glue.`{}.{}`", self.database, self.table)
+    }
+
+    /// pyiceberg's `GlueCatalog` (straight on moto) reading every ref.
+    fn read(&self) -> Value {
+        let endpoint = moto();
+        run_python_json(
+            &script("glue_fixture.py"),
+            &["read", &endpoint, &endpoint, &self.database, &self.table],
+        )
+    }
+
+    fn snapshot(&self, label: &str) -> i64 {
+        self.facts["snapshots_by_label"][label]
+            .as_i64()
+            .unwrap_or_else(|| panic!("no snapshot {label}"))
+    }
+
+    /// Every object under the table location (relative names), sorted.
+    async fn files(&self) -> Vec<String> {
+        let io = FileIO::new(s3_emulator_options());
+        let mut names: Vec<String> = io
+            .list(&self.location)
+            .map_ok(|f| f.uri)
+            .try_collect::<Vec<_>>()
+            .await
+            .expect("list the table")
+            .into_iter()
+            .map(|uri| {
+                uri.strip_prefix(&format!("{}/", self.location))
+                    .unwrap_or(&uri)
+                    .to_string()
+            })
+            .collect();
+        names.sort();
+        names
+    }
+}
+
+/// `CREATE DATABASE glue` on `endpoint` (moto, or a proxy in front of it) with `key` as access key.
+fn create_database(endpoint: &str, key: &str) -> String {
+    format!(
+        "CREATE DATABASE glue ENGINE = DataLakeCatalog('{endpoint}') SETTINGS catalog_type = \
+         'glue', region = 'us-east-1', aws_access_key_id = '{key}', aws_secret_access_key = \
+         '{SECRET}', storage_endpoint = '{}'",
+        moto()
+    )
+}
+
+fn session() -> Session {
+    Engine::builder()
+        .setting("session_timezone", "UTC")
+        .build()
+        .expect("engine")
+        .session()
+}
+
+async fn rows(session: &mut Session, sql: &str) -> Vec<String> {
+    let results = session
+        .execute(sql)
+        .await
+        .unwrap_or_else(|e| panic!("{sql}: {e}"));
+    let last = results.last().expect("a result");
+    OutputFormat::TabSeparated
+        .render(&last.columns, &last.rows, 0.0)
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+async fn warnings(session: &mut Session, sql: &str) -> (Vec<String>, Vec<String>) {
+    let results = session
+        .execute(sql)
+        .await
+        .unwrap_or_else(|e| panic!("{sql}: {e}"));
+    let last = results.last().expect("a result");
+    let lines = OutputFormat::TabSeparated
+        .render(&last.columns, &last.rows, 0.0)
+        .lines()
+        .map(str::to_string)
+        .collect();
+    (lines, last.warnings.clone())
+}
+
+fn metric(rows: &[String], name: &str) -> i64 {
+    rows.iter()
+        .find_map(|r| r.strip_prefix(&format!("{name}\t")))
+        .unwrap_or_else(|| panic!("no {name} in {rows:?}"))
+        .parse()
+        .expect("a count")
+}
+
+/// `tests/py/glue_proxy.py` in front of moto's Glue; stopped when dropped.
+struct Proxy {
+    child: Child,
+    url: String,
+}
+
+impl Proxy {
+    fn start() -> Proxy {
+        let mut child = Command::new(fixtures::python())
+            .arg(script("glue_proxy.py"))
+            .arg(moto())
+            .arg(moto())
+            .env("PYTHONDONTWRITEBYTECODE", "1")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("start glue_proxy.py");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().expect("proxy stdout"))
+            .read_line(&mut line)
+            .expect("proxy port");
+        let port: u16 = line.trim().parse().expect("the proxy prints its port");
+        Proxy {
+            child,
+            url: format!("http://127.0.0.1:{port}"),
+        }
+    }
+
+    async fn mode(&self, mode: Value) {
+        let answer = reqwest::Client::new()
+            .post(format!("{}/__proxy__/mode", self.url))
+            .body(mode.to_string())
+            .send()
+            .await
+            .expect("proxy mode");
+        assert!(answer.status().is_success());
+    }
+
+    async fn stats(&self) -> Value {
+        let text = reqwest::get(format!("{}/__proxy__/stats", self.url))
+            .await
+            .expect("proxy stats")
+            .text()
+            .await
+            .expect("stats body");
+        serde_json::from_str(&text).expect("stats JSON")
+    }
+}
+
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+const EXPIRE: &str = "EXECUTE expire_snapshots(retention_period = '5d')";
+
+/// Every ref the fixture built still has its rows.
+fn same_rows(before: &Value, after: &Value) {
+    for name in ["main", "audit", "t_a2"] {
+        assert_eq!(
+            before["rows"][name], after["rows"][name],
+            "ref {name} changed"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn expiry_and_orphans_commit_through_glue_and_pyiceberg_reads_every_ref() {
+    let fx = GlueFixture::build();
+    let before = fx.read();
+    let mut s = session();
+    rows(&mut s, &create_database(&moto(), "testing")).await;
+    let tables = rows(&mut s, "SHOW TABLES FROM glue").await;
+    assert!(
+        tables.contains(&format!("{}.{}", fx.database, fx.table)),
+        "{tables:?}"
+    );
+    let shown = rows(&mut s, "SHOW CREATE DATABASE glue").await.join("\n");
+    assert!(!shown.contains(SECRET), "{shown}");
+    assert!(shown.contains("[HIDDEN]"), "{shown}");
+    let refs = rows(
+        &mut s,
+        &format!(
+            "SELECT name, snapshot_id FROM system.iceberg_refs WHERE database = 'glue' AND \
+             table = '{}.{}' ORDER BY name",
+            fx.database, fx.table
+        ),
+    )
+    .await;
+    assert_eq!(
+        refs,
+        [
+            format!("audit\t{}", before["refs"]["audit"]),
+            format!("main\t{}", before["refs"]["main"]),
+            format!("t_a2\t{}", before["refs"]["t_a2"]),
+        ]
+    );
+    let explain = rows(
+        &mut s,
+        &format!("EXPLAIN ALTER TABLE {} {EXPIRE}", fx.sql_name()),
+    )
+    .await;
+    let expired_in_plan = explain
+        .iter()
+        .filter(|r| r.starts_with("snapshot\t") && r.contains("\texpire\t"))
+        .count();
+    assert_eq!(expired_in_plan, 5, "{explain:?}");
+    let files_before = fx.files().await;
+    let dry = rows(
+        &mut s,
+        &format!(
+            "ALTER TABLE {} EXECUTE expire_snapshots(retention_period = '5d', dry_run = 1)",
+            fx.sql_name()
+        ),
+    )
+    .await;
+    assert_eq!(fx.files().await, files_before, "a dry run changes nothing");
+    assert_eq!(fx.read()["metadata_location"], before["metadata_location"]);
+    let expired = rows(&mut s, &format!("ALTER TABLE {} {EXPIRE}", fx.sql_name())).await;
+    for name in ["deleted_data_files_count", "deleted_manifest_lists_count"] {
+        assert_eq!(metric(&dry, name), metric(&expired, name), "{name}");
+    }
+    // x1's file is live in no retained snapshot; a1's stays live through t_a2 and audit.
+    assert_eq!(
+        metric(&expired, "deleted_data_files_count"),
+        1,
+        "{expired:?}"
+    );
+    assert_eq!(
+        metric(&expired, "deleted_manifest_lists_count"),
+        5,
+        "{expired:?}"
+    );
+    let after = fx.read();
+    same_rows(&before, &after);
+    let gone: Vec<i64> = ["a1", "a3", "x1", "del_x1", "del_a1"]
+        .iter()
+        .map(|l| fx.snapshot(l))
+        .collect();
+    let kept: Vec<i64> = serde_json::from_value(after["snapshot_ids"].clone()).expect("ids");
+    assert!(gone.iter().all(|id| !kept.contains(id)), "{kept:?}");
+    assert_eq!(kept.len(), 3, "{kept:?}");
+    // Glue points at the next file of pyiceberg's naming, and the log links the two.
+    let old = before["metadata_location"].as_str().expect("location");
+    let new = after["metadata_location"].as_str().expect("location");
+    let version = |l: &str| -> u64 {
+        l.rsplit('/').next().unwrap()[..5]
+            .parse()
+            .expect("NNNNN-<uuid>.metadata.json")
+    };
+    assert_eq!(version(new), version(old) + 1, "{old} -> {new}");
+    assert_eq!(
+        after["metadata_log"].as_array().unwrap().last().unwrap(),
+        old
+    );
+    // The system tables read through Glue after the commit.
+    let snapshots = rows(
+        &mut s,
+        &format!(
+            "SELECT snapshot_id FROM system.iceberg_snapshots WHERE database = 'glue' AND table \
+             = '{}.{}'",
+            fx.database, fx.table
+        ),
+    )
+    .await;
+    assert_eq!(snapshots.len(), 3, "{snapshots:?}");
+
+    // Orphans: strays under data/ and metadata/ go, nothing Glue's metadata reaches does.
+    let io = FileIO::new(s3_emulator_options());
+    for stray in ["data/stray-1.parquet", "metadata/stray-m0.avro"] {
+        io.write_if_absent(
+            &format!("{}/{stray}", fx.location),
+            bytes::Bytes::from_static(b"x"),
+        )
+        .await
+        .expect("write a stray");
+    }
+    std::thread::sleep(std::time::Duration::from_millis(2100));
+    let now = chrono::Utc::now().format("%Y-%m-%d %H:%M:%S").to_string();
+    let orphans = rows(
+        &mut s,
+        &format!(
+            "ALTER TABLE {} EXECUTE remove_orphan_files(older_than = '{now}')",
+            fx.sql_name()
+        ),
+    )
+    .await;
+    let removed: i64 = orphans
+        .iter()
+        .filter(|r| r.starts_with("deleted_") && r.contains("_count\t"))
+        .map(|r| r.rsplit('\t').next().unwrap().parse::<i64>().unwrap())
+        .sum();
+    assert_eq!(removed, 2, "{orphans:?}");
+    let files = fx.files().await;
+    assert!(!files.iter().any(|f| f.contains("stray")), "{files:?}");
+    same_rows(&before, &fx.read());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_concurrent_commit_between_get_table_and_update_table_is_a_conflict_and_both_stay() {
+    let fx = GlueFixture::build();
+    let before = fx.read();
+    let proxy = Proxy::start();
+    proxy.mode(json!({"conflicts": 1})).await;
+    let mut s = session();
+    rows(&mut s, &create_database(&proxy.url, "testing")).await;
+    let expired = rows(&mut s, &format!("ALTER TABLE {} {EXPIRE}", fx.sql_name())).await;
+    assert_eq!(
+        metric(&expired, "deleted_data_files_count"),
+        1,
+        "{expired:?}"
+    );
+    let stats = proxy.stats().await;
+    assert_eq!(stats["conflicts_injected"], 1, "{stats}");
+    assert_eq!(
+        stats["ops"]["UpdateTable"], 2,
+        "the conflict was retried once: {stats}"
+    );
+    let writer = stats["writer_snapshots"][0]
+        .as_i64()
+        .expect("the writer's snapshot");
+    let after = fx.read();
+    // Both commits: the writer's snapshot is main's head, its row is there, and ours expired.
+    assert_eq!(after["refs"]["main"], writer, "{after}");
+    let mut main: Vec<i64> = serde_json::from_value(before["rows"]["main"].clone()).unwrap();
+    main.push(1000);
+    assert_eq!(after["rows"]["main"], json!(main));
+    for name in ["audit", "t_a2"] {
+        assert_eq!(before["rows"][name], after["rows"][name], "ref {name}");
+    }
+    assert!(
+        !after["snapshot_ids"]
+            .as_array()
+            .unwrap()
+            .contains(&json!(fx.snapshot("x1")))
+    );
+    // The refused attempt's metadata file was removed: one new file per commit.
+    let metadata_files = |files: &[String]| {
+        files
+            .iter()
+            .filter(|f| f.ends_with(".metadata.json"))
+            .count()
+    };
+    let files = fx.files().await;
+    let log = after["metadata_log"].as_array().unwrap().len();
+    assert_eq!(metadata_files(&files), log + 1, "{files:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lost_update_answer_is_settled_by_get_table() {
+    let fx = GlueFixture::build();
+    let before = fx.read();
+    let proxy = Proxy::start();
+    proxy.mode(json!({"drop_update_response": 1})).await;
+    let mut s = session();
+    rows(&mut s, &create_database(&proxy.url, "testing")).await;
+    let (expired, warned) =
+        warnings(&mut s, &format!("ALTER TABLE {} {EXPIRE}", fx.sql_name())).await;
+    assert_eq!(proxy.stats().await["updates_dropped"], 1);
+    // GetTable showed our file: the commit is confirmed and the deletes ran.
+    assert_eq!(
+        metric(&expired, "deleted_data_files_count"),
+        1,
+        "{expired:?} {warned:?}"
+    );
+    same_rows(&before, &fx.read());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unknown_outcome_deletes_nothing_and_the_next_run_finishes() {
+    let fx = GlueFixture::build();
+    let before = fx.read();
+    let proxy = Proxy::start();
+    // The update is lost on the way, and Glue then fails every confirming GetTable.
+    proxy
+        .mode(json!({"swallow_update": 1, "fail_get_table_after_swallow": 20}))
+        .await;
+    let mut s = session();
+    rows(&mut s, &create_database(&proxy.url, "testing")).await;
+    let files_before = fx.files().await;
+    let (expired, warned) =
+        warnings(&mut s, &format!("ALTER TABLE {} {EXPIRE}", fx.sql_name())).await;
+    assert_eq!(
+        metric(&expired, "deleted_data_files_count"),
+        0,
+        "{expired:?}"
+    );
+    assert_eq!(metric(&expired, "deleted_manifest_lists_count"), 0);
+    let text = warned.join("\n");
+    assert!(text.contains("no file was deleted"), "{text}");
+    assert!(text.contains("unknown outcome"), "{text}");
+    assert!(!text.contains(SECRET), "{text}");
+    let files_after = fx.files().await;
+    for f in &files_before {
+        assert!(files_after.contains(f), "{f} was deleted");
+    }
+    assert_eq!(fx.read()["metadata_location"], before["metadata_location"]);
+    // Glue answers again: the next run plans afresh and expires.
+    proxy.mode(json!({"fail_get_table": 0})).await;
+    let again = rows(&mut s, &format!("ALTER TABLE {} {EXPIRE}", fx.sql_name())).await;
+    assert_eq!(metric(&again, "deleted_data_files_count"), 1, "{again:?}");
+    same_rows(&before, &fx.read());
+}
+
+async fn error_of(session: &mut Session, sql: &str) -> icetrim::error::Error {
+    match session.execute(sql).await {
+        Ok(r) => panic!("{sql} succeeded: {:?}", r.last().map(|r| &r.rows)),
+        Err(e) => e,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn glue_failures_are_clickhouse_errors_that_name_the_endpoint_and_the_table() {
+    let fx = GlueFixture::build();
+    let endpoint = moto();
+    let mut s = session();
+    rows(&mut s, &create_database(&endpoint, "testing")).await;
+
+    let e = error_of(
+        &mut s,
+        &format!("ALTER TABLE glue.`{}.nope` {EXPIRE}", fx.database),
+    )
+    .await;
+    assert_eq!(e.kind(), ErrorKind::UnknownTable, "{e}");
+    assert!(e.message().contains(&endpoint), "{e}");
+    assert!(
+        e.message().contains(&format!("{}.nope", fx.database)),
+        "{e}"
+    );
+
+    let e = error_of(&mut s, &format!("ALTER TABLE glue.`no_such_db.t` {EXPIRE}")).await;
+    assert_eq!(e.kind(), ErrorKind::UnknownTable, "{e}");
+
+    run_python_json(
+        &script("glue_fixture.py"),
+        &["hive", &endpoint, &fx.database, "plain_hive"],
+    );
+    let tables = rows(&mut s, "SHOW TABLES FROM glue").await;
+    assert!(
+        !tables.iter().any(|t| t.ends_with("plain_hive")),
+        "only Iceberg tables are listed: {tables:?}"
+    );
+    let e = error_of(
+        &mut s,
+        &format!("ALTER TABLE glue.`{}.plain_hive` {EXPIRE}", fx.database),
+    )
+    .await;
+    assert_eq!(e.kind(), ErrorKind::NotImplemented, "{e}");
+    assert!(e.message().contains("not an Iceberg table"), "{e}");
+
+    run_python_json(
+        &script("glue_fixture.py"),
+        &[
+            "dangling",
+            &endpoint,
+            &fx.database,
+            "dangling",
+            &fx.location,
+        ],
+    );
+    let e = error_of(
+        &mut s,
+        &format!("ALTER TABLE glue.`{}.dangling` {EXPIRE}", fx.database),
+    )
+    .await;
+    assert_eq!(e.kind(), ErrorKind::FileDoesntExist, "{e}");
+    assert!(e.message().contains("storage has no such file"), "{e}");
+
+    // Refused credentials: the proxy accepts one access key only, as AWS does.
+    let proxy = Proxy::start();
+    proxy.mode(json!({"require_key": "testing"})).await;
+    let mut bad = session();
+    let e = error_of(&mut bad, &create_database(&proxy.url, "wrong-key")).await;
+    assert_eq!(e.kind(), ErrorKind::ReceivedErrorFromRemoteIoServer, "{e}");
+    assert!(e.message().contains("UnrecognizedClientException"), "{e}");
+    assert!(e.message().contains(&proxy.url), "{e}");
+    assert!(!e.to_string().contains(SECRET), "{e}");
+
+    // Nothing listens: NETWORK_ERROR naming the endpoint, quickly.
+    let closed = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a port");
+        format!("http://{}", listener.local_addr().expect("addr"))
+    };
+    let started = std::time::Instant::now();
+    let mut down = session();
+    let e = error_of(&mut down, &create_database(&closed, "testing")).await;
+    assert_eq!(e.kind(), ErrorKind::NetworkError, "{e}");
+    assert!(e.message().contains(&closed), "{e}");
+    assert!(!e.to_string().contains(SECRET), "{e}");
+    assert!(started.elapsed().as_secs() < 30, "{:?}", started.elapsed());
+
+    // None of this touched the table.
+    let after = fx.read();
+    assert_eq!(after["metadata_location"], fx.facts["metadata_location"]);
+}
