@@ -218,9 +218,17 @@ class Handler(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
 
+def _warm_up():
+    import glue_fixture  # noqa: F401
+    import pyarrow  # noqa: F401
+    import pyiceberg.catalog.glue  # noqa: F401
+
+
 def main(argv):
     global UPSTREAM, S3_ENDPOINT
     UPSTREAM, S3_ENDPOINT = argv[0].rstrip("/"), argv[1].rstrip("/")
+    # The concurrent writer's imports take seconds: start them now, not inside an UpdateTable.
+    threading.Thread(target=_warm_up, daemon=True).start()
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     server.daemon_threads = True
     print(server.server_address[1], flush=True)

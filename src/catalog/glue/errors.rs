@@ -16,17 +16,20 @@ const UNREACHABLE: ErrorKind = ErrorKind::NetworkError;
 /// Which Glue call failed, for messages.
 #[derive(Debug, Clone, Copy)]
 pub(super) enum GlueCall {
-    GetDatabases,
-    GetTables,
-    GetTable,
+    /// `GetDatabases`.
+    Databases,
+    /// `GetTables`.
+    Tables,
+    /// `GetTable`.
+    Table,
 }
 
 impl GlueCall {
     fn name(self) -> &'static str {
         match self {
-            GlueCall::GetDatabases => "GetDatabases",
-            GlueCall::GetTables => "GetTables",
-            GlueCall::GetTable => "GetTable",
+            GlueCall::Databases => "GetDatabases",
+            GlueCall::Tables => "GetTables",
+            GlueCall::Table => "GetTable",
         }
     }
 }

@@ -228,7 +228,7 @@ impl GlueCatalog {
                 .set_next_token(token)
                 .send()
                 .await
-                .map_err(|e| sdk_error(&self.options, GlueCall::GetDatabases, None, e))?;
+                .map_err(|e| sdk_error(&self.options, GlueCall::Databases, None, e))?;
             names.extend(answer.database_list().iter().map(|d| d.name().to_string()));
             token = answer
                 .next_token()
@@ -256,7 +256,7 @@ impl GlueCatalog {
                 .map_err(|e| {
                     sdk_error(
                         &self.options,
-                        GlueCall::GetTables,
+                        GlueCall::Tables,
                         Some((database, None)),
                         e,
                     )
@@ -293,7 +293,7 @@ impl GlueCatalog {
             .map_err(|e| {
                 sdk_error(
                     &self.options,
-                    GlueCall::GetTable,
+                    GlueCall::Table,
                     Some((database, Some(table))),
                     e,
                 )
