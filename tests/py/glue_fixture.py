@@ -5,6 +5,7 @@ server (Glue and S3 on one port: scripts/emulators.sh starts it).
     glue_fixture.py build  GLUE_ENDPOINT S3_ENDPOINT BUCKET PREFIX DATABASE TABLE NOW_MS
     glue_fixture.py read   GLUE_ENDPOINT S3_ENDPOINT DATABASE TABLE
     glue_fixture.py append GLUE_ENDPOINT S3_ENDPOINT DATABASE TABLE FIRST_ID COUNT
+    glue_fixture.py clickhouse GLUE_ENDPOINT S3_ENDPOINT DATABASE TABLE   (chdb reads every ref)
     glue_fixture.py hive   GLUE_ENDPOINT DATABASE TABLE        (a Glue table that is not Iceberg)
     glue_fixture.py dangling GLUE_ENDPOINT DATABASE TABLE LOCATION
                                         (an Iceberg table whose metadata_location storage lacks)
@@ -150,6 +151,32 @@ def read(glue_endpoint, s3_endpoint, database, table):
     }
 
 
+def clickhouse(glue_endpoint, s3_endpoint, database, table):
+    """ClickHouse (chdb) reading the table through its own Glue `DataLakeCatalog` database: the
+    rows of every ref pyiceberg lists (`iceberg_snapshot_id` per ref), sorted ids by ref name."""
+    refs = read(glue_endpoint, s3_endpoint, database, table)["refs"]
+    os.chdir("/")
+    from chdb import session
+
+    s = session.Session()
+    s.query("SET allow_database_glue_catalog = 1")
+    s.query(
+        f"CREATE DATABASE glue ENGINE = DataLakeCatalog('{glue_endpoint}') SETTINGS "
+        f"catalog_type = 'glue', region = '{REGION}', aws_access_key_id = '{KEY}', "
+        f"aws_secret_access_key = '{KEY}', storage_endpoint = '{s3_endpoint}'"
+    )
+    rows = {}
+    for name, snapshot_id in refs.items():
+        out = s.query(
+            f"SELECT id FROM glue.`{database}.{table}` ORDER BY id "
+            f"SETTINGS iceberg_snapshot_id = {snapshot_id}",
+            "TSV",
+        )
+        rows[name] = [int(line) for line in str(out).split()]
+    current = s.query(f"SELECT id FROM glue.`{database}.{table}` ORDER BY id", "TSV")
+    return {"rows": rows, "current": [int(line) for line in str(current).split()]}
+
+
 def append(glue_endpoint, s3_endpoint, database, table, first, count):
     cat = catalog(glue_endpoint, s3_endpoint)
     t = cat.load_table(f"{database}.{table}")
@@ -215,6 +242,8 @@ def main(argv):
         result = read(*args)
     elif command == "append":
         result = append(*args[:4], int(args[4]), int(args[5]))
+    elif command == "clickhouse":
+        result = clickhouse(*args)
     elif command == "hive":
         result = hive(*args)
     elif command == "dangling":

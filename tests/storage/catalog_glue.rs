@@ -77,6 +77,21 @@ impl GlueFixture {
         )
     }
 
+    /// ClickHouse (chdb) reading every ref through its own Glue `DataLakeCatalog` database.
+    fn clickhouse(&self) -> Value {
+        let endpoint = moto();
+        run_python_json(
+            &script("glue_fixture.py"),
+            &[
+                "clickhouse",
+                &endpoint,
+                &endpoint,
+                &self.database,
+                &self.table,
+            ],
+        )
+    }
+
     fn snapshot(&self, label: &str) -> i64 {
         self.facts["snapshots_by_label"][label]
             .as_i64()
@@ -226,9 +241,14 @@ fn same_rows(before: &Value, after: &Value) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn expiry_and_orphans_commit_through_glue_and_pyiceberg_reads_every_ref() {
+async fn expiry_and_orphans_commit_through_glue_and_pyiceberg_and_clickhouse_read_every_ref() {
     let fx = GlueFixture::build();
     let before = fx.read();
+    let clickhouse_before = fx.clickhouse();
+    assert_eq!(
+        clickhouse_before["rows"], before["rows"],
+        "chdb and pyiceberg agree"
+    );
     let mut s = session();
     rows(&mut s, &create_database(&moto(), "testing")).await;
     let tables = rows(&mut s, "SHOW TABLES FROM glue").await;
@@ -355,6 +375,10 @@ async fn expiry_and_orphans_commit_through_glue_and_pyiceberg_reads_every_ref() 
     let files = fx.files().await;
     assert!(!files.iter().any(|f| f.contains("stray")), "{files:?}");
     same_rows(&before, &fx.read());
+    // ClickHouse reads every ref through Glue afterwards, with the same rows.
+    let clickhouse_after = fx.clickhouse();
+    same_rows(&clickhouse_before, &clickhouse_after);
+    assert_eq!(clickhouse_after["current"], before["rows"]["main"]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -254,12 +254,7 @@ impl GlueCatalog {
                 .send()
                 .await
                 .map_err(|e| {
-                    sdk_error(
-                        &self.options,
-                        GlueCall::Tables,
-                        Some((database, None)),
-                        e,
-                    )
+                    sdk_error(&self.options, GlueCall::Tables, Some((database, None)), e)
                 })?;
             names.extend(
                 answer
