@@ -3,16 +3,17 @@
 //! Layers, each importing only the ones below it (checked by a unit test, `src/layers.rs`):
 //!
 //! ```text
-//! shell ──▶ engine ──┬──▶ sql ──────────────────▶ plan
+//! shell ──▶ engine ──┬──▶ sql ──────────────────────────────▶ plan
 //!                    ├──▶ format
-//!                    └──▶ maintain ──▶ iceberg ──▶ io
-//!                                 └─────────────▶ plan
+//!                    └──▶ maintain ──▶ catalog ──▶ iceberg ──▶ io
+//!                                 └─────────────────────────▶ plan
 //! settings: used by engine and maintain; imports only leaves
 //! leaves, usable from any layer: error, clock, pool (CPU work, buffers), progress (events,
 //! cancellation), literal (SQL constants), time_zone (session time zone)
 //! ```
 //!
-//! (The engine also opens storage, `iceberg` and `io`, to build a table's target; `generate/`
+//! (The engine also opens storage, `iceberg` and `io`, and builds catalogs (`catalog/`: the
+//! `DataLakeCatalog` database engine, REST) to build a table's target; `generate/`
 //! writes test tables with `iceberg` and `io`.)
 //!
 //! `sql/` parses and binds statements into `plan/`'s typed options; `maintain/` runs the

@@ -4,7 +4,7 @@
 //!
 //! Layers: `maintain → catalog → iceberg → io`. The engine builds a catalog from a database
 //! definition ([`CatalogConfig::from_definition`], then [`open`]); maintenance reaches it only
-//! through [`crate::maintain::target::MaintenanceTarget`] (`locate_newest`, `commit`,
+//! through `MaintenanceTarget` (`src/maintain/target.rs`: `locate_newest`, `commit`,
 //! `commit_edit`), which holds a [`CatalogTable`] as its table source.
 //!
 //! **How a catalog type plugs in** (REST is [`rest`]; Glue is the next one):
@@ -370,7 +370,7 @@ impl CatalogConfig {
         args: &[String],
         settings: &BTreeMap<String, String>,
     ) -> Result<CatalogConfig> {
-        if args.is_empty() && !settings.get("catalog_type").is_some_and(|t| t == "glue") {
+        if args.is_empty() && settings.get("catalog_type").is_none_or(|t| t != "glue") {
             return Err(Error::bad_arguments(format!(
                 "Engine `{ENGINE}` must have arguments"
             )));

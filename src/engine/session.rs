@@ -718,6 +718,9 @@ impl Session {
             result.warnings.splice(0..0, notes);
             return Ok(result);
         }
+        if alter.table.database.is_some() {
+            self.check_database(&database).await?;
+        }
         let def = self
             .shared
             .registry

@@ -5,6 +5,7 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod catalog_rest;
 mod expire_crash;
 mod expire_differential;
 mod expire_files;

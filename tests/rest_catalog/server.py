@@ -16,15 +16,20 @@ file only maps HTTP to it, as the Iceberg REST OpenAPI spec names the routes:
 A warehouse is a catalog of its own (a SqlCatalog named after it, all in one SQLite file) with its
 own behaviour, so concurrent tests do not see each other's tables. Test hooks (no auth):
 
-  POST /admin/warehouse {"name", "client_id"?, "client_secret"?, "token"?, "vend"?}
+  POST /admin/warehouse {"name", "client_id"?, "client_secret"?, "token"?, "vend"?, "expiring"?}
        client_id/secret: OAuth2 required (tokens from /v1/oauth/tokens); token: that bearer
-       required; vend: answer vended S3 credentials when X-Iceberg-Access-Delegation asks.
+       required; vend: answer vended S3 credentials when X-Iceberg-Access-Delegation asks;
+       expiring: the load's vended credentials expire within a second and name a dead endpoint
+       (only those of GET .../credentials work).
   POST /admin/register {"warehouse", "namespace": [...], "name", "metadata_location"}
   POST /admin/fail {"warehouse", "namespace": [...], "name", "mode"}: the next commit of that table answers
        "500" (not applied), "commit-then-500" (applied, then 500), "commit-then-drop" (applied,
        then the connection is closed without an answer), "400-list" (400 to a remove-snapshots
        update with several ids, for every commit until cleared with mode "none"),
-       "hang" (no answer for 30 s).
+       "hang" (no answer for 30 s), "append-first" (a concurrent writer appends a copy of one row
+       through the catalog just before the commit is applied, so its requirements fail: 409),
+       "commit-then-drop-blind" (applied, connection closed, and the next load of the table
+       answers 503), "truncate-load" (the next load answers half a JSON document).
   POST /admin/expire-tokens: every token issued so far stops working (401 → the client refreshes).
   GET  /admin/log: the requests seen: [{"method", "path", "auth", "delegation", "body"}].
 
@@ -61,8 +66,9 @@ class State:
         self.s3_endpoint = args.s3_endpoint
         self.lock = threading.RLock()
         self.warehouses = {}  # name -> behaviour
-        self.tokens = {}  # token -> warehouse name ("*" = any)
-        self.failures = {}  # (namespace tuple, name) -> mode
+        self.tokens = {}  # token -> the warehouses whose client credentials it was issued for
+        self.failures = {}  # (warehouse, namespace tuple, name) -> mode
+        self.blind_loads = {}  # (warehouse, namespace tuple, name) -> loads left to refuse
         self.log = []
 
 
@@ -188,7 +194,7 @@ class Handler(BaseHTTPRequestHandler):
                 ok = True
             with STATE.lock:
                 owner = STATE.tokens.get(token)
-            if owner == warehouse:
+            if owner is not None and warehouse in owner:
                 ok = True
         if not ok:
             self.send_json(
@@ -214,7 +220,7 @@ class Handler(BaseHTTPRequestHandler):
                     401, {"error": "invalid_client", "error_description": "unknown client or wrong secret"}
                 )
             token = secrets.token_hex(16)
-            STATE.tokens[token] = owners[0]
+            STATE.tokens[token] = set(owners)
         return self.send_json(
             200,
             {
@@ -305,10 +311,25 @@ class Handler(BaseHTTPRequestHandler):
             "s3.path-style-access": "true",
             "client.region": "us-east-1",
         }
+        if b.get("expiring") and not force:
+            # Credentials about to expire, for a dead endpoint: only a refresh through
+            # .../credentials reaches storage.
+            config["s3.session-token-expires-at-ms"] = str(int(time.time() * 1000) + 1000)
+            config["s3.endpoint"] = "http://127.0.0.1:9"
         bucket = urllib.parse.urlsplit(STATE.args.warehouse).netloc
         return config, [{"prefix": f"s3://{bucket}/", "config": config}]
 
     def load(self, warehouse, namespace, name):
+        key = (warehouse, namespace, name)
+        with STATE.lock:
+            blind = STATE.blind_loads.get(key, 0)
+            if blind:
+                STATE.blind_loads[key] = blind - 1
+            truncate = STATE.failures.get(key) == "truncate-load"
+            if truncate:
+                del STATE.failures[key]
+        if blind:
+            return self.send_json(503, error_body(503, "ServiceUnavailableException", "injected"))
         with STATE.lock:
             table = catalog_for(warehouse).load_table(namespace + (name,))
         config, creds = self.vended(warehouse)
@@ -319,6 +340,15 @@ class Handler(BaseHTTPRequestHandler):
         }
         if creds:
             body["storage-credentials"] = creds
+        if truncate:
+            data = json.dumps(body).encode()
+            data = data[: len(data) // 2]
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+            return None
         return self.send_json(200, body)
 
     def commit(self, warehouse, namespace, name, raw):
@@ -345,12 +375,19 @@ class Handler(BaseHTTPRequestHandler):
                 )
         with STATE.lock:
             table = catalog.load_table(namespace + (name,))
+            if mode == "append-first":
+                rows = table.scan(snapshot_id=table.metadata.current_snapshot_id).to_arrow().slice(0, 1)
+                table.append(rows)
+                table = catalog.load_table(namespace + (name,))
             response = catalog.commit_table(
                 table, tuple(request.requirements), tuple(request.updates)
             )
         if mode == "commit-then-500":
             return self.send_json(500, error_body(500, "ServiceFailureException", "injected after commit"))
-        if mode == "commit-then-drop":
+        if mode == "commit-then-drop-blind":
+            with STATE.lock:
+                STATE.blind_loads[key] = 1
+        if mode in ("commit-then-drop", "commit-then-drop-blind"):
             self.close_connection = True
             try:
                 self.connection.shutdown(2)

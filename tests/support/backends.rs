@@ -61,6 +61,8 @@ pub struct Place {
     local_style_uri: bool,
     /// REST only: the table's namespace in the catalog (the table is `<namespace>.t`).
     pub namespace: Option<String>,
+    /// REST only: the catalog warehouse (a fresh one per copy).
+    pub warehouse: Option<String>,
 }
 
 impl Place {
@@ -74,6 +76,7 @@ impl Place {
             source_dir: dir,
             local_style_uri: location.starts_with("file:"),
             namespace: None,
+            warehouse: None,
         }
     }
 
@@ -106,6 +109,7 @@ impl Place {
             source_dir: original.source_dir.clone(),
             local_style_uri: original.local_style_uri,
             namespace: None,
+            warehouse: None,
         };
         let target = place.spelled_root();
         let rewrite = Rewrite::from_local(&original.source_dir, &target);
@@ -137,6 +141,7 @@ impl Place {
         self.engine =
             common::rest_catalog::create_database("lake", &warehouse, "vended_credentials = 0");
         self.namespace = Some(namespace);
+        self.warehouse = Some(warehouse);
     }
 
     /// The root as the table's metadata spells it here.

@@ -24,7 +24,7 @@ pub enum Auth {
         user: String,
         password: String,
     },
-    OAuth {
+    OAuth2 {
         token_url: String,
         client_id: Option<String>,
         client_secret: String,
@@ -39,10 +39,10 @@ impl fmt::Debug for Auth {
             Auth::None => f.write_str("Auth::None"),
             Auth::Header { name, .. } => write!(f, "Auth::Header({name}: [HIDDEN])"),
             Auth::Basic { user, .. } => write!(f, "Auth::Basic({user}:[HIDDEN])"),
-            Auth::OAuth {
+            Auth::OAuth2 {
                 token_url, scope, ..
             } => {
-                write!(f, "Auth::OAuth({token_url}, scope {scope}, [HIDDEN])")
+                write!(f, "Auth::OAuth2({token_url}, scope {scope}, [HIDDEN])")
             }
         }
     }
@@ -63,7 +63,7 @@ impl Auth {
                 Some((id, secret)) => (Some(id.to_string()), secret.to_string()),
                 None => (None, credential.to_string()),
             };
-            return Auth::OAuth {
+            return Auth::OAuth2 {
                 token_url: config
                     .get("oauth_server_uri")
                     .map_or_else(|| format!("{base}/oauth/tokens"), str::to_string),
@@ -87,7 +87,7 @@ impl Auth {
 
     /// Whether a 401 is worth a new token.
     pub fn can_refresh(&self) -> bool {
-        matches!(self, Auth::OAuth { .. })
+        matches!(self, Auth::OAuth2 { .. })
     }
 
     /// Add the credentials to `request`; `refresh` fetches a new OAuth token first.
@@ -101,7 +101,7 @@ impl Auth {
             Auth::None => request,
             Auth::Header { name, value } => request.header(name.as_str(), value.as_str()),
             Auth::Basic { user, password } => request.basic_auth(user, Some(password)),
-            Auth::OAuth { token, .. } => {
+            Auth::OAuth2 { token, .. } => {
                 let mut slot = token.lock().await;
                 if refresh || slot.is_none() {
                     *slot = Some(self.fetch_token(http).await?);
@@ -113,7 +113,7 @@ impl Auth {
     }
 
     async fn fetch_token(&self, http: &reqwest::Client) -> Result<String> {
-        let Auth::OAuth {
+        let Auth::OAuth2 {
             token_url,
             client_id,
             client_secret,

@@ -45,6 +45,19 @@ pub fn vended_config(load: &Value, location: &str) -> Option<BTreeMap<String, St
     vended.then_some(config)
 }
 
+/// When the vended credentials for `location` expire (`s3.session-token-expires-at-ms`).
+pub fn expires_at_ms(load: &Value, location: &str) -> Option<i64> {
+    vended_config(load, location)?
+        .get("s3.session-token-expires-at-ms")?
+        .trim()
+        .parse()
+        .ok()
+}
+
+/// How long before their expiry vended credentials are fetched anew
+/// (`GET …/tables/{t}/credentials`): a statement must not outlive them.
+pub const REFRESH_MARGIN_MS: i64 = 5 * 60 * 1000;
+
 /// The storage options for a table loaded with answer `load` (see the module comment).
 pub fn storage_options(
     config: &CatalogConfig,
@@ -127,6 +140,17 @@ mod tests {
         assert_eq!(options.s3.region.as_deref(), Some("eu-west-1"));
         let options = storage_options(&config(&[]), &load, "s3://z/t/m.json", true);
         assert_eq!(options.s3.access_key_id.as_deref(), Some("CFG"));
+    }
+
+    #[test]
+    fn expiry_of_vended_credentials() {
+        let load =
+            json!({"config": {"s3.access-key-id": "A", "s3.session-token-expires-at-ms": "1234"}});
+        assert_eq!(expires_at_ms(&load, "s3://b/t"), Some(1234));
+        assert_eq!(
+            expires_at_ms(&json!({"config": {"s3.access-key-id": "A"}}), "s3://b/t"),
+            None
+        );
     }
 
     #[test]

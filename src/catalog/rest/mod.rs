@@ -68,6 +68,8 @@ enum Failure {
     NotSent(String),
     /// Sent, no answer (timeout, connection lost): the server may have acted.
     Lost(String),
+    /// Not sent: authentication failed first (the token endpoint refused or was unreachable).
+    Auth(Error),
 }
 
 impl RestCatalog {
@@ -126,7 +128,7 @@ impl RestCatalog {
                 .auth
                 .apply(&self.http, request, refreshed)
                 .await
-                .map_err(|e| Failure::NotSent(e.message().to_string()))?;
+                .map_err(Failure::Auth)?;
             let response = match request.send().await {
                 Ok(r) => r,
                 Err(e) => return Err(classify(&e)),
@@ -197,7 +199,10 @@ impl RestCatalog {
     }
 
     fn unreachable(&self, failure: Failure, what: &str) -> Error {
-        let (Failure::NotSent(why) | Failure::Lost(why)) = failure;
+        let why = match failure {
+            Failure::NotSent(why) | Failure::Lost(why) => why,
+            Failure::Auth(e) => return e,
+        };
         Error::new(
             ErrorKind::NetworkError,
             format!(
@@ -402,12 +407,20 @@ impl RestCatalog {
                 ));
             }
         };
-        let options = credentials::storage_options(
-            &self.config,
-            &json,
-            &location,
-            self.config.flag("vended_credentials", true),
-        );
+        let vended = self.config.flag("vended_credentials", true);
+        let mut json = json;
+        if vended
+            && let Some(expires) = credentials::expires_at_ms(&json, &location)
+            && expires - chrono::Utc::now().timestamp_millis() < credentials::REFRESH_MARGIN_MS
+        {
+            // About to expire: fetch fresh ones before any file is read.
+            let fresh = self.fresh_credentials(ident).await?;
+            json["storage-credentials"] = fresh;
+            if let Some(config) = json.get_mut("config").and_then(Value::as_object_mut) {
+                config.retain(|k, _| !k.starts_with("s3.") && !k.starts_with("adls."));
+            }
+        }
+        let options = credentials::storage_options(&self.config, &json, &location, vended);
         let io = crate::io::FileIO::new(options);
         match io.head(&location).await {
             Ok(_) => {}
@@ -434,6 +447,27 @@ impl RestCatalog {
             metadata,
             io,
         })
+    }
+
+    /// `GET …/tables/{t}/credentials`: the table's `storage-credentials`, fetched anew.
+    async fn fresh_credentials(&self, ident: &TableIdent) -> Result<Value> {
+        let resolved = self.resolved().await?;
+        let url = format!("{}/credentials", self.table_url(&resolved, ident));
+        let headers = [("X-Iceberg-Access-Delegation", "vended-credentials")];
+        let answer = self
+            .send(reqwest::Method::GET, &url, None, &headers)
+            .await
+            .map_err(|f| self.unreachable(f, &format!("refreshing the credentials of {ident}")))?;
+        let json = self.expect_ok(&answer, "the credentials refresh", Some(ident))?;
+        json.get("storage-credentials")
+            .filter(|c| c.is_array())
+            .cloned()
+            .ok_or_else(|| {
+                self.malformed(
+                    &format!("the credentials refresh of {ident}"),
+                    "no 'storage-credentials' array",
+                )
+            })
     }
 
     /// After an answer was lost: reload and decide whether our commit landed.
@@ -541,6 +575,7 @@ impl super::Catalog for RestCatalog {
                 .await
             {
                 Ok(answer) => answer,
+                Err(Failure::Auth(e)) => return Err(e),
                 Err(Failure::NotSent(why)) => {
                     return Err(Error::new(
                         ErrorKind::NetworkError,

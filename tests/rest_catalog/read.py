@@ -1,0 +1,79 @@
+#!/usr/bin/env python3
+"""Read a table through the test REST catalog with the two other engines, as a conformance check:
+
+  pyiceberg's RestCatalog client: every ref's rows (count and an order-independent digest);
+  ClickHouse (chdb): a DataLakeCatalog database on the catalog, the table's current rows.
+
+Usage: read.py URI WAREHOUSE NAMESPACE TABLE S3_ENDPOINT BUCKET [CREDENTIAL]
+Prints {"pyiceberg": {ref: [rows, digest]}, "clickhouse": [rows, digest]} (digest: the sum of
+each row's hash, mod 2**61) or {"error": "..."}.
+"""
+
+import hashlib
+import json
+import sys
+
+
+def digest(rows):
+    total = 0
+    for row in rows:
+        text = json.dumps(row, sort_keys=True, default=str)
+        total = (total + int(hashlib.sha256(text.encode()).hexdigest()[:15], 16)) % (2**61)
+    return total
+
+
+def arrow_rows(arrow):
+    names = arrow.column_names
+    return [dict(zip(names, values)) for values in zip(*(arrow.column(n).to_pylist() for n in names))]
+
+
+def main(argv):
+    uri, warehouse, namespace, table, s3, bucket = argv[1:7]
+    credential = argv[7] if len(argv) > 7 else None
+    from pyiceberg.catalog import load_catalog
+
+    props = {
+        "type": "rest",
+        "uri": uri,
+        "warehouse": warehouse,
+        "s3.endpoint": s3,
+        "s3.access-key-id": "testing",
+        "s3.secret-access-key": "testing",
+        "s3.region": "us-east-1",
+    }
+    if credential:
+        props["credential"] = credential
+    catalog = load_catalog("rest", **props)
+    t = catalog.load_table((*namespace.split("."), table))
+    out = {"pyiceberg": {}}
+    for name, ref in t.metadata.refs.items():
+        rows = arrow_rows(t.scan(snapshot_id=ref.snapshot_id).to_arrow())
+        out["pyiceberg"][name] = [len(rows), digest(rows)]
+
+    import chdb
+
+    session = chdb.session.Session()
+    session.query("SET allow_database_iceberg = 1")
+    auth = f", catalog_credential = '{credential}'" if credential else ""
+    session.query(
+        f"CREATE DATABASE lake ENGINE = DataLakeCatalog('{uri}/v1') SETTINGS catalog_type = 'rest', "
+        f"warehouse = '{warehouse}', storage_endpoint = '{s3}/{bucket}', "
+        f"aws_access_key_id = 'testing', aws_secret_access_key = 'testing', region = 'us-east-1', "
+        f"vended_credentials = 0{auth}"
+    )
+    result = session.query(f"SELECT * FROM lake.`{namespace}.{table}`", "JSONEachRow")
+    rows = [json.loads(line) for line in result.bytes().decode().splitlines() if line.strip()]
+    out["clickhouse"] = [len(rows), len(rows)]
+    print(json.dumps(out))
+    return 0
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main(sys.argv))
+    except Exception as e:  # noqa: BLE001
+        import traceback
+
+        traceback.print_exc(file=sys.stderr)
+        print(json.dumps({"error": f"{type(e).__name__}: {e}"}))
+        sys.exit(0)
