@@ -259,6 +259,27 @@ async fn expiry_and_orphans_commit_through_glue_and_pyiceberg_and_clickhouse_rea
     let shown = rows(&mut s, "SHOW CREATE DATABASE glue").await.join("\n");
     assert!(!shown.contains(SECRET), "{shown}");
     assert!(shown.contains("[HIDDEN]"), "{shown}");
+    // ClickHouse's `namespaces` filter: only the named Glue databases are shown and reachable.
+    let filtered = create_database(&moto(), "testing").replacen(
+        "CREATE DATABASE glue",
+        "CREATE DATABASE only_ours",
+        1,
+    ) + &format!(", namespaces = '{}'", fx.database);
+    rows(&mut s, &filtered).await;
+    assert_eq!(
+        rows(&mut s, "SHOW TABLES FROM only_ours").await,
+        [format!("{}.{}", fx.database, fx.table)]
+    );
+    let history = rows(
+        &mut s,
+        &format!(
+            "SELECT snapshot_id FROM system.iceberg_history WHERE database = 'only_ours' AND \
+             table = '{}.{}'",
+            fx.database, fx.table
+        ),
+    )
+    .await;
+    assert_eq!(history.len(), 8, "{history:?}");
     let refs = rows(
         &mut s,
         &format!(
@@ -358,6 +379,26 @@ async fn expiry_and_orphans_commit_through_glue_and_pyiceberg_and_clickhouse_rea
     }
     std::thread::sleep(std::time::Duration::from_millis(2100));
     let now = chrono::Utc::now().format("%Y-%m-%d %H:%M:%S").to_string();
+    let plan = rows(
+        &mut s,
+        &format!(
+            "EXPLAIN ALTER TABLE {} EXECUTE remove_orphan_files(older_than = '{now}')",
+            fx.sql_name()
+        ),
+    )
+    .await;
+    assert!(
+        plan.iter().filter(|r| r.contains("stray")).count() == 2,
+        "{plan:?}"
+    );
+    assert_eq!(
+        fx.files()
+            .await
+            .iter()
+            .filter(|f| f.contains("stray"))
+            .count(),
+        2
+    );
     let orphans = rows(
         &mut s,
         &format!(

@@ -7,8 +7,10 @@
 //!   otherwise); `region`, `aws_access_key_id`, `aws_secret_access_key`, `aws_session_token` sign
 //!   the Glue requests, and the same keys with `storage_endpoint` reach the tables' files
 //!   ([`CatalogConfig::storage_options`]). `aws_role_arn` (assuming a role) is refused.
+//! - `namespaces = 'a,b'` (ClickHouse's filter): only those Glue databases are listed and
+//!   reachable; a table in another is `UNKNOWN_TABLE`.
 //! - `check` (`CREATE DATABASE`): one `GetDatabases` page.
-//! - `list_tables`: every Glue database, its Iceberg tables.
+//! - `list_tables`: every Glue database (or those `namespaces` names), its Iceberg tables.
 //! - `load_table`: `GetTable`, then the named metadata file from storage (missing:
 //!   `FILE_DOESNT_EXIST` naming the endpoint, the table and the file).
 //! - `commit`: [`super::commit`] on the `VersionId` the load read (the table is read again when
@@ -33,6 +35,8 @@ pub struct GlueDatabase {
     endpoint: String,
     client: GlueCatalog,
     io: FileIO,
+    /// `namespaces`: the Glue databases this database shows (`None`: all).
+    namespaces: Option<Vec<String>>,
     /// The Glue table each `load_table` read (its `VersionId` conditions the next commit).
     loaded: Mutex<HashMap<TableIdent, GlueTable>>,
 }
@@ -71,6 +75,7 @@ impl GlueDatabase {
             endpoint,
             client,
             io: FileIO::new(storage),
+            namespaces: config.get("namespaces").map(namespace_filter),
             loaded: Mutex::new(HashMap::new()),
         })
     }
@@ -78,7 +83,16 @@ impl GlueDatabase {
     /// The Glue database and table of `ident` (one namespace level).
     fn glue_name<'a>(&self, ident: &'a TableIdent) -> Result<(&'a str, &'a str)> {
         match ident.namespace.as_slice() {
-            [database] => Ok((database.as_str(), ident.name.as_str())),
+            [database] if self.shows(database) => Ok((database.as_str(), ident.name.as_str())),
+            [_] => Err(Error::new(
+                ErrorKind::UnknownTable,
+                format!(
+                    "Table {}.`{ident}` does not exist: its Glue database is not among the \
+                     database's namespaces ({})",
+                    self.database,
+                    self.client.options().describe()
+                ),
+            )),
             _ => Err(Error::new(
                 ErrorKind::UnknownTable,
                 format!(
@@ -90,6 +104,13 @@ impl GlueDatabase {
                 ),
             )),
         }
+    }
+
+    /// Whether the `namespaces` filter lets Glue database `name` through.
+    fn shows(&self, name: &str) -> bool {
+        self.namespaces
+            .as_ref()
+            .is_none_or(|allowed| allowed.iter().any(|a| a == name))
     }
 
     /// The table as Glue shows it now and as the load read it, when that load still names
@@ -130,8 +151,20 @@ impl Catalog for GlueDatabase {
 
     async fn list_tables(&self) -> Result<Vec<TableIdent>> {
         let mut tables = Vec::new();
-        for database in self.client.databases().await? {
-            for name in self.client.iceberg_tables(&database).await? {
+        let databases = match &self.namespaces {
+            Some(allowed) => allowed.clone(),
+            None => self.client.databases().await?,
+        };
+        for database in databases {
+            let names = match self.client.iceberg_tables(&database).await {
+                Ok(names) => names,
+                // A filtered name Glue does not have lists nothing.
+                Err(e) if e.kind() == ErrorKind::UnknownTable && self.namespaces.is_some() => {
+                    Vec::new()
+                }
+                Err(e) => return Err(e),
+            };
+            for name in names {
                 tables.push(TableIdent {
                     namespace: vec![database.clone()],
                     name,
@@ -206,6 +239,26 @@ impl Catalog for GlueDatabase {
                 reason: format!("{why} (our metadata file: '{path}')"),
             },
         })
+    }
+}
+
+/// `namespaces = 'a, b'`: the names, trimmed, empty ones dropped.
+fn namespace_filter(text: &str) -> Vec<String> {
+    text.split(',')
+        .map(str::trim)
+        .filter(|n| !n.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::namespace_filter;
+
+    #[test]
+    fn namespaces_are_a_comma_separated_list() {
+        assert_eq!(namespace_filter(" sales, ops ,,x"), ["sales", "ops", "x"]);
+        assert!(namespace_filter(" , ").is_empty());
     }
 }
 
