@@ -20,8 +20,8 @@ lacks, so icetrim's Glue commit protocol can be tested on its failure paths.
   - `swallow_update`: N — the next N `UpdateTable`s are not forwarded and the connection is closed
     without an answer (a request lost on the way).
   - `fail_get_table`: N — the next N `GetTable`s answer `500 InternalServiceException`.
-  - `fail_get_table_after_swallow`: N — when an update is swallowed, `fail_get_table` becomes N
-    (the confirming reads fail too: the outcome cannot be known).
+  - `fail_get_table_after_loss`: N — when an update is dropped or swallowed, `fail_get_table`
+    becomes N (the confirming reads fail too: the outcome cannot be known).
   - `require_key`: an access key id, or null for any.
 Stats: `ops` (count per Glue operation), `conflicts_injected`, `writer_snapshots`,
 `updates_dropped`, `updates_swallowed`.
@@ -46,7 +46,7 @@ STATE = {
         "drop_update_response": 0,
         "swallow_update": 0,
         "fail_get_table": 0,
-        "fail_get_table_after_swallow": 0,
+        "fail_get_table_after_loss": 0,
         "require_key": None,
     },
     "stats": {
@@ -178,7 +178,7 @@ class Handler(BaseHTTPRequestHandler):
         if mode["swallow_update"] > 0:
             mode["swallow_update"] -= 1
             stats["updates_swallowed"] += 1
-            mode["fail_get_table"] = mode["fail_get_table_after_swallow"]
+            mode["fail_get_table"] = mode["fail_get_table_after_loss"]
             self._drop()
             return
         if mode["conflicts"] > 0:
@@ -200,6 +200,7 @@ class Handler(BaseHTTPRequestHandler):
         if mode["drop_update_response"] > 0:
             mode["drop_update_response"] -= 1
             stats["updates_dropped"] += 1
+            mode["fail_get_table"] = mode["fail_get_table_after_loss"]
             upstream_request("POST", self.path, dict(self.headers), body)
             self._drop()
             return

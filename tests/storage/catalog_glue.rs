@@ -499,7 +499,7 @@ async fn an_unknown_outcome_deletes_nothing_and_the_next_run_finishes() {
     let proxy = Proxy::start();
     // The update is lost on the way, and Glue then fails every confirming GetTable.
     proxy
-        .mode(json!({"swallow_update": 1, "fail_get_table_after_swallow": 20}))
+        .mode(json!({"swallow_update": 1, "fail_get_table_after_loss": 20}))
         .await;
     let mut s = session();
     rows(&mut s, &create_database(&proxy.url, "testing")).await;
@@ -525,6 +525,58 @@ async fn an_unknown_outcome_deletes_nothing_and_the_next_run_finishes() {
     proxy.mode(json!({"fail_get_table": 0})).await;
     let again = rows(&mut s, &format!("ALTER TABLE {} {EXPIRE}", fx.sql_name())).await;
     assert_eq!(metric(&again, "deleted_data_files_count"), 1, "{again:?}");
+    same_rows(&before, &fx.read());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_commit_that_landed_unseen_is_finished_by_the_next_run_from_the_journal() {
+    let fx = GlueFixture::build();
+    let before = fx.read();
+    let proxy = Proxy::start();
+    // The update lands, its answer is lost, and the confirming GetTables fail.
+    proxy
+        .mode(json!({"drop_update_response": 1, "fail_get_table_after_loss": 20}))
+        .await;
+    let mut s = session();
+    rows(&mut s, &create_database(&proxy.url, "testing")).await;
+    let files_before = fx.files().await;
+    let (expired, warned) =
+        warnings(&mut s, &format!("ALTER TABLE {} {EXPIRE}", fx.sql_name())).await;
+    assert_eq!(
+        metric(&expired, "deleted_data_files_count"),
+        0,
+        "{expired:?}"
+    );
+    assert!(warned.join("\n").contains("unknown outcome"), "{warned:?}");
+    let files_during = fx.files().await;
+    for f in &files_before {
+        assert!(files_during.contains(f), "{f} was deleted");
+    }
+    // It did land: Glue names our file, and x1 is gone from the metadata.
+    let landed = fx.read();
+    assert_ne!(landed["metadata_location"], before["metadata_location"]);
+    assert!(
+        !landed["snapshot_ids"]
+            .as_array()
+            .unwrap()
+            .contains(&json!(fx.snapshot("x1")))
+    );
+    // Glue answers again: the next run finds the journal's commit landed and finishes the deletes.
+    proxy.mode(json!({"fail_get_table": 0})).await;
+    let (_, next) = warnings(&mut s, &format!("ALTER TABLE {} {EXPIRE}", fx.sql_name())).await;
+    assert!(
+        next.iter().any(|w| w.contains("finished the deletes")),
+        "{next:?}"
+    );
+    let files_after = fx.files().await;
+    let lists = |files: &[String]| files.iter().filter(|f| f.contains("/snap-")).count();
+    assert_eq!(
+        lists(&files_after) + 5,
+        lists(&files_before),
+        "{files_after:?}"
+    );
+    let data = |files: &[String]| files.iter().filter(|f| f.starts_with("data/")).count();
+    assert_eq!(data(&files_after) + 1, data(&files_before));
     same_rows(&before, &fx.read());
 }
 
