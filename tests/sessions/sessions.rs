@@ -6,7 +6,8 @@
 //! blank line; `#` lines are comments):
 //!
 //! ```text
-//! backends local s3 azure        -- first line: where the file runs (default: local)
+//! backends local s3 azure        -- first line: where the file runs (default: local; `rest` and
+//!                                   `glue` are catalog copies; `glue` needs the feature `glue`)
 //! fixture <scenario> [orphans]   -- a fixture table (scripts/fixtures); a fresh engine whose clock
 //!                                   stands at the time the fixture was built for
 //! statement ok                   -- the SQL below must succeed
@@ -170,7 +171,7 @@ impl Runner<'_> {
         };
         let raw = sql_lines.join("\n");
         let sql = match self.backend {
-            Backend::Rest => self.rest_sql(&raw, &at),
+            Backend::Rest | Backend::Glue => self.rest_sql(&raw, &at),
             _ => self.substitute(&raw, &at),
         };
         let header = self.substitute(&block.header, &at);
@@ -381,6 +382,7 @@ fn backends_of(blocks: &[Block], file: &str) -> Vec<Backend> {
         Some((&"backends", names)) => names
             .iter()
             .map(|n| Backend::parse(n).unwrap_or_else(|| panic!("{file}: unknown backend {n}")))
+            .filter(|b| b.available())
             .collect(),
         _ => vec![Backend::Local],
     }
