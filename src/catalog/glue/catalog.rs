@@ -251,6 +251,14 @@ fn namespace_filter(text: &str) -> Vec<String> {
         .collect()
 }
 
+/// The system clock in milliseconds (a catalog commit stamps `last-updated-ms` with it, never
+/// below the base's + 1).
+fn system_now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
 #[cfg(test)]
 mod tests {
     use super::namespace_filter;
@@ -260,12 +268,4 @@ mod tests {
         assert_eq!(namespace_filter(" sales, ops ,,x"), ["sales", "ops", "x"]);
         assert!(namespace_filter(" , ").is_empty());
     }
-}
-
-/// The system clock in milliseconds (a catalog commit stamps `last-updated-ms` with it, never
-/// below the base's + 1).
-fn system_now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }
