@@ -143,7 +143,11 @@ mod tests {
     fn next_name_honours_write_metadata_path() {
         let m = metadata("s3://b/t", &[(WRITE_METADATA_PATH, "s3://other/meta/")]);
         assert_eq!(
-            next_metadata_location("s3://b/t/metadata/00001-x.metadata.json", &m, UUID),
+            next_metadata_location(
+                "s3://b/t/metadata/00001-6c97e413-d51b-4538-ac70-12fe2a85cb83.metadata.json",
+                &m,
+                UUID
+            ),
             "s3://other/meta/00002-01234567-89ab-cdef-0123-456789abcdef.metadata.json"
         );
     }
