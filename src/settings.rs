@@ -71,6 +71,12 @@ pub const SESSION_SETTINGS: &[SettingDef] = &[
         doc: "ClickHouse gate for remove_orphan_files",
     },
     SettingDef {
+        name: "allow_database_iceberg",
+        ty: SettingType::Bool,
+        default: SettingValue::Bool(true),
+        doc: "ClickHouse gate for CREATE DATABASE … ENGINE = DataLakeCatalog with catalog_type = 'rest'",
+    },
+    SettingDef {
         name: "iceberg_expire_default_min_snapshots_to_keep",
         ty: SettingType::UInt,
         default: SettingValue::UInt(1),
@@ -327,6 +333,10 @@ impl Settings {
 
     pub fn allow_iceberg_remove_orphan_files(&self) -> bool {
         self.get_bool("allow_iceberg_remove_orphan_files")
+    }
+
+    pub fn allow_database_iceberg(&self) -> bool {
+        self.get_bool("allow_database_iceberg")
     }
 
     pub fn expire_default_min_snapshots_to_keep(&self) -> i64 {

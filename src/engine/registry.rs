@@ -57,7 +57,7 @@ impl TableDef {
 pub fn mask_engine_arg(engine: &str, index: usize, arg: &str) -> String {
     let engine = engine.to_ascii_lowercase();
     match (engine.as_str(), index) {
-        ("icebergs3", 2..) | ("icebergazure", 4) => HIDDEN.to_string(),
+        ("icebergs3", 2..) | ("icebergazure", 4) | ("datalakecatalog", 2) => HIDDEN.to_string(),
         (_, 0) => mask_target(arg),
         _ => arg.to_string(),
     }
@@ -136,6 +136,12 @@ impl DatabaseDef {
         }
         out
     }
+}
+
+/// Whether the database setting `name` holds a secret (`catalog_credential`, `auth_header`,
+/// `aws_secret_access_key`, …): its value is masked wherever statements are shown.
+pub fn is_secret_setting(name: &str) -> bool {
+    crate::catalog::database_setting(name).is_some_and(|s| s.secret)
 }
 
 /// Where tables are remembered.

@@ -502,6 +502,18 @@ impl Session {
             Statement::Select(select) => self.select(select).await?,
             Statement::CreateDatabase(create) => {
                 let def = catalog_db::database_def(create)?;
+                if def
+                    .settings
+                    .get("catalog_type")
+                    .is_some_and(|t| t == "rest")
+                    && !self.settings.allow_database_iceberg()
+                {
+                    return Err(Error::new(
+                        ErrorKind::SupportIsDisabled,
+                        "DatabaseDataLake with Iceberg Rest catalog is beta. To allow its usage, \
+                         enable setting allow_database_iceberg",
+                    ));
+                }
                 let exists = self.database_exists(&def.name).await;
                 if exists && create.if_not_exists {
                     return Ok(QueryResult::empty());

@@ -20,7 +20,7 @@ use rustyline::error::ReadlineError;
 use tokio::runtime::Runtime;
 
 use super::output::{Output, OutputError};
-use crate::engine::registry::mask_engine_arg;
+use crate::engine::registry::{is_secret_setting, mask_engine_arg};
 use crate::engine::{CancelToken, QueryResult, Session};
 use crate::error::ErrorKind;
 use crate::format::OutputFormat;
@@ -121,12 +121,19 @@ pub fn history_text(input: &str) -> String {
                     .take_while(|b| b.is_ascii_alphanumeric() || **b == b'_')
                     .count();
                 let word = &input[i..end];
-                let is_engine = ["IcebergS3", "IcebergAzure", "IcebergLocal"]
-                    .iter()
-                    .any(|name| word.eq_ignore_ascii_case(name));
+                let is_engine = [
+                    "IcebergS3",
+                    "IcebergAzure",
+                    "IcebergLocal",
+                    "DataLakeCatalog",
+                ]
+                .iter()
+                .any(|name| word.eq_ignore_ascii_case(name));
                 i = end;
                 if is_engine {
                     i = mask_engine_clause(input, word, i, &mut out, &mut copied);
+                } else if is_secret_setting(&word.to_ascii_lowercase()) {
+                    i = mask_setting_value(input, i, &mut out, &mut copied);
                 }
             }
             _ => i += 1,
@@ -134,6 +141,31 @@ pub fn history_text(input: &str) -> String {
     }
     out.push_str(&input[copied..]);
     out
+}
+
+/// Masks the `= '...'` value after a secret setting's name ending at `at`; returns where
+/// scanning goes on.
+fn mask_setting_value(input: &str, at: usize, out: &mut String, copied: &mut usize) -> usize {
+    let bytes = input.as_bytes();
+    let blanks = |from: usize| {
+        from + bytes[from..]
+            .iter()
+            .take_while(|b| b.is_ascii_whitespace())
+            .count()
+    };
+    let i = blanks(at);
+    if bytes.get(i) != Some(&b'=') {
+        return at;
+    }
+    let start = blanks(i + 1);
+    if bytes.get(start) != Some(&b'\'') {
+        return at;
+    }
+    let end = skip_quoted(bytes, start);
+    out.push_str(&input[*copied..start]);
+    out.push_str(&Literal::String(crate::engine::registry::HIDDEN.to_string()).to_string());
+    *copied = end;
+    end
 }
 
 /// The end of the quoted text starting at `start` (its closing quote included; a doubled quote
@@ -349,6 +381,22 @@ fn print_result(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn history_masks_catalog_database_secrets() {
+        let typed = "CREATE DATABASE lake ENGINE = DataLakeCatalog('http://h/v1', 'u', 'PW') \
+                     SETTINGS catalog_type = 'rest', catalog_credential = 'id:S3CR3T', \
+                     auth_header = 'Authorization: Bearer T0K3N', aws_secret_access_key='AWS-S3CR3T'";
+        let kept = history_text(typed);
+        for secret in ["'PW'", "S3CR3T", "T0K3N"] {
+            assert!(!kept.contains(secret), "{kept}");
+        }
+        assert!(kept.contains("catalog_type = 'rest'"), "{kept}");
+        assert!(
+            kept.contains("DataLakeCatalog('http://h/v1', 'u', '[HIDDEN]')"),
+            "{kept}"
+        );
+    }
 
     #[test]
     fn terminator_outside_strings_and_comments_only() {

@@ -516,6 +516,30 @@ async fn errors_name_the_catalog_and_the_table_and_change_nothing() {
     assert_eq!(e.code(), 86, "{e}");
     assert!(e.message().contains("HTTP 401"), "{e}");
     assert!(!e.to_string().contains("BAD-T0KEN"), "{e}");
+    // ClickHouse's gate, then an unknown setting and an unknown catalog type: nothing created.
+    run(&mut s, "SET allow_database_iceberg = 0").await;
+    let e = s
+        .execute(&table.create("vended_credentials = 0"))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), 344, "{e}");
+    run(&mut s, "SET allow_database_iceberg = 1").await;
+    let e = s.execute(&table.create("nope = 1")).await.unwrap_err();
+    assert_eq!(e.code(), 115, "{e}");
+    let e = s
+        .execute(
+            &table
+                .create("vended_credentials = 0")
+                .replace("'rest'", "'bogus'"),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), 36, "{e}");
+    assert!(
+        !rows(&mut s, "SHOW DATABASES")
+            .await
+            .contains(&"lake".to_string())
+    );
     // Unknown database, unknown namespace, unknown table.
     run(&mut s, &table.create("vended_credentials = 0")).await;
     let e = s

@@ -139,3 +139,47 @@ async fn s3_table_example() {
         .count();
     assert_eq!(blocks, procedure_runs(&script), "{out}");
 }
+
+#[tokio::test]
+async fn catalog_rest_example() {
+    use futures::TryStreamExt;
+    let (io, root) = common::s3_emulator("rest-example");
+    generate(&io, &options(&root))
+        .await
+        .expect("generate on S3");
+    let listed: Vec<String> = io
+        .list(&format!("{root}/metadata"))
+        .map_ok(|f| f.uri)
+        .try_collect()
+        .await
+        .expect("list metadata");
+    let newest = common::rest_catalog::newest_metadata_name(listed.iter().map(String::as_str))
+        .expect("a metadata file")
+        .to_string();
+    let warehouse = common::unique("example");
+    common::rest_catalog::warehouse(&warehouse, serde_json::json!({})).await;
+    common::rest_catalog::register(&warehouse, &["ns"], "events", &newest).await;
+    let endpoint = common::emulator_var("ICETRIM_S3_ENDPOINT");
+    let script = example("catalog_rest.sql")
+        .replace("http://127.0.0.1:8181", &common::rest_catalog::uri())
+        .replace("warehouse = 'wh'", &format!("warehouse = '{warehouse}'"))
+        .replace("http://127.0.0.1:9000", &endpoint)
+        .replace("'test-key'", "'testing'")
+        .replace("'test-secret'", "'testing'");
+    let out = run_script(&script);
+    assert!(out.contains("[HIDDEN]"), "{out}");
+    assert!(
+        out.contains("aws_secret_access_key = \\'[HIDDEN]\\'")
+            || out.contains("aws_secret_access_key = '[HIDDEN]'"),
+        "the secret key is hidden: {out}"
+    );
+    assert!(out.lines().any(|l| l == "ns.events"), "{out}");
+    assert!(out.lines().any(|l| l == "main\tbranch"), "{out}");
+    let blocks = out
+        .lines()
+        .filter(|l| {
+            l.starts_with("deleted_data_files_count\t") || l.starts_with("deleted_data_files_count")
+        })
+        .count();
+    assert!(blocks >= 2, "{out}");
+}
