@@ -654,6 +654,13 @@ async fn glue_failures_are_clickhouse_errors_that_name_the_endpoint_and_the_tabl
     assert!(e.message().contains(&proxy.url), "{e}");
     assert!(!e.to_string().contains(SECRET), "{e}");
 
+    // ClickHouse's gate (on by default, as icetrim's other gates).
+    let mut gated = session();
+    rows(&mut gated, "SET allow_database_glue_catalog = 0").await;
+    let e = error_of(&mut gated, &create_database(&endpoint, "testing")).await;
+    assert_eq!(e.kind(), ErrorKind::SupportIsDisabled, "{e}");
+    assert!(e.message().contains("allow_database_glue_catalog"), "{e}");
+
     // Nothing listens: NETWORK_ERROR naming the endpoint, quickly.
     let closed = {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a port");
