@@ -719,3 +719,54 @@ async fn the_glue_sql_example_runs() {
     );
     same_rows(&fx.facts, &fx.read());
 }
+
+/// A Glue database survives the engine with a data path (`--path`): its definition file is 0600,
+/// the next engine reaches the same table, and nothing shows the secret.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_glue_database_persists_with_its_secret_hidden() {
+    let fx = GlueFixture::build();
+    let dir = tempfile::tempdir().expect("data path");
+    {
+        let engine = Engine::builder()
+            .data_path(dir.path())
+            .build()
+            .expect("engine");
+        let mut s = engine.session();
+        rows(&mut s, &create_database(&moto(), "testing")).await;
+    }
+    let engine = Engine::builder()
+        .data_path(dir.path())
+        .build()
+        .expect("engine");
+    let mut s = engine.session();
+    let tables = rows(&mut s, "SHOW TABLES FROM glue").await;
+    assert!(
+        tables.contains(&format!("{}.{}", fx.database, fx.table)),
+        "{tables:?}"
+    );
+    let shown = rows(&mut s, "SHOW CREATE DATABASE glue").await.join("\n");
+    assert!(
+        !shown.contains(SECRET) && shown.contains("[HIDDEN]"),
+        "{shown}"
+    );
+    let plan = rows(
+        &mut s,
+        &format!("EXPLAIN ALTER TABLE {} {EXPIRE}", fx.sql_name()),
+    )
+    .await
+    .join("\n");
+    assert!(
+        plan.contains("\texpire\t") && !plan.contains(SECRET),
+        "{plan}"
+    );
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let file = dir.path().join("databases/glue.json");
+        let mode = std::fs::metadata(&file)
+            .expect("the definition file")
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600, "{}", file.display());
+    }
+}
