@@ -252,3 +252,133 @@ pub(super) fn malformed(
         options.describe()
     ))
 }
+
+#[cfg(test)]
+mod tests {
+    use aws_sdk_glue::operation::get_table::GetTableError;
+    use aws_sdk_glue::operation::update_table::UpdateTableError;
+    use aws_smithy_runtime_api::client::result::ConnectorError;
+    use aws_smithy_runtime_api::http::StatusCode;
+    use aws_smithy_types::body::SdkBody;
+    use aws_smithy_types::error::ErrorMetadata;
+
+    use super::*;
+
+    fn options() -> GlueOptions {
+        GlueOptions {
+            endpoint: Some("http://127.0.0.1:5000".into()),
+            region: Some("us-east-1".into()),
+            access_key_id: Some("AKIDEXAMPLE".into()),
+            secret_access_key: Some("S3CR3T".into()),
+            ..GlueOptions::default()
+        }
+    }
+
+    fn answer(status: u16) -> HttpResponse {
+        HttpResponse::new(
+            StatusCode::try_from(status).expect("a status"),
+            SdkBody::empty(),
+        )
+    }
+
+    fn meta(code: &str) -> ErrorMetadata {
+        ErrorMetadata::builder()
+            .code(code)
+            .message("what Glue said")
+            .build()
+    }
+
+    fn update(code: &str, status: u16) -> UpdateOutcome {
+        let e = SdkError::service_error(UpdateTableError::generic(meta(code)), answer(status));
+        update_failure(&options(), ("db", "t"), e)
+    }
+
+    #[test]
+    fn a_concurrent_modification_is_a_conflict() {
+        let outcome = update("ConcurrentModificationException", 400);
+        assert!(
+            matches!(outcome, UpdateOutcome::Rejected { conflict: true, .. }),
+            "{outcome:?}"
+        );
+    }
+
+    #[test]
+    fn refusals_are_errors_and_server_failures_unknown() {
+        for (code, status, kind) in [
+            ("EntityNotFoundException", 400, ErrorKind::UnknownTable),
+            ("AccessDeniedException", 400, CATALOG_ERROR),
+            ("InvalidInputException", 400, CATALOG_ERROR),
+        ] {
+            match update(code, status) {
+                UpdateOutcome::Rejected {
+                    conflict: false,
+                    error,
+                } => {
+                    assert_eq!(error.kind(), kind, "{code}: {error}");
+                    assert!(error.message().contains("db.t"), "{error}");
+                    assert!(error.message().contains("127.0.0.1:5000"), "{error}");
+                    assert!(!error.to_string().contains("S3CR3T"), "{error}");
+                }
+                other => panic!("{code}: {other:?}"),
+            }
+        }
+        assert!(matches!(
+            update("InternalServiceException", 500),
+            UpdateOutcome::Unknown { .. }
+        ));
+        let lost: SdkError<UpdateTableError, HttpResponse> =
+            SdkError::dispatch_failure(ConnectorError::io("connection reset".into()));
+        assert!(matches!(
+            update_failure(&options(), ("db", "t"), lost),
+            UpdateOutcome::Unknown { .. }
+        ));
+        let timeout: SdkError<UpdateTableError, HttpResponse> = SdkError::timeout_error("slow");
+        assert!(matches!(
+            update_failure(&options(), ("db", "t"), timeout),
+            UpdateOutcome::Unknown { .. }
+        ));
+    }
+
+    #[test]
+    fn read_failures_name_the_catalog_and_the_table() {
+        let missing = SdkError::service_error(
+            GetTableError::generic(meta("EntityNotFoundException")),
+            answer(400),
+        );
+        let e = sdk_error(
+            &options(),
+            GlueCall::Table,
+            Some(("db", Some("t"))),
+            missing,
+        );
+        assert_eq!(e.kind(), ErrorKind::UnknownTable);
+        assert!(
+            e.message().starts_with(
+                "Table 'db.t' does not exist in Glue catalog at http://127.0.0.1:5000"
+            ),
+            "{e}"
+        );
+        let refused = SdkError::service_error(
+            GetTableError::generic(meta("UnrecognizedClientException")),
+            answer(400),
+        );
+        let e = sdk_error(
+            &options(),
+            GlueCall::Table,
+            Some(("db", Some("t"))),
+            refused,
+        );
+        assert_eq!(e.kind(), CATALOG_ERROR);
+        assert!(e.message().contains("refused the credentials"), "{e}");
+        assert!(!e.to_string().contains("S3CR3T"), "{e}");
+        let down: SdkError<GetTableError, HttpResponse> =
+            SdkError::dispatch_failure(ConnectorError::io("connection refused".into()));
+        let e = sdk_error(&options(), GlueCall::Databases, None, down);
+        assert_eq!(e.kind(), UNREACHABLE);
+        assert!(
+            e.message()
+                .contains("Cannot reach Glue catalog at http://127.0.0.1:5000"),
+            "{e}"
+        );
+    }
+}
