@@ -473,6 +473,41 @@ async fn a_concurrent_commit_between_get_table_and_update_table_is_a_conflict_an
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn conflicts_on_every_attempt_stop_at_iceberg_commit_max_attempts_with_nothing_deleted() {
+    let fx = GlueFixture::build();
+    let proxy = Proxy::start();
+    proxy.mode(json!({"conflicts": 5})).await;
+    let mut s = session();
+    rows(&mut s, &create_database(&proxy.url, "testing")).await;
+    rows(&mut s, "SET iceberg_commit_max_attempts = 2").await;
+    let files_before = fx.files().await;
+    let e = error_of(&mut s, &format!("ALTER TABLE {} {EXPIRE}", fx.sql_name())).await;
+    assert_eq!(e.kind(), ErrorKind::LimitExceeded, "{e}");
+    let stats = proxy.stats().await;
+    assert_eq!(stats["ops"]["UpdateTable"], 2, "{stats}");
+    assert_eq!(stats["conflicts_injected"], 2, "{stats}");
+    // Nothing of the table was deleted; the only new files are the two writers' commits, and
+    // neither refused attempt left its metadata file behind.
+    let files_after = fx.files().await;
+    for f in &files_before {
+        assert!(files_after.contains(f), "{f} was deleted");
+    }
+    let after = fx.read();
+    let metadata_files = files_after
+        .iter()
+        .filter(|f| f.ends_with(".metadata.json"))
+        .count();
+    assert_eq!(
+        metadata_files,
+        after["metadata_log"].as_array().unwrap().len() + 1,
+        "{files_after:?}"
+    );
+    let mut main: Vec<i64> = serde_json::from_value(fx.facts["rows"]["main"].clone()).unwrap();
+    main.extend([1000, 1001]);
+    assert_eq!(after["rows"]["main"], json!(main));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lost_update_answer_is_settled_by_get_table() {
     let fx = GlueFixture::build();
     let before = fx.read();
