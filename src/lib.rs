@@ -147,10 +147,12 @@ pub use settings::Settings;
 pub mod internals {
     /// The engine's pieces the tests call directly (see `src/engine/`).
     pub mod engine {
+        pub use crate::engine::catalog_db::open_table as open_catalog_table;
         pub use crate::engine::params::{setting_value_text, substitute};
         pub use crate::engine::procedures::{check_gates, run_procedure, run_procedure_with};
-        pub use crate::engine::registry::{EngineArg, TableDef};
+        pub use crate::engine::registry::{DatabaseDef, EngineArg, TableDef};
         pub use crate::engine::render::{expire_result, orphan_result};
+        pub use crate::engine::runtime::Runtime;
     }
     /// See `src/generate/`.
     pub mod generate {

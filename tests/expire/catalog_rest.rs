@@ -696,3 +696,166 @@ async fn vended_credentials_about_to_expire_are_fetched_anew() {
         "no credentials refresh"
     );
 }
+
+/// A snapshot icetrim writes (as compaction and rewrites do: manifests, a manifest list, then
+/// `add-snapshot` and `set-snapshot-ref` main) commits through the catalog, and pyiceberg and
+/// ClickHouse read the new main.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_snapshot_commits_through_the_catalog() {
+    use icetrim::internals::engine::{DatabaseDef, Runtime, open_catalog_table};
+    use icetrim::internals::iceberg::commit::{CommitOptions, CommitOutcome};
+    use icetrim::internals::iceberg::txn::{
+        FileChanges, Operation, PrepareOptions, Summary, prepare_commit_with,
+    };
+
+    let table = RestTable::new("py_v2_linear").await;
+    let before = table.read(None);
+    let def = DatabaseDef {
+        name: "lake".into(),
+        engine: "DataLakeCatalog".into(),
+        args: vec![format!("{}/v1", rest_catalog::uri())],
+        settings: [
+            ("catalog_type", "rest"),
+            ("warehouse", table.warehouse()),
+            ("vended_credentials", "0"),
+            ("storage_endpoint", &crate::support::emulator_var("ICETRIM_S3_ENDPOINT")),
+            ("aws_access_key_id", "testing"),
+            ("aws_secret_access_key", "testing"),
+            ("region", "us-east-1"),
+        ]
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect(),
+    };
+    let target = open_catalog_table(&Runtime::default(), &icetrim::Settings::new(), &def, "ns.t")
+        .await
+        .expect("open the catalog table");
+    let local = table._fixture.facts["data_files"]["a1"]
+        .as_str()
+        .expect("data file a1");
+    let removed = table.place.path_of(local);
+    let located = target.locate_newest("test").await.expect("load");
+    let prepared = prepare_commit_with(
+        &target.io,
+        &located.metadata,
+        Operation::Delete,
+        FileChanges {
+            added_data: Vec::new(),
+            added_deletes: Vec::new(),
+            removed: vec![removed],
+        },
+        Summary::new(),
+        &PrepareOptions::default(),
+    )
+    .await
+    .expect("prepare a snapshot");
+    let new_id = prepared.snapshot.snapshot_id;
+    let outcome = target
+        .commit(&located, prepared.metadata, &CommitOptions::default())
+        .await
+        .expect("commit");
+    let CommitOutcome::Committed(done) = outcome else {
+        panic!("not committed: {outcome:?}");
+    };
+    assert_eq!(done.metadata.current_snapshot_id(), Some(new_id));
+    let after = table.read(None);
+    let rows_before = before["pyiceberg"]["main"][0].as_i64().expect("rows");
+    let rows_after = after["pyiceberg"]["main"][0].as_i64().expect("rows");
+    assert!(rows_after < rows_before, "{before} -> {after}");
+    assert_eq!(after["clickhouse"][0].as_i64(), Some(rows_after));
+}
+
+/// What the other procedures commit through `MaintenanceTarget::commit_edit` (refs, properties)
+/// reaches pyiceberg's catalog as valid REST updates: a new tag and branch, a moved ref, a property
+/// set and one removed; a conflict-free edit commits once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn commit_edit_sends_refs_and_properties_through_the_catalog() {
+    use icetrim::internals::engine::{DatabaseDef, Runtime, open_catalog_table};
+    use icetrim::internals::iceberg::spec::{RefKind, SnapshotRef};
+
+    let table = RestTable::new("py_v2_linear").await;
+    let before = table.read(None);
+    let def = DatabaseDef {
+        name: "lake".into(),
+        engine: "DataLakeCatalog".into(),
+        args: vec![format!("{}/v1", rest_catalog::uri())],
+        settings: [
+            ("catalog_type", "rest"),
+            ("warehouse", table.warehouse()),
+            ("vended_credentials", "0"),
+            (
+                "storage_endpoint",
+                &crate::support::emulator_var("ICETRIM_S3_ENDPOINT"),
+            ),
+            ("aws_access_key_id", "testing"),
+            ("aws_secret_access_key", "testing"),
+            ("region", "us-east-1"),
+        ]
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect(),
+    };
+    let target = open_catalog_table(&Runtime::default(), &icetrim::Settings::new(), &def, "ns.t")
+        .await
+        .expect("open the catalog table");
+    let committed = target
+        .commit_edit("test", |m| {
+            let mut next = m.clone();
+            let head = m.current_snapshot_id().expect("a current snapshot");
+            let first = m.snapshots()[0].snapshot_id;
+            next.set_ref(&SnapshotRef {
+                name: "audit_tag".into(),
+                kind: RefKind::Tag,
+                snapshot_id: first,
+                min_snapshots_to_keep: None,
+                max_snapshot_age_ms: None,
+                max_ref_age_ms: Some(86_400_000),
+            })?;
+            next.set_ref(&SnapshotRef {
+                name: "dev".into(),
+                kind: RefKind::Branch,
+                snapshot_id: head,
+                min_snapshots_to_keep: Some(3),
+                max_snapshot_age_ms: None,
+                max_ref_age_ms: None,
+            })?;
+            next.set_property("icetrim.test", "yes")?;
+            Ok(Some(next))
+        })
+        .await
+        .expect("commit_edit")
+        .expect("a commit");
+    assert!(committed.metadata.ref_named("audit_tag").is_some());
+    // A second edit: drop the property and the tag, move nothing else.
+    target
+        .commit_edit("test", |m| {
+            let mut next = m.clone();
+            next.remove_property("icetrim.test")?;
+            next.remove_refs(&["audit_tag"])?;
+            Ok(Some(next))
+        })
+        .await
+        .expect("second commit_edit");
+    let after = table.read(None);
+    let refs = after["pyiceberg"].as_object().expect("refs");
+    assert!(
+        refs.contains_key("dev") && !refs.contains_key("audit_tag"),
+        "{after}"
+    );
+    assert_eq!(after["pyiceberg"]["dev"], before["pyiceberg"]["main"]);
+    assert_eq!(after["pyiceberg"]["main"], before["pyiceberg"]["main"]);
+    let log = rest_catalog::log().await;
+    let bodies: Vec<String> = log
+        .iter()
+        .filter(|e| {
+            e["method"] == "POST"
+                && e["path"]
+                    .as_str()
+                    .is_some_and(|p| p.contains(table.warehouse()))
+        })
+        .filter_map(|e| e["body"].as_str().map(str::to_string))
+        .collect();
+    assert_eq!(bodies.len(), 2, "{bodies:?}");
+    assert!(bodies[0].contains("set-snapshot-ref") && bodies[0].contains("set-properties"));
+    assert!(bodies[1].contains("remove-snapshot-ref") && bodies[1].contains("remove-properties"));
+}
