@@ -718,7 +718,10 @@ async fn a_new_snapshot_commits_through_the_catalog() {
             ("catalog_type", "rest"),
             ("warehouse", table.warehouse()),
             ("vended_credentials", "0"),
-            ("storage_endpoint", &crate::support::emulator_var("ICETRIM_S3_ENDPOINT")),
+            (
+                "storage_endpoint",
+                &crate::support::emulator_var("ICETRIM_S3_ENDPOINT"),
+            ),
             ("aws_access_key_id", "testing"),
             ("aws_secret_access_key", "testing"),
             ("region", "us-east-1"),

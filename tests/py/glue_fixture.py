@@ -148,6 +148,8 @@ def read(glue_endpoint, s3_endpoint, database, table):
         "refs": {name: ref.snapshot_id for name, ref in t.metadata.refs.items()},
         "rows": rows,
         "metadata_log": [e.metadata_file for e in t.metadata.metadata_log],
+        "properties": dict(t.metadata.properties),
+        "glue_parameters": cat.glue.get_table(DatabaseName=database, Name=table)["Table"].get("Parameters", {}),
     }
 
 

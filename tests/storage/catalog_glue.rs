@@ -805,3 +805,93 @@ async fn a_glue_database_persists_with_its_secret_hidden() {
         assert_eq!(mode & 0o777, 0o600, "{}", file.display());
     }
 }
+
+/// What the other procedures commit through `MaintenanceTarget::commit_edit` (refs, properties)
+/// goes through Glue the same way: a new tag and branch and a property, then the tag and the
+/// property removed; pyiceberg reads the refs, Glue's parameters mirror the properties and the
+/// pointer moved twice.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn commit_edit_of_refs_and_properties_goes_through_glue() {
+    use icetrim::internals::engine::{DatabaseDef, Runtime, open_catalog_table};
+    use icetrim::internals::iceberg::spec::{RefKind, SnapshotRef};
+
+    let fx = GlueFixture::build();
+    let before = fx.read();
+    let endpoint = moto();
+    let def = DatabaseDef {
+        name: "glue".into(),
+        engine: "DataLakeCatalog".into(),
+        args: vec![endpoint.clone()],
+        settings: [
+            ("catalog_type", "glue"),
+            ("storage_endpoint", endpoint.as_str()),
+            ("aws_access_key_id", "testing"),
+            ("aws_secret_access_key", "testing"),
+            ("region", "us-east-1"),
+        ]
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect(),
+    };
+    let name = format!("{}.{}", fx.database, fx.table);
+    let target = open_catalog_table(&Runtime::default(), &icetrim::Settings::new(), &def, &name)
+        .await
+        .expect("open the Glue table");
+    let a2 = fx.snapshot("a2");
+    target
+        .commit_edit("test", |m| {
+            let mut next = m.clone();
+            let head = m.current_snapshot_id().expect("a current snapshot");
+            next.set_ref(&SnapshotRef {
+                name: "audit_tag".into(),
+                kind: RefKind::Tag,
+                snapshot_id: a2,
+                min_snapshots_to_keep: None,
+                max_snapshot_age_ms: None,
+                max_ref_age_ms: Some(86_400_000),
+            })?;
+            next.set_ref(&SnapshotRef {
+                name: "dev".into(),
+                kind: RefKind::Branch,
+                snapshot_id: head,
+                min_snapshots_to_keep: Some(3),
+                max_snapshot_age_ms: None,
+                max_ref_age_ms: None,
+            })?;
+            next.set_property("icetrim.test", "yes")?;
+            Ok(Some(next))
+        })
+        .await
+        .expect("commit_edit")
+        .expect("a commit");
+    let middle = fx.read();
+    assert_eq!(middle["rows"]["audit_tag"], before["rows"]["t_a2"]);
+    assert_eq!(middle["rows"]["dev"], before["rows"]["main"]);
+    assert_eq!(middle["properties"]["icetrim.test"], "yes");
+    assert_eq!(middle["glue_parameters"]["icetrim.test"], "yes");
+    assert_eq!(
+        middle["glue_parameters"]["previous_metadata_location"],
+        before["metadata_location"]
+    );
+    target
+        .commit_edit("test", |m| {
+            let mut next = m.clone();
+            next.remove_property("icetrim.test")?;
+            next.remove_refs(&["audit_tag"])?;
+            Ok(Some(next))
+        })
+        .await
+        .expect("second commit_edit");
+    let after = fx.read();
+    let refs = after["refs"].as_object().expect("refs");
+    assert!(
+        refs.contains_key("dev") && !refs.contains_key("audit_tag"),
+        "{after}"
+    );
+    assert!(after["properties"].get("icetrim.test").is_none(), "{after}");
+    same_rows(&before, &after);
+    assert_eq!(
+        after["glue_parameters"]["previous_metadata_location"],
+        middle["metadata_location"]
+    );
+}
