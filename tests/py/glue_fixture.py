@@ -6,6 +6,8 @@ server (Glue and S3 on one port: scripts/emulators.sh starts it).
     glue_fixture.py read   GLUE_ENDPOINT S3_ENDPOINT DATABASE TABLE
     glue_fixture.py append GLUE_ENDPOINT S3_ENDPOINT DATABASE TABLE FIRST_ID COUNT
     glue_fixture.py clickhouse GLUE_ENDPOINT S3_ENDPOINT DATABASE TABLE   (chdb reads every ref)
+    glue_fixture.py clickhouse_expire GLUE_ENDPOINT S3_ENDPOINT DATABASE TABLE 'YYYY-MM-DD hh:mm:ss'
+                                        (chdb's own expire_snapshots, committed through Glue)
     glue_fixture.py hive   GLUE_ENDPOINT DATABASE TABLE        (a Glue table that is not Iceberg)
     glue_fixture.py dangling GLUE_ENDPOINT DATABASE TABLE LOCATION
                                         (an Iceberg table whose metadata_location storage lacks)
@@ -179,6 +181,26 @@ def clickhouse(glue_endpoint, s3_endpoint, database, table):
     return {"rows": rows, "current": [int(line) for line in str(current).split()]}
 
 
+def clickhouse_expire(glue_endpoint, s3_endpoint, database, table, before):
+    """ClickHouse (chdb) runs its own `expire_snapshots(BEFORE)` on the table through Glue."""
+    os.chdir("/")
+    from chdb import session
+
+    s = session.Session()
+    s.query(
+        "SET allow_database_glue_catalog = 1, allow_insert_into_iceberg = 1, "
+        "allow_experimental_expire_snapshots = 1"
+    )
+    s.query(
+        f"CREATE DATABASE glue ENGINE = DataLakeCatalog('{glue_endpoint}') SETTINGS "
+        f"catalog_type = 'glue', region = '{REGION}', aws_access_key_id = '{KEY}', "
+        f"aws_secret_access_key = '{KEY}', storage_endpoint = '{s3_endpoint}'"
+    )
+    out = s.query(f"ALTER TABLE glue.`{database}.{table}` EXECUTE expire_snapshots('{before}')", "TSV")
+    metrics = dict(line.split("\t") for line in str(out).splitlines() if "\t" in line)
+    return {"metrics": metrics, "read": read(glue_endpoint, s3_endpoint, database, table)}
+
+
 def append(glue_endpoint, s3_endpoint, database, table, first, count):
     cat = catalog(glue_endpoint, s3_endpoint)
     t = cat.load_table(f"{database}.{table}")
@@ -246,6 +268,8 @@ def main(argv):
         result = append(*args[:4], int(args[4]), int(args[5]))
     elif command == "clickhouse":
         result = clickhouse(*args)
+    elif command == "clickhouse_expire":
+        result = clickhouse_expire(*args)
     elif command == "hive":
         result = hive(*args)
     elif command == "dangling":

@@ -895,3 +895,64 @@ async fn commit_edit_of_refs_and_properties_goes_through_glue() {
         middle["metadata_location"]
     );
 }
+
+/// ClickHouse's own Glue commit and icetrim's follow each other: chdb expires what is older than
+/// 9.5 days through Glue (it writes `v<N>.metadata.json`), icetrim then expires the rest on top of
+/// it and names its file `<N+1>-<uuid>`; pyiceberg reads every ref unchanged.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn icetrim_commits_on_top_of_clickhouses_glue_commit() {
+    let fx = GlueFixture::build();
+    let before = fx.read();
+    let endpoint = moto();
+    let cutoff = chrono::Utc::now() - chrono::Duration::hours(9 * 24 + 12);
+    let cutoff = cutoff.format("%Y-%m-%d %H:%M:%S").to_string();
+    let by_clickhouse = run_python_json(
+        &script("glue_fixture.py"),
+        &[
+            "clickhouse_expire",
+            &endpoint,
+            &endpoint,
+            &fx.database,
+            &fx.table,
+            &cutoff,
+        ],
+    );
+    let theirs = by_clickhouse["read"]["metadata_location"]
+        .as_str()
+        .expect("a location")
+        .to_string();
+    let name = theirs.rsplit('/').next().expect("a file name");
+    assert!(
+        name.starts_with('v') && name.ends_with(".metadata.json"),
+        "ClickHouse's name: {theirs}"
+    );
+    let version: u64 = name[1..name.len() - ".metadata.json".len()]
+        .parse()
+        .expect("vN");
+    same_rows(&before, &by_clickhouse["read"]);
+    let mut s = session();
+    rows(&mut s, &create_database(&endpoint, "testing")).await;
+    let expired = rows(&mut s, &format!("ALTER TABLE {} {EXPIRE}", fx.sql_name())).await;
+    assert_eq!(
+        metric(&expired, "deleted_data_files_count"),
+        1,
+        "{expired:?}"
+    );
+    let after = fx.read();
+    same_rows(&before, &after);
+    let ours = after["metadata_location"].as_str().expect("a location");
+    let ours_name = ours.rsplit('/').next().expect("a file name");
+    assert!(
+        ours_name.starts_with(&format!("{:05}-", version + 1)),
+        "{theirs} -> {ours}"
+    );
+    assert_eq!(
+        after["glue_parameters"]["previous_metadata_location"],
+        theirs
+    );
+    assert_eq!(
+        after["snapshot_ids"].as_array().unwrap().len(),
+        3,
+        "{after}"
+    );
+}
