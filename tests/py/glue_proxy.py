@@ -15,6 +15,9 @@ lacks, so icetrim's Glue commit protocol can be tested on its failure paths.
     `GlueCatalog` on UPSTREAM) appends one row to the same table, so the request's VersionId is
     stale and it is refused (a real concurrent commit between icetrim's `GetTable` and
     `UpdateTable`). The writer's ids start at 1000.
+  - `bumps`: N — before the next N `UpdateTable`s, someone else edits the Glue table (a parameter
+    `bumped_by_proxy` = a counter, through UPSTREAM): the VersionId moves, the Iceberg pointer does
+    not (a cheap concurrent change).
   - `drop_update_response`: N — the next N `UpdateTable`s are forwarded (they land) but the
     connection is closed without an answer (a lost response).
   - `swallow_update`: N — the next N `UpdateTable`s are not forwarded and the connection is closed
@@ -43,6 +46,7 @@ LOCK = threading.Lock()
 STATE = {
     "mode": {
         "conflicts": 0,
+        "bumps": 0,
         "drop_update_response": 0,
         "swallow_update": 0,
         "fail_get_table": 0,
@@ -52,6 +56,7 @@ STATE = {
     "stats": {
         "ops": {},
         "conflicts_injected": 0,
+        "bumps_injected": 0,
         "writer_snapshots": [],
         "updates_dropped": 0,
         "updates_swallowed": 0,
@@ -94,6 +99,19 @@ def concurrent_append(database, table):
     WRITER_NEXT_ID[0] += 1
     t.append(glue_fixture._rows(first, 1))
     return t.metadata.current_snapshot_id
+
+
+def bump(database, table, n):
+    """Edit the Glue table behind everybody's back: a parameter changes, so does the VersionId."""
+    _status, current = glue_call("GetTable", {"DatabaseName": database, "Name": table})
+    found = current["Table"]
+    table_input = {
+        k: found[k]
+        for k in ("Name", "Description", "Owner", "StorageDescriptor", "PartitionKeys", "TableType", "Parameters")
+        if k in found
+    }
+    table_input.setdefault("Parameters", {})["bumped_by_proxy"] = str(n)
+    glue_call("UpdateTable", {"DatabaseName": database, "TableInput": table_input})
 
 
 def access_key_of(headers):
@@ -184,7 +202,16 @@ class Handler(BaseHTTPRequestHandler):
         if mode["conflicts"] > 0:
             mode["conflicts"] -= 1
             stats["conflicts_injected"] += 1
-            stats["writer_snapshots"].append(concurrent_append(database, table))
+            try:
+                stats["writer_snapshots"].append(concurrent_append(database, table))
+            except Exception as e:  # noqa: BLE001 - said to the client, not swallowed
+                print(f"glue_proxy: the concurrent writer failed: {e!r}", file=sys.stderr, flush=True)
+                self._error(500, "InternalServiceException", f"proxy writer failed: {e!r}")
+                return
+        if mode["bumps"] > 0:
+            mode["bumps"] -= 1
+            stats["bumps_injected"] += 1
+            bump(database, table, stats["bumps_injected"])
         if request.get("VersionId") is not None:
             status, current = glue_call("GetTable", {"DatabaseName": database, "Name": table})
             if status == 200:
@@ -228,8 +255,9 @@ def _warm_up():
 def main(argv):
     global UPSTREAM, S3_ENDPOINT
     UPSTREAM, S3_ENDPOINT = argv[0].rstrip("/"), argv[1].rstrip("/")
-    # The concurrent writer's imports take seconds: start them now, not inside an UpdateTable.
-    threading.Thread(target=_warm_up, daemon=True).start()
+    # The concurrent writer's imports take seconds (more on a loaded machine): done before the
+    # port is announced, never inside an UpdateTable.
+    _warm_up()
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     server.daemon_threads = True
     print(server.server_address[1], flush=True)

@@ -7,5 +7,9 @@ mod support;
 
 #[cfg(feature = "glue")]
 mod catalog_glue;
+#[cfg(feature = "glue")]
+mod catalog_glue_failures;
+#[cfg(feature = "glue")]
+mod glue_support;
 mod metadata_cloud;
 mod storage_conformance;
