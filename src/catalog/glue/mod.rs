@@ -15,7 +15,9 @@
 //!   (storage descriptor, columns, other parameters, owner, description) is sent back as read.
 //!
 //! [`commit::commit`] is the whole commit protocol on top of these (write the next metadata file, swap
-//! the pointer, confirm with `GetTable`), see there.
+//! the pointer, confirm with `GetTable`), see there; [`naming`] its pure parts (the next file's
+//! name, the parameters sent, what confirms a commit); [`GlueDatabase`] the
+//! [`crate::catalog::Catalog`] a `DataLakeCatalog` database with `catalog_type = 'glue'` is.
 //!
 //! The client is the AWS SDK's (`aws-sdk-glue`, no default features) over reqwest ([`http`]):
 //! SigV4 signing with the database's `aws_access_key_id` / `aws_secret_access_key` (else the
