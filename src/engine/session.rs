@@ -532,7 +532,8 @@ impl Session {
                 }
                 if !exists {
                     // As ClickHouse: the catalog must answer with these credentials.
-                    catalog_db::check_reachable(&def).await?;
+                    let progress = Progress::new(None, self.cancel.clone());
+                    catalog_db::cancellable(&progress, catalog_db::check_reachable(&def)).await?;
                 }
                 self.shared
                     .registry
@@ -642,7 +643,8 @@ impl Session {
         let database = from_db.unwrap_or(&self.database);
         self.check_database(database).await?;
         if let Some(def) = self.catalog_database(database).await {
-            let names = catalog_db::table_names(&def).await?;
+            let progress = Progress::new(None, self.cancel.clone());
+            let names = catalog_db::cancellable(&progress, catalog_db::table_names(&def)).await?;
             return Ok(QueryResult::table(
                 vec![Column::new("name", "String")],
                 names.into_iter().map(|n| vec![Value::Str(n)]).collect(),
@@ -689,15 +691,18 @@ impl Session {
         };
         let (columns, mut rows) =
             system_table_rows(&self.shared.runtime, &self.settings, select.table, &defs).await?;
+        let progress = Progress::new(None, self.cancel.clone());
         for def in &catalogs {
             let names = match &only_table {
                 Some(name) => vec![name.clone()],
-                None => catalog_db::table_names(def).await?,
+                None => catalog_db::cancellable(&progress, catalog_db::table_names(def)).await?,
             };
             for name in names {
-                let target =
-                    catalog_db::open_table(&self.shared.runtime, &self.settings, def, &name)
-                        .await?;
+                let target = catalog_db::cancellable(
+                    &progress,
+                    catalog_db::open_table(&self.shared.runtime, &self.settings, def, &name),
+                )
+                .await?;
                 super::introspect::target_rows(
                     &self.settings,
                     select.table,

@@ -862,3 +862,108 @@ async fn commit_edit_sends_refs_and_properties_through_the_catalog() {
     assert!(bodies[0].contains("set-snapshot-ref") && bodies[0].contains("set-properties"));
     assert!(bodies[1].contains("remove-snapshot-ref") && bodies[1].contains("remove-properties"));
 }
+
+/// A catalog that does not answer never holds the shell: cancelling the statement (Ctrl-C) ends
+/// it at once with QUERY_WAS_CANCELLED, and nothing is written.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hanging_catalog_is_cancelled() {
+    let table = RestTable::new("py_v2_linear").await;
+    let mut s = session();
+    run(&mut s, &table.create("vended_credentials = 0")).await;
+    let files = table.files().await;
+    rest_catalog::warehouse(table.warehouse(), serde_json::json!({"hang_loads": true})).await;
+    let token = icetrim::CancelToken::new();
+    let canceller = token.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+        canceller.cancel();
+    });
+    let started = std::time::Instant::now();
+    let e = s
+        .execute_with(
+            "ALTER TABLE lake.`ns.t` EXECUTE expire_snapshots(retention_period = '0s', retain_last = 1)",
+            &token,
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), 394, "{e}");
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
+    rest_catalog::warehouse(table.warehouse(), serde_json::json!({})).await;
+    assert_eq!(table.files().await, files);
+}
+
+/// remove_orphan_files on a catalog table keeps a metadata file newer than the one the catalog
+/// names (a commit in flight, a failed writer's attempt) instead of deleting or refusing, and
+/// deletes a stray data file.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn orphans_keep_newer_metadata_files_of_a_catalog_table() {
+    let table = RestTable::new("py_v2_linear").await;
+    let mut s = session();
+    run(&mut s, &table.create("vended_credentials = 0")).await;
+    let files = table.files().await;
+    let current = rest_catalog::newest_metadata_name(files.iter().map(String::as_str))
+        .expect("a metadata file")
+        .to_string();
+    let bytes = table
+        .place
+        .root
+        .io
+        .read(&table.place.root.uri(&current))
+        .await
+        .expect("read");
+    let newer = table.place.root.uri(&format!(
+        "metadata/00099-{}.metadata.json",
+        uuid::Uuid::new_v4()
+    ));
+    let stray = table.place.root.uri("data/stray.parquet");
+    for (uri, content) in [(&newer, bytes), (&stray, bytes::Bytes::from_static(b"x"))] {
+        table
+            .place
+            .root
+            .io
+            .write_if_absent(uri, content)
+            .await
+            .expect("write");
+    }
+    let now = chrono_now_text();
+    let removed = rows(
+        &mut s,
+        &format!("ALTER TABLE lake.`ns.t` EXECUTE remove_orphan_files(older_than = '{now}')"),
+    )
+    .await;
+    assert!(table.place.exists(&newer).await, "{removed:?}");
+    assert!(!table.place.exists(&stray).await, "{removed:?}");
+}
+
+/// Storage properties in the catalog's `GET /v1/config` defaults reach the table's files when the
+/// database has no storage settings and the load answer vends nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn storage_properties_from_the_catalog_config() {
+    let table = RestTable::new("py_v2_linear").await;
+    rest_catalog::warehouse(
+        table.warehouse(),
+        serde_json::json!({"config_storage": true}),
+    )
+    .await;
+    let create = format!(
+        "CREATE DATABASE lake ENGINE = DataLakeCatalog('{}/v1') SETTINGS catalog_type = 'rest', \
+         warehouse = '{}'",
+        rest_catalog::uri(),
+        table.warehouse()
+    );
+    let mut s = session();
+    run(&mut s, &create).await;
+    let expired = rows(
+        &mut s,
+        "ALTER TABLE lake.`ns.t` EXECUTE expire_snapshots(retention_period = '0s', retain_last = 1)",
+    )
+    .await;
+    assert!(
+        metric(&expired, "deleted_manifest_lists_count") > 0,
+        "{expired:?}"
+    );
+}

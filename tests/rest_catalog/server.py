@@ -20,7 +20,8 @@ own behaviour, so concurrent tests do not see each other's tables. Test hooks (n
        client_id/secret: OAuth2 required (tokens from /v1/oauth/tokens); token: that bearer
        required; vend: answer vended S3 credentials when X-Iceberg-Access-Delegation asks;
        expiring: the load's vended credentials expire within a second and name a dead endpoint
-       (only those of GET .../credentials work).
+       (only those of GET .../credentials work); hang_loads: table loads answer after 30 s;
+       config_storage: GET /v1/config's `defaults` carry the S3 emulator's endpoint and keys.
   POST /admin/register {"warehouse", "namespace": [...], "name", "metadata_location"}
   POST /admin/fail {"warehouse", "namespace": [...], "name", "mode"}: the next commit of that table answers
        "500" (not applied), "commit-then-500" (applied, then 500), "commit-then-drop" (applied,
@@ -155,8 +156,16 @@ class Handler(BaseHTTPRequestHandler):
                 warehouse = query.get("warehouse", "")
                 if not self.authorized(warehouse):
                     return
+                defaults = {}
+                if self.behaviour(warehouse).get("config_storage"):
+                    defaults = {
+                        "s3.endpoint": STATE.s3_endpoint,
+                        "s3.access-key-id": "testing",
+                        "s3.secret-access-key": "testing",
+                        "client.region": "us-east-1",
+                    }
                 return self.send_json(
-                    200, {"defaults": {}, "overrides": {"prefix": warehouse}}
+                    200, {"defaults": defaults, "overrides": {"prefix": warehouse}}
                 )
             if not rest:
                 return self.send_json(404, error_body(404, "NotFound", "no such route"))
@@ -320,6 +329,8 @@ class Handler(BaseHTTPRequestHandler):
         return config, [{"prefix": f"s3://{bucket}/", "config": config}]
 
     def load(self, warehouse, namespace, name):
+        if self.behaviour(warehouse).get("hang_loads"):
+            time.sleep(30)
         key = (warehouse, namespace, name)
         with STATE.lock:
             blind = STATE.blind_loads.get(key, 0)

@@ -6,8 +6,7 @@
 //! blank line; `#` lines are comments):
 //!
 //! ```text
-//! backends local s3 azure        -- first line: where the file runs (default: local; `rest` and
-//!                                   `glue` are catalog copies; `glue` needs the feature `glue`)
+//! backends local s3 azure rest glue -- first line: where the file runs (default: local)
 //! fixture <scenario> [orphans]   -- a fixture table (scripts/fixtures); a fresh engine whose clock
 //!                                   stands at the time the fixture was built for
 //! statement ok                   -- the SQL below must succeed
@@ -30,6 +29,16 @@
 //! same table. A `fixture` line starts a new session: `SET`s and registered tables do not carry
 //! over. The file runs once per backend, the passes side by side; a failure names file, line and
 //! backend.
+//!
+//! `rest`: the fixture's S3 copy is registered as `ns.t` in a fresh warehouse of the test REST
+//! catalog (`tests/rest_catalog/server.py`); the runner turns `CREATE TABLE t ENGINE = ${ENGINE}`
+//! into `CREATE DATABASE lake ENGINE = DataLakeCatalog(...)` plus `USE lake`, and later `TABLE t` /
+//! `table = 't'` into the catalog name `` `ns.t` `` (see `Runner::rest_sql`).
+//!
+//! `glue` (only in builds with the cargo feature `glue`, as scripts/test.sh runs): the S3 copy is
+//! registered as table `t` of a fresh Glue database in moto's Glue (`support/glue_catalog.rs`) and
+//! reached through `DataLakeCatalog` with `catalog_type = 'glue'` and `namespaces` = that Glue
+//! database; the SQL is rewritten as for `rest`.
 //!
 //! Orphan files whose scenarios depend on file ages run on local disk only: strays get old
 //! modification times there, while object stores stamp the upload time (the emulators' orphan

@@ -37,6 +37,9 @@ struct Resolved {
     /// `{uri}/v1[/{prefix}]`.
     root: String,
     separator: String,
+    /// The catalog's client properties: `defaults`, then `overrides` over them (storage keys such
+    /// as `s3.endpoint` a catalog may give for every table; a load answer's `config` wins).
+    properties: serde_json::Map<String, Value>,
 }
 
 /// A REST catalog.
@@ -176,7 +179,21 @@ impl RestCatalog {
             None => self.base.clone(),
         };
         let separator = pick("namespace-separator").unwrap_or_else(|| "%1F".to_string());
-        let resolved = Resolved { root, separator };
+        let mut properties = serde_json::Map::new();
+        for layer in ["defaults", "overrides"] {
+            if let Some(map) = json.get(layer).and_then(Value::as_object) {
+                for (k, v) in map {
+                    if k.starts_with("s3.") || k.starts_with("adls.") || k == "client.region" {
+                        properties.insert(k.clone(), v.clone());
+                    }
+                }
+            }
+        }
+        let resolved = Resolved {
+            root,
+            separator,
+            properties,
+        };
         *slot = Some(resolved.clone());
         Ok(resolved)
     }
@@ -409,13 +426,26 @@ impl RestCatalog {
         };
         let vended = self.config.flag("vended_credentials", true);
         let mut json = json;
+        // The catalog's own storage properties under the table's (the load answer wins).
+        let catalog_props = self.resolved().await?.properties;
+        if !catalog_props.is_empty() && json.is_object() {
+            let mut config = catalog_props;
+            if let Some(own) = json.get("config").and_then(Value::as_object) {
+                for (k, v) in own {
+                    config.insert(k.clone(), v.clone());
+                }
+            }
+            json["config"] = Value::Object(config);
+        }
         if vended
             && let Some(expires) = credentials::expires_at_ms(&json, &location)
             && expires - chrono::Utc::now().timestamp_millis() < credentials::REFRESH_MARGIN_MS
         {
             // About to expire: fetch fresh ones before any file is read.
             let fresh = self.fresh_credentials(ident).await?;
-            json["storage-credentials"] = fresh;
+            if let Some(object) = json.as_object_mut() {
+                object.insert("storage-credentials".into(), fresh);
+            }
             if let Some(config) = json.get_mut("config").and_then(Value::as_object_mut) {
                 config.retain(|k, _| !k.starts_with("s3.") && !k.starts_with("adls."));
             }

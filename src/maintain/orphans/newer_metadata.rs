@@ -15,6 +15,9 @@
 //!   `last-updated-ms` is at least the planned one's is kept (a copy, a skewed clock), and the
 //!   statement goes on.
 //! - A file whose `last-updated-ms` cannot be read is kept.
+//! - Catalog tables: a file of a version at least the planned one is kept, never refused (the
+//!   catalog, not the folder, says which file is current: it is a commit in flight or a failed
+//!   writer's attempt; the pointer re-check before deleting catches a commit that landed).
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::iceberg::locate::{LocatedMetadata, file_name, parse_file_name};
@@ -58,6 +61,12 @@ pub async fn keep_newer_metadata(
         if metadata_file_at_least_as_new(last_updated, &planned) {
             keep.push(uri);
         }
+    }
+    // A catalog names the current file: a newer one under `metadata/` is a commit in flight
+    // (or a writer's failed attempt), not a fork. Keep it; the pointer re-check before deleting
+    // refuses when the catalog moved meanwhile.
+    if located.from_catalog {
+        newer.clear();
     }
     if let Some((uri, why)) = newer.first() {
         return Err(Error::new(
