@@ -274,7 +274,8 @@ pub const DATABASE_SETTINGS: &[DatabaseSetting] = &[
     flag("oauth_server_use_request_body"),
     flag("vended_credentials"),
     text("storage_endpoint"),
-    text("aws_access_key_id"),
+    // ClickHouse hides the key id too in SHOW CREATE DATABASE.
+    secret("aws_access_key_id"),
     secret("aws_secret_access_key"),
     secret("aws_session_token"),
     text("region"),

@@ -20,7 +20,7 @@ use crate::error::{Error, Result};
 use crate::iceberg::locate::MetadataSettings;
 use crate::io::{FileIO, StorageOptions, refuse_url_credentials};
 use crate::literal::Literal;
-use crate::maintain::target::MaintenanceTarget;
+use crate::maintain::target::{MaintenanceTarget, TableSource};
 use crate::maintain::{ExpireOutcome, OrphanOutcome};
 use crate::plan::{ExpireOptions, OrphanOptions, normalize_location, retain_last_count};
 use crate::progress::{CancelToken, Progress, ProgressSink};
@@ -38,9 +38,63 @@ pub struct Table {
     metadata_settings: MetadataSettings,
     settings: Settings,
     clock: Arc<dyn Clock>,
+    /// A path table, or a catalog table ([`Table::open_catalog`]).
+    source: TableSource,
 }
 
 impl Table {
+    /// A table of a catalog, named as SQL names it: the `DataLakeCatalog` URL, the database
+    /// settings as `(name, value)` pairs (`catalog_type`, `warehouse`, `catalog_credential`,
+    /// `vended_credentials`, `storage_endpoint`, … — checked as `CREATE DATABASE` checks them) and
+    /// the table as `namespace.table`. Loads the table once (its storage and location); every run
+    /// then loads from and commits through the catalog, as `ALTER TABLE lake.\`ns.t\` EXECUTE` does.
+    ///
+    /// ```no_run
+    /// # async fn demo() -> icetrim::Result<()> {
+    /// let table = icetrim::Table::open_catalog(
+    ///     "http://127.0.0.1:8181/v1",
+    ///     &[("catalog_type", "rest"), ("warehouse", "wh")],
+    ///     "ns.events",
+    /// )
+    /// .await?;
+    /// let expired = table.expire_snapshots().retain_last(10).execute().await?;
+    /// # let _ = expired;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn open_catalog(url: &str, settings: &[(&str, &str)], table: &str) -> Result<Table> {
+        let mut normalized = std::collections::BTreeMap::new();
+        for (name, value) in settings {
+            normalized.insert(
+                name.to_string(),
+                crate::catalog::normalize_setting(name, value)?,
+            );
+        }
+        let def = super::registry::DatabaseDef {
+            name: "catalog".into(),
+            engine: crate::catalog::ENGINE.into(),
+            args: vec![url.to_string()],
+            setting_order: settings.iter().map(|(k, _)| k.to_string()).collect(),
+            settings: normalized,
+        };
+        let target = super::catalog_db::open_table(
+            &super::runtime::Runtime::default(),
+            &Settings::new(),
+            &def,
+            table,
+        )
+        .await?;
+        Ok(Table {
+            io: target.io,
+            location: target.location,
+            name: table.to_string(),
+            metadata_settings: MetadataSettings::default(),
+            settings: Settings::new(),
+            clock: Arc::new(SystemClock),
+            source: target.source,
+        })
+    }
+
     /// The table at `location`: an absolute local path or `file://` URI (served by the local file
     /// system), or an object-store URI (`s3://`, `abfss://`, `az://`, `gs://`, …) reached with
     /// `options` (the option set the `IcebergS3` / `IcebergAzure` engines build: an S3 server
@@ -74,6 +128,7 @@ impl Table {
             metadata_settings: MetadataSettings::default(),
             settings: Settings::new(),
             clock: Arc::new(SystemClock),
+            source: TableSource::Path,
         }
     }
 
@@ -200,7 +255,7 @@ impl<'t> Run<'t> {
         }
         let table = self.table;
         Ok(MaintenanceTarget {
-            source: Default::default(),
+            source: table.source.clone(),
             io: table.io.clone(),
             location: table.location.clone(),
             metadata_settings: table.metadata_settings.clone(),

@@ -43,6 +43,7 @@ pub fn database_def(create: &CreateDatabase) -> Result<DatabaseDef> {
         })
         .collect::<Result<Vec<_>>>()?;
     let mut settings = BTreeMap::new();
+    let mut setting_order = Vec::new();
     for (name, value) in &create.settings {
         let text = match value {
             Literal::String(s) => s.clone(),
@@ -56,12 +57,16 @@ pub fn database_def(create: &CreateDatabase) -> Result<DatabaseDef> {
             }
         };
         settings.insert(name.clone(), catalog::normalize_setting(name, &text)?);
+        if !setting_order.contains(name) {
+            setting_order.push(name.clone());
+        }
     }
     let def = DatabaseDef {
         name: create.name.clone(),
         engine: create.engine.clone(),
         args,
         settings,
+        setting_order,
     };
     config(&def)?;
     Ok(def)
@@ -95,8 +100,16 @@ pub fn show_create(def: &DatabaseDef) -> String {
     );
     let settings = def.masked_settings();
     if !settings.is_empty() {
-        let shown: Vec<String> = settings
+        // Written order (as ClickHouse prints them), then any the order does not name.
+        let mut names: Vec<&String> = def
+            .setting_order
             .iter()
+            .filter(|n| settings.contains_key(*n))
+            .collect();
+        names.extend(settings.keys().filter(|k| !def.setting_order.contains(k)));
+        let shown: Vec<String> = names
+            .into_iter()
+            .map(|k| (k, &settings[k]))
             .map(|(k, v)| {
                 let flag = catalog::database_setting(k).is_some_and(|s| s.boolean);
                 if flag {
@@ -201,6 +214,26 @@ mod tests {
             Statement::CreateDatabase(c) => c,
             other => panic!("{other}"),
         }
+    }
+
+    #[test]
+    fn show_create_is_clickhouses() {
+        // As chdb (ClickHouse 26.9) prints the same statement.
+        let def = database_def(&create(
+            "CREATE DATABASE lake ENGINE = DataLakeCatalog('http://127.0.0.1:1/v1', 'user', 'pw') \
+             SETTINGS catalog_type='rest', warehouse='chk', aws_secret_access_key='S', \
+             aws_access_key_id='AK', vended_credentials=0, region='us-east-1', auth_scope='s', \
+             storage_endpoint='http://127.0.0.1:9/b', auth_header='Authorization: Bearer x'",
+        ))
+        .unwrap();
+        assert_eq!(
+            show_create(&def),
+            "CREATE DATABASE lake\nENGINE = DataLakeCatalog('http://127.0.0.1:1/v1', 'user', \
+             '[HIDDEN]')\nSETTINGS catalog_type = 'rest', warehouse = 'chk', \
+             aws_secret_access_key = '[HIDDEN]', aws_access_key_id = '[HIDDEN]', \
+             vended_credentials = 0, region = 'us-east-1', auth_scope = 's', \
+             storage_endpoint = 'http://127.0.0.1:9/b', auth_header = '[HIDDEN]'"
+        );
     }
 
     #[test]

@@ -74,6 +74,10 @@ pub struct DatabaseDef {
     pub args: Vec<String>,
     /// Database settings, values as text (booleans `1`/`0`).
     pub settings: BTreeMap<String, String>,
+    /// The setting names in the order they were written (`SHOW CREATE DATABASE` keeps it, as
+    /// ClickHouse does).
+    #[serde(default)]
+    pub setting_order: Vec<String>,
 }
 
 impl DatabaseDef {
@@ -113,8 +117,12 @@ impl DatabaseDef {
         let mut out: Vec<String> = self
             .settings
             .iter()
+            // The key id is masked in SHOW CREATE DATABASE (as ClickHouse does) but is no secret
+            // to scrub from messages.
             .filter(|(k, v)| {
-                !v.is_empty() && crate::catalog::database_setting(k).is_some_and(|s| s.secret)
+                !v.is_empty()
+                    && k.as_str() != "aws_access_key_id"
+                    && crate::catalog::database_setting(k).is_some_and(|s| s.secret)
             })
             .map(|(_, v)| v.clone())
             .collect();
@@ -484,6 +492,7 @@ mod tests {
                 ("catalog_type".to_string(), "rest".to_string()),
                 ("catalog_credential".to_string(), "id:S3CR3T".to_string()),
             ]),
+            setting_order: Vec::new(),
         };
         r.create_database(def.clone(), false).unwrap();
         assert_eq!(

@@ -729,6 +729,7 @@ async fn a_new_snapshot_commits_through_the_catalog() {
         .iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect(),
+        setting_order: Vec::new(),
     };
     let target = open_catalog_table(&Runtime::default(), &icetrim::Settings::new(), &def, "ns.t")
         .await
@@ -797,6 +798,7 @@ async fn commit_edit_sends_refs_and_properties_through_the_catalog() {
         .iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect(),
+        setting_order: Vec::new(),
     };
     let target = open_catalog_table(&Runtime::default(), &icetrim::Settings::new(), &def, "ns.t")
         .await
@@ -966,4 +968,61 @@ async fn storage_properties_from_the_catalog_config() {
         metric(&expired, "deleted_manifest_lists_count") > 0,
         "{expired:?}"
     );
+}
+
+/// The typed API reaches catalog tables too: `Table::open_catalog` and the same builders.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn typed_api_on_a_catalog_table() {
+    let table = RestTable::new("py_v2_linear").await;
+    let before = table.read(None);
+    let endpoint = crate::support::emulator_var("ICETRIM_S3_ENDPOINT");
+    let opened = icetrim::Table::open_catalog(
+        &format!("{}/v1", rest_catalog::uri()),
+        &[
+            ("catalog_type", "rest"),
+            ("warehouse", table.warehouse()),
+            ("vended_credentials", "0"),
+            ("storage_endpoint", &endpoint),
+            ("aws_access_key_id", "testing"),
+            ("aws_secret_access_key", "testing"),
+            ("region", "us-east-1"),
+        ],
+        "ns.t",
+    )
+    .await
+    .expect("open the catalog table");
+    let planned = opened
+        .expire_snapshots()
+        .retain_last(1)
+        .retention_period(std::time::Duration::from_secs(0))
+        .dry_run(true)
+        .execute()
+        .await
+        .expect("dry run");
+    let expired = opened
+        .expire_snapshots()
+        .retain_last(1)
+        .retention_period(std::time::Duration::from_secs(0))
+        .execute()
+        .await
+        .expect("expire");
+    assert!(expired.metrics.deleted_manifest_lists_count > 0);
+    assert_eq!(
+        expired.metrics.deleted_manifest_lists_count,
+        planned.metrics.deleted_manifest_lists_count
+    );
+    let e = icetrim::Table::open_catalog(
+        &format!("{}/v1", rest_catalog::uri()),
+        &[
+            ("catalog_type", "rest"),
+            ("warehouse", table.warehouse()),
+            ("nope", "1"),
+        ],
+        "ns.t",
+    )
+    .await
+    .err()
+    .expect("an unknown setting");
+    assert_eq!(e.code(), 115);
+    same_rows_for_kept_refs(&before, &table.read(None));
 }
