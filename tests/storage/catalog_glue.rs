@@ -316,6 +316,7 @@ async fn commit_edit_of_refs_and_properties_goes_through_glue() {
         .iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect(),
+        setting_order: Vec::new(),
     };
     let name = format!("{}.{}", fx.database, fx.table);
     let target = open_catalog_table(&Runtime::default(), &icetrim::Settings::new(), &def, &name)
@@ -439,4 +440,40 @@ async fn icetrim_commits_on_top_of_clickhouses_glue_commit() {
         3,
         "{after}"
     );
+}
+
+/// The typed API reaches Glue tables too (`Table::open_catalog`): the same builder, the same
+/// commit through Glue.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_typed_api_expires_a_glue_table() {
+    let fx = GlueFixture::build();
+    let before = fx.read();
+    let endpoint = moto();
+    let table = icetrim::Table::open_catalog(
+        &endpoint,
+        &[
+            ("catalog_type", "glue"),
+            ("region", "us-east-1"),
+            ("aws_access_key_id", "testing"),
+            ("aws_secret_access_key", SECRET),
+            ("storage_endpoint", &endpoint),
+        ],
+        &format!("{}.{}", fx.database, fx.table),
+    )
+    .await
+    .expect("open the Glue table");
+    let expired = table
+        .expire_snapshots()
+        .retention_period(std::time::Duration::from_secs(5 * 86_400))
+        .execute()
+        .await
+        .expect("expire");
+    assert_eq!(expired.metrics.deleted_data_files_count, 1, "{expired:?}");
+    assert_eq!(
+        expired.metrics.deleted_manifest_lists_count, 5,
+        "{expired:?}"
+    );
+    let after = fx.read();
+    same_rows(&before, &after);
+    assert_ne!(after["metadata_location"], before["metadata_location"]);
 }
