@@ -1021,8 +1021,7 @@ async fn typed_api_on_a_catalog_table() {
         "ns.t",
     )
     .await
-    .err()
-    .expect("an unknown setting");
+    .expect_err("an unknown setting");
     assert_eq!(e.code(), 115);
     same_rows_for_kept_refs(&before, &table.read(None));
 }
