@@ -294,6 +294,16 @@ mod tests {
     }
 
     #[test]
+    fn debug_output_hides_the_keys() {
+        let text = format!("{:?}", options());
+        assert!(
+            !text.contains("S3CR3T") && !text.contains("AKIDEXAMPLE"),
+            "{text}"
+        );
+        assert!(text.contains("127.0.0.1:5000"), "{text}");
+    }
+
+    #[test]
     fn a_concurrent_modification_is_a_conflict() {
         let outcome = update("ConcurrentModificationException", 400);
         assert!(
@@ -318,6 +328,7 @@ mod tests {
                     assert!(error.message().contains("db.t"), "{error}");
                     assert!(error.message().contains("127.0.0.1:5000"), "{error}");
                     assert!(!error.to_string().contains("S3CR3T"), "{error}");
+                    assert!(!error.to_string().contains("AKIDEXAMPLE"), "{error}");
                 }
                 other => panic!("{code}: {other:?}"),
             }

@@ -76,7 +76,7 @@ impl fmt::Debug for GlueOptions {
         f.debug_struct("GlueOptions")
             .field("endpoint", &self.endpoint)
             .field("region", &self.region)
-            .field("access_key_id", &self.access_key_id)
+            .field("access_key_id", &hidden(&self.access_key_id))
             .field("secret_access_key", &hidden(&self.secret_access_key))
             .field("session_token", &hidden(&self.session_token))
             .field("catalog_id", &self.catalog_id)
