@@ -13,5 +13,6 @@ set -a
 # shellcheck disable=SC1091
 source target/emulators.env
 set +a
-cargo test --all-targets "$@"
-cargo test --doc
+# `glue`: the AWS Glue catalog (not a default feature: its SDK crate costs minutes of cold build).
+cargo test --all-targets --features glue "$@"
+cargo test --doc --features glue

@@ -89,6 +89,12 @@ pub const SESSION_SETTINGS: &[SettingDef] = &[
         doc: "ClickHouse gate for CREATE DATABASE … ENGINE = DataLakeCatalog with catalog_type = 'rest'",
     },
     SettingDef {
+        name: "allow_database_glue_catalog",
+        ty: SettingType::Bool,
+        default: SettingValue::Bool(true),
+        doc: "ClickHouse gate for CREATE DATABASE … ENGINE = DataLakeCatalog with catalog_type = 'glue'",
+    },
+    SettingDef {
         name: "iceberg_expire_default_min_snapshots_to_keep",
         ty: SettingType::UInt,
         default: SettingValue::UInt(1),
@@ -358,6 +364,10 @@ impl Settings {
 
     pub fn allow_database_iceberg(&self) -> bool {
         self.get_bool("allow_database_iceberg")
+    }
+
+    pub fn allow_database_glue_catalog(&self) -> bool {
+        self.get_bool("allow_database_glue_catalog")
     }
 
     pub fn expire_default_min_snapshots_to_keep(&self) -> i64 {

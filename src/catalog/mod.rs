@@ -31,6 +31,8 @@
 //! Table names are ClickHouse's: `` db.`namespace.table` ``, nested namespaces `a.b.t` (the last
 //! dot separates the table name).
 
+#[cfg(feature = "glue")]
+pub mod glue;
 pub mod rest;
 
 use std::collections::BTreeMap;
@@ -459,8 +461,19 @@ pub fn endpoint_origin(url: &str) -> String {
 pub fn open(config: &CatalogConfig) -> Result<Arc<dyn Catalog>> {
     match config.catalog_type {
         CatalogType::Rest => Ok(Arc::new(rest::RestCatalog::new(config)?)),
+        #[cfg(feature = "glue")]
+        CatalogType::Glue => Ok(Arc::new(glue::GlueDatabase::new(config)?)),
+        #[cfg(not(feature = "glue"))]
+        CatalogType::Glue => Err(Error::new(
+            ErrorKind::SupportIsDisabled,
+            format!(
+                "Database {}: catalog_type 'glue' needs icetrim built with the cargo feature \
+                 `glue`",
+                config.database
+            ),
+        )),
         other => Err(Error::not_implemented(format!(
-            "Database {}: catalog_type '{}' is not supported by icetrim (supported: rest)",
+            "Database {}: catalog_type '{}' is not supported by icetrim (supported: rest, glue)",
             config.database,
             other.as_str()
         ))),

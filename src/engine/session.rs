@@ -536,6 +536,18 @@ impl Session {
                          enable setting allow_database_iceberg",
                     ));
                 }
+                if def
+                    .settings
+                    .get("catalog_type")
+                    .is_some_and(|t| t == "glue")
+                    && !self.settings.allow_database_glue_catalog()
+                {
+                    return Err(Error::new(
+                        ErrorKind::SupportIsDisabled,
+                        "DatabaseDataLake with Glue catalog is beta. To allow its usage, enable \
+                         setting allow_database_glue_catalog",
+                    ));
+                }
                 let exists = self.database_exists(&def.name).await;
                 if exists && create.if_not_exists {
                     return Ok(QueryResult::empty());

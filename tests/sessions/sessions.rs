@@ -6,7 +6,7 @@
 //! blank line; `#` lines are comments):
 //!
 //! ```text
-//! backends local s3 azure rest   -- first line: where the file runs (default: local)
+//! backends local s3 azure rest glue -- first line: where the file runs (default: local)
 //! fixture <scenario> [orphans]   -- a fixture table (scripts/fixtures); a fresh engine whose clock
 //!                                   stands at the time the fixture was built for
 //! statement ok                   -- the SQL below must succeed
@@ -34,6 +34,11 @@
 //! catalog (`tests/rest_catalog/server.py`); the runner turns `CREATE TABLE t ENGINE = ${ENGINE}`
 //! into `CREATE DATABASE lake ENGINE = DataLakeCatalog(...)` plus `USE lake`, and later `TABLE t` /
 //! `table = 't'` into the catalog name `` `ns.t` `` (see `Runner::rest_sql`).
+//!
+//! `glue` (only in builds with the cargo feature `glue`, as scripts/test.sh runs): the S3 copy is
+//! registered as table `t` of a fresh Glue database in moto's Glue (`support/glue_catalog.rs`) and
+//! reached through `DataLakeCatalog` with `catalog_type = 'glue'` and `namespaces` = that Glue
+//! database; the SQL is rewritten as for `rest`.
 //!
 //! Orphan files whose scenarios depend on file ages run on local disk only: strays get old
 //! modification times there, while object stores stamp the upload time (the emulators' orphan
@@ -175,7 +180,7 @@ impl Runner<'_> {
         };
         let raw = sql_lines.join("\n");
         let sql = match self.backend {
-            Backend::Rest => self.rest_sql(&raw, &at),
+            Backend::Rest | Backend::Glue => self.rest_sql(&raw, &at),
             _ => self.substitute(&raw, &at),
         };
         let header = self.substitute(&block.header, &at);
@@ -386,6 +391,7 @@ fn backends_of(blocks: &[Block], file: &str) -> Vec<Backend> {
         Some((&"backends", names)) => names
             .iter()
             .map(|n| Backend::parse(n).unwrap_or_else(|| panic!("{file}: unknown backend {n}")))
+            .filter(|b| b.available())
             .collect(),
         _ => vec![Backend::Local],
     }

@@ -5,5 +5,11 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+#[cfg(feature = "glue")]
+mod catalog_glue;
+#[cfg(feature = "glue")]
+mod catalog_glue_failures;
+#[cfg(feature = "glue")]
+mod glue_support;
 mod metadata_cloud;
 mod storage_conformance;

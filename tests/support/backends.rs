@@ -25,6 +25,10 @@ pub enum Backend {
     /// A copy on the S3 emulator registered in the test REST catalog
     /// (`tests/rest_catalog/server.py`): sessions reach it through a `DataLakeCatalog` database.
     Rest,
+    /// A copy on the S3 emulator registered in moto's Glue (a fresh Glue database); sessions
+    /// reach it through a `DataLakeCatalog` database with `catalog_type = 'glue'`. Runs only in
+    /// builds with the cargo feature `glue` (scripts/test.sh), see [`Backend::available`].
+    Glue,
 }
 
 impl Backend {
@@ -34,6 +38,7 @@ impl Backend {
             "s3" => Some(Backend::S3),
             "azure" => Some(Backend::Azure),
             "rest" => Some(Backend::Rest),
+            "glue" => Some(Backend::Glue),
             _ => None,
         }
     }
@@ -44,7 +49,14 @@ impl Backend {
             Backend::S3 => "s3",
             Backend::Azure => "azure",
             Backend::Rest => "rest",
+            Backend::Glue => "glue",
         }
+    }
+
+    /// Whether this build can run the backend: `glue` needs the cargo feature `glue` (without it
+    /// icetrim has no Glue client, so there is nothing to run).
+    pub fn available(self) -> bool {
+        self != Backend::Glue || cfg!(feature = "glue")
     }
 }
 
@@ -59,7 +71,7 @@ pub struct Place {
     source_dir: String,
     /// How the table spells local paths (`file://` or bare), for copies back to local disk.
     local_style_uri: bool,
-    /// REST only: the table's namespace in the catalog (the table is `<namespace>.t`).
+    /// REST and Glue: the table's namespace in the catalog (the table is `<namespace>.t`).
     pub namespace: Option<String>,
     /// REST only: the catalog warehouse (a fresh one per copy).
     pub warehouse: Option<String>,
@@ -84,7 +96,7 @@ impl Place {
     pub async fn copy_of(original: &Place, backend: Backend) -> Place {
         let (io, root, engine) = match backend {
             Backend::Local => panic!("the local pass runs on the original fixture"),
-            Backend::S3 | Backend::Rest => {
+            Backend::S3 | Backend::Rest | Backend::Glue => {
                 let (io, root) = common::s3_emulator("session");
                 let endpoint = common::emulator_var("ICETRIM_S3_ENDPOINT");
                 let key = root.trim_start_matches("s3://");
@@ -118,7 +130,29 @@ impl Place {
         if backend == Backend::Rest {
             place.register_in_rest_catalog().await;
         }
+        if backend == Backend::Glue {
+            place.register_in_glue().await;
+        }
         place
+    }
+
+    /// Register the copy in moto's Glue as `<fresh glue database>.t`; the session's database
+    /// shows that Glue database only (`namespaces`).
+    async fn register_in_glue(&mut self) {
+        let files = self.root.files().await;
+        let newest = common::rest_catalog::newest_metadata_name(
+            files
+                .iter()
+                .map(|(rel, _, _)| rel.as_str())
+                .filter(|rel| rel.starts_with("metadata/") && !rel[9..].contains('/')),
+        )
+        .expect("a metadata file in the copy")
+        .to_string();
+        let namespace = common::unique("sessions").replace('-', "_");
+        let root = self.root.root.clone();
+        common::glue_catalog::register(&namespace, "t", &root, &self.root.uri(&newest)).await;
+        self.engine = common::glue_catalog::create_database("lake", &namespace);
+        self.namespace = Some(namespace);
     }
 
     /// Register the copy in the test REST catalog (a fresh warehouse), as `ns.t`.

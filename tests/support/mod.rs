@@ -12,6 +12,7 @@
 pub mod backends;
 pub mod expire;
 pub mod fixtures;
+pub mod glue_catalog;
 pub mod metadata;
 pub mod orphans;
 pub mod pyserver;

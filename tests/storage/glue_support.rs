@@ -1,0 +1,243 @@
+//! Helpers of the Glue catalog tests (`catalog_glue`, `catalog_glue_failures`): a pyiceberg-built
+//! table in a fresh Glue database on moto (`tests/py/glue_fixture.py`), the Glue proxy
+//! (`tests/py/glue_proxy.py`), and session shorthands.
+
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+
+use futures::TryStreamExt;
+use icetrim::engine::{Engine, Session};
+use icetrim::format::OutputFormat;
+use icetrim::internals::io::FileIO;
+use serde_json::Value;
+
+use crate::support::fixtures::{self, run_python_json};
+use crate::support::{emulator_var, s3_emulator_options, unique};
+
+pub const SECRET: &str = "testing-secret-never-shown";
+
+pub fn script(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/py")
+        .join(name)
+}
+
+pub fn moto() -> String {
+    emulator_var("ICETRIM_S3_ENDPOINT")
+}
+
+/// A pyiceberg-built table in a fresh Glue database on moto.
+pub struct GlueFixture {
+    pub database: String,
+    pub table: String,
+    pub location: String,
+    pub facts: Value,
+}
+
+impl GlueFixture {
+    pub fn build() -> GlueFixture {
+        let database = unique("gdb").replace('-', "_");
+        let table = "events".to_string();
+        let prefix = unique("glue");
+        let endpoint = moto();
+        let bucket = emulator_var("ICETRIM_S3_BUCKET");
+        let now = fixtures::now_ms().to_string();
+        let facts = run_python_json(
+            &script("glue_fixture.py"),
+            &[
+                "build", &endpoint, &endpoint, &bucket, &prefix, &database, &table, &now,
+            ],
+        );
+        let location = facts["location"].as_str().expect("location").to_string();
+        GlueFixture {
+            database,
+            table,
+            location,
+            facts,
+        }
+    }
+
+    /// `` glue.`<database>.events` ``.
+    pub fn sql_name(&self) -> String {
+        format!("glue.`{}.{}`", self.database, self.table)
+    }
+
+    /// pyiceberg's `GlueCatalog` (straight on moto) reading every ref.
+    pub fn read(&self) -> Value {
+        let endpoint = moto();
+        run_python_json(
+            &script("glue_fixture.py"),
+            &["read", &endpoint, &endpoint, &self.database, &self.table],
+        )
+    }
+
+    /// ClickHouse (chdb) reading every ref through its own Glue `DataLakeCatalog` database.
+    pub fn clickhouse(&self) -> Value {
+        let endpoint = moto();
+        run_python_json(
+            &script("glue_fixture.py"),
+            &[
+                "clickhouse",
+                &endpoint,
+                &endpoint,
+                &self.database,
+                &self.table,
+            ],
+        )
+    }
+
+    pub fn snapshot(&self, label: &str) -> i64 {
+        self.facts["snapshots_by_label"][label]
+            .as_i64()
+            .unwrap_or_else(|| panic!("no snapshot {label}"))
+    }
+
+    /// Every object under the table location (relative names), sorted.
+    pub async fn files(&self) -> Vec<String> {
+        let io = FileIO::new(s3_emulator_options());
+        let mut names: Vec<String> = io
+            .list(&self.location)
+            .map_ok(|f| f.uri)
+            .try_collect::<Vec<_>>()
+            .await
+            .expect("list the table")
+            .into_iter()
+            .map(|uri| {
+                uri.strip_prefix(&format!("{}/", self.location))
+                    .unwrap_or(&uri)
+                    .to_string()
+            })
+            .collect();
+        names.sort();
+        names
+    }
+}
+
+/// `CREATE DATABASE glue` on `endpoint` (moto, or a proxy in front of it) with `key` as access key.
+pub fn create_database(endpoint: &str, key: &str) -> String {
+    format!(
+        "CREATE DATABASE glue ENGINE = DataLakeCatalog('{endpoint}') SETTINGS catalog_type = \
+         'glue', region = 'us-east-1', aws_access_key_id = '{key}', aws_secret_access_key = \
+         '{SECRET}', storage_endpoint = '{}'",
+        moto()
+    )
+}
+
+pub fn session() -> Session {
+    Engine::builder()
+        .setting("session_timezone", "UTC")
+        .build()
+        .expect("engine")
+        .session()
+}
+
+pub async fn rows(session: &mut Session, sql: &str) -> Vec<String> {
+    let results = session
+        .execute(sql)
+        .await
+        .unwrap_or_else(|e| panic!("{sql}: {e}"));
+    let last = results.last().expect("a result");
+    OutputFormat::TabSeparated
+        .render(&last.columns, &last.rows, 0.0)
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+pub async fn warnings(session: &mut Session, sql: &str) -> (Vec<String>, Vec<String>) {
+    let results = session
+        .execute(sql)
+        .await
+        .unwrap_or_else(|e| panic!("{sql}: {e}"));
+    let last = results.last().expect("a result");
+    let lines = OutputFormat::TabSeparated
+        .render(&last.columns, &last.rows, 0.0)
+        .lines()
+        .map(str::to_string)
+        .collect();
+    (lines, last.warnings.clone())
+}
+
+pub fn metric(rows: &[String], name: &str) -> i64 {
+    rows.iter()
+        .find_map(|r| r.strip_prefix(&format!("{name}\t")))
+        .unwrap_or_else(|| panic!("no {name} in {rows:?}"))
+        .parse()
+        .expect("a count")
+}
+
+/// `tests/py/glue_proxy.py` in front of moto's Glue; stopped when dropped.
+pub struct Proxy {
+    child: Child,
+    pub url: String,
+}
+
+impl Proxy {
+    pub fn start() -> Proxy {
+        let mut child = Command::new(fixtures::python())
+            .arg(script("glue_proxy.py"))
+            .arg(moto())
+            .arg(moto())
+            .env("PYTHONDONTWRITEBYTECODE", "1")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("start glue_proxy.py");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().expect("proxy stdout"))
+            .read_line(&mut line)
+            .expect("proxy port");
+        let port: u16 = line.trim().parse().expect("the proxy prints its port");
+        Proxy {
+            child,
+            url: format!("http://127.0.0.1:{port}"),
+        }
+    }
+
+    pub async fn mode(&self, mode: Value) {
+        let answer = reqwest::Client::new()
+            .post(format!("{}/__proxy__/mode", self.url))
+            .body(mode.to_string())
+            .send()
+            .await
+            .expect("proxy mode");
+        assert!(answer.status().is_success());
+    }
+
+    pub async fn stats(&self) -> Value {
+        let text = reqwest::get(format!("{}/__proxy__/stats", self.url))
+            .await
+            .expect("proxy stats")
+            .text()
+            .await
+            .expect("stats body");
+        serde_json::from_str(&text).expect("stats JSON")
+    }
+}
+
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+pub const EXPIRE: &str = "EXECUTE expire_snapshots(retention_period = '5d')";
+
+/// Every ref the fixture built still has its rows.
+pub fn same_rows(before: &Value, after: &Value) {
+    for name in ["main", "audit", "t_a2"] {
+        assert_eq!(
+            before["rows"][name], after["rows"][name],
+            "ref {name} changed"
+        );
+    }
+}
+
+pub async fn error_of(session: &mut Session, sql: &str) -> icetrim::error::Error {
+    match session.execute(sql).await {
+        Ok(r) => panic!("{sql} succeeded: {:?}", r.last().map(|r| &r.rows)),
+        Err(e) => e,
+    }
+}
