@@ -126,16 +126,19 @@ mod time_zone;
 
 pub use clock::{Clock, FixedClock, SystemClock};
 pub use engine::{
-    Engine, EngineBuilder, ExpireSnapshots, QueryResult, RemoveOrphanFiles, Session, Table,
-    Timestamp, handles,
+    Engine, EngineBuilder, ExpireSnapshots, QueryResult, RemoveOrphanFiles, RewriteDataFiles,
+    Session, Table, Timestamp, handles,
 };
 pub use error::{Error, ErrorKind, Result};
 pub use iceberg::locate::MetadataSettings;
 pub use io::{AzureOptions, FileIO, GcsOptions, S3Options, StorageOptions};
+pub use maintain::compact::ExplainRow as CompactExplainRow;
 pub use maintain::expire::ExplainRow as ExpireExplainRow;
 pub use maintain::orphans::ExplainRow as OrphanExplainRow;
-pub use maintain::{ExpireMetrics, ExpireOutcome, OrphanMetrics, OrphanOutcome};
-pub use plan::{ExpireOptions, OrphanOptions};
+pub use maintain::{
+    CompactMetrics, CompactOutcome, ExpireMetrics, ExpireOutcome, OrphanMetrics, OrphanOutcome,
+};
+pub use plan::{CompactOptions, ExpireOptions, OrphanOptions};
 pub use progress::{CancelToken, Phase, Progress, ProgressEvent, ProgressSink};
 pub use settings::Settings;
 
@@ -148,7 +151,7 @@ pub mod internals {
         pub use crate::engine::params::{setting_value_text, substitute};
         pub use crate::engine::procedures::{check_gates, run_procedure, run_procedure_with};
         pub use crate::engine::registry::{EngineArg, TableDef};
-        pub use crate::engine::render::{expire_result, orphan_result};
+        pub use crate::engine::render::{compact_result, expire_result, orphan_result};
     }
     /// See `src/generate/`.
     pub mod generate {
@@ -172,11 +175,11 @@ pub mod internals {
     }
     /// See `src/maintain/`.
     pub mod maintain {
-        pub use crate::maintain::{expire, file_graph, target};
+        pub use crate::maintain::{compact, expire, file_graph, target};
     }
     /// See `src/plan/`.
     pub mod plan {
-        pub use crate::plan::{ExpireOptions, OrphanOptions, ProcedureCall};
+        pub use crate::plan::{CompactOptions, ExpireOptions, OrphanOptions, ProcedureCall};
     }
     /// See `src/shell/`.
     pub mod shell {

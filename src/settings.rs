@@ -71,6 +71,18 @@ pub const SESSION_SETTINGS: &[SettingDef] = &[
         doc: "ClickHouse gate for remove_orphan_files",
     },
     SettingDef {
+        name: "allow_experimental_iceberg_compaction",
+        ty: SettingType::Bool,
+        default: SettingValue::Bool(true),
+        doc: "ClickHouse gate for OPTIMIZE TABLE and rewrite_data_files",
+    },
+    SettingDef {
+        name: "iceberg_compaction_max_memory_bytes",
+        ty: SettingType::UInt,
+        default: SettingValue::UInt(2 * 1024 * 1024 * 1024),
+        doc: "memory compaction may hold at once (decoded row groups, output buffers, sorting)",
+    },
+    SettingDef {
         name: "iceberg_expire_default_min_snapshots_to_keep",
         ty: SettingType::UInt,
         default: SettingValue::UInt(1),
@@ -121,6 +133,7 @@ const AT_LEAST_ONE: &[&str] = &[
     "iceberg_delete_concurrency",
     "iceberg_commit_max_attempts",
     "iceberg_expire_default_min_snapshots_to_keep",
+    "iceberg_compaction_max_memory_bytes",
 ];
 
 /// Table settings (`CREATE TABLE … SETTINGS`), not accepted by `SET`.
@@ -327,6 +340,15 @@ impl Settings {
 
     pub fn allow_iceberg_remove_orphan_files(&self) -> bool {
         self.get_bool("allow_iceberg_remove_orphan_files")
+    }
+
+    pub fn allow_experimental_iceberg_compaction(&self) -> bool {
+        self.get_bool("allow_experimental_iceberg_compaction")
+    }
+
+    /// `iceberg_compaction_max_memory_bytes`.
+    pub fn compaction_max_memory_bytes(&self) -> u64 {
+        self.get_uint("iceberg_compaction_max_memory_bytes")
     }
 
     pub fn expire_default_min_snapshots_to_keep(&self) -> i64 {

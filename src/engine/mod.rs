@@ -17,8 +17,8 @@ pub(crate) mod session;
 pub(crate) mod table;
 
 pub use crate::progress;
-pub use api::{ExpireSnapshots, RemoveOrphanFiles, Table, Timestamp};
+pub use api::{ExpireSnapshots, RemoveOrphanFiles, RewriteDataFiles, Table, Timestamp};
 pub use progress::{CancelToken, Phase, Progress, ProgressEvent, ProgressSink, cancelled_error};
-pub use result::{ExpireMetrics, Metrics, OrphanMetrics, QueryResult};
+pub use result::{CompactMetrics, ExpireMetrics, Metrics, OrphanMetrics, QueryResult};
 pub use runtime::Runtime;
 pub use session::{DEFAULT_DATABASE, Engine, EngineBuilder, Session, handles};

@@ -3,14 +3,14 @@
 //! [`Progress`] scope (progress events, cancellation).
 
 use super::registry::TableDef;
-use super::render::{expire_result, orphan_result};
+use super::render::{compact_result, expire_result, orphan_result};
 use super::result::QueryResult;
 use super::runtime::Runtime;
 use super::table::open_table;
 use crate::error::{Error, ErrorKind, Result};
 use crate::maintain::target::MaintenanceTarget;
-use crate::maintain::{ExpireOutcome, OrphanOutcome, expire, orphans};
-use crate::plan::{ExpireOptions, OrphanOptions, ProcedureCall};
+use crate::maintain::{CompactOutcome, ExpireOutcome, OrphanOutcome, compact, expire, orphans};
+use crate::plan::{CompactOptions, ExpireOptions, OrphanOptions, ProcedureCall};
 use crate::progress::Progress;
 use crate::settings::Settings;
 
@@ -44,6 +44,9 @@ pub async fn run_procedure_with(
         ProcedureCall::Orphans(options) => run_orphans(&target, &options, explain)
             .await
             .map(orphan_result),
+        ProcedureCall::Compact(options) => run_compact(&target, &options, explain)
+            .await
+            .map(compact_result),
     }
 }
 
@@ -82,6 +85,22 @@ pub(crate) async fn run_orphans(
         .await
 }
 
+/// `rewrite_data_files` / `OPTIMIZE TABLE` on an opened `target`, within its progress scope: the
+/// one path of both SQL and the typed API ([`super::api::RewriteDataFiles`]).
+pub(crate) async fn run_compact(
+    target: &MaintenanceTarget,
+    options: &CompactOptions,
+    explain: bool,
+) -> Result<CompactOutcome> {
+    target
+        .progress
+        .scope(async move {
+            target.check_single_table("rewrite_data_files", false).await?;
+            compact::execute(target, options, explain).await
+        })
+        .await
+}
+
 /// Refuses a procedure whose ClickHouse gate setting is off (`SUPPORT_IS_DISABLED`). Unknown
 /// procedure names pass (the binder names them).
 pub fn check_gates(procedure: &str, settings: &Settings) -> Result<()> {
@@ -100,6 +119,10 @@ pub fn check_gates(procedure: &str, settings: &Settings) -> Result<()> {
         "remove_orphan_files" if !settings.allow_iceberg_remove_orphan_files() => disabled(
             "remove_orphan_files is experimental. To allow its usage, enable setting \
              allow_iceberg_remove_orphan_files",
+        ),
+        "rewrite_data_files" if !settings.allow_experimental_iceberg_compaction() => disabled(
+            "Iceberg compaction is experimental. To allow its usage, enable setting \
+             allow_experimental_iceberg_compaction",
         ),
         _ => Ok(()),
     }

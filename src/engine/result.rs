@@ -4,7 +4,7 @@
 //! alone know the metric names and their order.
 
 use crate::format::{Column, OutputFormat, Value};
-pub use crate::maintain::{ExpireMetrics, OrphanMetrics};
+pub use crate::maintain::{CompactMetrics, ExpireMetrics, OrphanMetrics};
 
 /// The result of one statement.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -63,6 +63,7 @@ impl QueryResult {
 pub enum Metrics {
     Expire(ExpireMetrics),
     Orphans(OrphanMetrics),
+    Compact(CompactMetrics),
 }
 
 impl Metrics {
@@ -71,6 +72,7 @@ impl Metrics {
         match self {
             Metrics::Expire(m) => m.named_values().to_vec(),
             Metrics::Orphans(m) => m.named_values().to_vec(),
+            Metrics::Compact(m) => m.named_values().to_vec(),
         }
     }
 }

@@ -33,7 +33,9 @@ use super::select_eval;
 use crate::clock::Clock;
 use crate::error::{Error, ErrorKind, Result};
 use crate::format::{Column, OutputFormat, Value};
+use crate::plan::{CompactOptions, ProcedureCall};
 use crate::settings::Settings;
+use crate::sql::ast::OptimizeTable;
 use crate::sql::{
     AlterExecute, BindContext, Literal, Select, Statement, TableName, bind_noted,
     parse_statement_at, split_statements,
@@ -436,6 +438,8 @@ impl Session {
         let mut result = match statement {
             Statement::AlterExecute(alter) => self.alter_execute(alter, false).await?,
             Statement::Explain(alter) => self.alter_execute(alter, true).await?,
+            Statement::Optimize(o) => self.optimize(o, false).await?,
+            Statement::ExplainOptimize(o) => self.optimize(o, true).await?,
             Statement::CreateTable(create) => {
                 let def = ddl::table_def(create, &self.database)?;
                 self.shared
@@ -539,6 +543,30 @@ impl Session {
             system_table_rows(&self.shared.runtime, &self.settings, select.table, &defs).await?;
         let (columns, rows) = select_eval::evaluate(select, columns, rows)?;
         Ok(QueryResult::table(columns, rows))
+    }
+
+    /// `OPTIMIZE TABLE t` (or its `EXPLAIN`): `rewrite_data_files` with `delete_file_threshold = 1`,
+    /// behind ClickHouse's gate `allow_experimental_iceberg_compaction`.
+    async fn optimize(&self, o: &OptimizeTable, explain: bool) -> Result<QueryResult> {
+        let def = self
+            .shared
+            .registry
+            .lock()
+            .await
+            .get(&self.database_of(&o.table), &o.table.table)?
+            .clone();
+        check_gates("rewrite_data_files", &self.settings)?;
+        let call = ProcedureCall::Compact(CompactOptions::optimize());
+        let progress = Progress::new(self.progress.0.clone(), self.cancel.clone());
+        run_procedure_with(
+            &self.shared.runtime,
+            &self.settings,
+            &def,
+            call,
+            explain,
+            &progress,
+        )
+        .await
     }
 
     /// `ALTER TABLE … EXECUTE` (or its `EXPLAIN`): table, gates and arguments are checked before the

@@ -7,6 +7,7 @@
 //!   procedures.
 //! - [`expire`]: `expire_snapshots` (SPEC §3).
 //! - [`orphans`]: `remove_orphan_files` (SPEC §4).
+//! - [`compact`]: `OPTIMIZE TABLE` and `rewrite_data_files` (issue #18).
 //!
 //! **The shape of a procedure** (compaction, manifest rewrite and snapshot management will be new
 //! folders of this shape):
@@ -25,10 +26,12 @@
 //! Layers: maintenance sits below the engine and above `iceberg` and `io`; it never imports
 //! `engine`, `format` or `shell`. Progress and cancellation come in explicitly, on the target.
 
+pub mod compact;
 pub mod expire;
 pub mod file_graph;
 pub mod orphans;
 pub mod target;
 
+pub use compact::{CompactMetrics, CompactOutcome};
 pub use expire::{ExpireMetrics, ExpireOutcome};
 pub use orphans::{OrphanMetrics, OrphanOutcome};

@@ -40,6 +40,8 @@ pub struct OrphanOptions {
 pub enum ProcedureCall {
     Expire(ExpireOptions),
     Orphans(OrphanOptions),
+    /// `rewrite_data_files(...)` and `OPTIMIZE TABLE`.
+    Compact(crate::plan::CompactOptions),
 }
 
 impl ProcedureCall {
@@ -48,6 +50,7 @@ impl ProcedureCall {
         match self {
             ProcedureCall::Expire(_) => "expire_snapshots",
             ProcedureCall::Orphans(_) => "remove_orphan_files",
+            ProcedureCall::Compact(_) => "rewrite_data_files",
         }
     }
 
@@ -56,6 +59,7 @@ impl ProcedureCall {
         match self {
             ProcedureCall::Expire(options) => options.dry_run,
             ProcedureCall::Orphans(options) => options.dry_run,
+            ProcedureCall::Compact(options) => options.dry_run,
         }
     }
 }

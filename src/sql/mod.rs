@@ -9,6 +9,7 @@
 
 pub mod ast;
 pub mod bind;
+pub mod bind_compact;
 pub mod duration;
 pub mod parser;
 pub mod select;
@@ -19,6 +20,7 @@ pub use ast::{
     AlterExecute, Arg, ArgValue, CreateTable, EngineArg, EngineName, Literal, Statement, TableName,
 };
 pub use bind::{BindContext, bind, bind_noted};
+pub use bind_compact::parse_where;
 pub use duration::{format_duration_ms, parse_duration_ms};
 pub use parser::{parse_statement, parse_statement_at};
 pub use select::{CompareOp, Comparison, OrderKey, Projection, Select, SystemTable};

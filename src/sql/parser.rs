@@ -15,8 +15,8 @@ use sqlparser::parser::{Parser, ParserError};
 use sqlparser::tokenizer::{Location, Token, TokenWithSpan, Tokenizer};
 
 use super::ast::{
-    AlterExecute, Arg, ArgValue, CreateTable, Engine, EngineArg, EngineName, Literal, Statement,
-    TableName,
+    AlterExecute, Arg, ArgValue, CreateTable, Engine, EngineArg, EngineName, Literal,
+    OptimizeTable, Statement, TableName,
 };
 use super::select::Select;
 use crate::error::{Error, ErrorKind, Result};
@@ -106,6 +106,7 @@ fn parse_known(p: &mut Parser, format: Option<&FormatClause>) -> PResult<Option<
         Token::Word(w) if w.quote_style.is_none() => match w.keyword {
             Keyword::EXPLAIN => parse_explain(p, format_name)?,
             Keyword::ALTER => parse_alter(p, format_name)?.map(Statement::AlterExecute),
+            Keyword::OPTIMIZE => parse_optimize(p, format_name)?.map(Statement::Optimize),
             Keyword::CREATE => parse_create(p)?,
             Keyword::DROP => parse_drop(p)?,
             Keyword::SHOW => parse_show(p, format_name)?,
@@ -149,6 +150,10 @@ fn positioned(message: &str, at: &TokenWithSpan) -> Fail {
 
 fn parse_explain(p: &mut Parser, format: Option<String>) -> PResult<Option<Statement>> {
     let [_, next] = p.peek_tokens::<2>();
+    if matches!(&next, Token::Word(w) if w.keyword == Keyword::OPTIMIZE) {
+        p.next_token();
+        return Ok(parse_optimize(p, format)?.map(Statement::ExplainOptimize));
+    }
     if !matches!(next, Token::Word(w) if w.keyword == Keyword::ALTER) {
         return Ok(None);
     }
@@ -183,6 +188,20 @@ fn parse_alter(p: &mut Parser, format: Option<String>) -> PResult<Option<AlterEx
         args,
         format,
     }))
+}
+
+/// `OPTIMIZE TABLE name`; `None` for any other `OPTIMIZE` (refused as not supported).
+fn parse_optimize(p: &mut Parser, format: Option<String>) -> PResult<Option<OptimizeTable>> {
+    p.expect_keyword(Keyword::OPTIMIZE)?;
+    if !p.parse_keyword(Keyword::TABLE) {
+        return Ok(None);
+    }
+    let table = parse_table_name(p)?;
+    if p.peek_token().token != Token::EOF {
+        // PARTITION, FINAL, DEDUPLICATE: ClickHouse MergeTree clauses icetrim does not model.
+        return Ok(None);
+    }
+    Ok(Some(OptimizeTable { table, format }))
 }
 
 fn parse_table_name(p: &mut Parser) -> PResult<TableName> {
