@@ -195,6 +195,18 @@ def cmd_simple(out_dir, files):
     print(json.dumps({"metadata": newest_metadata(out_dir), "dir": out_dir}))
 
 
+def cmd_simple_append(out_dir):
+    """One more append to a `simple` table: id 7 again (after an equality delete of 7)."""
+    import pyarrow as pa
+    from pyiceberg.table import StaticTable
+
+    out_dir = os.path.abspath(out_dir)
+    catalog = catalog_for("file://" + out_dir)
+    table = catalog.register_table("fx.t", newest_metadata(out_dir))
+    table.append(pa.table({"id": pa.array([7], pa.int64()), "name": pa.array(["row-7"], pa.large_string())}))
+    print(json.dumps({"metadata": newest_metadata(out_dir)}))
+
+
 def cmd_rows(metadata):
     from pyiceberg.table import StaticTable
 
@@ -260,6 +272,8 @@ def main():
         cmd_pyiceberg(args[0], args[1] == "1")
     elif cmd == "simple":
         cmd_simple(args[0], int(args[1]))
+    elif cmd == "simple_append":
+        cmd_simple_append(args[0])
     elif cmd == "rows":
         cmd_rows(args[0])
     elif cmd == "clickhouse":

@@ -166,9 +166,7 @@ impl OutputFile {
         } = self;
         let mut writer = writer;
         let meta = writer.finish().map_err(|e| parquet_error(&path, e))?;
-        let bytes = writer
-            .into_inner()
-            .map_err(|e| parquet_error(&path, e))?;
+        let bytes = std::mem::take(writer.inner_mut());
         let m = file_metrics(&meta, &config.leaves, &nan_counts);
         let mut f = DataFile::new(DataContent::Data, path, m.record_count, bytes.len() as i64);
         f.partition = partition;
