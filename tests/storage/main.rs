@@ -5,5 +5,6 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod compaction_cloud;
 mod metadata_cloud;
 mod storage_conformance;
