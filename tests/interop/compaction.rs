@@ -136,7 +136,12 @@ fn local_path(p: &str) -> String {
 
 /// Compact, check every snapshot reads as before and the current one as `expected`, then expire
 /// the history and check again. Returns the metrics.
-async fn compact_and_check(dir: &Path, expected: &[String], pyiceberg_reads_before: bool) -> CompactMetrics {
+async fn compact_and_check(
+    dir: &Path,
+    expected: &[String],
+    pyiceberg_reads_before: bool,
+    clickhouse_before: Option<&Value>,
+) -> CompactMetrics {
     let (before, before_errors) = py_rows(dir).await;
     let (data_before, deletes_before, _, start) = current_files(dir).await;
     if pyiceberg_reads_before {
@@ -173,6 +178,21 @@ async fn compact_and_check(dir: &Path, expected: &[String], pyiceberg_reads_befo
         "pyiceberg fails on the same old snapshots as before: {after_errors}"
     );
     assert_eq!(after[&now.to_string()], expected, "current rows after OPTIMIZE (pyiceberg)");
+    // ClickHouse time travel to every old snapshot reads what it read before.
+    if let Some(ch_before) = clickhouse_before {
+        let old: Vec<String> = before.keys().cloned().collect();
+        let ch_after = chrows(dir, &old);
+        for sid in &old {
+            if let Some(rows) = ch_before["snapshots"].get(sid) {
+                assert_eq!(&ch_after["snapshots"][sid], rows, "ClickHouse, snapshot {sid}");
+            }
+        }
+        assert_eq!(ch_after["current"], ch_before["current"], "ClickHouse, current rows");
+        assert!(
+            ch_before["snapshots"].as_object().is_some_and(|o| o.len() >= 3),
+            "ClickHouse time travel read the old snapshots: {ch_before}"
+        );
+    }
     // Expire everything but the current snapshot: the replaced files go, the rows stay.
     let replaced: Vec<String> = data_before
         .iter()
@@ -202,7 +222,7 @@ async fn pyiceberg_tables_of_every_type_compact_to_the_same_rows() {
         let dir = tmp.path().join("t");
         let fx = fixture(&["pyiceberg", dir.to_str().unwrap(), partitioned]);
         let expected = strings(&fx["expected"]);
-        let m = compact_and_check(&dir, &expected, true).await;
+        let m = compact_and_check(&dir, &expected, true, None).await;
         assert_eq!(m.failed_data_files_count, 0);
         if partitioned == "1" {
             assert_eq!(m.rewritten_file_groups_count, 2, "one group per partition: {m:?}");
@@ -241,10 +261,8 @@ async fn compact_and_check_ch(
     version: &str,
 ) -> CompactMetrics {
     let lineage_before = if version == "3" { Some(row_lineage(dir).await) } else { None };
-    let m = compact_and_check(dir, expected, true).await;
-    // ClickHouse reads the compacted table: the current rows, and each old snapshot as before
-    // (those it could read before; the old snapshots themselves were expired by now, so this
-    // reads the result of compact_and_check's expiry: the current snapshot only).
+    let m = compact_and_check(dir, expected, true, Some(ch_before)).await;
+    // After the expiry too, ClickHouse reads the current rows.
     let ch_after = chrows(dir, &[]);
     assert_eq!(
         ch_after["current"], ch_before["current"],
@@ -641,4 +659,31 @@ async fn a_crash_at_any_write_leaves_the_rows_and_a_rerun_converges() {
         assert_eq!(rows[&now.to_string()], expected, "k={k} after the re-run");
     }
     assert!(completed, "some run finished without meeting the fault");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_sort_order_orders_each_output_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("t");
+    fixture(&["simple", dir.to_str().unwrap(), "6", "sorted"]);
+    let results = engine_sql(&dir, &["OPTIMIZE TABLE t"]).await;
+    let m = compact_metrics(&results[0]);
+    assert_eq!(m.added_data_files_count, 1, "{m:?} {:?}", results[0].warnings);
+    let (data, _, _, _) = current_files(&dir).await;
+    assert_eq!(data[0].sort_order_id, Some(1));
+    let bytes = std::fs::read(local_path(&data[0].file_path)).unwrap();
+    let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(
+        Bytes::from(bytes),
+    )
+    .unwrap()
+    .build()
+    .unwrap();
+    let mut ids = Vec::new();
+    for batch in reader {
+        let batch = batch.unwrap();
+        ids.extend(batch.column(0).as_primitive::<Int64Type>().values().iter().copied());
+    }
+    let mut want: Vec<i64> = (0..18).collect();
+    want.reverse();
+    assert_eq!(ids, want);
 }

@@ -3,7 +3,9 @@
 
 usage:
   compaction_fixture.py pyiceberg <dir> <partitioned 0|1>   every Iceberg type, 6 appends + a copy-on-write delete
-  compaction_fixture.py simple <dir> <files>                (id long, name string), <files> appends of 3 rows
+  compaction_fixture.py simple <dir> <files> [sorted]       (id long, name string), <files> appends of 3 rows
+                                                            (sorted: sort order id DESC NULLS LAST)
+  compaction_fixture.py simple_append <dir>                 one more append (id 7)
   compaction_fixture.py rows <metadata_json>                every snapshot's rows, read by pyiceberg
   compaction_fixture.py clickhouse <dir> <version>          ClickHouse writes: 5 INSERTs, then DELETEs (position deletes)
   compaction_fixture.py chrows <dir> [<snapshot_id> ...]    rows as ClickHouse reads them (current, then each snapshot)
@@ -175,7 +177,7 @@ def cmd_pyiceberg(out_dir, partitioned):
     print(json.dumps({"metadata": newest_metadata(out_dir), "dir": out_dir, "expected": exp}))
 
 
-def cmd_simple(out_dir, files):
+def cmd_simple(out_dir, files, sorted_desc=False):
     import pyarrow as pa
     from pyiceberg.schema import Schema
     from pyiceberg.types import LongType, NestedField, StringType
@@ -186,8 +188,15 @@ def cmd_simple(out_dir, files):
     catalog = catalog_for(location)
     schema = Schema(NestedField(1, "id", LongType(), required=False),
                     NestedField(2, "name", StringType(), required=False))
+    kwargs = {}
+    if sorted_desc:
+        from pyiceberg.table.sorting import NullOrder, SortDirection, SortField, SortOrder
+        from pyiceberg.transforms import IdentityTransform
+
+        kwargs["sort_order"] = SortOrder(SortField(source_id=1, transform=IdentityTransform(),
+                                                   direction=SortDirection.DESC, null_order=NullOrder.NULLS_LAST))
     table = catalog.create_table("fx.t", schema=schema, location=location,
-                                 properties={"format-version": "2"})
+                                 properties={"format-version": "2"}, **kwargs)
     for f in range(files):
         ids = [f * 3 + k for k in range(3)]
         table.append(pa.table({"id": pa.array(ids, pa.int64()),
@@ -271,7 +280,7 @@ def main():
     if cmd == "pyiceberg":
         cmd_pyiceberg(args[0], args[1] == "1")
     elif cmd == "simple":
-        cmd_simple(args[0], int(args[1]))
+        cmd_simple(args[0], int(args[1]), len(args) > 2 and args[2] == "sorted")
     elif cmd == "simple_append":
         cmd_simple_append(args[0])
     elif cmd == "rows":

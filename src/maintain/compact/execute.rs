@@ -17,7 +17,7 @@ use super::metrics::CompactMetrics;
 use super::model::LiveFile;
 use super::plan::{Group, Resolved, plan};
 use super::read::{TableState, read_state};
-use super::rewrite::{GroupWriter, LoadedDeletes, load_deletes};
+use super::rewrite::{GroupWriter, LoadedDeletes, SortKey, load_deletes};
 use super::schema::arrow_schema;
 use super::stats::leaf_infos;
 use super::writer::{WriteConfig, writer_properties};
@@ -124,10 +124,10 @@ pub async fn execute(
         data_dir: format!("{}/data", md.location().trim_end_matches('/')),
         sort_order_id: default_sort_order(md).map(|(id, _)| id),
     };
-    if default_sort_order(md).is_some_and(|(_, fields)| fields > 0) {
+    let (sort, unsorted) = sort_keys(md, &config.schema);
+    if let Some(why) = unsorted {
         warnings.push(format!(
-            "{}: the table's sort order is not applied to the compacted files yet (rows keep \
-             their input order)",
+            "{}: the table's sort order is not applied ({why}); rows keep their input order",
             target.table_name
         ));
     }
@@ -140,7 +140,13 @@ pub async fn execute(
         .map(|f| f.file.file_size_in_bytes.max(0) as u64)
         .max()
         .unwrap_or(0);
-    let per_group = config.roll_bytes + largest_input + row_group_bytes as u64;
+    // A sorted group also holds its sort buffer (decoded rows) and the sorted copy.
+    let sort_buffer = if sort.is_empty() {
+        0
+    } else {
+        (budget / resolved.max_concurrent.max(1) / 4).clamp(16 << 20, 1 << 30)
+    };
+    let per_group = config.roll_bytes + largest_input + row_group_bytes as u64 + 2 * sort_buffer;
     let in_flight = (budget / per_group.max(1)).clamp(1, resolved.max_concurrent.max(1));
     if per_group > budget {
         warnings.push(format!(
@@ -163,8 +169,9 @@ pub async fn execute(
         let config = config.clone();
         let partition = partition_of(g);
         let index = *i;
+        let writer = GroupWriter::new(config.clone(), partition, sort.clone(), sort_buffer as usize);
         async move {
-            rewrite_group(target, config, partition, inputs, deletes, row_lineage)
+            rewrite_group(target, config, writer, inputs, deletes, row_lineage)
                 .await
                 .map(|(outputs, mentions)| Rewritten {
                     group: index,
@@ -195,6 +202,44 @@ fn in_table(e: Error, target: &MaintenanceTarget) -> Error {
 fn default_spec(md: &TableMetadata) -> (i32, bool) {
     let id = md.default_spec_id();
     (id, md.partition_spec(id).is_none_or(|s| s.fields.is_empty()))
+}
+
+/// The default sort order as keys on output columns; a reason when it cannot be applied
+/// (a transform other than identity, or a nested column).
+fn sort_keys(md: &TableMetadata, schema: &arrow_schema::SchemaRef) -> (Vec<SortKey>, Option<String>) {
+    let Some(id) = md.members().get("default-sort-order-id").and_then(Json::as_i64) else {
+        return (Vec::new(), None);
+    };
+    let Some(order) = md
+        .members()
+        .get("sort-orders")
+        .and_then(Json::as_array)
+        .and_then(|o| o.iter().find(|o| o.get("order-id").and_then(Json::as_i64) == Some(id)))
+    else {
+        return (Vec::new(), None);
+    };
+    let fields = order.get("fields").and_then(Json::as_array).cloned().unwrap_or_default();
+    let mut keys = Vec::new();
+    for f in &fields {
+        let transform = f.get("transform").and_then(Json::as_str).unwrap_or("identity");
+        if transform != "identity" {
+            return (Vec::new(), Some(format!("sort transform '{transform}' is not supported")));
+        }
+        let source = f.get("source-id").and_then(Json::as_i64).unwrap_or(-1);
+        let Some(column) = schema
+            .fields()
+            .iter()
+            .position(|c| super::schema::field_id(c).map(i64::from) == Some(source))
+        else {
+            return (Vec::new(), Some(format!("sort column {source} is not a top-level column")));
+        };
+        keys.push(SortKey {
+            column,
+            descending: f.get("direction").and_then(Json::as_str) == Some("desc"),
+            nulls_first: f.get("null-order").and_then(Json::as_str) != Some("nulls-last"),
+        });
+    }
+    (keys, None)
 }
 
 /// The default sort order id and its number of fields.
@@ -229,7 +274,7 @@ fn removable_deletes(
 async fn rewrite_group(
     target: &MaintenanceTarget,
     config: WriteConfig,
-    partition: Value,
+    mut writer: GroupWriter,
     inputs: Vec<LiveFile>,
     deletes: Vec<LiveFile>,
     row_lineage: bool,
@@ -239,7 +284,6 @@ async fn rewrite_group(
     let delete_refs: Vec<&LiveFile> = deletes.iter().collect();
     let loaded: Arc<LoadedDeletes> =
         Arc::new(load_deletes(io, &config.schema, &input_refs, &delete_refs).await?);
-    let mut writer = GroupWriter::new(config, partition);
     let mut outputs = Vec::new();
     for input in inputs {
         target.progress.check()?;

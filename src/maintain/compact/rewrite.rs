@@ -262,9 +262,23 @@ fn read_equality_deletes(d: &LiveFile, bytes: Bytes, schema: &SchemaRef) -> Resu
     })
 }
 
-/// The group's output files as they are written.
+/// One key of the table's sort order, resolved to a column of the output schema.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SortKey {
+    pub column: usize,
+    pub descending: bool,
+    pub nulls_first: bool,
+}
+
+/// The group's output files as they are written. With a sort order, rows are buffered up to
+/// `sort_buffer_bytes` (decoded), sorted, and written as one output file: every output file is
+/// sorted, and a group larger than the buffer gives several sorted files rather than more memory.
 pub struct GroupWriter {
     config: WriteConfig,
+    sort: Vec<SortKey>,
+    sort_buffer_bytes: usize,
+    pending: Vec<RecordBatch>,
+    pending_bytes: usize,
     partition: Value,
     uuid: uuid::Uuid,
     current: Option<OutputFile>,
@@ -275,9 +289,13 @@ pub struct GroupWriter {
 }
 
 impl GroupWriter {
-    pub fn new(config: WriteConfig, partition: Value) -> Self {
+    pub fn new(config: WriteConfig, partition: Value, sort: Vec<SortKey>, sort_buffer_bytes: usize) -> Self {
         GroupWriter {
             config,
+            sort,
+            sort_buffer_bytes,
+            pending: Vec::new(),
+            pending_bytes: 0,
             partition,
             uuid: uuid::Uuid::new_v4(),
             current: None,
@@ -291,6 +309,50 @@ impl GroupWriter {
         if batch.num_rows() == 0 {
             return Ok(());
         }
+        if self.sort.is_empty() {
+            return self.write_unsorted(batch);
+        }
+        self.pending_bytes += batch.get_array_memory_size();
+        self.pending.push(batch.clone());
+        if self.pending_bytes >= self.sort_buffer_bytes {
+            self.flush_sorted()?;
+        }
+        Ok(())
+    }
+
+    /// Sorts the buffered rows and writes them as one output file.
+    fn flush_sorted(&mut self) -> Result<()> {
+        if self.pending.is_empty() {
+            return Ok(());
+        }
+        let batches = std::mem::take(&mut self.pending);
+        self.pending_bytes = 0;
+        let sort_err = |e: arrow_schema::ArrowError| Error::incorrect_data(format!("sorting: {e}"));
+        let all = arrow_select::concat::concat_batches(&self.config.schema, &batches)
+            .map_err(sort_err)?;
+        drop(batches);
+        let columns: Vec<arrow_ord::sort::SortColumn> = self
+            .sort
+            .iter()
+            .map(|k| arrow_ord::sort::SortColumn {
+                values: all.column(k.column).clone(),
+                options: Some(arrow_schema::SortOptions {
+                    descending: k.descending,
+                    nulls_first: k.nulls_first,
+                }),
+            })
+            .collect();
+        let indices = arrow_ord::sort::lexsort_to_indices(&columns, None).map_err(sort_err)?;
+        let sorted = arrow_select::take::take_record_batch(&all, &indices).map_err(sort_err)?;
+        drop(all);
+        for start in (0..sorted.num_rows()).step_by(BATCH_ROWS) {
+            let len = BATCH_ROWS.min(sorted.num_rows() - start);
+            self.write_unsorted(&sorted.slice(start, len))?;
+        }
+        self.roll_current()
+    }
+
+    fn write_unsorted(&mut self, batch: &RecordBatch) -> Result<()> {
         if self.current.is_none() {
             self.count += 1;
             let path = format!(
@@ -303,14 +365,19 @@ impl GroupWriter {
             out.write(&self.config, batch)?;
             self.rows += batch.num_rows() as u64;
             if out.size() >= self.config.roll_bytes {
-                self.roll()?;
+                self.roll_current()?;
             }
         }
         Ok(())
     }
 
-    /// Closes the file being written, if any.
+    /// Writes what is buffered and closes the file being written, if any.
     pub fn roll(&mut self) -> Result<()> {
+        self.flush_sorted()?;
+        self.roll_current()
+    }
+
+    fn roll_current(&mut self) -> Result<()> {
         if let Some(out) = self.current.take() {
             self.finished
                 .push(out.finish(&self.config, self.partition.clone())?);
