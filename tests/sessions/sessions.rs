@@ -427,6 +427,7 @@ macro_rules! sessions {
 
 sessions! {
     argument_errors => "argument_errors.test",
+    compaction => "compaction.test",
     empty_table => "empty_table.test",
     expire_branches_tags => "expire_branches_tags.test",
     expire_counted_once => "expire_counted_once.test",
