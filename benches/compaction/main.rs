@@ -47,7 +47,9 @@ fn parse_args() -> Result<Args, String> {
         match flag.as_str() {
             "--files" => args.files = value()?.parse().map_err(|e| format!("--files: {e}"))?,
             "--per-snapshot" => {
-                args.per_snapshot = value()?.parse().map_err(|e| format!("--per-snapshot: {e}"))?
+                args.per_snapshot = value()?
+                    .parse()
+                    .map_err(|e| format!("--per-snapshot: {e}"))?
             }
             "--dir" => args.dir = PathBuf::from(value()?),
             "--keep" => args.keep = true,
@@ -62,7 +64,14 @@ fn parse_args() -> Result<Args, String> {
 fn options(location: &str, args: &Args) -> GenerateOptions {
     let now = chrono::Utc::now().timestamp_millis();
     let snapshots = args.files.div_ceil(args.per_snapshot);
-    let mut o = GenerateOptions::new(location, FormatVersion::V2, snapshots, args.per_snapshot, 7, now);
+    let mut o = GenerateOptions::new(
+        location,
+        FormatVersion::V2,
+        snapshots,
+        args.per_snapshot,
+        7,
+        now,
+    );
     o.mix = Mix::parse("append=1").expect("a mix");
     o.parquet_data = true;
     o
@@ -77,8 +86,8 @@ async fn live_data(io: &FileIO, location: &str) -> Vec<(String, i64, i64)> {
         return Vec::new();
     };
     let list_path = snap.manifest_list.clone().expect("a manifest list");
-    let list = read_manifest_list(&io.read(&list_path).await.expect("list"), &list_path)
-        .expect("list");
+    let list =
+        read_manifest_list(&io.read(&list_path).await.expect("list"), &list_path).expect("list");
     let mut out = Vec::new();
     for m in &list {
         let mut manifest =
@@ -135,9 +144,8 @@ fn clickhouse(python: &Path, dir: &Path, sql: &str) -> Result<(f64, String), Str
         .output()
         .map_err(|e| e.to_string())?;
     let text = String::from_utf8_lossy(&out.stdout).to_string();
-    let v: serde_json::Value = serde_json::from_str(text.trim()).map_err(|_| {
-        format!("{text}{}", String::from_utf8_lossy(&out.stderr))
-    })?;
+    let v: serde_json::Value = serde_json::from_str(text.trim())
+        .map_err(|_| format!("{text}{}", String::from_utf8_lossy(&out.stderr)))?;
     if let Some(e) = v.get("error") {
         return Err(e.to_string());
     }
@@ -163,7 +171,9 @@ async fn main() {
     let io = FileIO::local();
     for dir in [&ours, &theirs] {
         let location = dir.to_str().expect("UTF-8 paths");
-        generate(&io, &options(location, &args)).await.expect("generate");
+        generate(&io, &options(location, &args))
+            .await
+            .expect("generate");
     }
     let location = ours.to_str().expect("UTF-8 paths");
     let inputs = live_data(&io, location).await;
@@ -229,7 +239,10 @@ async fn main() {
             ),
         }
     } else {
-        println!("ClickHouse skipped: no Python with chdb at {}", python.display());
+        println!(
+            "ClickHouse skipped: no Python with chdb at {}",
+            python.display()
+        );
     }
     if !args.keep {
         let _ = std::fs::remove_dir_all(&args.dir);

@@ -25,9 +25,9 @@ use crate::maintain::{CompactOutcome, ExpireOutcome, OrphanOutcome};
 use crate::plan::{
     CompactOptions, ExpireOptions, OrphanOptions, normalize_location, retain_last_count,
 };
-use crate::sql::parse_where;
 use crate::progress::{CancelToken, Progress, ProgressSink};
 use crate::settings::Settings;
+use crate::sql::parse_where;
 use crate::sql::timestamp::parse_timestamp_noted;
 
 /// An Iceberg table opened for maintenance: where it lives and the storage serving it.

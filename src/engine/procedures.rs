@@ -95,7 +95,9 @@ pub(crate) async fn run_compact(
     target
         .progress
         .scope(async move {
-            target.check_single_table("rewrite_data_files", false).await?;
+            target
+                .check_single_table("rewrite_data_files", false)
+                .await?;
             compact::execute(target, options, explain).await
         })
         .await

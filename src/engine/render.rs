@@ -50,9 +50,10 @@ pub fn compact_result(outcome: CompactOutcome) -> QueryResult {
         warnings,
     } = outcome;
     let mut result = match explain {
-        Some(rows) => {
-            QueryResult::table(compact_columns(), rows.into_iter().map(compact_row).collect())
-        }
+        Some(rows) => QueryResult::table(
+            compact_columns(),
+            rows.into_iter().map(compact_row).collect(),
+        ),
         None => QueryResult::from_metrics(Metrics::Compact(metrics)),
     };
     result.warnings = warnings;

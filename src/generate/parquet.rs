@@ -30,9 +30,12 @@ fn write(schema: Schema, columns: Vec<ArrayRef>) -> Result<Bytes> {
         .set_compression(Compression::ZSTD(ZstdLevel::default()))
         .set_created_by("icetrim-generate".into())
         .build();
-    let mut w = ArrowWriter::try_new(Vec::new(), schema, Some(props)).map_err(|e| err(e.to_string()))?;
+    let mut w =
+        ArrowWriter::try_new(Vec::new(), schema, Some(props)).map_err(|e| err(e.to_string()))?;
     w.write(&batch).map_err(|e| err(e.to_string()))?;
-    w.into_inner().map(Bytes::from).map_err(|e| err(e.to_string()))
+    w.into_inner()
+        .map(Bytes::from)
+        .map_err(|e| err(e.to_string()))
 }
 
 /// A data file with ids `first..first + records` and `data` = `row-<id>`.

@@ -11,8 +11,8 @@
 use crate::error::{Error, ErrorKind, Result};
 use crate::iceberg::commit::{CommitOptions, CommitOutcome, Committed, commit, unconfirmed_error};
 use crate::iceberg::guard::{check_single_table_uuid, locate_newest};
-use crate::iceberg::metadata::TableMetadata;
 use crate::iceberg::locate::{LocatedMetadata, MetadataSettings};
+use crate::iceberg::metadata::TableMetadata;
 use crate::io::FileIO;
 use crate::progress::Progress;
 use crate::settings::Settings;

@@ -162,7 +162,9 @@ fn cmp_op(op: &BinaryOperator) -> Option<CmpOp> {
 }
 
 fn predicate(expr: &Expr) -> std::result::Result<Predicate, String> {
-    let unsupported = || format!("'{expr}' is not supported (comparisons, IN, IS NULL, AND, OR, NOT of literals)");
+    let unsupported = || {
+        format!("'{expr}' is not supported (comparisons, IN, IS NULL, AND, OR, NOT of literals)")
+    };
     match expr {
         Expr::Nested(inner) => predicate(inner),
         Expr::BinaryOp { left, op, right } => match op {

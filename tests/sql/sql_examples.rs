@@ -135,7 +135,10 @@ async fn compaction_example() {
     assert_eq!(metric("added_data_files_count"), 1, "{out}");
     assert_eq!(metric("failed_data_files_count"), 0, "{out}");
     assert!(out.lines().any(|l| l.ends_with("\treplace")), "{out}");
-    assert!(metric("deleted_data_files_count") >= metric("rewritten_data_files_count"), "{out}");
+    assert!(
+        metric("deleted_data_files_count") >= metric("rewritten_data_files_count"),
+        "{out}"
+    );
 }
 
 #[tokio::test]

@@ -39,9 +39,13 @@ fn rows_of(dir: &Path, metadata: &str) -> (Vec<String>, String) {
 }
 
 async fn newest(dir: &Path) -> icetrim::internals::iceberg::locate::LocatedMetadata {
-    locate(&FileIO::local(), dir.to_str().unwrap(), &MetadataSettings::default())
-        .await
-        .unwrap()
+    locate(
+        &FileIO::local(),
+        dir.to_str().unwrap(),
+        &MetadataSettings::default(),
+    )
+    .await
+    .unwrap()
 }
 
 fn position_delete(dir: &Path, data_path: &str) -> DataFile {
@@ -79,11 +83,10 @@ fn position_delete(dir: &Path, data_path: &str) -> DataFile {
 fn first_id(path: &Path) -> i64 {
     use arrow_array::cast::AsArray;
     let bytes = bytes::Bytes::from(std::fs::read(path).unwrap());
-    let mut reader =
-        parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(bytes)
-            .unwrap()
-            .build()
-            .unwrap();
+    let mut reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(bytes)
+        .unwrap()
+        .build()
+        .unwrap();
     let batch = reader.next().unwrap().unwrap();
     let ids = arrow_cast::cast(batch.column_by_name("id").unwrap(), &DataType::Int64).unwrap();
     ids.as_primitive::<arrow_array::types::Int64Type>().value(0)
@@ -118,7 +121,10 @@ async fn compaction_on_both_emulators() {
         std::fs::create_dir_all(scratch.join("data")).unwrap();
         let local_delete = position_delete(&scratch, &data_path);
         let bytes = std::fs::read(local_delete.file_path.trim_start_matches("file://")).unwrap();
-        let delete_path = format!("{}/data/pos-1.parquet", place.location().trim_end_matches('/'));
+        let delete_path = format!(
+            "{}/data/pos-1.parquet",
+            place.location().trim_end_matches('/')
+        );
         place
             .root
             .io

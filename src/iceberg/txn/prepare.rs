@@ -411,7 +411,8 @@ impl Plan {
     ) -> Result<Option<(ManifestFile, Vec<u8>)>> {
         let mut manifest = read_manifest(bytes, &old.manifest_path)?;
         inherit(&mut manifest.entries, old);
-        let mut writer = ManifestWriter::rewrite_of(&manifest, self.codec)?.with_content(old.content);
+        let mut writer =
+            ManifestWriter::rewrite_of(&manifest, self.codec)?.with_content(old.content);
         let mut live = 0usize;
         for mut entry in std::mem::take(&mut manifest.entries) {
             if entry.status == EntryStatus::Deleted {

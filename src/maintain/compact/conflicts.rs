@@ -67,7 +67,10 @@ mod tests {
         let start: HashSet<&str> = HashSet::from(["old-del"]);
         let now_data: HashSet<&str> = HashSet::from(["a", "b"]);
         let old = f(DataContent::PositionDeletes, "old-del", 1);
-        assert_eq!(group_conflict(&[&a], &start, &now_data, &[old.clone()], false), None);
+        assert_eq!(
+            group_conflict(&[&a], &start, &now_data, std::slice::from_ref(&old), false),
+            None
+        );
         let new_pos = f(DataContent::PositionDeletes, "new-del", 2);
         assert!(
             group_conflict(&[&a], &start, &now_data, &[old.clone(), new_pos], false)
@@ -78,7 +81,10 @@ mod tests {
         assert!(group_conflict(&[&a], &start, &now_data, &[new_eq], false).is_some());
         let mut elsewhere = f(DataContent::EqualityDeletes, "eq-p2", 2);
         elsewhere.partition = "p=2".into();
-        assert_eq!(group_conflict(&[&a], &start, &now_data, &[elsewhere], false), None);
+        assert_eq!(
+            group_conflict(&[&a], &start, &now_data, &[elsewhere], false),
+            None
+        );
         let gone: HashSet<&str> = HashSet::from(["b"]);
         assert!(
             group_conflict(&[&a], &start, &gone, &[], false)

@@ -122,7 +122,10 @@ mod tests {
         assert!(applies(&eq_global, &data));
         let mut dv = file(DataContent::PositionDeletes, "dv.puffin", "p=2", 9, false);
         dv.file.referenced_data_file = Some("d1".into());
-        assert!(applies(&dv, &data), "a referenced file applies across partitions");
+        assert!(
+            applies(&dv, &data),
+            "a referenced file applies across partitions"
+        );
         dv.file.referenced_data_file = Some("d2".into());
         assert!(!applies(&dv, &data));
     }

@@ -88,10 +88,7 @@ pub async fn execute(
             warnings,
         });
     }
-    let groups: Vec<(usize, &Group)> = plan
-        .rewritten()
-        .map(|g| (g.index, g))
-        .collect();
+    let groups: Vec<(usize, &Group)> = plan.rewritten().map(|g| (g.index, g)).collect();
     if dry_run || groups.is_empty() {
         let rewritten: Vec<&LiveFile> = groups
             .iter()
@@ -165,11 +162,20 @@ pub async fn execute(
     };
     let rewritten: Vec<Rewritten> = futures::stream::iter(groups.iter().map(|(i, g)| {
         let inputs: Vec<LiveFile> = g.inputs.iter().map(|j| state.data[*j].clone()).collect();
-        let deletes: Vec<LiveFile> = g.deletes.iter().map(|j| state.deletes[*j].clone()).collect();
+        let deletes: Vec<LiveFile> = g
+            .deletes
+            .iter()
+            .map(|j| state.deletes[*j].clone())
+            .collect();
         let config = config.clone();
         let partition = partition_of(g);
         let index = *i;
-        let writer = GroupWriter::new(config.clone(), partition, sort.clone(), sort_buffer as usize);
+        let writer = GroupWriter::new(
+            config.clone(),
+            partition,
+            sort.clone(),
+            sort_buffer as usize,
+        );
         async move {
             rewrite_group(target, config, writer, inputs, deletes, row_lineage)
                 .await
@@ -183,47 +189,75 @@ pub async fn execute(
     .buffer_unordered(in_flight as usize)
     .try_collect()
     .await?;
-    commit_loop(target, &located, &snapshot, &state, &plan.groups, rewritten, warnings).await
+    commit_loop(
+        target,
+        &located,
+        &snapshot,
+        &state,
+        &plan.groups,
+        rewritten,
+        warnings,
+    )
+    .await
 }
 
 fn in_table(e: Error, target: &MaintenanceTarget) -> Error {
     let kind = e.kind();
     Error::new(
         kind,
-        format!(
-            "{PROCEDURE} on {}: {}",
-            target.table_name,
-            e.message()
-        ),
+        format!("{PROCEDURE} on {}: {}", target.table_name, e.message()),
     )
 }
 
 /// The default spec id and whether it is unpartitioned.
 fn default_spec(md: &TableMetadata) -> (i32, bool) {
     let id = md.default_spec_id();
-    (id, md.partition_spec(id).is_none_or(|s| s.fields.is_empty()))
+    (
+        id,
+        md.partition_spec(id).is_none_or(|s| s.fields.is_empty()),
+    )
 }
 
 /// The default sort order as keys on output columns; a reason when it cannot be applied
 /// (a transform other than identity, or a nested column).
-fn sort_keys(md: &TableMetadata, schema: &arrow_schema::SchemaRef) -> (Vec<SortKey>, Option<String>) {
-    let Some(id) = md.members().get("default-sort-order-id").and_then(Json::as_i64) else {
+fn sort_keys(
+    md: &TableMetadata,
+    schema: &arrow_schema::SchemaRef,
+) -> (Vec<SortKey>, Option<String>) {
+    let Some(id) = md
+        .members()
+        .get("default-sort-order-id")
+        .and_then(Json::as_i64)
+    else {
         return (Vec::new(), None);
     };
     let Some(order) = md
         .members()
         .get("sort-orders")
         .and_then(Json::as_array)
-        .and_then(|o| o.iter().find(|o| o.get("order-id").and_then(Json::as_i64) == Some(id)))
+        .and_then(|o| {
+            o.iter()
+                .find(|o| o.get("order-id").and_then(Json::as_i64) == Some(id))
+        })
     else {
         return (Vec::new(), None);
     };
-    let fields = order.get("fields").and_then(Json::as_array).cloned().unwrap_or_default();
+    let fields = order
+        .get("fields")
+        .and_then(Json::as_array)
+        .cloned()
+        .unwrap_or_default();
     let mut keys = Vec::new();
     for f in &fields {
-        let transform = f.get("transform").and_then(Json::as_str).unwrap_or("identity");
+        let transform = f
+            .get("transform")
+            .and_then(Json::as_str)
+            .unwrap_or("identity");
         if transform != "identity" {
-            return (Vec::new(), Some(format!("sort transform '{transform}' is not supported")));
+            return (
+                Vec::new(),
+                Some(format!("sort transform '{transform}' is not supported")),
+            );
         }
         let source = f.get("source-id").and_then(Json::as_i64).unwrap_or(-1);
         let Some(column) = schema
@@ -231,7 +265,10 @@ fn sort_keys(md: &TableMetadata, schema: &arrow_schema::SchemaRef) -> (Vec<SortK
             .iter()
             .position(|c| super::schema::field_id(c).map(i64::from) == Some(source))
         else {
-            return (Vec::new(), Some(format!("sort column {source} is not a top-level column")));
+            return (
+                Vec::new(),
+                Some(format!("sort column {source} is not a top-level column")),
+            );
         };
         keys.push(SortKey {
             column,
@@ -336,8 +373,8 @@ async fn commit_loop(
     let start_spec = default_spec(&start.metadata).0;
     let mut failed_files = 0i64;
     let mut last_conflict = String::new();
-    let data_sequence_number = (start.metadata.format_version() >= FormatVersion::V2)
-        .then_some(snapshot.sequence_number);
+    let data_sequence_number =
+        (start.metadata.format_version() >= FormatVersion::V2).then_some(snapshot.sequence_number);
     for attempt in 0..max_attempts {
         let located = if attempt == 0 {
             start.clone()
@@ -403,7 +440,10 @@ async fn commit_loop(
         let mut mentions: HashMap<String, HashSet<String>> = HashMap::new();
         for r in &rewritten {
             for (k, v) in &r.mentions {
-                mentions.entry(k.clone()).or_default().extend(v.iter().cloned());
+                mentions
+                    .entry(k.clone())
+                    .or_default()
+                    .extend(v.iter().cloned());
             }
         }
         // Deletes are judged on the newest state: a data file added meanwhile may need one.
@@ -423,10 +463,7 @@ async fn commit_loop(
         let metrics = CompactMetrics {
             rewritten_data_files_count: inputs.len() as i64,
             added_data_files_count: added.len() as i64,
-            rewritten_bytes_count: inputs
-                .iter()
-                .map(|f| f.file.file_size_in_bytes)
-                .sum(),
+            rewritten_bytes_count: inputs.iter().map(|f| f.file.file_size_in_bytes).sum(),
             added_bytes_count: added.iter().map(|f| f.file_size_in_bytes).sum(),
             removed_delete_files_count: removed_deletes.len() as i64,
             rewritten_file_groups_count: rewritten.len() as i64,
@@ -461,7 +498,10 @@ async fn commit_loop(
             update_metadata_log: true,
             now_ms: Some(target.now_ms.max(parent_ts)),
         };
-        match target.commit(&located, prepared.metadata, &commit_options).await? {
+        match target
+            .commit(&located, prepared.metadata, &commit_options)
+            .await?
+        {
             CommitOutcome::Committed(_) => {
                 return Ok(CompactOutcome {
                     metrics,

@@ -30,7 +30,8 @@ pub fn explain_rows(plan: &Plan, deletes: &[LiveFile]) -> Vec<ExplainRow> {
                 g.deletes
                     .iter()
                     .filter(|i| {
-                        (deletes[**i].content() == crate::iceberg::spec::DataContent::EqualityDeletes)
+                        (deletes[**i].content()
+                            == crate::iceberg::spec::DataContent::EqualityDeletes)
                             == eq
                     })
                     .count() as i64

@@ -232,7 +232,10 @@ const MICROS_PER_DAY: i64 = 86_400_000_000;
 
 fn literal_val(literal: &Literal, ty: &str) -> Option<Val> {
     match (ty, literal) {
-        ("int" | "long", l) => l.as_integer().and_then(|v| i64::try_from(v).ok()).map(Val::I),
+        ("int" | "long", l) => l
+            .as_integer()
+            .and_then(|v| i64::try_from(v).ok())
+            .map(Val::I),
         ("float" | "double", Literal::Number(t)) => t.parse().ok().map(Val::F),
         ("string", Literal::String(s)) => Some(Val::S(s.clone())),
         ("boolean", Literal::Bool(b)) => Some(Val::B(*b)),
@@ -340,7 +343,9 @@ mod tests {
         data.partition = Value::Record(vec![
             (
                 "k".into(),
-                k.map_or(Value::Union(0, Box::new(Value::Null)), |k| opt(Value::Long(k))),
+                k.map_or(Value::Union(0, Box::new(Value::Null)), |k| {
+                    opt(Value::Long(k))
+                }),
             ),
             ("d_month".into(), opt(Value::Int(month))),
             ("s_trunc".into(), opt(Value::String(s.into()))),

@@ -54,14 +54,17 @@ impl Resolved {
     pub fn new(options: &CompactOptions, target_property: Option<&str>) -> Result<Resolved> {
         let target = match (options.target_file_size_bytes, target_property) {
             (Some(t), _) => t,
-            (None, Some(text)) => text.trim().parse::<u64>().ok().filter(|t| *t > 0).ok_or_else(
-                || {
+            (None, Some(text)) => text
+                .trim()
+                .parse::<u64>()
+                .ok()
+                .filter(|t| *t > 0)
+                .ok_or_else(|| {
                     Error::bad_arguments(format!(
                         "table property 'write.target-file-size-bytes' is not a positive \
                          integer: '{text}'"
                     ))
-                },
-            )?,
+                })?,
             (None, None) => DEFAULT_TARGET_FILE_SIZE,
         };
         let min = options
@@ -146,6 +149,9 @@ impl Plan {
     }
 }
 
+/// A selected data file (index) and the delete files (indexes) that apply to it.
+type Selected = (usize, Vec<usize>);
+
 /// Plans the compaction of `data` (live data files) with `deletes` (live delete files).
 /// `selected_by_filter`: whether the `where` filter may match a file. `default_spec`: the
 /// table's default spec id and whether it is unpartitioned.
@@ -156,7 +162,7 @@ pub fn plan(
     selected_by_filter: impl Fn(&LiveFile) -> bool,
     default_spec: (i32, bool),
 ) -> Plan {
-    let mut by_partition: BTreeMap<(i32, String), Vec<(usize, Vec<usize>)>> = BTreeMap::new();
+    let mut by_partition: BTreeMap<(i32, String), Vec<Selected>> = BTreeMap::new();
     let mut order: Vec<usize> = (0..data.len()).collect();
     order.sort_by(|a, b| data[*a].path().cmp(data[*b].path()));
     for i in order {
@@ -179,7 +185,7 @@ pub fn plan(
     }
     let mut groups = Vec::new();
     for ((spec_id, partition), files) in by_partition {
-        let mut bins: Vec<Vec<(usize, Vec<usize>)>> = Vec::new();
+        let mut bins: Vec<Vec<Selected>> = Vec::new();
         let mut open_size = 0u64;
         for (i, applying) in files {
             let size = data[i].file.file_size_in_bytes.max(0) as u64;
@@ -215,7 +221,7 @@ fn group(
     data: &[LiveFile],
     spec_id: i32,
     partition: &str,
-    bin: Vec<(usize, Vec<usize>)>,
+    bin: Vec<Selected>,
     options: &Resolved,
     default_spec: (i32, bool),
 ) -> Group {

@@ -135,18 +135,16 @@ pub fn parse_deletion_vector(blob: &[u8]) -> std::result::Result<RoaringTreemap,
     }
     let len = u32::from_be_bytes([blob[0], blob[1], blob[2], blob[3]]) as usize;
     if len < 4 || 4 + len + 4 > blob.len() {
-        return Err(format!("length {len} does not fit the blob of {} bytes", blob.len()));
+        return Err(format!(
+            "length {len} does not fit the blob of {} bytes",
+            blob.len()
+        ));
     }
     if blob[4..8] != DV_MAGIC {
         return Err("bad magic".into());
     }
     let body = &blob[4..4 + len];
-    let crc = u32::from_be_bytes([
-        blob[4 + len],
-        blob[5 + len],
-        blob[6 + len],
-        blob[7 + len],
-    ]);
+    let crc = u32::from_be_bytes([blob[4 + len], blob[5 + len], blob[6 + len], blob[7 + len]]);
     if crc32fast::hash(body) != crc {
         return Err("CRC mismatch".into());
     }
@@ -289,7 +287,12 @@ pub struct GroupWriter {
 }
 
 impl GroupWriter {
-    pub fn new(config: WriteConfig, partition: Value, sort: Vec<SortKey>, sort_buffer_bytes: usize) -> Self {
+    pub fn new(
+        config: WriteConfig,
+        partition: Value,
+        sort: Vec<SortKey>,
+        sort_buffer_bytes: usize,
+    ) -> Self {
         GroupWriter {
             config,
             sort,
@@ -413,8 +416,9 @@ impl GroupWriter {
         let schema = self.config.schema.clone();
         let mut offset: u64 = 0;
         for batch in parquet_reader(path, bytes)? {
-            let batch = batch
-                .map_err(|e| Error::incorrect_data(format!("reading Parquet file '{path}': {e}")))?;
+            let batch = batch.map_err(|e| {
+                Error::incorrect_data(format!("reading Parquet file '{path}': {e}"))
+            })?;
             let n = batch.num_rows();
             let mut adapted = adapt_batch(&batch, &schema)?;
             if let Some(first) = first_row_id {
@@ -429,8 +433,11 @@ impl GroupWriter {
                 }
             }
             for eq in &equality {
-                let cols: Vec<ArrayRef> =
-                    eq.columns.iter().map(|c| adapted.column(*c).clone()).collect();
+                let cols: Vec<ArrayRef> = eq
+                    .columns
+                    .iter()
+                    .map(|c| adapted.column(*c).clone())
+                    .collect();
                 let rows = eq
                     .converter
                     .convert_columns(&cols)

@@ -13,9 +13,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use arrow_array::{
-    Array, ArrayRef, ListArray, MapArray, RecordBatch, StructArray, new_null_array,
-};
+use arrow_array::{Array, ArrayRef, ListArray, MapArray, RecordBatch, StructArray, new_null_array};
 use arrow_schema::{DataType, Field, FieldRef, Fields, Schema, SchemaRef, TimeUnit};
 use parquet::arrow::PARQUET_FIELD_ID_META_KEY;
 use serde_json::Value as Json;
@@ -47,7 +45,12 @@ fn with_id(name: &str, ty: DataType, nullable: bool, id: i32) -> Field {
 pub fn arrow_schema(schema: &Json, row_lineage: bool) -> Result<SchemaRef> {
     let mut fields = struct_fields(schema)?;
     if row_lineage {
-        fields.push(Arc::new(with_id("_row_id", DataType::Int64, true, ROW_ID_FIELD)));
+        fields.push(Arc::new(with_id(
+            "_row_id",
+            DataType::Int64,
+            true,
+            ROW_ID_FIELD,
+        )));
         fields.push(Arc::new(with_id(
             "_last_updated_sequence_number",
             DataType::Int64,
@@ -103,7 +106,9 @@ pub fn data_type(ty: &Json) -> Result<DataType> {
     match ty.get("type").and_then(Json::as_str) {
         Some("struct") => Ok(DataType::Struct(Fields::from(struct_fields(ty)?))),
         Some("list") => {
-            let element = ty.get("element").ok_or_else(|| bad("list element".into()))?;
+            let element = ty
+                .get("element")
+                .ok_or_else(|| bad("list element".into()))?;
             let required = ty
                 .get("element-required")
                 .and_then(Json::as_bool)
@@ -124,7 +129,12 @@ pub fn data_type(ty: &Json) -> Result<DataType> {
                 .and_then(Json::as_bool)
                 .unwrap_or(false);
             let key = with_id("key", data_type(key)?, false, id_of(ty, "key-id")?);
-            let value = with_id("value", data_type(value)?, !required, id_of(ty, "value-id")?);
+            let value = with_id(
+                "value",
+                data_type(value)?,
+                !required,
+                id_of(ty, "value-id")?,
+            );
             let entries = Field::new(
                 "key_value",
                 DataType::Struct(Fields::from(vec![key, value])),
@@ -184,12 +194,8 @@ pub fn adapt_batch(batch: &RecordBatch, target: &SchemaRef) -> Result<RecordBatc
         .fields()
         .iter()
         .map(|t| {
-            let found = field_id(t).and_then(|id| {
-                source
-                    .fields()
-                    .iter()
-                    .position(|s| field_id(s) == Some(id))
-            });
+            let found = field_id(t)
+                .and_then(|id| source.fields().iter().position(|s| field_id(s) == Some(id)));
             adapt(
                 found.map(|i| (batch.column(i), source.field(i))),
                 t,

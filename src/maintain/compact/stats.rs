@@ -429,7 +429,10 @@ mod tests {
 
     #[test]
     fn modes_parse() {
-        assert_eq!(MetricsMode::parse("truncate(16)").unwrap(), MetricsMode::Truncate(16));
+        assert_eq!(
+            MetricsMode::parse("truncate(16)").unwrap(),
+            MetricsMode::Truncate(16)
+        );
         assert_eq!(MetricsMode::parse("FULL").unwrap(), MetricsMode::Full);
         assert!(MetricsMode::parse("truncate(0)").is_err());
         assert!(MetricsMode::parse("bogus").is_err());
@@ -438,8 +441,14 @@ mod tests {
     #[test]
     fn truncation_follows_java() {
         let t = MetricsMode::Truncate(3);
-        assert_eq!(truncate_lower("string", t, b"abcdef".to_vec()).unwrap(), b"abc");
-        assert_eq!(truncate_upper("string", t, b"abcdef".to_vec()).unwrap(), b"abd");
+        assert_eq!(
+            truncate_lower("string", t, b"abcdef".to_vec()).unwrap(),
+            b"abc"
+        );
+        assert_eq!(
+            truncate_upper("string", t, b"abcdef".to_vec()).unwrap(),
+            b"abd"
+        );
         assert_eq!(truncate_upper("string", t, b"ab".to_vec()).unwrap(), b"ab");
         assert_eq!(
             truncate_upper("binary", t, vec![1, 0xff, 0xff, 4]).unwrap(),

@@ -46,11 +46,16 @@ pub struct WriteConfig {
 fn prop_u64(props: &BTreeMap<String, String>, key: &str, default: u64) -> Result<u64> {
     match props.get(key) {
         None => Ok(default),
-        Some(t) => t.trim().parse::<u64>().ok().filter(|v| *v > 0).ok_or_else(|| {
-            Error::bad_arguments(format!(
-                "table property '{key}' is not a positive integer: '{t}'"
-            ))
-        }),
+        Some(t) => t
+            .trim()
+            .parse::<u64>()
+            .ok()
+            .filter(|v| *v > 0)
+            .ok_or_else(|| {
+                Error::bad_arguments(format!(
+                    "table property '{key}' is not a positive integer: '{t}'"
+                ))
+            }),
     }
 }
 
@@ -71,7 +76,9 @@ pub fn writer_properties(props: &BTreeMap<String, String>) -> Result<(WriterProp
         })
         .transpose()?;
     let bad_level = |e: parquet::errors::ParquetError| {
-        Error::bad_arguments(format!("table property 'write.parquet.compression-level': {e}"))
+        Error::bad_arguments(format!(
+            "table property 'write.parquet.compression-level': {e}"
+        ))
     };
     let compression = match codec.as_str() {
         "zstd" => Compression::ZSTD(ZstdLevel::try_new(level.unwrap_or(3)).map_err(bad_level)?),
@@ -146,7 +153,9 @@ impl OutputFile {
             .map_err(|e| parquet_error(&self.path, e))?;
         self.rows += batch.num_rows() as u64;
         if self.writer.in_progress_size() >= config.row_group_bytes {
-            self.writer.flush().map_err(|e| parquet_error(&self.path, e))?;
+            self.writer
+                .flush()
+                .map_err(|e| parquet_error(&self.path, e))?;
         }
         Ok(())
     }
@@ -178,7 +187,10 @@ impl OutputFile {
         f.upper_bounds = Some(m.upper_bounds);
         f.split_offsets = Some(m.split_offsets);
         f.sort_order_id = config.sort_order_id;
-        Ok(Finished { bytes, data_file: f })
+        Ok(Finished {
+            bytes,
+            data_file: f,
+        })
     }
 }
 
