@@ -122,10 +122,13 @@ pub fn check_gates(procedure: &str, settings: &Settings) -> Result<()> {
             "remove_orphan_files is experimental. To allow its usage, enable setting \
              allow_iceberg_remove_orphan_files",
         ),
-        "rewrite_data_files" if !settings.allow_experimental_iceberg_compaction() => disabled(
-            "Iceberg compaction is experimental. To allow its usage, enable setting \
-             allow_experimental_iceberg_compaction",
-        ),
+        // ClickHouse 26.9's own words and code (observed through chdb): BAD_ARGUMENTS.
+        "rewrite_data_files" if !settings.allow_experimental_iceberg_compaction() => {
+            Err(Error::bad_arguments(
+                "Enable 'allow_experimental_iceberg_compaction' setting to call optimize for \
+                 iceberg tables",
+            ))
+        }
         _ => Ok(()),
     }
 }

@@ -619,7 +619,11 @@ async fn dry_run_explain_and_gate_change_nothing() {
         .execute("SET allow_experimental_iceberg_compaction = 0; OPTIMIZE TABLE t")
         .await
         .unwrap_err();
-    assert_eq!(e.kind(), icetrim::ErrorKind::SupportIsDisabled);
+    assert_eq!(e.kind(), icetrim::ErrorKind::BadArguments);
+    assert_eq!(
+        e.message(),
+        "Enable 'allow_experimental_iceberg_compaction' setting to call optimize for iceberg tables"
+    );
     let e = s
         .execute("SET allow_experimental_iceberg_compaction = 1; ALTER TABLE t EXECUTE rewrite_data_files(where = 'id = 1')")
         .await
@@ -790,4 +794,49 @@ async fn where_narrows_to_the_partitions_it_may_match() {
     assert_eq!(still_b, in_b, "partition b untouched");
     let (rows, _) = py_rows(&dir).await;
     assert_eq!(rows[&now.to_string()], expected);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_clickhouse_v3_table_of_many_types_reads_the_same() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("t");
+    fixture(&["clickhouse_types", dir.to_str().unwrap()]);
+    let (py_before, py_errors) = py_rows(&dir).await;
+    let snapshots: Vec<String> = py_before.keys().cloned().collect();
+    let mut args = vec!["chall", dir.to_str().unwrap()];
+    args.extend(snapshots.iter().map(String::as_str));
+    let ch_before = fixture(&args);
+    let lineage = row_lineage(&dir).await;
+    let (_, _, _, start) = current_files(&dir).await;
+    let results = engine_sql(&dir, &["OPTIMIZE TABLE t"]).await;
+    let m = compact_metrics(&results[0]);
+    assert!(m.rewritten_data_files_count >= 4, "{m:?}");
+    assert!(m.removed_delete_files_count >= 1, "{m:?}");
+    let (_, deletes, op, now) = current_files(&dir).await;
+    assert_eq!(op, "replace");
+    assert!(deletes.is_empty());
+    let ch_after = fixture(&args);
+    assert_eq!(
+        ch_after["current"], ch_before["current"],
+        "ClickHouse current rows"
+    );
+    assert_eq!(ch_before["current"].as_array().unwrap().len(), 10);
+    for sid in &snapshots {
+        assert_eq!(
+            ch_after["snapshots"][sid], ch_before["snapshots"][sid],
+            "ClickHouse {sid}"
+        );
+    }
+    let (py_after, _) = py_rows(&dir).await;
+    for (sid, rows) in &py_before {
+        assert_eq!(&py_after[sid], rows, "pyiceberg {sid} ({py_errors})");
+    }
+    if let Some(rows) = py_before.get(&start.to_string()) {
+        assert_eq!(&py_after[&now.to_string()], rows, "pyiceberg current");
+    }
+    let after = row_lineage(&dir).await;
+    assert_eq!(after.len(), 10);
+    for (id, l) in &after {
+        assert_eq!(lineage.get(id), Some(l), "row {id} keeps its lineage");
+    }
 }

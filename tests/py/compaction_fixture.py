@@ -9,6 +9,8 @@ usage:
   compaction_fixture.py rows <metadata_json>                every snapshot's rows, read by pyiceberg
   compaction_fixture.py clickhouse <dir> <version>          ClickHouse writes: 5 INSERTs, then DELETEs (position deletes)
   compaction_fixture.py chrows <dir> [<snapshot_id> ...]    rows as ClickHouse reads them (current, then each snapshot)
+  compaction_fixture.py clickhouse_types <dir>              ClickHouse v3 table of many types, INSERTs and a DELETE
+  compaction_fixture.py chall <dir> [<snapshot_id> ...]     every column as ClickHouse reads it
 
 Rows are canonical text (one JSON array per row, sorted): floats by their IEEE bits (so NaN and -0.0
 compare exactly), decimals as text, dates and times in ISO form, bytes and UUIDs as hex, structs as
@@ -251,6 +253,64 @@ def cmd_clickhouse(out_dir, version):
     print(json.dumps({"dir": out_dir, "expected": expected}))
 
 
+def cmd_clickhouse_types(out_dir):
+    """A ClickHouse v3 table of many types (decimal(20,4) as fixed bytes, uuid, pre-1970 dates,
+    microsecond timestamps, arrays, maps, tuples, nulls inside them), 4 INSERTs, a DELETE."""
+    import chdb_session
+
+    out_dir = os.path.abspath(out_dir)
+    os.makedirs(out_dir, exist_ok=True)
+    sess = chdb_session.open_session()
+    try:
+        chdb_session.run(sess, "CREATE TABLE t (id Int64, ts Nullable(DateTime64(6, 'UTC')), "
+                         "d Nullable(Decimal(20, 4)), u Nullable(UUID), dt Nullable(Date32), "
+                         "f Nullable(Float32), a Array(Nullable(Int32)), m Map(String, Nullable(Float64)), "
+                         "tp Tuple(x Nullable(Int32), y Nullable(String))) "
+                         f"ENGINE = IcebergLocal({chdb_session.sql_string(out_dir)}) "
+                         "SETTINGS iceberg_format_version = 3")
+        for i in range(4):
+            rows = []
+            for n in range(i * 3, i * 3 + 3):
+                k = n % 3
+                rows.append(
+                    f"({n}, " + ["'2024-01-01 00:00:00.123456'", "NULL", "'1969-07-20 20:17:40'"][k]
+                    + ", " + [f"{n}.5", "NULL", "-12345678901234.5678"][k]
+                    + ", " + [f"'00000000-0000-0000-0000-{n:012d}'", "NULL", "'ffffffff-ffff-ffff-ffff-ffffffffffff'"][k]
+                    + ", " + ["'1960-01-01'", "NULL", "'2100-12-31'"][k]
+                    + ", " + ["nan", "-0.", "NULL"][k]
+                    + ", " + [f"[{n}, NULL]", "[]", "[NULL]"][k]
+                    + ", " + [f"{{'a': {n}.5, 'b': NULL}}", "{}", "{'z': -0.}"][k]
+                    + ", " + [f"({n}, 'y{n}')", "(NULL, NULL)", "(NULL, 'only')"][k] + ")"
+                )
+            chdb_session.run(sess, "INSERT INTO t VALUES " + ", ".join(rows))
+        chdb_session.run(sess, "DELETE FROM t WHERE id IN (4, 9)")
+    finally:
+        sess.close()
+    print(json.dumps({"dir": out_dir}))
+
+
+def cmd_chall(table_dir, snapshot_ids):
+    """Every column as ClickHouse reads it (floats by their text), current and per snapshot."""
+    import chdb_session
+
+    sess = chdb_session.open_session()
+    out = {"current": None, "snapshots": {}, "errors": {}}
+    q = "SELECT * FROM t"
+    try:
+        chdb_session.run(sess, chdb_session.attach_statement(os.path.abspath(table_dir)))
+        _, rows = chdb_session.run(sess, q)
+        out["current"] = sorted(json.dumps(r) for r in rows)
+        for sid in snapshot_ids:
+            try:
+                _, rows = chdb_session.run(sess, f"{q} SETTINGS iceberg_snapshot_id = {int(sid)}")
+                out["snapshots"][sid] = sorted(json.dumps(r) for r in rows)
+            except Exception as e:  # noqa: BLE001
+                out["errors"][sid] = str(e)
+    finally:
+        sess.close()
+    print(json.dumps(out))
+
+
 def cmd_chrows(table_dir, snapshot_ids):
     import chdb_session
 
@@ -287,6 +347,10 @@ def main():
         cmd_rows(args[0])
     elif cmd == "clickhouse":
         cmd_clickhouse(args[0], args[1])
+    elif cmd == "clickhouse_types":
+        cmd_clickhouse_types(args[0])
+    elif cmd == "chall":
+        cmd_chall(args[0], args[1:])
     elif cmd == "chrows":
         cmd_chrows(args[0], args[1:])
     else:

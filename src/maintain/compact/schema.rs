@@ -83,6 +83,13 @@ fn struct_fields(node: &Json) -> Result<Vec<FieldRef>> {
                 .and_then(|v| i32::try_from(v).ok())
                 .ok_or_else(|| bad(format!("field '{name}' has no id")))?;
             let required = f.get("required").and_then(Json::as_bool).unwrap_or(false);
+            // v3 default values: a file without the column reads as the default, which this
+            // rewrite (filling missing columns with nulls) would not write.
+            if f.get("initial-default").is_some_and(|d| !d.is_null()) {
+                return Err(Error::not_implemented(format!(
+                    "compaction cannot rewrite tables whose column '{name}' has an initial-default                      (v3 default values) yet"
+                )));
+            }
             let ty = f
                 .get("type")
                 .ok_or_else(|| bad(format!("field '{name}' has no type")))?;
@@ -336,6 +343,15 @@ mod tests {
             {"id": 1, "name": "v", "required": false, "type": "variant"}]});
         let e = arrow_schema(&v, false).unwrap_err();
         assert_eq!(e.kind(), crate::error::ErrorKind::NotImplemented);
+        for t in ["geometry(srid:4326)", "geography", "unknown"] {
+            let g = serde_json::json!({"type": "struct", "fields": [
+                {"id": 1, "name": "g", "required": false, "type": t}]});
+            assert!(arrow_schema(&g, false).is_err(), "{t}");
+        }
+        let d = serde_json::json!({"type": "struct", "fields": [
+            {"id": 1, "name": "x", "required": false, "type": "int", "initial-default": 5}]});
+        let e = arrow_schema(&d, true).unwrap_err();
+        assert!(e.message().contains("initial-default"), "{}", e.message());
     }
 
     #[test]
