@@ -25,6 +25,8 @@ fn options(location: &str) -> GenerateOptions {
     opts.staged = 1;
     opts.orphans = 2;
     opts.span_ms = 10 * DAY_MS;
+    // Real Parquet data files: the examples compact too.
+    opts.parquet_data = true;
     opts
 }
 
@@ -93,6 +95,10 @@ async fn run_local_example(name: &str) -> String {
 async fn demo_example() {
     let out = run_local_example("demo.sql").await;
     assert!(out.lines().any(|l| l == "events"), "{out}");
+    assert!(
+        out.lines().any(|l| l.starts_with("rewritten_data_files_count\t")),
+        "the demo compacts\n{out}"
+    );
 }
 
 #[tokio::test]
