@@ -96,7 +96,8 @@ async fn demo_example() {
     let out = run_local_example("demo.sql").await;
     assert!(out.lines().any(|l| l == "events"), "{out}");
     assert!(
-        out.lines().any(|l| l.starts_with("rewritten_data_files_count\t")),
+        out.lines()
+            .any(|l| l.starts_with("rewritten_data_files_count\t")),
         "the demo compacts\n{out}"
     );
 }

@@ -37,6 +37,8 @@ pub mod filter;
 pub mod metrics;
 pub mod model;
 pub mod plan;
+#[cfg(test)]
+mod plan_props;
 pub mod read;
 pub mod rewrite;
 pub mod schema;
