@@ -840,3 +840,65 @@ async fn a_clickhouse_v3_table_of_many_types_reads_the_same() {
         assert_eq!(lineage.get(id), Some(l), "row {id} keeps its lineage");
     }
 }
+
+/// Counts the reads of each path.
+#[derive(Debug, Default)]
+struct ReadCounter {
+    reads: std::sync::Mutex<HashMap<String, usize>>,
+}
+
+#[async_trait::async_trait]
+impl StoreHook for ReadCounter {
+    async fn before(&self, op: Op, path: Option<&ObjectPath>) -> object_store::Result<()> {
+        if let (Op::Get, Some(p)) = (op, path) {
+            *self.reads.lock().unwrap().entry(p.to_string()).or_default() += 1;
+        }
+        Ok(())
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn under_a_small_memory_budget_inputs_stream_by_ranges() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("t");
+    fixture(&["simple", dir.to_str().unwrap(), "6"]);
+    let (data, _, _, _) = current_files(&dir).await;
+    let first = data.iter().map(|f| f.file_path.clone()).min().unwrap();
+    let victim = first_id(&first) + 2;
+    commit_deletes(
+        &dir,
+        vec![position_delete(&dir, "pos-2.parquet", &[(first, 2)])],
+    )
+    .await;
+    let counter = Arc::new(ReadCounter::default());
+    let store = FaultyStore::hooked(Arc::new(LocalFileSystem::new()), counter.clone());
+    let io = FileIO::from_store("/", Arc::new(store)).unwrap();
+    let table = Table::with_io(dir.to_str().unwrap(), io);
+    let outcome = table
+        .rewrite_data_files()
+        .optimize()
+        .setting("iceberg_compaction_max_memory_bytes", "6400")
+        .execute()
+        .await
+        .unwrap();
+    assert_eq!(outcome.metrics.rewritten_data_files_count, 6);
+    assert!(
+        outcome
+            .warnings
+            .iter()
+            .any(|w| w.contains("iceberg_compaction_max_memory_bytes")),
+        "{:?}",
+        outcome.warnings
+    );
+    let reads = counter.reads.lock().unwrap().clone();
+    for f in &data {
+        let key = local_path(&f.file_path).trim_start_matches('/').to_string();
+        let n = reads.get(&key).copied().unwrap_or(0);
+        assert!(n >= 3, "{key} read {n} time(s): not by ranges ({reads:?})");
+    }
+    let (rows, _) = py_rows(&dir).await;
+    let (_, _, _, now) = current_files(&dir).await;
+    let mut expected: Vec<String> = (0..18).filter(|i| *i != victim).map(simple_row).collect();
+    expected.sort();
+    assert_eq!(rows[&now.to_string()], expected);
+}

@@ -19,6 +19,7 @@ use super::plan::{Group, Resolved, plan};
 use super::read::{TableState, read_state};
 use super::rewrite::{GroupWriter, LoadedDeletes, SortKey, load_deletes};
 use super::schema::arrow_schema;
+use super::source::RangeSource;
 use super::stats::leaf_infos;
 use super::writer::{WriteConfig, writer_properties};
 use super::{CompactOutcome, PROCEDURE};
@@ -143,7 +144,15 @@ pub async fn execute(
     } else {
         (budget / resolved.max_concurrent.max(1) / 4).clamp(16 << 20, 1 << 30)
     };
-    let per_group = config.roll_bytes + largest_input + row_group_bytes as u64 + 2 * sort_buffer;
+    // Inputs above the whole-file size are streamed: a row group at most (estimated by the
+    // table's row-group size) instead of the file.
+    let whole_file_bytes = (budget / 64).min(32 << 20);
+    let input_held = if largest_input <= whole_file_bytes {
+        largest_input
+    } else {
+        row_group_bytes as u64
+    };
+    let per_group = config.roll_bytes + input_held + row_group_bytes as u64 + 2 * sort_buffer;
     let in_flight = (budget / per_group.max(1)).clamp(1, resolved.max_concurrent.max(1));
     if per_group > budget {
         warnings.push(format!(
@@ -316,6 +325,8 @@ async fn rewrite_group(
     deletes: Vec<LiveFile>,
     row_lineage: bool,
 ) -> Result<(Vec<DataFile>, HashMap<String, HashSet<String>>)> {
+    // Inputs up to this size are read whole (one request); larger ones by ranges.
+    let whole_file_bytes = (target.settings.compaction_max_memory_bytes() / 64).min(32 << 20);
     let io = &target.io;
     let input_refs: Vec<&LiveFile> = inputs.iter().collect();
     let delete_refs: Vec<&LiveFile> = deletes.iter().collect();
@@ -324,15 +335,33 @@ async fn rewrite_group(
     let mut outputs = Vec::new();
     for input in inputs {
         target.progress.check()?;
-        let bytes: Bytes = io.read(input.path()).await?;
+        let size = input.file.file_size_in_bytes.max(0) as u64;
         let deletes = loaded.clone();
-        writer = tokio::task::spawn_blocking(move || {
-            writer
-                .rewrite_file(&input, bytes, &deletes, row_lineage)
-                .map(|()| writer)
-        })
-        .await
-        .map_err(|e| Error::logical(format!("compaction worker failed: {e}")))??;
+        let joined = if size <= whole_file_bytes {
+            let bytes: Bytes = io.read(input.path()).await?;
+            tokio::task::spawn_blocking(move || {
+                writer
+                    .rewrite_file(&input, bytes, &deletes, row_lineage)
+                    .map(|()| writer)
+            })
+            .await
+        } else {
+            // Large: streamed by ranges, row group by row group.
+            let len = io.head(input.path()).await?.size;
+            let source = RangeSource::new(
+                io.clone(),
+                input.path().to_string(),
+                len,
+                tokio::runtime::Handle::current(),
+            );
+            tokio::task::spawn_blocking(move || {
+                writer
+                    .rewrite_file(&input, source, &deletes, row_lineage)
+                    .map(|()| writer)
+            })
+            .await
+        };
+        writer = joined.map_err(|e| Error::logical(format!("compaction worker failed: {e}")))??;
         upload(io, &mut writer, &mut outputs).await?;
     }
     writer = tokio::task::spawn_blocking(move || writer.roll().map(|()| writer))

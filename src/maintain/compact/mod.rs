@@ -42,6 +42,7 @@ mod plan_props;
 pub mod read;
 pub mod rewrite;
 pub mod schema;
+pub mod source;
 pub mod stats;
 pub mod writer;
 

@@ -23,6 +23,7 @@ use arrow_row::{RowConverter, SortField};
 use arrow_schema::{DataType, Schema, SchemaRef};
 use bytes::Bytes;
 use parquet::arrow::arrow_reader::{ArrowReaderOptions, ParquetRecordBatchReaderBuilder};
+use parquet::file::reader::ChunkReader;
 use roaring::RoaringTreemap;
 
 use super::deletes::applies;
@@ -57,9 +58,9 @@ struct EqualitySet {
     rows: HashSet<Vec<u8>>,
 }
 
-fn parquet_reader(
+fn parquet_reader<R: ChunkReader + 'static>(
     path: &str,
-    bytes: Bytes,
+    bytes: R,
 ) -> Result<parquet::arrow::arrow_reader::ParquetRecordBatchReader> {
     let options = ArrowReaderOptions::new().with_skip_arrow_metadata(true);
     ParquetRecordBatchReaderBuilder::try_new_with_options(bytes, options)
@@ -389,10 +390,10 @@ impl GroupWriter {
     }
 
     /// Rewrites one input file (its bytes) into the outputs, applying `deletes`.
-    pub fn rewrite_file(
+    pub fn rewrite_file<R: ChunkReader + 'static>(
         &mut self,
         input: &LiveFile,
-        bytes: Bytes,
+        bytes: R,
         deletes: &LoadedDeletes,
         row_lineage: bool,
     ) -> Result<()> {
