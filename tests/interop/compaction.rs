@@ -533,7 +533,10 @@ struct ConcurrentDelete {
 impl StoreHook for ConcurrentDelete {
     async fn before(&self, op: Op, path: Option<&ObjectPath>) -> object_store::Result<()> {
         let output = path.is_some_and(|p| p.as_ref().contains("-compacted-"));
-        if matches!(op, Op::Put { .. }) && output && !self.fired.swap(true, Ordering::SeqCst) {
+        if matches!(op, Op::Put { .. } | Op::PutMultipart)
+            && output
+            && !self.fired.swap(true, Ordering::SeqCst)
+        {
             // Another writer, on its own thread and runtime, commits while we wait.
             let dir = self.dir.clone();
             std::thread::spawn(move || {

@@ -121,6 +121,7 @@ pub async fn execute(
         roll_bytes: resolved.write_max_file_size(),
         data_dir: format!("{}/data", md.location().trim_end_matches('/')),
         sort_order_id: default_sort_order(md).map(|(id, _)| id),
+        io: target.io.clone(),
     };
     let (sort, unsorted) = sort_keys(md, &config.schema);
     if let Some(why) = unsorted {
@@ -129,8 +130,9 @@ pub async fn execute(
             target.table_name
         ));
     }
-    // Memory: each group in flight holds one input file, one output file being built and its
-    // row group; groups in flight are limited so that the estimate fits the setting.
+    // Memory: each group in flight holds one input file (or one row group of a large one), the
+    // output row group being encoded, its upload parts in flight, and the sort buffer; groups in
+    // flight are limited so that the estimate fits the setting.
     let budget = target.settings.compaction_max_memory_bytes();
     let largest_input = state
         .data
@@ -152,7 +154,8 @@ pub async fn execute(
     } else {
         row_group_bytes as u64
     };
-    let per_group = config.roll_bytes + input_held + row_group_bytes as u64 + 2 * sort_buffer;
+    // Output: the row group being encoded plus the upload parts in flight (3 × 8 MiB).
+    let per_group = input_held + row_group_bytes as u64 + (24 << 20) + 2 * sort_buffer;
     let in_flight = (budget / per_group.max(1)).clamp(1, resolved.max_concurrent.max(1));
     if per_group > budget {
         warnings.push(format!(
@@ -362,29 +365,25 @@ async fn rewrite_group(
             .await
         };
         writer = joined.map_err(|e| Error::logical(format!("compaction worker failed: {e}")))??;
-        upload(io, &mut writer, &mut outputs).await?;
+        collect(&mut writer, &mut outputs);
     }
     writer = tokio::task::spawn_blocking(move || writer.roll().map(|()| writer))
         .await
         .map_err(|e| Error::logical(format!("compaction worker failed: {e}")))??;
-    upload(io, &mut writer, &mut outputs).await?;
+    collect(&mut writer, &mut outputs);
     let mentions = Arc::try_unwrap(loaded)
         .map(|l| l.mentions)
         .unwrap_or_default();
     Ok((outputs, mentions))
 }
 
-async fn upload(
-    io: &crate::io::FileIO,
-    writer: &mut GroupWriter,
-    outputs: &mut Vec<DataFile>,
-) -> Result<()> {
-    for done in std::mem::take(&mut writer.finished) {
-        io.overwrite(&done.data_file.file_path, Bytes::from(done.bytes))
-            .await?;
-        outputs.push(done.data_file);
-    }
-    Ok(())
+/// The output files the writer finished (already complete in storage).
+fn collect(writer: &mut GroupWriter, outputs: &mut Vec<DataFile>) {
+    outputs.extend(
+        std::mem::take(&mut writer.finished)
+            .into_iter()
+            .map(|done| done.data_file),
+    );
 }
 
 /// Commits the rewritten groups, re-validating them against every commit made since the start.

@@ -11,7 +11,9 @@
 //!    partition, groups kept by Java's rules; the deletes applying to each input follow the
 //!    spec's sequence-number rules (`deletes.rs`). `EXPLAIN` and `dry_run` stop here.
 //! 4. Rewrite each group (at most `max_concurrent_file_group_rewrites` at once, fewer when
-//!    `iceberg_compaction_max_memory_bytes` says so): inputs streamed batch by batch, deletes
+//!    `iceberg_compaction_max_memory_bytes` says so): inputs streamed batch by batch (large ones
+//!    read by ranges, row group by row group: `source.rs`), outputs streamed to storage as
+//!    multipart uploads, deletes
 //!    applied, v3 row lineage written explicitly, Parquet written with field ids, the table's
 //!    codec and row-group size, complete Iceberg metrics (`rewrite.rs`, `writer.rs`,
 //!    `stats.rs`, `schema.rs`).

@@ -281,6 +281,7 @@ pub struct GroupWriter {
     partition: Value,
     uuid: uuid::Uuid,
     current: Option<OutputFile>,
+    handle: tokio::runtime::Handle,
     count: usize,
     pub finished: Vec<Finished>,
     /// Rows written after deletes.
@@ -300,6 +301,7 @@ impl GroupWriter {
             sort_buffer_bytes,
             pending: Vec::new(),
             pending_bytes: 0,
+            handle: tokio::runtime::Handle::current(),
             partition,
             uuid: uuid::Uuid::new_v4(),
             current: None,
@@ -363,7 +365,7 @@ impl GroupWriter {
                 "{}/{}-compacted-{:05}.parquet",
                 self.config.data_dir, self.uuid, self.count
             );
-            self.current = Some(OutputFile::new(&self.config, path)?);
+            self.current = Some(OutputFile::new(&self.config, path, self.handle.clone())?);
         }
         if let Some(out) = &mut self.current {
             out.write(&self.config, batch)?;

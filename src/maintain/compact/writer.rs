@@ -1,5 +1,6 @@
-//! Writing the output Parquet files of one file group: the table's writer properties, rolling at
-//! the target size, row groups flushed at `write.parquet.row-group-size-bytes`, NaN counts
+//! Writing the output Parquet files of one file group, streamed to storage as multipart uploads
+//! (a file is visible only once complete): the table's writer properties, rolling at the target
+//! size, row groups flushed at `write.parquet.row-group-size-bytes`, NaN counts
 //! gathered for the metrics, and the manifest's `DataFile` built from the footer.
 //!
 //! Table properties honoured (Iceberg Java's names and defaults):
@@ -26,6 +27,7 @@ use super::stats::{LeafInfo, file_metrics};
 use crate::error::{Error, Result};
 use crate::iceberg::manifest::DataFile;
 use crate::iceberg::spec::DataContent;
+use crate::io::{FileIO, Upload};
 
 /// How output files are written: the same for every group of a run.
 #[derive(Debug, Clone)]
@@ -41,6 +43,8 @@ pub struct WriteConfig {
     pub data_dir: String,
     /// The table's default sort order id, recorded on each file.
     pub sort_order_id: Option<i32>,
+    /// Storage the output files are streamed to.
+    pub io: FileIO,
 }
 
 fn prop_u64(props: &BTreeMap<String, String>, key: &str, default: u64) -> Result<u64> {
@@ -112,30 +116,78 @@ pub fn writer_properties(props: &BTreeMap<String, String>) -> Result<(WriterProp
     Ok((properties, row_group_bytes as usize))
 }
 
-/// One output file being written.
+/// Uploads parts beyond this many bytes in flight wait (bounds what an output file holds).
+const PARTS_IN_FLIGHT: usize = 2;
+
+/// The Parquet writer's sink: a streamed upload ([`FileIO::start_upload`]), written from the
+/// blocking thread that encodes, its part uploads run on the statement's runtime.
+struct UploadSink {
+    upload: Option<Upload>,
+    handle: tokio::runtime::Handle,
+    since_wait: u64,
+}
+
+impl std::io::Write for UploadSink {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let upload = self
+            .upload
+            .as_mut()
+            .ok_or_else(|| std::io::Error::other("the upload is closed"))?;
+        {
+            let _runtime = self.handle.enter();
+            upload.write(buf);
+        }
+        self.since_wait += buf.len() as u64;
+        if self.since_wait >= 8 << 20 {
+            self.since_wait = 0;
+            self.handle
+                .block_on(upload.wait_for_capacity(PARTS_IN_FLIGHT))
+                .map_err(std::io::Error::other)?;
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// One output file being written (streamed to storage as it grows; visible only once finished).
 pub struct OutputFile {
     pub path: String,
-    writer: ArrowWriter<Vec<u8>>,
+    writer: ArrowWriter<UploadSink>,
+    handle: tokio::runtime::Handle,
     nan_counts: HashMap<i32, i64>,
     rows: u64,
 }
 
-/// A finished output file: its bytes and its manifest description.
+/// A finished output file: its manifest description (the file is complete in storage).
 pub struct Finished {
-    pub bytes: Vec<u8>,
     pub data_file: DataFile,
 }
 
 impl OutputFile {
-    pub fn new(config: &WriteConfig, path: String) -> Result<OutputFile> {
+    /// Starts the upload of `path`; called on a blocking thread of the runtime behind `handle`.
+    pub fn new(
+        config: &WriteConfig,
+        path: String,
+        handle: tokio::runtime::Handle,
+    ) -> Result<OutputFile> {
         let options = ArrowWriterOptions::new()
             .with_properties(config.properties.clone())
             .with_skip_arrow_metadata(true);
-        let writer = ArrowWriter::try_new_with_options(Vec::new(), config.schema.clone(), options)
+        let upload = handle.block_on(config.io.start_upload(&path))?;
+        let sink = UploadSink {
+            upload: Some(upload),
+            handle: handle.clone(),
+            since_wait: 0,
+        };
+        let writer = ArrowWriter::try_new_with_options(sink, config.schema.clone(), options)
             .map_err(|e| parquet_error(&path, e))?;
         Ok(OutputFile {
             path,
             writer,
+            handle,
             nan_counts: HashMap::new(),
             rows: 0,
         })
@@ -170,14 +222,21 @@ impl OutputFile {
         let OutputFile {
             path,
             writer,
+            handle,
             nan_counts,
             ..
         } = self;
         let mut writer = writer;
         let meta = writer.finish().map_err(|e| parquet_error(&path, e))?;
-        let bytes = std::mem::take(writer.inner_mut());
+        let upload = writer
+            .inner_mut()
+            .upload
+            .take()
+            .ok_or_else(|| Error::logical(format!("'{path}': upload already closed")))?;
+        let size = upload.written();
+        handle.block_on(upload.finish())?;
         let m = file_metrics(&meta, &config.leaves, &nan_counts);
-        let mut f = DataFile::new(DataContent::Data, path, m.record_count, bytes.len() as i64);
+        let mut f = DataFile::new(DataContent::Data, path, m.record_count, size as i64);
         f.partition = partition;
         f.column_sizes = Some(m.column_sizes);
         f.value_counts = Some(m.value_counts);
@@ -187,10 +246,7 @@ impl OutputFile {
         f.upper_bounds = Some(m.upper_bounds);
         f.split_offsets = Some(m.split_offsets);
         f.sort_order_id = config.sort_order_id;
-        Ok(Finished {
-            bytes,
-            data_file: f,
-        })
+        Ok(Finished { data_file: f })
     }
 }
 
