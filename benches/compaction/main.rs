@@ -7,8 +7,9 @@
 //! ```
 //!
 //! The table is made by icetrim's generator in Parquet mode (`icetrim-generate --parquet`):
-//! `N / K` fast appends of `K` small data files each (1 to 1,000 rows of `id`, `data`), all in
-//! one partition (default 10,000 files). It is generated twice with the same seed, one copy per
+//! `N / K` commits, mostly fast appends of `K` small data files each (1 to 1,000 rows of `id`,
+//! `data`) and some deletes (position delete files or removed files), all in one partition
+//! (default 10,000 files). It is generated twice with the same seed, one copy per
 //! tool. Throughput is input MB (the data files' bytes) per second of wall time.
 
 use std::path::{Path, PathBuf};
@@ -72,7 +73,9 @@ fn options(location: &str, args: &Args) -> GenerateOptions {
         7,
         now,
     );
-    o.mix = Mix::parse("append=1").expect("a mix");
+    // Mostly appends; some deletes (half of them position delete files), so that ClickHouse's
+    // OPTIMIZE, which merges position deletes into data files, has work to do too.
+    o.mix = Mix::parse("append=90,delete=10").expect("a mix");
     o.parquet_data = true;
     o
 }
@@ -134,15 +137,33 @@ fn floor(files: &[(String, Bytes)]) -> (f64, usize) {
     (started.elapsed().as_secs_f64(), rows)
 }
 
+/// ClickHouse is stopped after this long (its OPTIMIZE can take far longer than ours).
+const CH_TIMEOUT_S: u64 = 120;
+
 fn clickhouse(python: &Path, dir: &Path, sql: &str) -> Result<(f64, String), String> {
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("scripts/bench_clickhouse.py");
-    let out = Command::new(python)
+    let mut child = Command::new(python)
         .arg(script)
         .arg(dir)
         .arg(sql)
         .env("TZ", "UTC")
-        .output()
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
         .map_err(|e| e.to_string())?;
+    let started = Instant::now();
+    loop {
+        match child.try_wait().map_err(|e| e.to_string())? {
+            Some(_) => break,
+            None if started.elapsed().as_secs() > CH_TIMEOUT_S => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(format!("stopped after {CH_TIMEOUT_S} s (a lower bound)"));
+            }
+            None => std::thread::sleep(std::time::Duration::from_millis(50)),
+        }
+    }
+    let out = child.wait_with_output().map_err(|e| e.to_string())?;
     let text = String::from_utf8_lossy(&out.stdout).to_string();
     let v: serde_json::Value = serde_json::from_str(text.trim())
         .map_err(|_| format!("{text}{}", String::from_utf8_lossy(&out.stderr)))?;
@@ -150,6 +171,17 @@ fn clickhouse(python: &Path, dir: &Path, sql: &str) -> Result<(f64, String), Str
         return Err(e.to_string());
     }
     Ok((v["seconds"].as_f64().unwrap_or(0.0), v["rows"].to_string()))
+}
+
+/// Parquet files under `<dir>/data` (ClickHouse's rewrite shows here).
+fn data_files_on_disk(dir: &Path) -> usize {
+    std::fs::read_dir(dir.join("data"))
+        .map(|d| {
+            d.filter_map(|e| e.ok())
+                .filter(|e| e.path().extension().is_some_and(|x| x == "parquet"))
+                .count()
+        })
+        .unwrap_or(0)
 }
 
 fn mb(bytes: i64) -> f64 {
@@ -212,27 +244,32 @@ async fn main() {
     let after_rows: i64 = after.iter().map(|f| f.2).sum();
     let m = outcome.metrics;
     println!(
-        "icetrim OPTIMIZE TABLE: {ours_s:.2} s, {:.1} MB/s; {} files -> {} ({} groups); rows {input_rows} -> {after_rows}",
+        "icetrim OPTIMIZE TABLE: {ours_s:.2} s, {:.1} MB/s; {} files -> {} ({} groups, {} delete \
+         files removed); records {input_rows} -> {after_rows} live rows",
         mb(m.rewritten_bytes_count) / ours_s,
         m.rewritten_data_files_count,
         m.added_data_files_count,
-        m.rewritten_file_groups_count
+        m.rewritten_file_groups_count,
+        m.removed_delete_files_count
     );
-    assert_eq!(after_rows, input_rows, "icetrim kept every row");
+    // (Input rows count every data file's records; position deletes make the live rows fewer.)
 
     // ClickHouse, where it runs.
     let python = std::env::var_os("ICETRIM_PYTHON")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".venv/bin/python"));
     if python.exists() {
+        let files_before = data_files_on_disk(&theirs);
         let count = "SELECT count() FROM t";
         let before = clickhouse(&python, &theirs, count);
         let run = clickhouse(&python, &theirs, "OPTIMIZE TABLE t");
         let after = clickhouse(&python, &theirs, count);
         match (before, run, after) {
             (Ok((_, b)), Ok((secs, _)), Ok((_, a))) => println!(
-                "ClickHouse OPTIMIZE TABLE: {secs:.2} s, {:.1} MB/s; count() {b} -> {a}",
-                mb(input_bytes) / secs
+                "ClickHouse OPTIMIZE TABLE: {secs:.2} s, {:.1} MB/s; count() {b} -> {a}; \
+                 Parquet files under data/: {files_before} -> {}",
+                mb(input_bytes) / secs,
+                data_files_on_disk(&theirs)
             ),
             (b, r, a) => println!(
                 "ClickHouse OPTIMIZE TABLE did not run: count before {b:?}; OPTIMIZE {r:?}; after {a:?}"
