@@ -905,3 +905,141 @@ async fn under_a_small_memory_budget_inputs_stream_by_ranges() {
     expected.sort();
     assert_eq!(rows[&now.to_string()], expected);
 }
+
+/// A v3 data file of (`id` long, `data` string, `tns` timestamp_ns).
+fn v3_nanos_file(dir: &Path, name: &str, ids: &[i64]) -> DataFile {
+    use arrow_array::{StringArray, TimestampNanosecondArray};
+    let schema = Arc::new(Schema::new(vec![
+        with_id("id", DataType::Int64, 1),
+        with_id("data", DataType::Utf8, 2),
+        with_id(
+            "tns",
+            DataType::Timestamp(arrow_schema::TimeUnit::Nanosecond, None),
+            3,
+        ),
+    ]));
+    let tns: Vec<Option<i64>> = ids
+        .iter()
+        .map(|i| (i % 3 != 0).then_some(1_700_000_000_123_456_789 + i))
+        .collect();
+    let batch = RecordBatch::try_new(
+        schema.clone(),
+        vec![
+            Arc::new(Int64Array::from(ids.to_vec())) as ArrayRef,
+            Arc::new(StringArray::from(
+                ids.iter().map(|i| format!("row-{i}")).collect::<Vec<_>>(),
+            )) as ArrayRef,
+            Arc::new(TimestampNanosecondArray::from(tns)) as ArrayRef,
+        ],
+    )
+    .unwrap();
+    let mut w = ArrowWriter::try_new(Vec::new(), schema, None).unwrap();
+    w.write(&batch).unwrap();
+    let bytes = w.into_inner().unwrap();
+    std::fs::create_dir_all(dir.join("data")).unwrap();
+    let path = dir.join("data").join(name);
+    std::fs::write(&path, &bytes).unwrap();
+    DataFile::new(
+        DataContent::Data,
+        path.to_str().unwrap(),
+        ids.len() as i64,
+        bytes.len() as i64,
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn v3_timestamp_ns_and_row_lineage_survive() {
+    use icetrim::internals::iceberg::metadata::TableMetadata;
+    use icetrim::internals::iceberg::spec::FormatVersion;
+    use icetrim::internals::iceberg::txn::create::new_table_json;
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("t");
+    let location = dir.to_str().unwrap().to_string();
+    let file = format!("{location}/metadata/v1.metadata.json");
+    let mut json = new_table_json(&location, FormatVersion::V3, &uuid::Uuid::new_v4(), 1_000);
+    json.insert(
+        "schemas".into(),
+        serde_json::json!([{"type": "struct", "schema-id": 0, "fields": [
+            {"id": 1, "name": "id", "required": false, "type": "long"},
+            {"id": 2, "name": "data", "required": false, "type": "string"},
+            {"id": 3, "name": "tns", "required": false, "type": "timestamp_ns"}]}]),
+    );
+    json.insert("last-column-id".into(), 3.into());
+    let md = TableMetadata::from_json(json, &file).unwrap();
+    FileIO::local()
+        .overwrite(&file, Bytes::from(md.to_json_bytes()))
+        .await
+        .unwrap();
+    let mut all = Vec::new();
+    for f in 0..3 {
+        let ids: Vec<i64> = (f * 4..f * 4 + 4).collect();
+        all.extend(ids.iter().copied());
+        let data = v3_nanos_file(&dir, &format!("f{f}.parquet"), &ids);
+        let request = CommitRequest::new(
+            Operation::Append,
+            FileChanges {
+                added_data: vec![data],
+                ..Default::default()
+            },
+        );
+        commit_changes(
+            &FileIO::local(),
+            &location,
+            &MetadataSettings::default(),
+            3,
+            &request,
+        )
+        .await
+        .unwrap();
+    }
+    let before = row_lineage(&dir).await;
+    let r = engine_sql(
+        &dir,
+        &["ALTER TABLE t EXECUTE rewrite_data_files(min_input_files = 2)"],
+    )
+    .await;
+    let m = compact_metrics(&r[0]);
+    assert_eq!(m.rewritten_data_files_count, 3, "{m:?}");
+    let (data, _, op, _) = current_files(&dir).await;
+    assert_eq!(op, "replace");
+    assert_eq!(data.len(), 1);
+    // Lineage: every row keeps its inherited _row_id and sequence number, now written out.
+    assert_eq!(row_lineage(&dir).await, before);
+    let out = &data[0];
+    let bytes = std::fs::read(local_path(&out.file_path)).unwrap();
+    let reader =
+        parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(Bytes::from(bytes))
+            .unwrap()
+            .build()
+            .unwrap();
+    let mut seen = Vec::new();
+    for batch in reader {
+        let batch = batch.unwrap();
+        let ids = batch
+            .column_by_name("id")
+            .unwrap()
+            .as_primitive::<Int64Type>();
+        let tns = batch.column_by_name("tns").unwrap();
+        assert_eq!(
+            tns.data_type(),
+            &DataType::Timestamp(arrow_schema::TimeUnit::Nanosecond, None)
+        );
+        let tns = tns.as_primitive::<arrow_array::types::TimestampNanosecondType>();
+        let rid = batch.column_by_name("_row_id").unwrap();
+        assert_eq!(rid.null_count(), 0, "_row_id written explicitly");
+        for i in 0..batch.num_rows() {
+            let id = ids.value(i);
+            let want = (id % 3 != 0).then_some(1_700_000_000_123_456_789 + id);
+            assert_eq!(tns.is_valid(i).then(|| tns.value(i)), want, "row {id}");
+            seen.push(id);
+        }
+    }
+    seen.sort();
+    assert_eq!(seen, all);
+    // Bounds of the nanosecond column: 8-byte little-endian nanoseconds.
+    let lower = out.lower_bounds.as_ref().unwrap()[&3].clone();
+    assert_eq!(
+        i64::from_le_bytes(lower.try_into().unwrap()),
+        1_700_000_000_123_456_789 + 1
+    );
+}
