@@ -262,8 +262,19 @@ async fn pyiceberg_tables_of_every_type_compact_to_the_same_rows() {
         let dir = tmp.path().join("t");
         let fx = fixture(&["pyiceberg", dir.to_str().unwrap(), partitioned]);
         let expected = strings(&fx["expected"]);
+        let ch_before = fixture(&["chcount", dir.to_str().unwrap()]);
         let m = compact_and_check(&dir, &expected, true, None).await;
         assert_eq!(m.failed_data_files_count, 0);
+        // ClickHouse, where it can read the table: the same ids after.
+        if ch_before.get("ids").is_some() {
+            let ch_after = fixture(&["chcount", dir.to_str().unwrap()]);
+            assert_eq!(
+                ch_after["ids"], ch_before["ids"],
+                "ClickHouse ids ({ch_after})"
+            );
+        } else {
+            eprintln!("ClickHouse cannot read the pyiceberg table: {ch_before}");
+        }
         if partitioned == "1" {
             assert_eq!(
                 m.rewritten_file_groups_count, 2,

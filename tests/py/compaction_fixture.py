@@ -11,6 +11,7 @@ usage:
   compaction_fixture.py chrows <dir> [<snapshot_id> ...]    rows as ClickHouse reads them (current, then each snapshot)
   compaction_fixture.py clickhouse_types <dir>              ClickHouse v3 table of many types, INSERTs and a DELETE
   compaction_fixture.py chall <dir> [<snapshot_id> ...]     every column as ClickHouse reads it
+  compaction_fixture.py chcount <dir>                       the ids ClickHouse reads, or its error
 
 Rows are canonical text (one JSON array per row, sorted): floats by their IEEE bits (so NaN and -0.0
 compare exactly), decimals as text, dates and times in ISO form, bytes and UUIDs as hex, structs as
@@ -311,6 +312,21 @@ def cmd_chall(table_dir, snapshot_ids):
     print(json.dumps(out))
 
 
+def cmd_chcount(table_dir):
+    """ClickHouse's row count and id multiset of the current snapshot, or its error."""
+    import chdb_session
+
+    sess = chdb_session.open_session()
+    try:
+        chdb_session.run(sess, chdb_session.attach_statement(os.path.abspath(table_dir)))
+        _, rows = chdb_session.run(sess, "SELECT id FROM t ORDER BY id")
+        print(json.dumps({"ids": [r[0] for r in rows]}))
+    except Exception as e:  # noqa: BLE001
+        print(json.dumps({"error": str(e)[:500]}))
+    finally:
+        sess.close()
+
+
 def cmd_chrows(table_dir, snapshot_ids):
     import chdb_session
 
@@ -349,6 +365,8 @@ def main():
         cmd_clickhouse(args[0], args[1])
     elif cmd == "clickhouse_types":
         cmd_clickhouse_types(args[0])
+    elif cmd == "chcount":
+        cmd_chcount(args[0])
     elif cmd == "chall":
         cmd_chall(args[0], args[1:])
     elif cmd == "chrows":
