@@ -709,37 +709,42 @@ async fn a_crash_at_any_write_leaves_the_rows_and_a_rerun_converges() {
     expected.sort();
     let backup = tmp.path().join("backup");
     copy_dir(&dir, &backup);
-    let mut completed = false;
-    for k in 0..40u64 {
-        std::fs::remove_dir_all(&dir).unwrap();
-        copy_dir(&backup, &dir);
-        let injector = FaultInjector::new();
-        injector.fail_after(k, Fault::Crash);
-        let store = FaultyStore::new(Arc::new(LocalFileSystem::new()), injector.clone());
-        let io = FileIO::from_store("/", Arc::new(store)).unwrap();
-        let table = Table::with_io(dir.to_str().unwrap(), io);
-        let result = table.rewrite_data_files().optimize().execute().await;
-        let crashed = injector.crashed();
-        assert_eq!(result.is_err(), crashed, "k={k}: {result:?}");
-        // Readable, every snapshot as before, the current rows as expected.
-        let (rows, errors) = py_rows(&dir).await;
-        let (_, _, _, now) = current_files(&dir).await;
-        assert_eq!(rows[&now.to_string()], expected, "k={k}: {errors}");
-        if !crashed {
-            completed = true;
-            break;
+    for fault in [Fault::Crash, Fault::CrashAfterApplying] {
+        let mut completed = false;
+        for k in 0..40u64 {
+            std::fs::remove_dir_all(&dir).unwrap();
+            copy_dir(&backup, &dir);
+            let injector = FaultInjector::new();
+            injector.fail_after(k, fault);
+            let store = FaultyStore::new(Arc::new(LocalFileSystem::new()), injector.clone());
+            let io = FileIO::from_store("/", Arc::new(store)).unwrap();
+            let table = Table::with_io(dir.to_str().unwrap(), io);
+            let result = table.rewrite_data_files().optimize().execute().await;
+            let crashed = injector.crashed();
+            assert_eq!(result.is_err(), crashed, "{fault:?} k={k}: {result:?}");
+            // Readable, and the current rows are the expected ones.
+            let (rows, errors) = py_rows(&dir).await;
+            let (_, _, _, now) = current_files(&dir).await;
+            assert_eq!(rows[&now.to_string()], expected, "k={k}: {errors}");
+            if !crashed {
+                completed = true;
+                break;
+            }
+            // A healthy re-run converges.
+            let results = engine_sql(&dir, &["OPTIMIZE TABLE t"]).await;
+            let m = compact_metrics(&results[0]);
+            let (data, deletes, op, now) = current_files(&dir).await;
+            assert_eq!(op, "replace", "k={k}: {m:?}");
+            assert_eq!(data.len(), 1);
+            assert!(deletes.is_empty());
+            let (rows, _) = py_rows(&dir).await;
+            assert_eq!(rows[&now.to_string()], expected, "k={k} after the re-run");
         }
-        // A healthy re-run converges.
-        let results = engine_sql(&dir, &["OPTIMIZE TABLE t"]).await;
-        let m = compact_metrics(&results[0]);
-        let (data, deletes, op, now) = current_files(&dir).await;
-        assert_eq!(op, "replace", "k={k}: {m:?}");
-        assert_eq!(data.len(), 1);
-        assert!(deletes.is_empty());
-        let (rows, _) = py_rows(&dir).await;
-        assert_eq!(rows[&now.to_string()], expected, "k={k} after the re-run");
+        assert!(
+            completed,
+            "{fault:?}: some run finished without meeting the fault"
+        );
     }
-    assert!(completed, "some run finished without meeting the fault");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
