@@ -302,7 +302,7 @@ async fn clickhouse_position_deletes_are_applied_and_history_stays() {
         let ch_before = chrows(&dir, &snapshots);
         let (_, deletes, _, _) = current_files(&dir).await;
         assert!(!deletes.is_empty(), "ClickHouse wrote position deletes");
-        let m = compact_and_check_ch(&dir, &expected, &snapshots, &ch_before, version).await;
+        let m = compact_and_check_ch(&dir, &expected, &ch_before, version).await;
         assert!(m.removed_delete_files_count >= 2, "v{version}: {m:?}");
     }
 }
@@ -310,7 +310,6 @@ async fn clickhouse_position_deletes_are_applied_and_history_stays() {
 async fn compact_and_check_ch(
     dir: &Path,
     expected: &[String],
-    snapshots: &[String],
     ch_before: &Value,
     version: &str,
 ) -> CompactMetrics {
@@ -326,7 +325,6 @@ async fn compact_and_check_ch(
         ch_after["current"], ch_before["current"],
         "v{version}: ClickHouse reads the same current rows ({ch_after})"
     );
-    let _ = snapshots;
     if let Some(before) = lineage_before {
         let after = row_lineage(dir).await;
         for (id, lineage) in &after {
@@ -443,8 +441,7 @@ async fn equality_deletes_apply_only_to_older_data() {
     // Equality delete of ids 1 and 7 (sequence 6), then an append of id 7 again (sequence 7):
     // the new row 7 survives, as the spec says.
     commit_deletes(&dir, vec![equality_delete(&dir, "eq-1.parquet", &[1, 7])]).await;
-    let appended = fixture(&["simple_append", dir.to_str().unwrap()]);
-    let _ = appended;
+    fixture(&["simple_append", dir.to_str().unwrap()]);
     let mut expected: Vec<String> = (0..15)
         .filter(|i| *i != 1 && *i != 7)
         .map(simple_row)
@@ -644,8 +641,6 @@ async fn dry_run_explain_and_gate_change_nothing() {
         .unwrap_err();
     assert!(e.message().contains("not a partition source column"), "{e}");
     assert_eq!(newest_metadata(&dir).await, before, "nothing written");
-    // `where` narrows a partitioned table to one partition's group.
-    let _ = Bytes::new();
 }
 
 /// Writes a position delete file deleting `(path, pos)` pairs.

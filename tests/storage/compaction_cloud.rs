@@ -24,10 +24,9 @@ fn script() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/py/compaction_fixture.py")
 }
 
-fn rows_of(dir: &Path, metadata: &str) -> (Vec<String>, String) {
+fn rows_of(metadata: &str) -> (Vec<String>, String) {
     let out = run_python_json(&script(), &["rows", metadata]);
     let current = out["current"].to_string();
-    let _ = dir;
     let mut rows: Vec<String> = out["snapshots"][&current]
         .as_array()
         .unwrap_or_else(|| panic!("pyiceberg read nothing: {out}"))
@@ -97,7 +96,7 @@ async fn compaction_on_both_emulators() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("t");
     let fx: Value = run_python_json(&script(), &["simple", dir.to_str().unwrap(), "5"]);
-    let (all_rows, _) = rows_of(&dir, &newest(&dir).await.path);
+    let (all_rows, _) = rows_of(&newest(&dir).await.path);
     assert_eq!(all_rows.len(), 15);
     let first_data = std::fs::read_dir(dir.join("data"))
         .unwrap()
@@ -172,7 +171,7 @@ async fn compaction_on_both_emulators() {
             .get("operation")
             .cloned();
         assert_eq!(op.as_deref(), Some("replace"));
-        let (rows, _) = rows_of(&view, &md.path);
+        let (rows, _) = rows_of(&md.path);
         assert_eq!(rows, expected, "{backend:?}");
     }
 }

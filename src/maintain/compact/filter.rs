@@ -15,7 +15,7 @@
 use std::collections::HashMap;
 
 use apache_avro::types::Value;
-use chrono::{Datelike, NaiveDate, NaiveDateTime, Timelike};
+use chrono::{Datelike, NaiveDate, NaiveDateTime};
 use serde_json::Value as Json;
 
 use super::model::LiveFile;
@@ -296,10 +296,7 @@ fn apply_transform(transform: &str, ty: &str, lit: &Val) -> Option<Val> {
         "month" => months,
         "day" => micros.div_euclid(MICROS_PER_DAY),
         "hour" => micros.div_euclid(3_600_000_000),
-        _ => {
-            let _ = at.hour();
-            return None;
-        }
+        _ => return None,
     }))
 }
 

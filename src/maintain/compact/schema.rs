@@ -215,7 +215,7 @@ pub fn adapt_batch(batch: &RecordBatch, target: &SchemaRef) -> Result<RecordBatc
 }
 
 fn adapt(source: Option<(&ArrayRef, &Field)>, target: &Field, len: usize) -> Result<ArrayRef> {
-    let Some((array, field)) = source else {
+    let Some((array, _)) = source else {
         return Ok(new_null_array(target.data_type(), len));
     };
     let err = |e: String| {
@@ -299,10 +299,7 @@ fn adapt(source: Option<(&ArrayRef, &Field)>, target: &Field, len: usize) -> Res
             Ok(Arc::new(out))
         }
         (t, s) if t == s => Ok(array.clone()),
-        (t, _) => {
-            let _ = field;
-            arrow_cast::cast(array, t).map_err(|e| err(e.to_string()))
-        }
+        (t, _) => arrow_cast::cast(array, t).map_err(|e| err(e.to_string())),
     }
 }
 
