@@ -5,6 +5,7 @@
 use super::result::{Metrics, QueryResult};
 use crate::format::{Column, Value};
 use crate::maintain::SnapshotOutcome;
+use crate::maintain::compact::{CompactOutcome, ExplainRow as CompactRow};
 use crate::maintain::expire::{ExpireOutcome, ExplainRow as ExpireRow};
 use crate::maintain::manage_snapshots::ExplainRow as SnapshotRow;
 use crate::maintain::orphans::{ExplainRow as OrphanRow, OrphanOutcome};
@@ -94,6 +95,55 @@ fn snapshot_explain(rows: Vec<SnapshotRow>) -> QueryResult {
         })
         .collect();
     QueryResult::table(columns, rows)
+}
+
+/// The result of `rewrite_data_files` / `OPTIMIZE TABLE`: its EXPLAIN plan, or its metrics.
+pub fn compact_result(outcome: CompactOutcome) -> QueryResult {
+    let CompactOutcome {
+        metrics,
+        explain,
+        warnings,
+    } = outcome;
+    let mut result = match explain {
+        Some(rows) => QueryResult::table(
+            compact_columns(),
+            rows.into_iter().map(compact_row).collect(),
+        ),
+        None => QueryResult::from_metrics(Metrics::Compact(metrics)),
+    };
+    result.warnings = warnings;
+    result
+}
+
+/// The columns of `EXPLAIN OPTIMIZE TABLE` (`maintain::compact::explain`): one row per file group.
+fn compact_columns() -> Vec<Column> {
+    vec![
+        Column::new("decision", "String"),
+        Column::new("spec_id", "Int64"),
+        Column::new("partition", "String"),
+        Column::new("input_files", "Int64"),
+        Column::new("input_bytes", "Int64"),
+        Column::new("input_records", "Int64"),
+        Column::new("position_delete_files", "Int64"),
+        Column::new("equality_delete_files", "Int64"),
+        Column::new("expected_output_files", "Int64"),
+        Column::new("reason", "String"),
+    ]
+}
+
+fn compact_row(row: CompactRow) -> Vec<Value> {
+    vec![
+        Value::Str(row.decision),
+        Value::Int(row.spec_id),
+        Value::Str(row.partition),
+        Value::Int(row.input_files),
+        Value::Int(row.input_bytes),
+        Value::Int(row.input_records),
+        Value::Int(row.position_delete_files),
+        Value::Int(row.equality_delete_files),
+        Value::Int(row.expected_output_files),
+        Value::Str(row.reason),
+    ]
 }
 
 /// The columns of `EXPLAIN ... expire_snapshots(...)` (`maintain::expire::explain`).
