@@ -194,51 +194,6 @@ fn orphan_row(row: OrphanRow) -> Vec<Value> {
     ]
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn orphan_metrics_and_warnings_reach_the_result() {
-        let metrics = crate::maintain::OrphanMetrics {
-            deleted_data_files_count: 2,
-            deleted_metadata_files_count: 1,
-            failed_deletions_count: 3,
-            ..Default::default()
-        };
-        let result = orphan_result(OrphanOutcome {
-            metrics,
-            explain: None,
-            warnings: vec!["w".into()],
-        });
-        let Some(Metrics::Orphans(m)) = result.metrics else {
-            panic!("no orphan metrics");
-        };
-        assert_eq!(m.deleted_data_files_count, 2);
-        assert_eq!(m.deleted_metadata_files_count, 1);
-        assert_eq!(m.failed_deletions_count, 3);
-        assert_eq!(result.warnings, ["w"]);
-        assert_eq!(result.rows.len(), 9);
-    }
-
-    #[test]
-    fn explain_plans_have_their_columns_and_no_metrics() {
-        let orphans = orphan_result(OrphanOutcome {
-            explain: Some(Vec::new()),
-            ..OrphanOutcome::default()
-        });
-        assert_eq!(orphans.columns.len(), 7);
-        assert!(orphans.metrics.is_none());
-        let expire = expire_result(ExpireOutcome {
-            explain: Some(Vec::new()),
-            ..ExpireOutcome::default()
-        });
-        assert_eq!(expire.columns.len(), 6);
-        assert_eq!(expire.columns[5].type_name, "Nullable(Int64)");
-        assert!(expire.metrics.is_none());
-    }
-}
-
 /// The result of `rewrite_manifests`: its EXPLAIN plan, or its metrics.
 pub fn rewrite_manifests_result(outcome: RewriteManifestsOutcome) -> QueryResult {
     let RewriteManifestsOutcome {
@@ -283,4 +238,49 @@ fn manifest_row(row: ManifestRow) -> Vec<Value> {
         Value::Int(row.entries),
         Value::Int(row.bytes),
     ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn orphan_metrics_and_warnings_reach_the_result() {
+        let metrics = crate::maintain::OrphanMetrics {
+            deleted_data_files_count: 2,
+            deleted_metadata_files_count: 1,
+            failed_deletions_count: 3,
+            ..Default::default()
+        };
+        let result = orphan_result(OrphanOutcome {
+            metrics,
+            explain: None,
+            warnings: vec!["w".into()],
+        });
+        let Some(Metrics::Orphans(m)) = result.metrics else {
+            panic!("no orphan metrics");
+        };
+        assert_eq!(m.deleted_data_files_count, 2);
+        assert_eq!(m.deleted_metadata_files_count, 1);
+        assert_eq!(m.failed_deletions_count, 3);
+        assert_eq!(result.warnings, ["w"]);
+        assert_eq!(result.rows.len(), 9);
+    }
+
+    #[test]
+    fn explain_plans_have_their_columns_and_no_metrics() {
+        let orphans = orphan_result(OrphanOutcome {
+            explain: Some(Vec::new()),
+            ..OrphanOutcome::default()
+        });
+        assert_eq!(orphans.columns.len(), 7);
+        assert!(orphans.metrics.is_none());
+        let expire = expire_result(ExpireOutcome {
+            explain: Some(Vec::new()),
+            ..ExpireOutcome::default()
+        });
+        assert_eq!(expire.columns.len(), 6);
+        assert_eq!(expire.columns[5].type_name, "Nullable(Int64)");
+        assert!(expire.metrics.is_none());
+    }
 }
