@@ -36,6 +36,8 @@ pub fn demo_options(location: &str, now_ms: i64) -> GenerateOptions {
     opts.statistics = 1;
     opts.orphans = 4;
     opts.collect_expected = true;
+    // Real Parquet rows, so the demo's OPTIMIZE TABLE has data to rewrite.
+    opts.parquet_data = true;
     opts.script = vec![
         Append, Append, Append, Append, Delete, Append, Append, Overwrite, Append, Append, Replace,
         Append, Merge, Append, Delete, Append, Append,

@@ -1,7 +1,9 @@
 //! `icetrim --demo`: the main job on an embedded default. Builds a demo table in a fresh temporary
 //! folder (a history of appends, a delete, an overwrite, a compaction, a branch with its own
 //! retention, a tag, a staged snapshot, a statistics file and a few old stray files), then runs the
-//! maintenance SQL a user would run on it, printing each statement and its rows.
+//! maintenance SQL a user would run on it (expiry, compaction, manifest rewrite, a tag, orphan
+//! removal), printing each statement and its rows. The data files are real Parquet with rows, so
+//! `OPTIMIZE TABLE` rewrites them.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -24,6 +26,11 @@ pub const DEMO_SQL: &[&str] = &[
     "ALTER TABLE events EXECUTE expire_snapshots(retention_period = '3d', retain_last = 5, dry_run = 1)",
     "ALTER TABLE events EXECUTE expire_snapshots(retention_period = '3d', retain_last = 5)",
     "SELECT snapshot_id, timestamp, operation, refs FROM system.iceberg_snapshots ORDER BY timestamp",
+    "EXPLAIN OPTIMIZE TABLE events",
+    "OPTIMIZE TABLE events",
+    "ALTER TABLE events EXECUTE rewrite_manifests()",
+    "ALTER TABLE events CREATE TAG compacted",
+    "SELECT name, type, snapshot_id FROM system.iceberg_refs",
     "EXPLAIN ALTER TABLE events EXECUTE remove_orphan_files()",
     "ALTER TABLE events EXECUTE remove_orphan_files()",
     "ALTER TABLE events EXECUTE remove_orphan_files()",

@@ -602,3 +602,48 @@ fn generator_refuses_an_unknown_flag() {
     assert!(stdout(&output).is_empty());
     assert!(!location.exists(), "nothing was written");
 }
+
+/// The README's first command: `icetrim --demo` builds its table and runs every statement of the
+/// demo on it, compaction included, without an error.
+#[test]
+fn demo_runs_the_whole_maintenance_session() {
+    let output = Command::new(BIN)
+        .args(["--demo", "--format", "TabSeparated"])
+        .output()
+        .expect("run icetrim --demo");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "demo failed: {stderr}\n{stdout}");
+    for statement in [
+        "EXECUTE expire_snapshots(retention_period = '3d', retain_last = 5);",
+        "OPTIMIZE TABLE events;",
+        "EXECUTE rewrite_manifests();",
+        "CREATE TAG compacted;",
+        "EXECUTE remove_orphan_files();",
+    ] {
+        assert!(stdout.contains(statement), "{statement} missing:\n{stdout}");
+    }
+    let metric = |name: &str| -> Vec<i64> {
+        stdout
+            .lines()
+            .filter_map(|l| l.strip_prefix(&format!("{name}\t")))
+            .filter_map(|v| v.parse().ok())
+            .collect()
+    };
+    let rewritten = metric("rewritten_data_files_count");
+    assert_eq!(rewritten.len(), 1, "one OPTIMIZE result:\n{stdout}");
+    assert!(rewritten[0] > 0, "OPTIMIZE rewrote the small files:\n{stdout}");
+    assert!(metric("added_data_files_count")[0] >= 1, "{stdout}");
+    assert!(
+        stdout.lines().any(|l| l.starts_with("compacted\ttag\t")),
+        "the tag shows in system.iceberg_refs:\n{stdout}"
+    );
+    let location = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("-- icetrim demo: table "))
+        .expect("the demo names its table");
+    let folder = std::path::Path::new(location)
+        .parent()
+        .expect("a temporary folder");
+    std::fs::remove_dir_all(folder).expect("remove the demo folder");
+}
