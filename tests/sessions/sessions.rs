@@ -199,7 +199,10 @@ impl Runner<'_> {
                 self.aliases.clear();
             }
             ["statement", "ok"] => match self.session.execute(&sql).await {
-                Ok(results) => self.note_warnings(&results),
+                Ok(results) => {
+                    self.note_warnings(&results);
+                    self.catalog_read(&at, &sql).await;
+                }
                 Err(e) => panic!("{at}: expected success, got {e}\n{sql}"),
             },
             ["statement", "error", code, text @ ..] => {
@@ -222,6 +225,7 @@ impl Runner<'_> {
                     Err(e) => panic!("{at}: query failed: {e}\n{sql}"),
                 };
                 self.note_warnings(&results);
+                self.catalog_read(&at, &sql).await;
                 let last = results.last().unwrap_or_else(|| panic!("{at}: no result"));
                 let text = OutputFormat::TabSeparated.render(&last.columns, &last.rows, 0.0);
                 self.compare(&at, &sql, mode, text.lines().map(str::to_string), expected);
@@ -320,6 +324,50 @@ impl Runner<'_> {
             .unwrap_or_else(|e| panic!("{at}: ClickHouse failed: {e}\n{sql}"));
         let lines = rows.into_iter().map(|row| row.join("\t"));
         self.compare(at, sql, mode, lines, expected);
+    }
+
+    /// On `rest` and `glue`, after every `ALTER` or `OPTIMIZE` that succeeded: pyiceberg loads
+    /// the table through the catalog and reads every branch and tag, and the refs it sees are
+    /// the ones icetrim's `system.iceberg_refs` shows (what icetrim committed is what the catalog
+    /// serves).
+    async fn catalog_read(&mut self, at: &str, sql: &str) {
+        let statement = sql.trim_start().to_ascii_uppercase();
+        if !matches!(self.backend, Backend::Rest | Backend::Glue)
+            || !(statement.starts_with("ALTER") || statement.starts_with("OPTIMIZE"))
+        {
+            return;
+        }
+        let place = self.place(at);
+        let namespace = place.namespace.clone().expect("a registered catalog table");
+        let catalog = match &place.warehouse {
+            Some(warehouse) if self.backend == Backend::Rest => serde_json::json!({
+                "type": "rest", "uri": crate::support::rest_catalog::uri(), "warehouse": warehouse,
+            }),
+            _ => serde_json::json!({"type": "glue"}),
+        };
+        let read = self.py.with(|py| py.catalog_read(catalog, &namespace, "t"));
+        let mut seen: Vec<String> = read["refs"]
+            .as_object()
+            .unwrap_or_else(|| panic!("{at}: pyiceberg read no refs: {read}"))
+            .iter()
+            .map(|(name, r)| format!("{name}\t{}", r[0]))
+            .collect();
+        seen.sort();
+        let ours = self
+            .session
+            .execute(&format!(
+                "SELECT name, snapshot_id FROM system.iceberg_refs WHERE database = 'lake' \
+                 AND table = '{namespace}.t' ORDER BY name"
+            ))
+            .await
+            .unwrap_or_else(|e| panic!("{at}: system.iceberg_refs: {e}"));
+        let last = ours.last().unwrap_or_else(|| panic!("{at}: no result"));
+        let text = OutputFormat::TabSeparated.render(&last.columns, &last.rows, 0.0);
+        let ours: Vec<String> = text.lines().map(str::to_string).collect();
+        assert_eq!(
+            seen, ours,
+            "{at}: refs read through the catalog by pyiceberg differ from icetrim's\n{sql}"
+        );
     }
 
     async fn oracle_clean(&self, at: &str) {
