@@ -16,6 +16,7 @@
 //! file exists <path>             -- the file is there (`file gone <path>`: it is not)
 //! files remember                 -- note every file of the table, with its size ...
 //! files unchanged                -- ... and check nothing was written or deleted since
+//! files kept                     -- ... or only that nothing was deleted or changed since
 //! warning <text>                -- a warning of the last statement holds <text>
 //! stray <relative path> <age>    -- (local only) a stray file whose mtime is <age> (e.g. 2d) ago
 //! clickhouse [rowsort]           -- (local pass only) the SQL below on ClickHouse (chdb), on a
@@ -245,6 +246,13 @@ impl Runner<'_> {
                     before,
                     "{at}: the table's files changed"
                 );
+            }
+            ["files", "kept"] => {
+                let before = self.remembered.clone();
+                let before = before.unwrap_or_else(|| panic!("{at}: no `files remember`"));
+                let now = self.files(&at).await;
+                let gone: Vec<_> = before.iter().filter(|f| !now.contains(f)).collect();
+                assert!(gone.is_empty(), "{at}: files deleted or changed: {gone:?}");
             }
             ["stray", relative, age] => self.stray(&at, relative, age),
             ["warning", text @ ..] => {
@@ -530,6 +538,7 @@ sessions! {
     empty_table => "empty_table.test",
     expire_branches_tags => "expire_branches_tags.test",
     expire_clean_metadata => "expire_clean_metadata.test",
+    catalog_delete_after_commit => "catalog_delete_after_commit.test",
     expire_counted_once => "expire_counted_once.test",
     expire_defaults => "expire_defaults.test",
     expire_delete_files => "expire_delete_files.test",
