@@ -129,22 +129,23 @@ mod time_zone;
 pub use clock::{Clock, FixedClock, SystemClock};
 pub use engine::{
     AlterRefs, Engine, EngineBuilder, ExpireSnapshots, ManageSnapshots, QueryResult,
-    RemoveOrphanFiles, RewriteManifests, Session, Table, Timestamp, handles,
+    RemoveOrphanFiles, RewriteDataFiles, RewriteManifests, Session, Table, Timestamp, handles,
 };
 pub use error::{Error, ErrorKind, Result};
 pub use iceberg::locate::MetadataSettings;
 pub use io::{AzureOptions, FileIO, GcsOptions, S3Options, StorageOptions};
+pub use maintain::compact::ExplainRow as CompactExplainRow;
 pub use maintain::expire::ExplainRow as ExpireExplainRow;
 pub use maintain::manage_snapshots::ExplainRow as SnapshotExplainRow;
 pub use maintain::orphans::ExplainRow as OrphanExplainRow;
 pub use maintain::rewrite_manifests::ExplainRow as RewriteManifestsExplainRow;
 pub use maintain::{
-    ExpireMetrics, ExpireOutcome, OrphanMetrics, OrphanOutcome, RewriteManifestsMetrics,
-    RewriteManifestsOutcome, SnapshotMetrics, SnapshotOutcome,
+    CompactMetrics, CompactOutcome, ExpireMetrics, ExpireOutcome, OrphanMetrics, OrphanOutcome,
+    RewriteManifestsMetrics, RewriteManifestsOutcome, SnapshotMetrics, SnapshotOutcome,
 };
 pub use plan::{
-    CreateMode, ExpireOptions, OrphanOptions, RefRetention, RefType, SnapshotProcedure,
-    SnapshotSelector, TableChange,
+    CompactOptions, CreateMode, ExpireOptions, OrphanOptions, RefRetention, RefType,
+    SnapshotProcedure, SnapshotSelector, TableChange,
 };
 pub use progress::{CancelToken, Phase, Progress, ProgressEvent, ProgressSink};
 pub use settings::Settings;
@@ -159,7 +160,7 @@ pub mod internals {
         pub use crate::engine::params::{setting_value_text, substitute};
         pub use crate::engine::procedures::{check_gates, run_procedure, run_procedure_with};
         pub use crate::engine::registry::{DatabaseDef, EngineArg, TableDef};
-        pub use crate::engine::render::{expire_result, orphan_result};
+        pub use crate::engine::render::{compact_result, expire_result, orphan_result};
         pub use crate::engine::runtime::Runtime;
     }
     /// See `src/generate/`.
@@ -185,13 +186,13 @@ pub mod internals {
     /// See `src/maintain/`.
     pub mod maintain {
         pub use crate::maintain::{
-            expire, file_graph, manage_snapshots, rewrite_manifests, target,
+            compact, expire, file_graph, manage_snapshots, rewrite_manifests, target,
         };
     }
     /// See `src/plan/`.
     pub mod plan {
         pub use crate::plan::{
-            ExpireOptions, OrphanOptions, ProcedureCall, RewriteManifestsOptions,
+            CompactOptions, ExpireOptions, OrphanOptions, ProcedureCall, RewriteManifestsOptions,
             SnapshotProcedure, TableChange, TimeUnit,
         };
     }

@@ -74,7 +74,13 @@ pub const SESSION_SETTINGS: &[SettingDef] = &[
         name: "allow_experimental_iceberg_compaction",
         ty: SettingType::Bool,
         default: SettingValue::Bool(true),
-        doc: "ClickHouse gate for OPTIMIZE TABLE (and icetrim's rewrite_manifests)",
+        doc: "ClickHouse gate for OPTIMIZE TABLE, rewrite_data_files and rewrite_manifests",
+    },
+    SettingDef {
+        name: "iceberg_compaction_max_memory_bytes",
+        ty: SettingType::UInt,
+        default: SettingValue::UInt(2 * 1024 * 1024 * 1024),
+        doc: "memory compaction may hold at once (decoded row groups, output buffers, sorting)",
     },
     SettingDef {
         name: "iceberg_manifest_min_count_to_compact",
@@ -145,6 +151,7 @@ const AT_LEAST_ONE: &[&str] = &[
     "iceberg_delete_concurrency",
     "iceberg_commit_max_attempts",
     "iceberg_expire_default_min_snapshots_to_keep",
+    "iceberg_compaction_max_memory_bytes",
 ];
 
 /// Table settings (`CREATE TABLE … SETTINGS`), not accepted by `SET`.
@@ -368,6 +375,11 @@ impl Settings {
 
     pub fn allow_database_glue_catalog(&self) -> bool {
         self.get_bool("allow_database_glue_catalog")
+    }
+
+    /// `iceberg_compaction_max_memory_bytes`.
+    pub fn compaction_max_memory_bytes(&self) -> u64 {
+        self.get_uint("iceberg_compaction_max_memory_bytes")
     }
 
     pub fn expire_default_min_snapshots_to_keep(&self) -> i64 {

@@ -81,6 +81,11 @@ struct Args {
     #[arg(long)]
     no_data_files: bool,
 
+    /// Write the data files (and position delete files) as real Parquet with rows (`id`, `data`),
+    /// so that the table can be compacted.
+    #[arg(long)]
+    parquet: bool,
+
     /// Snapshot timestamps are spread over [now - span, now) (humantime: 30d, 12h, 90s).
     #[arg(long, value_name = "DURATION", default_value = "30d", value_parser = parse_span)]
     span: Duration,
@@ -126,6 +131,7 @@ impl Args {
         opts.statistics = self.statistics;
         opts.orphans = self.orphans;
         opts.write_data_files = !self.no_data_files;
+        opts.parquet_data = self.parquet;
         opts.span_ms =
             i64::try_from(self.span.as_millis()).map_err(|_| "--span is too long".to_string())?;
         opts.codec = self.codec;

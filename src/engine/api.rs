@@ -13,7 +13,7 @@
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use super::procedures::{run_expire, run_orphans, run_rewrite_manifests};
+use super::procedures::{run_compact, run_expire, run_orphans, run_rewrite_manifests};
 use super::table::{local_storage, remote_storage};
 use crate::clock::{Clock, SystemClock};
 use crate::error::{Error, Result};
@@ -21,12 +21,14 @@ use crate::iceberg::locate::MetadataSettings;
 use crate::io::{FileIO, StorageOptions, refuse_url_credentials};
 use crate::literal::Literal;
 use crate::maintain::target::{MaintenanceTarget, TableSource};
-use crate::maintain::{ExpireOutcome, OrphanOutcome, RewriteManifestsOutcome};
+use crate::maintain::{CompactOutcome, ExpireOutcome, OrphanOutcome, RewriteManifestsOutcome};
 use crate::plan::{
-    ExpireOptions, OrphanOptions, RewriteManifestsOptions, normalize_location, retain_last_count,
+    CompactOptions, ExpireOptions, OrphanOptions, RewriteManifestsOptions, normalize_location,
+    retain_last_count,
 };
 use crate::progress::{CancelToken, Progress, ProgressSink};
 use crate::settings::Settings;
+use crate::sql::parse_where;
 use crate::sql::timestamp::parse_timestamp_noted;
 
 /// An Iceberg table opened for maintenance: where it lives and the storage serving it.
@@ -182,6 +184,16 @@ impl Table {
         RewriteManifests {
             run: Run::new(self),
             options: RewriteManifestsOptions::default(),
+        }
+    }
+
+    /// `rewrite_data_files` (compaction): configure, then [`RewriteDataFiles::execute`].
+    /// [`RewriteDataFiles::optimize`] gives `OPTIMIZE TABLE`'s options.
+    pub fn rewrite_data_files(&self) -> RewriteDataFiles<'_> {
+        RewriteDataFiles {
+            run: Run::new(self),
+            options: CompactOptions::default(),
+            filter: None,
         }
     }
 
@@ -595,6 +607,113 @@ impl RewriteManifests<'_> {
     pub async fn explain(self) -> Result<RewriteManifestsOutcome> {
         let target = self.run.target()?;
         run_rewrite_manifests(&target, &self.options()?, true).await
+    }
+}
+
+/// `rewrite_data_files` / `OPTIMIZE TABLE` on a [`Table`] (issue #18): compacts small files and
+/// applies delete files in a new `replace` snapshot.
+#[derive(Clone)]
+#[must_use = "a builder does nothing until `execute` or `explain` is awaited"]
+pub struct RewriteDataFiles<'t> {
+    run: Run<'t>,
+    options: CompactOptions,
+    filter: Option<String>,
+}
+
+impl RewriteDataFiles<'_> {
+    run_options!();
+
+    /// `OPTIMIZE TABLE`'s options: `delete_file_threshold = 1`, the rest default.
+    pub fn optimize(mut self) -> Self {
+        self.options = CompactOptions {
+            dry_run: self.options.dry_run,
+            ..CompactOptions::optimize()
+        };
+        self
+    }
+
+    /// Output file size (default: the table's `write.target-file-size-bytes`, else 512 MiB).
+    pub fn target_file_size_bytes(mut self, bytes: u64) -> Self {
+        self.options.target_file_size_bytes = Some(bytes);
+        self
+    }
+
+    /// Files smaller are rewritten (default 0.75 × target).
+    pub fn min_file_size_bytes(mut self, bytes: u64) -> Self {
+        self.options.min_file_size_bytes = Some(bytes);
+        self
+    }
+
+    /// Files larger are rewritten (default 1.8 × target).
+    pub fn max_file_size_bytes(mut self, bytes: u64) -> Self {
+        self.options.max_file_size_bytes = Some(bytes);
+        self
+    }
+
+    /// Smallest group worth rewriting (default 5).
+    pub fn min_input_files(mut self, count: u64) -> Self {
+        self.options.min_input_files = Some(count);
+        self
+    }
+
+    /// A file with this many delete files is rewritten (default unlimited).
+    pub fn delete_file_threshold(mut self, count: u64) -> Self {
+        self.options.delete_file_threshold = Some(count);
+        self
+    }
+
+    /// Rewrite every file the filter selects.
+    pub fn rewrite_all(mut self, all: bool) -> Self {
+        self.options.rewrite_all = all;
+        self
+    }
+
+    /// Largest group, in input bytes (default 100 GiB).
+    pub fn max_file_group_size_bytes(mut self, bytes: u64) -> Self {
+        self.options.max_file_group_size_bytes = Some(bytes);
+        self
+    }
+
+    /// Groups rewritten at once (default 5).
+    pub fn max_concurrent_file_group_rewrites(mut self, count: u64) -> Self {
+        self.options.max_concurrent_file_group_rewrites = Some(count);
+        self
+    }
+
+    /// Only files whose partition may match this predicate (SQL text, as `where = '...'`).
+    pub fn filter(mut self, predicate: impl Into<String>) -> Self {
+        self.filter = Some(predicate.into());
+        self
+    }
+
+    /// Only report what would be rewritten.
+    pub fn dry_run(mut self, dry_run: bool) -> Self {
+        self.options.dry_run = dry_run;
+        self
+    }
+
+    /// The typed options this builder stands for, validated as the SQL binder validates them.
+    pub fn options(&self) -> Result<CompactOptions> {
+        let mut options = self.options.clone();
+        options.filter = self.filter.as_deref().map(parse_where).transpose()?;
+        options.validate()?;
+        Ok(options)
+    }
+
+    /// Run it (or, with [`dry_run`](Self::dry_run), report what it would do).
+    pub async fn execute(self) -> Result<CompactOutcome> {
+        self.run_it(false).await
+    }
+
+    /// The plan, as `EXPLAIN OPTIMIZE TABLE` gives it ([`CompactOutcome::explain`]).
+    pub async fn explain(self) -> Result<CompactOutcome> {
+        self.run_it(true).await
+    }
+
+    async fn run_it(self, explain: bool) -> Result<CompactOutcome> {
+        let target = self.run.target()?;
+        let options = self.options()?;
+        run_compact(&target, &options, explain).await
     }
 }
 

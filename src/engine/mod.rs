@@ -19,9 +19,13 @@ pub(crate) mod session;
 pub(crate) mod table;
 
 pub use crate::progress;
-pub use api::{ExpireSnapshots, RemoveOrphanFiles, RewriteManifests, Table, Timestamp};
+pub use api::{
+    ExpireSnapshots, RemoveOrphanFiles, RewriteDataFiles, RewriteManifests, Table, Timestamp,
+};
 pub use api_snapshots::{AlterRefs, ManageSnapshots};
 pub use progress::{CancelToken, Phase, Progress, ProgressEvent, ProgressSink, cancelled_error};
-pub use result::{ExpireMetrics, Metrics, OrphanMetrics, QueryResult, RewriteManifestsMetrics};
+pub use result::{
+    CompactMetrics, ExpireMetrics, Metrics, OrphanMetrics, QueryResult, RewriteManifestsMetrics,
+};
 pub use runtime::Runtime;
 pub use session::{DEFAULT_DATABASE, Engine, EngineBuilder, Session, handles};

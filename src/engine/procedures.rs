@@ -4,7 +4,8 @@
 
 use super::registry::TableDef;
 use super::render::{
-    change_result, expire_result, orphan_result, rewrite_manifests_result, snapshot_result,
+    change_result, compact_result, expire_result, orphan_result, rewrite_manifests_result,
+    snapshot_result,
 };
 use super::result::QueryResult;
 use super::runtime::Runtime;
@@ -12,12 +13,12 @@ use super::table::open_table;
 use crate::error::{Error, ErrorKind, Result};
 use crate::maintain::target::MaintenanceTarget;
 use crate::maintain::{
-    ExpireOutcome, OrphanOutcome, RewriteManifestsOutcome, SnapshotOutcome, expire,
-    manage_snapshots, orphans, rewrite_manifests,
+    CompactOutcome, ExpireOutcome, OrphanOutcome, RewriteManifestsOutcome, SnapshotOutcome,
+    compact, expire, manage_snapshots, orphans, rewrite_manifests,
 };
 use crate::plan::{
-    ExpireOptions, OrphanOptions, ProcedureCall, RewriteManifestsOptions, SnapshotProcedure,
-    TableChange,
+    CompactOptions, ExpireOptions, OrphanOptions, ProcedureCall, RewriteManifestsOptions,
+    SnapshotProcedure, TableChange,
 };
 use crate::progress::Progress;
 use crate::settings::Settings;
@@ -71,6 +72,9 @@ pub async fn run_procedure_on(
                 .await
                 .map(rewrite_manifests_result)
         }
+        ProcedureCall::Compact(options) => run_compact(&target, &options, explain)
+            .await
+            .map(compact_result),
     }
 }
 
@@ -194,6 +198,24 @@ pub(crate) async fn run_orphans(
 pub const OPTIMIZE_DISABLED: &str = "Enable 'allow_experimental_iceberg_compaction' setting to \
      call OPTIMIZE TABLE ... MANIFEST for iceberg tables";
 
+/// `rewrite_data_files` / `OPTIMIZE TABLE` on an opened `target`, within its progress scope: the
+/// one path of both SQL and the typed API ([`super::api::RewriteDataFiles`]).
+pub(crate) async fn run_compact(
+    target: &MaintenanceTarget,
+    options: &CompactOptions,
+    explain: bool,
+) -> Result<CompactOutcome> {
+    target
+        .progress
+        .scope(async move {
+            target
+                .check_single_table("rewrite_data_files", false)
+                .await?;
+            compact::execute(target, options, explain).await
+        })
+        .await
+}
+
 /// Refuses a procedure whose ClickHouse gate setting is off (`SUPPORT_IS_DISABLED`). Unknown
 /// procedure names pass (the binder names them).
 pub fn check_gates(procedure: &str, settings: &Settings) -> Result<()> {
@@ -215,6 +237,13 @@ pub fn check_gates(procedure: &str, settings: &Settings) -> Result<()> {
         ),
         "rewrite_manifests" if !settings.allow_experimental_iceberg_compaction() => {
             Err(Error::bad_arguments(OPTIMIZE_DISABLED))
+        }
+        // ClickHouse 26.9's own words and code (observed through chdb): BAD_ARGUMENTS.
+        "rewrite_data_files" if !settings.allow_experimental_iceberg_compaction() => {
+            Err(Error::bad_arguments(
+                "Enable 'allow_experimental_iceberg_compaction' setting to call optimize for \
+                 iceberg tables",
+            ))
         }
         _ => Ok(()),
     }

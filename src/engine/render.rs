@@ -5,6 +5,7 @@
 use super::result::{Metrics, QueryResult};
 use crate::format::{Column, Value};
 use crate::maintain::SnapshotOutcome;
+use crate::maintain::compact::{CompactOutcome, ExplainRow as CompactRow};
 use crate::maintain::expire::{ExpireOutcome, ExplainRow as ExpireRow};
 use crate::maintain::manage_snapshots::ExplainRow as SnapshotRow;
 use crate::maintain::orphans::{ExplainRow as OrphanRow, OrphanOutcome};
@@ -96,6 +97,55 @@ fn snapshot_explain(rows: Vec<SnapshotRow>) -> QueryResult {
     QueryResult::table(columns, rows)
 }
 
+/// The result of `rewrite_data_files` / `OPTIMIZE TABLE`: its EXPLAIN plan, or its metrics.
+pub fn compact_result(outcome: CompactOutcome) -> QueryResult {
+    let CompactOutcome {
+        metrics,
+        explain,
+        warnings,
+    } = outcome;
+    let mut result = match explain {
+        Some(rows) => QueryResult::table(
+            compact_columns(),
+            rows.into_iter().map(compact_row).collect(),
+        ),
+        None => QueryResult::from_metrics(Metrics::Compact(metrics)),
+    };
+    result.warnings = warnings;
+    result
+}
+
+/// The columns of `EXPLAIN OPTIMIZE TABLE` (`maintain::compact::explain`): one row per file group.
+fn compact_columns() -> Vec<Column> {
+    vec![
+        Column::new("decision", "String"),
+        Column::new("spec_id", "Int64"),
+        Column::new("partition", "String"),
+        Column::new("input_files", "Int64"),
+        Column::new("input_bytes", "Int64"),
+        Column::new("input_records", "Int64"),
+        Column::new("position_delete_files", "Int64"),
+        Column::new("equality_delete_files", "Int64"),
+        Column::new("expected_output_files", "Int64"),
+        Column::new("reason", "String"),
+    ]
+}
+
+fn compact_row(row: CompactRow) -> Vec<Value> {
+    vec![
+        Value::Str(row.decision),
+        Value::Int(row.spec_id),
+        Value::Str(row.partition),
+        Value::Int(row.input_files),
+        Value::Int(row.input_bytes),
+        Value::Int(row.input_records),
+        Value::Int(row.position_delete_files),
+        Value::Int(row.equality_delete_files),
+        Value::Int(row.expected_output_files),
+        Value::Str(row.reason),
+    ]
+}
+
 /// The columns of `EXPLAIN ... expire_snapshots(...)` (`maintain::expire::explain`).
 fn expire_columns() -> Vec<Column> {
     vec![
@@ -144,51 +194,6 @@ fn orphan_row(row: OrphanRow) -> Vec<Value> {
     ]
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn orphan_metrics_and_warnings_reach_the_result() {
-        let metrics = crate::maintain::OrphanMetrics {
-            deleted_data_files_count: 2,
-            deleted_metadata_files_count: 1,
-            failed_deletions_count: 3,
-            ..Default::default()
-        };
-        let result = orphan_result(OrphanOutcome {
-            metrics,
-            explain: None,
-            warnings: vec!["w".into()],
-        });
-        let Some(Metrics::Orphans(m)) = result.metrics else {
-            panic!("no orphan metrics");
-        };
-        assert_eq!(m.deleted_data_files_count, 2);
-        assert_eq!(m.deleted_metadata_files_count, 1);
-        assert_eq!(m.failed_deletions_count, 3);
-        assert_eq!(result.warnings, ["w"]);
-        assert_eq!(result.rows.len(), 9);
-    }
-
-    #[test]
-    fn explain_plans_have_their_columns_and_no_metrics() {
-        let orphans = orphan_result(OrphanOutcome {
-            explain: Some(Vec::new()),
-            ..OrphanOutcome::default()
-        });
-        assert_eq!(orphans.columns.len(), 7);
-        assert!(orphans.metrics.is_none());
-        let expire = expire_result(ExpireOutcome {
-            explain: Some(Vec::new()),
-            ..ExpireOutcome::default()
-        });
-        assert_eq!(expire.columns.len(), 6);
-        assert_eq!(expire.columns[5].type_name, "Nullable(Int64)");
-        assert!(expire.metrics.is_none());
-    }
-}
-
 /// The result of `rewrite_manifests`: its EXPLAIN plan, or its metrics.
 pub fn rewrite_manifests_result(outcome: RewriteManifestsOutcome) -> QueryResult {
     let RewriteManifestsOutcome {
@@ -233,4 +238,49 @@ fn manifest_row(row: ManifestRow) -> Vec<Value> {
         Value::Int(row.entries),
         Value::Int(row.bytes),
     ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn orphan_metrics_and_warnings_reach_the_result() {
+        let metrics = crate::maintain::OrphanMetrics {
+            deleted_data_files_count: 2,
+            deleted_metadata_files_count: 1,
+            failed_deletions_count: 3,
+            ..Default::default()
+        };
+        let result = orphan_result(OrphanOutcome {
+            metrics,
+            explain: None,
+            warnings: vec!["w".into()],
+        });
+        let Some(Metrics::Orphans(m)) = result.metrics else {
+            panic!("no orphan metrics");
+        };
+        assert_eq!(m.deleted_data_files_count, 2);
+        assert_eq!(m.deleted_metadata_files_count, 1);
+        assert_eq!(m.failed_deletions_count, 3);
+        assert_eq!(result.warnings, ["w"]);
+        assert_eq!(result.rows.len(), 9);
+    }
+
+    #[test]
+    fn explain_plans_have_their_columns_and_no_metrics() {
+        let orphans = orphan_result(OrphanOutcome {
+            explain: Some(Vec::new()),
+            ..OrphanOutcome::default()
+        });
+        assert_eq!(orphans.columns.len(), 7);
+        assert!(orphans.metrics.is_none());
+        let expire = expire_result(ExpireOutcome {
+            explain: Some(Vec::new()),
+            ..ExpireOutcome::default()
+        });
+        assert_eq!(expire.columns.len(), 6);
+        assert_eq!(expire.columns[5].type_name, "Nullable(Int64)");
+        assert!(expire.metrics.is_none());
+    }
 }

@@ -4,7 +4,9 @@
 //! alone know the metric names and their order.
 
 use crate::format::{Column, OutputFormat, Value};
-pub use crate::maintain::{ExpireMetrics, OrphanMetrics, RewriteManifestsMetrics, SnapshotMetrics};
+pub use crate::maintain::{
+    CompactMetrics, ExpireMetrics, OrphanMetrics, RewriteManifestsMetrics, SnapshotMetrics,
+};
 
 /// The result of one statement.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -66,6 +68,7 @@ pub enum Metrics {
     /// The snapshot-management procedures (`rollback_to_snapshot`, ...).
     Snapshots(SnapshotMetrics),
     RewriteManifests(RewriteManifestsMetrics),
+    Compact(CompactMetrics),
 }
 
 impl Metrics {
@@ -76,6 +79,7 @@ impl Metrics {
             Metrics::Orphans(m) => m.named_values().to_vec(),
             Metrics::Snapshots(m) => m.named_values().to_vec(),
             Metrics::RewriteManifests(m) => m.named_values().to_vec(),
+            Metrics::Compact(m) => m.named_values().to_vec(),
         }
     }
 }

@@ -37,8 +37,9 @@ use super::select_eval;
 use crate::clock::Clock;
 use crate::error::{Error, ErrorKind, Result};
 use crate::format::{Column, OutputFormat, Value};
-use crate::plan::{ProcedureCall, RewriteManifestsOptions};
+use crate::plan::{CompactOptions, ProcedureCall, RewriteManifestsOptions};
 use crate::settings::Settings;
+use crate::sql::ast::OptimizeTable;
 use crate::sql::bind_snapshots::bind_alter;
 use crate::sql::{
     AlterExecute, AlterTable, BindContext, Literal, OptimizeManifest, Select, Statement, TableName,
@@ -204,7 +205,7 @@ impl Engine {
 
 /// Whether `sql` (one statement) is for icetrim when it sits beside a host engine: `ALTER TABLE …
 /// EXECUTE …`, the ref and property statements (`ALTER TABLE … CREATE|REPLACE|DROP BRANCH|TAG`,
-/// `… SET|UNSET TBLPROPERTIES`), `[EXPLAIN] OPTIMIZE TABLE [db.]t MANIFEST …`, or their `EXPLAIN`,
+/// `… SET|UNSET TBLPROPERTIES`), `[EXPLAIN] OPTIMIZE TABLE [db.]t [MANIFEST]`, or their `EXPLAIN`,
 /// well-formed or not (so that icetrim reports the errors in its own statements). Everything else
 /// (another `OPTIMIZE` too) belongs to the host.
 ///
@@ -212,6 +213,7 @@ impl Engine {
 /// assert!(icetrim::engine::handles("ALTER TABLE t EXECUTE expire_snapshots()"));
 /// assert!(icetrim::engine::handles("explain alter table db.t execute nonsense("));
 /// assert!(icetrim::engine::handles("OPTIMIZE TABLE db.t MANIFEST"));
+/// assert!(icetrim::engine::handles("OPTIMIZE TABLE db.t"));
 /// assert!(!icetrim::engine::handles("OPTIMIZE TABLE t FINAL"));
 /// assert!(!icetrim::engine::handles("ALTER TABLE t DROP COLUMN c"));
 /// assert!(icetrim::engine::handles("ALTER TABLE db.t CREATE OR REPLACE BRANCH b"));
@@ -241,7 +243,9 @@ pub fn handles(sql: &str) -> bool {
         at += 2;
     }
     if optimize {
-        return keyword(at, "MANIFEST");
+        // `OPTIMIZE TABLE t [MANIFEST] [FORMAT f] [;]`; MergeTree's clauses belong to the host.
+        let ends = matches!(tokens.get(at), None | Some(Token::SemiColon));
+        return ends || keyword(at, "MANIFEST") || keyword(at, "FORMAT");
     }
     let ref_kind = |i: usize| keyword(i, "BRANCH") || keyword(i, "TAG");
     keyword(at, "EXECUTE")
@@ -464,6 +468,8 @@ impl Session {
         let mut result = match statement {
             Statement::AlterExecute(alter) => self.alter_execute(alter, false).await?,
             Statement::Explain(alter) => self.alter_execute(alter, true).await?,
+            Statement::Optimize(o) => self.optimize(o, false).await?,
+            Statement::ExplainOptimize(o) => self.optimize(o, true).await?,
             Statement::CreateTable(create) => {
                 let def = ddl::table_def(create, &self.database)?;
                 self.refuse_in_catalog(&def.database, "CREATE TABLE")
@@ -778,6 +784,30 @@ impl Session {
             &self.settings,
             &def,
             &change,
+            explain,
+            &progress,
+        )
+        .await
+    }
+
+    /// `OPTIMIZE TABLE t` (or its `EXPLAIN`): `rewrite_data_files` with `delete_file_threshold = 1`,
+    /// behind ClickHouse's gate `allow_experimental_iceberg_compaction`.
+    async fn optimize(&self, o: &OptimizeTable, explain: bool) -> Result<QueryResult> {
+        let def = self
+            .shared
+            .registry
+            .lock()
+            .await
+            .get(&self.database_of(&o.table), &o.table.table)?
+            .clone();
+        check_gates("rewrite_data_files", &self.settings)?;
+        let call = ProcedureCall::Compact(CompactOptions::optimize());
+        let progress = Progress::new(self.progress.0.clone(), self.cancel.clone());
+        run_procedure_with(
+            &self.shared.runtime,
+            &self.settings,
+            &def,
+            call,
             explain,
             &progress,
         )

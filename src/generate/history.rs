@@ -10,8 +10,10 @@
 //! turning other live ones EXISTING. Removals pick a manifest among the smallest few, so a delete costs
 //! a small rewrite rather than one of a full manifest (which keeps 100,000-snapshot tables fast).
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
+
+use bytes::Bytes;
 
 use rand::Rng;
 use rand::rngs::StdRng;
@@ -53,6 +55,10 @@ pub(crate) struct History {
     pub data_files_added: u64,
     /// Write placeholder data and delete files.
     pub write_data: bool,
+    /// Real Parquet content, by file id, when the options ask for it (written, then dropped).
+    pub parquet: Option<HashMap<u128, Bytes>>,
+    /// The next `id` value of a generated row (Parquet mode).
+    next_value: i64,
 }
 
 /// A manifest of the list being laid out: carried, or to be written.
@@ -108,6 +114,8 @@ impl History {
             snapshots: Vec::new(),
             data_files_added: 0,
             write_data: true,
+            parquet: None,
+            next_value: 0,
         }
     }
 
@@ -135,7 +143,7 @@ impl History {
                 self.next_row_id += records;
                 id
             });
-        FileRec {
+        let mut rec = FileRec {
             id: self.rng.random(),
             content,
             records,
@@ -143,6 +151,32 @@ impl History {
             seq,
             first_row_id,
             referenced: None,
+        };
+        if content == DataContent::Data
+            && let Some(files) = &mut self.parquet
+        {
+            // Parquet mode: generation cannot fail on data we make ourselves; a placeholder
+            // stays if it ever did.
+            if let Ok(bytes) = super::parquet::data_file(self.next_value, records) {
+                rec.size = bytes.len() as i64;
+                files.insert(rec.id, bytes);
+            }
+            self.next_value += records;
+        }
+        rec
+    }
+
+    /// Parquet mode: the content of position delete file `del` (its first positions of the
+    /// data file it references).
+    fn position_delete_content(&mut self, del: &mut FileRec) {
+        let (Some(files), Some(target)) = (&mut self.parquet, del.referenced) else {
+            return;
+        };
+        let path = self.sink.paths.of(target, DataContent::Data);
+        let positions: Vec<i64> = (0..del.records).collect();
+        if let Ok(bytes) = super::parquet::position_deletes(&path, &positions) {
+            del.size = bytes.len() as i64;
+            files.insert(del.id, bytes);
         }
     }
 
@@ -218,6 +252,7 @@ impl History {
                 let records = self.rng.random_range(1..=3);
                 let mut del = self.new_file(DataContent::PositionDeletes, records, seq);
                 del.referenced = Some(referenced);
+                self.position_delete_content(&mut del);
                 change.added_deletes.push(del);
             }
             MainOp::Delete => {
@@ -301,7 +336,11 @@ impl History {
         for f in change.added.iter().chain(&change.added_deletes) {
             if self.write_data {
                 let path = self.sink.paths.file(f);
-                self.sink.write(path, placeholder(f.records).into()).await?;
+                let content = match self.parquet.as_mut().and_then(|p| p.remove(&f.id)) {
+                    Some(bytes) => bytes,
+                    None => placeholder(f.records).into(),
+                };
+                self.sink.write(path, content).await?;
             }
         }
         let mut snap = Map::new();

@@ -10,12 +10,14 @@
 //! encoded once and queued for concurrent writing ([`sink`]); only the final metadata file is
 //! written (no metadata log). Manifests are merged when a list grows past
 //! [`GenerateOptions::max_manifests`] (size-tiered, see `history`), so a list stays short and the work per snapshot does not
-//! grow with the history. Data files are tiny placeholders (`PAR1<n>PAR1`, not Parquet), or not
-//! written at all ([`GenerateOptions::write_data_files`]); manifests, lists and metadata are real.
+//! grow with the history. Data files are tiny placeholders (`PAR1<n>PAR1`, not Parquet), real
+//! Parquet with rows ([`GenerateOptions::parquet_data`], see [`parquet`]), or not written at all
+//! ([`GenerateOptions::write_data_files`]); manifests, lists and metadata are real.
 
 mod demo;
 mod history;
 mod model;
+pub mod parquet;
 mod run;
 mod schedule;
 mod sink;
@@ -151,6 +153,9 @@ pub struct GenerateOptions {
     pub statistics: usize,
     pub orphans: usize,
     pub write_data_files: bool,
+    /// Data files (and position delete files) are real Parquet with rows (`id`, `data`), not
+    /// placeholders: tables compaction can rewrite and benchmarks can measure.
+    pub parquet_data: bool,
     /// Snapshot timestamps are spread over `[now - span, now)`.
     pub span_ms: i64,
     pub now_ms: i64,
@@ -194,6 +199,7 @@ impl GenerateOptions {
             statistics: 0,
             orphans: 0,
             write_data_files: true,
+            parquet_data: false,
             span_ms: 30 * 86_400_000,
             now_ms,
             codec: Codec::Deflate,

@@ -53,6 +53,9 @@ pub async fn generate(io: &FileIO, opts: &GenerateOptions) -> Result<Generated> 
     };
     let mut history = History::new(rng, sink, layout);
     history.write_data = opts.write_data_files;
+    if opts.parquet_data {
+        history.parquet = Some(Default::default());
+    }
     let table_uuid = history.uuid();
     let played = play(&mut history, opts, &schedule).await?;
     let extras = write_extras(&mut history, opts, &played).await?;

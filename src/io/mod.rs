@@ -32,7 +32,7 @@ use object_store::{ObjectStore, path::Path as ObjectPath};
 pub use counting::{CountingStore, RequestCounter, RequestCounts};
 pub use faulty::{Fault, FaultInjector, FaultyStore, HookFn, Op, StoreHook};
 pub use location::{Family, Location, StoreKey};
-pub use ops::{FileInfo, Listed, SkipReason, WriteOutcome};
+pub use ops::{FileInfo, Listed, SkipReason, Upload, WriteOutcome};
 pub use options::{
     AZURE_EMULATOR_ACCOUNT, AZURE_EMULATOR_KEY, AzureOptions, GcsOptions, HIDDEN, S3Options,
     StorageOptions, check_engine_urls, mask_target, refuse_url_credentials,

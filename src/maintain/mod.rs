@@ -10,6 +10,7 @@
 //! - [`manage_snapshots`]: snapshot and ref management (rollback, cherry-pick, fast-forward,
 //!   branches and tags, table properties; issue #19 §3).
 //! - [`rewrite_manifests`]: `rewrite_manifests` and `OPTIMIZE TABLE t MANIFEST` (issue #19).
+//! - [`compact`]: `OPTIMIZE TABLE` and `rewrite_data_files` (issue #18).
 //!
 //! **The shape of a procedure** (compaction, manifest rewrite and snapshot management will be new
 //! folders of this shape):
@@ -28,6 +29,7 @@
 //! Layers: maintenance sits below the engine and above `iceberg` and `io`; it never imports
 //! `engine`, `format` or `shell`. Progress and cancellation come in explicitly, on the target.
 
+pub mod compact;
 pub mod expire;
 pub mod file_graph;
 pub mod manage_snapshots;
@@ -36,6 +38,7 @@ pub mod orphans;
 pub mod rewrite_manifests;
 pub mod target;
 
+pub use compact::{CompactMetrics, CompactOutcome};
 pub use expire::{ExpireMetrics, ExpireOutcome};
 pub use manage_snapshots::{SnapshotMetrics, SnapshotOutcome};
 pub use orphans::{OrphanMetrics, OrphanOutcome};

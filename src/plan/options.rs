@@ -77,6 +77,8 @@ pub enum ProcedureCall {
     /// One of the snapshot-management procedures (`rollback_to_snapshot`, ...).
     Snapshots(super::snapshots::SnapshotProcedure),
     RewriteManifests(RewriteManifestsOptions),
+    /// `rewrite_data_files(...)` and `OPTIMIZE TABLE`.
+    Compact(crate::plan::CompactOptions),
 }
 
 impl ProcedureCall {
@@ -87,6 +89,7 @@ impl ProcedureCall {
             ProcedureCall::Orphans(_) => "remove_orphan_files",
             ProcedureCall::Snapshots(call) => call.procedure_name(),
             ProcedureCall::RewriteManifests(_) => "rewrite_manifests",
+            ProcedureCall::Compact(_) => "rewrite_data_files",
         }
     }
 
@@ -97,6 +100,7 @@ impl ProcedureCall {
             ProcedureCall::Orphans(options) => options.dry_run,
             ProcedureCall::Snapshots(_) => false,
             ProcedureCall::RewriteManifests(options) => options.dry_run,
+            ProcedureCall::Compact(options) => options.dry_run,
         }
     }
 }

@@ -18,6 +18,11 @@ pub enum Statement {
     AlterExecute(AlterExecute),
     /// `EXPLAIN ALTER TABLE [db.]t EXECUTE name(args) [FORMAT f]`: the plan, nothing changed.
     Explain(Box<AlterExecute>),
+    /// `OPTIMIZE TABLE [db.]t [FORMAT f]`: compaction (`rewrite_data_files` with
+    /// `delete_file_threshold = 1`).
+    Optimize(OptimizeTable),
+    /// `EXPLAIN OPTIMIZE TABLE [db.]t [FORMAT f]`: the compaction plan, nothing changed.
+    ExplainOptimize(OptimizeTable),
     /// `CREATE TABLE [IF NOT EXISTS] [db.]t [(cols)] ENGINE = Iceberg…(args) [SETTINGS …]`.
     CreateTable(CreateTable),
     /// `DROP TABLE [IF EXISTS] [db.]t`: forgets the table, never deletes files.
@@ -116,6 +121,14 @@ pub struct AlterExecute {
     /// The procedure name as written (names are case-sensitive).
     pub procedure: String,
     pub args: Vec<Arg>,
+    /// Output format from a trailing `FORMAT <name>`.
+    pub format: Option<String>,
+}
+
+/// `OPTIMIZE TABLE [db.]t`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OptimizeTable {
+    pub table: TableName,
     /// Output format from a trailing `FORMAT <name>`.
     pub format: Option<String>,
 }
@@ -441,6 +454,14 @@ impl fmt::Display for Statement {
         match self {
             Statement::AlterExecute(alter) => write!(f, "{alter}"),
             Statement::Explain(alter) => write!(f, "EXPLAIN {alter}"),
+            Statement::Optimize(o) => {
+                write!(f, "OPTIMIZE TABLE {}", o.table)?;
+                write_format(f, &o.format)
+            }
+            Statement::ExplainOptimize(o) => {
+                write!(f, "EXPLAIN OPTIMIZE TABLE {}", o.table)?;
+                write_format(f, &o.format)
+            }
             Statement::CreateTable(create) => write!(f, "{create}"),
             Statement::DropTable { if_exists, name } => {
                 let if_exists = if *if_exists { "IF EXISTS " } else { "" };
@@ -498,6 +519,7 @@ impl Statement {
         match self {
             Statement::AlterExecute(alter) => alter.format.as_deref(),
             Statement::Explain(alter) => alter.format.as_deref(),
+            Statement::Optimize(o) | Statement::ExplainOptimize(o) => o.format.as_deref(),
             Statement::ShowTables { format, .. }
             | Statement::ShowCreateTable { format, .. }
             | Statement::ShowDatabases { format }

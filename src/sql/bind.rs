@@ -36,16 +36,16 @@ pub struct BindContext {
 
 /// A parameter's declared type: checked when the argument is collected.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum ParamType {
+pub(super) enum ParamType {
     String,
     UInt64,
     /// Validated later, with the parameter's own message.
     Any,
 }
 
-struct Param {
-    name: &'static str,
-    ty: ParamType,
+pub(super) struct Param {
+    pub(super) name: &'static str,
+    pub(super) ty: ParamType,
 }
 
 const EXPIRE_PARAMS: [Param; 6] = [
@@ -131,6 +131,9 @@ pub fn bind_noted(
                 .map(ProcedureCall::Snapshots)
         }
         REWRITE_MANIFESTS => bind_rewrite_manifests(args).map(ProcedureCall::RewriteManifests),
+        super::bind_compact::REWRITE => {
+            super::bind_compact::bind_rewrite(args).map(ProcedureCall::Compact)
+        }
         other => Err(Error::bad_arguments(format!(
             "Unknown EXECUTE command '{other}' for Iceberg table"
         ))),
@@ -151,7 +154,7 @@ fn timestamp(
 }
 
 /// Collects arguments by parameter name, applying the per-argument rules of the module comment.
-fn collect<'a>(
+pub(super) fn collect<'a>(
     command: &str,
     params: &[Param],
     args: &'a [Arg],

@@ -10,6 +10,7 @@
 pub mod alter_refs;
 pub mod ast;
 pub mod bind;
+pub mod bind_compact;
 pub mod bind_snapshots;
 pub mod duration;
 pub mod parser;
@@ -22,6 +23,7 @@ pub use ast::{
     Literal, OptimizeManifest, Statement, TableName,
 };
 pub use bind::{BindContext, bind, bind_noted};
+pub use bind_compact::parse_where;
 pub use duration::{format_duration_ms, parse_duration_ms};
 pub use parser::{parse_statement, parse_statement_at};
 pub use select::{CompareOp, Comparison, OrderKey, Projection, Select, SystemTable};

@@ -17,7 +17,7 @@ use sqlparser::tokenizer::{Location, Token, TokenWithSpan, Tokenizer};
 use super::alter_refs;
 use super::ast::{
     AlterExecute, AlterTable, Arg, ArgValue, CreateDatabase, CreateTable, Engine, EngineArg,
-    EngineName, Literal, OptimizeManifest, Statement, TableName,
+    EngineName, Literal, OptimizeManifest, OptimizeTable, Statement, TableName,
 };
 use super::select::Select;
 use crate::error::{Error, ErrorKind, Result};
@@ -116,7 +116,7 @@ fn parse_known(p: &mut Parser, format: Option<&FormatClause>) -> PResult<Option<
             Keyword::USE => parse_use(p)?,
             Keyword::SET => Some(parse_set(p)?),
             Keyword::SELECT => Some(parse_select(p, format_name)?),
-            Keyword::OPTIMIZE => parse_optimize(p, false, None)?,
+            Keyword::OPTIMIZE => parse_optimize(p, false, format_name)?,
             _ => None,
         },
         _ => None,
@@ -213,8 +213,10 @@ fn parse_alter(p: &mut Parser, format: Option<String>) -> PResult<Option<Altered
     })))
 }
 
-/// `OPTIMIZE TABLE name MANIFEST`; `None` for any other `OPTIMIZE` (the ClickHouse forms icetrim
-/// does not model). `format` is kept only for `EXPLAIN` (the statement itself returns no rows).
+/// `[EXPLAIN] OPTIMIZE TABLE name [MANIFEST]`: compaction, or (with `MANIFEST`, ClickHouse 26.9) the
+/// manifest rewrite; `None` for any other `OPTIMIZE` (`PARTITION`, `FINAL`, `DEDUPLICATE`: the
+/// MergeTree clauses icetrim does not model, refused as not supported). `OPTIMIZE … MANIFEST` keeps
+/// a format only after `EXPLAIN` (the statement itself returns no rows, as in ClickHouse).
 fn parse_optimize(
     p: &mut Parser,
     explain: bool,
@@ -225,14 +227,22 @@ fn parse_optimize(
         return Ok(None);
     }
     let table = parse_table_name(p)?;
-    if !p.parse_keyword(Keyword::MANIFEST) {
+    if p.parse_keyword(Keyword::MANIFEST) {
+        return Ok(Some(Statement::OptimizeManifest(OptimizeManifest {
+            table,
+            explain,
+            format: format.filter(|_| explain),
+        })));
+    }
+    if p.peek_token().token != Token::EOF {
         return Ok(None);
     }
-    Ok(Some(Statement::OptimizeManifest(OptimizeManifest {
-        table,
-        explain,
-        format: format.filter(|_| explain),
-    })))
+    let optimize = OptimizeTable { table, format };
+    Ok(Some(if explain {
+        Statement::ExplainOptimize(optimize)
+    } else {
+        Statement::Optimize(optimize)
+    }))
 }
 
 fn parse_table_name(p: &mut Parser) -> PResult<TableName> {

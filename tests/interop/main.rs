@@ -6,6 +6,7 @@
 mod support;
 
 mod avro_interop;
+mod compaction;
 mod fixture_smoke;
 mod generate_interop;
 mod metadata_interop;

@@ -25,6 +25,8 @@ fn options(location: &str) -> GenerateOptions {
     opts.staged = 1;
     opts.orphans = 2;
     opts.span_ms = 10 * DAY_MS;
+    // Real Parquet data files: the examples compact too.
+    opts.parquet_data = true;
     opts
 }
 
@@ -93,6 +95,11 @@ async fn run_local_example(name: &str) -> String {
 async fn demo_example() {
     let out = run_local_example("demo.sql").await;
     assert!(out.lines().any(|l| l == "events"), "{out}");
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with("rewritten_data_files_count\t")),
+        "the demo compacts\n{out}"
+    );
 }
 
 #[tokio::test]
@@ -109,6 +116,35 @@ async fn dry_run_then_expire_example() {
         dry[..half],
         dry[half..],
         "the dry run reports what the real run does\n{out}"
+    );
+}
+
+#[tokio::test]
+async fn compaction_example() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let location = dir.path().join("events").display().to_string();
+    let mut opts = options(&location);
+    opts.parquet_data = true;
+    opts.branches = 0;
+    opts.tags = 0;
+    opts.staged = 0;
+    generate(&FileIO::local(), &opts).await.expect("generate");
+    let script = example("compaction.sql").replace(PLACEHOLDER, &location);
+    let out = run_script(&script);
+    let metric = |name: &str| -> i64 {
+        out.lines()
+            .find_map(|l| l.strip_prefix(&format!("{name}\t")))
+            .unwrap_or_else(|| panic!("no {name} in\n{out}"))
+            .parse()
+            .unwrap()
+    };
+    assert!(metric("rewritten_data_files_count") > 1, "{out}");
+    assert_eq!(metric("added_data_files_count"), 1, "{out}");
+    assert_eq!(metric("failed_data_files_count"), 0, "{out}");
+    assert!(out.lines().any(|l| l.ends_with("\treplace")), "{out}");
+    assert!(
+        metric("deleted_data_files_count") >= metric("rewritten_data_files_count"),
+        "{out}"
     );
 }
 

@@ -52,6 +52,21 @@ fn alter_execute_forms() {
 }
 
 #[test]
+fn optimize_forms() {
+    verified_stmt("OPTIMIZE TABLE t");
+    verified("optimize table `db`.`t`;", "OPTIMIZE TABLE db.t");
+    verified_stmt("OPTIMIZE TABLE t FORMAT JSONEachRow");
+    verified_stmt("EXPLAIN OPTIMIZE TABLE db.t");
+    verified_stmt("EXPLAIN OPTIMIZE TABLE t FORMAT TSV");
+    verified_stmt(
+        "ALTER TABLE t EXECUTE rewrite_data_files(`where` = 'a = 1 AND b IN (\\'x\\')', \
+         min_input_files = 2, dry_run = 1)",
+    );
+    let e = error_of("OPTIMIZE TABLE t PARTITION 1");
+    assert_eq!(e.kind(), ErrorKind::NotImplemented, "{e}");
+}
+
+#[test]
 fn arguments_keep_names_and_values() {
     let Statement::AlterExecute(alter) = verified_stmt(
         "ALTER TABLE t EXECUTE expire_snapshots('2024-06-01', dry_run = 1, x = now(), y = [now()])",
@@ -183,7 +198,7 @@ fn foreign_statements_are_not_implemented() {
         ("CREATE VIEW v AS SELECT 1", "CREATE VIEW"),
         ("DELETE FROM t WHERE a = 1", "DELETE FROM"),
         ("EXPLAIN SELECT 1", "EXPLAIN SELECT"),
-        ("OPTIMIZE TABLE t", "OPTIMIZE TABLE"),
+        ("OPTIMIZE TABLE t FINAL", "OPTIMIZE TABLE"),
     ] {
         let e = error_of(sql);
         assert_eq!(e.kind(), ErrorKind::NotImplemented, "{sql}: {e}");

@@ -9,6 +9,7 @@ mod support;
 mod catalog_glue;
 #[cfg(feature = "glue")]
 mod catalog_glue_failures;
+mod compaction_cloud;
 #[cfg(feature = "glue")]
 mod glue_support;
 mod metadata_cloud;

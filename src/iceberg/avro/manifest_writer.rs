@@ -121,6 +121,13 @@ impl ManifestWriter {
         Ok(writer)
     }
 
+    /// The content type when the header does not say it (ClickHouse writes delete manifests
+    /// without a `content` key; the manifest-list entry says `deletes`).
+    pub fn with_content(mut self, content: ManifestContent) -> Self {
+        self.content = content;
+        self
+    }
+
     /// A manifest with this writer schema and header metadata (`avro.*` keys are replaced).
     pub fn with_schema(
         schema_json: &str,

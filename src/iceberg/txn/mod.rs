@@ -104,6 +104,10 @@ pub struct PrepareOptions {
     pub timestamp_ms: Option<i64>,
     /// Codec of the manifests and the manifest list written.
     pub codec: Codec,
+    /// An explicit data `sequence_number` for the ADDED data entries (Java's `RewriteFiles`
+    /// with a data sequence number: compaction writes the starting snapshot's, so deletes
+    /// committed after it still apply to the new files); `None`: inherited (the new snapshot's).
+    pub data_sequence_number: Option<i64>,
 }
 
 impl Default for PrepareOptions {
@@ -113,6 +117,7 @@ impl Default for PrepareOptions {
             snapshot_id: None,
             timestamp_ms: None,
             codec: Codec::Deflate,
+            data_sequence_number: None,
         }
     }
 }

@@ -18,7 +18,9 @@
 //!   (`added_snapshot_id`, `sequence_number`) and keeps its `first_row_id`; its
 //!   `min_sequence_number` is the smallest sequence number of its surviving files.
 //! - Added data files go into one new data manifest, added delete files into one new delete
-//!   manifest; new manifests come first in the list. In v3 the list writer gives the new data
+//!   manifest; ADDED entries inherit their sequence numbers, except that
+//!   `PrepareOptions::data_sequence_number` writes an explicit data `sequence_number` on the added
+//!   data entries (compaction; `file_sequence_number` still inherits the new snapshot's); new manifests come first in the list. In v3 the list writer gives the new data
 //!   manifest the table's `next-row-id`, the snapshot records `first-row-id` / `added-rows`, and
 //!   `next-row-id` advances by the added rows.
 
@@ -271,6 +273,7 @@ struct Plan {
     dir: String,
     uuid: uuid::Uuid,
     codec: crate::iceberg::avro::Codec,
+    data_sequence_number: Option<i64>,
     schema_json: String,
     spec_json: String,
     spec_id: i32,
@@ -310,6 +313,7 @@ impl Plan {
             dir: metadata_dir(metadata),
             uuid: uuid::Uuid::new_v4(),
             codec: options.codec,
+            data_sequence_number: options.data_sequence_number,
             schema_json: current_schema_json(metadata)?,
             spec_json: default_spec_json(metadata)?,
             spec_id: metadata.default_spec_id(),
@@ -383,7 +387,10 @@ impl Plan {
             writer.add(&ManifestEntry {
                 status: EntryStatus::Added,
                 snapshot_id: Some(self.snapshot_id),
-                sequence_number: None,
+                sequence_number: match content {
+                    ManifestContent::Data => self.data_sequence_number,
+                    ManifestContent::Deletes => None,
+                },
                 file_sequence_number: None,
                 data_file,
                 extra: Vec::new(),
@@ -404,7 +411,8 @@ impl Plan {
     ) -> Result<Option<(ManifestFile, Vec<u8>)>> {
         let mut manifest = read_manifest(bytes, &old.manifest_path)?;
         inherit(&mut manifest.entries, old);
-        let mut writer = ManifestWriter::rewrite_of(&manifest, self.codec)?;
+        let mut writer =
+            ManifestWriter::rewrite_of(&manifest, self.codec)?.with_content(old.content);
         let mut live = 0usize;
         for mut entry in std::mem::take(&mut manifest.entries) {
             if entry.status == EntryStatus::Deleted {

@@ -1,0 +1,562 @@
+//! The compaction executor: read the starting snapshot, plan (pure), rewrite the groups, commit
+//! a `replace` snapshot through [`MaintenanceTarget::commit`], re-validating on conflicts.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use apache_avro::types::Value;
+use bytes::Bytes;
+use futures::{StreamExt, TryStreamExt};
+use serde_json::Value as Json;
+
+use super::conflicts::group_conflict;
+use super::deletes::droppable;
+use super::explain::explain_rows;
+use super::filter::PartitionFilter;
+use super::metrics::CompactMetrics;
+use super::model::LiveFile;
+use super::plan::{Group, Resolved, plan};
+use super::read::{TableState, read_state};
+use super::rewrite::{GroupWriter, LoadedDeletes, SortKey, load_deletes};
+use super::schema::arrow_schema;
+use super::source::RangeSource;
+use super::stats::leaf_infos;
+use super::writer::{WriteConfig, writer_properties};
+use super::{CompactOutcome, PROCEDURE};
+use crate::error::{Error, ErrorKind, Result};
+use crate::iceberg::commit::{CommitOptions, CommitOutcome, unconfirmed_error};
+use crate::iceberg::manifest::DataFile;
+use crate::iceberg::metadata::TableMetadata;
+use crate::iceberg::spec::FormatVersion;
+use crate::iceberg::txn::names::current_schema_json;
+use crate::iceberg::txn::{FileChanges, Operation, PrepareOptions, Summary, prepare_commit_with};
+use crate::maintain::target::MaintenanceTarget;
+use crate::plan::CompactOptions;
+
+/// One group rewritten: its output files (already written) and what its deletes named.
+struct Rewritten {
+    group: usize,
+    outputs: Vec<DataFile>,
+    mentions: HashMap<String, HashSet<String>>,
+}
+
+/// Runs `rewrite_data_files` / `OPTIMIZE TABLE` on `target`; with `explain`, the plan only.
+pub async fn execute(
+    target: &MaintenanceTarget,
+    options: &CompactOptions,
+    explain: bool,
+) -> Result<CompactOutcome> {
+    options.validate()?;
+    let located = target.locate_newest(PROCEDURE).await?;
+    let md = &located.metadata;
+    let mut warnings = located.warnings.clone();
+    let dry_run = options.dry_run;
+    let Some(snapshot) = md.current_snapshot().cloned() else {
+        return Ok(CompactOutcome {
+            metrics: CompactMetrics {
+                dry_run,
+                ..Default::default()
+            },
+            explain: explain.then(Vec::new),
+            warnings,
+        });
+    };
+    let resolved = Resolved::new(options, md.property("write.target-file-size-bytes"))?;
+    let schema_json: Json = serde_json::from_str(&current_schema_json(md)?)
+        .map_err(|e| Error::incorrect_data(format!("{}: current schema: {e}", md.file())))?;
+    let row_lineage = md.format_version() >= FormatVersion::V3;
+    // Types we cannot rewrite refuse the table before anything is read or written.
+    let schema = arrow_schema(&schema_json, row_lineage).map_err(|e| in_table(e, target))?;
+    let filter = options
+        .filter
+        .as_ref()
+        .map(|p| PartitionFilter::new(p, &schema_json, md.partition_specs()))
+        .transpose()?;
+    let concurrency = target.settings.metadata_read_concurrency();
+    let state = read_state(&target.io, md, &snapshot, concurrency).await?;
+    let default_spec = default_spec(md);
+    let plan = plan(
+        &state.data,
+        &state.deletes,
+        &resolved,
+        |f| filter.as_ref().is_none_or(|p| p.may_match(f)),
+        default_spec,
+    );
+    if explain {
+        return Ok(CompactOutcome {
+            metrics: CompactMetrics::default(),
+            explain: Some(explain_rows(&plan, &state.deletes)),
+            warnings,
+        });
+    }
+    let groups: Vec<(usize, &Group)> = plan.rewritten().map(|g| (g.index, g)).collect();
+    if dry_run || groups.is_empty() {
+        let rewritten: Vec<&LiveFile> = groups
+            .iter()
+            .flat_map(|(_, g)| g.inputs.iter().map(|i| &state.data[*i]))
+            .collect();
+        let removed = removable_deletes(&state, &rewritten, &HashMap::new());
+        return Ok(CompactOutcome {
+            metrics: CompactMetrics {
+                rewritten_data_files_count: rewritten.len() as i64,
+                added_data_files_count: groups.iter().map(|(_, g)| g.expected_outputs as i64).sum(),
+                rewritten_bytes_count: groups.iter().map(|(_, g)| g.input_bytes as i64).sum(),
+                added_bytes_count: 0,
+                removed_delete_files_count: removed.len() as i64,
+                rewritten_file_groups_count: groups.len() as i64,
+                failed_data_files_count: 0,
+                dry_run,
+            },
+            explain: None,
+            warnings,
+        });
+    }
+    located.check_writable()?;
+    let (properties, row_group_bytes) = writer_properties(md.properties())?;
+    let config = WriteConfig {
+        schema,
+        leaves: Arc::new(leaf_infos(&schema_json, md.properties())?),
+        properties,
+        row_group_bytes,
+        roll_bytes: resolved.write_max_file_size(),
+        data_dir: format!("{}/data", md.location().trim_end_matches('/')),
+        sort_order_id: default_sort_order(md).map(|(id, _)| id),
+        io: target.io.clone(),
+    };
+    let (sort, unsorted) = sort_keys(md, &config.schema);
+    if let Some(why) = unsorted {
+        warnings.push(format!(
+            "{}: the table's sort order is not applied ({why}); rows keep their input order",
+            target.table_name
+        ));
+    }
+    // Memory: each group in flight holds one input file (or one row group of a large one), the
+    // output row group being encoded, its upload parts in flight, and the sort buffer; groups in
+    // flight are limited so that the estimate fits the setting.
+    let budget = target.settings.compaction_max_memory_bytes();
+    let largest_input = state
+        .data
+        .iter()
+        .map(|f| f.file.file_size_in_bytes.max(0) as u64)
+        .max()
+        .unwrap_or(0);
+    // A sorted group also holds its sort buffer (decoded rows) and the sorted copy.
+    let sort_buffer = if sort.is_empty() {
+        0
+    } else {
+        (budget / resolved.max_concurrent.max(1) / 4).clamp(16 << 20, 1 << 30)
+    };
+    // Inputs above the whole-file size are streamed: a row group at most (estimated by the
+    // table's row-group size) instead of the file.
+    let whole_file_bytes = (budget / 64).min(32 << 20);
+    let input_held = if largest_input <= whole_file_bytes {
+        largest_input
+    } else {
+        row_group_bytes as u64
+    };
+    // Output: the row group being encoded plus the upload parts in flight (3 × 8 MiB).
+    let per_group = input_held + row_group_bytes as u64 + (24 << 20) + 2 * sort_buffer;
+    let in_flight = (budget / per_group.max(1)).clamp(1, resolved.max_concurrent.max(1));
+    if per_group > budget {
+        warnings.push(format!(
+            "{}: one file group may need about {per_group} bytes of memory, more than \
+             iceberg_compaction_max_memory_bytes = {budget}",
+            target.table_name
+        ));
+    }
+    let partition_of = |g: &Group| -> Value {
+        let first = &state.data[g.inputs[0]];
+        if g.spec_id == default_spec.0 {
+            first.file.partition.clone()
+        } else {
+            Value::Record(Vec::new())
+        }
+    };
+    let rewritten: Vec<Rewritten> = futures::stream::iter(groups.iter().map(|(i, g)| {
+        let inputs: Vec<LiveFile> = g.inputs.iter().map(|j| state.data[*j].clone()).collect();
+        let deletes: Vec<LiveFile> = g
+            .deletes
+            .iter()
+            .map(|j| state.deletes[*j].clone())
+            .collect();
+        let config = config.clone();
+        let partition = partition_of(g);
+        let index = *i;
+        let writer = GroupWriter::new(
+            config.clone(),
+            partition,
+            sort.clone(),
+            sort_buffer as usize,
+        );
+        async move {
+            rewrite_group(target, config, writer, inputs, deletes, row_lineage)
+                .await
+                .map(|(outputs, mentions)| Rewritten {
+                    group: index,
+                    outputs,
+                    mentions,
+                })
+        }
+    }))
+    .buffer_unordered(in_flight as usize)
+    .try_collect()
+    .await?;
+    commit_loop(
+        target,
+        &located,
+        &snapshot,
+        &state,
+        &plan.groups,
+        rewritten,
+        warnings,
+    )
+    .await
+}
+
+fn in_table(e: Error, target: &MaintenanceTarget) -> Error {
+    let kind = e.kind();
+    Error::new(
+        kind,
+        format!("{PROCEDURE} on {}: {}", target.table_name, e.message()),
+    )
+}
+
+/// The default spec id and whether it is unpartitioned.
+fn default_spec(md: &TableMetadata) -> (i32, bool) {
+    let id = md.default_spec_id();
+    (
+        id,
+        md.partition_spec(id).is_none_or(|s| s.fields.is_empty()),
+    )
+}
+
+/// The default sort order as keys on output columns; a reason when it cannot be applied
+/// (a transform other than identity, or a nested column).
+fn sort_keys(
+    md: &TableMetadata,
+    schema: &arrow_schema::SchemaRef,
+) -> (Vec<SortKey>, Option<String>) {
+    let Some(id) = md
+        .members()
+        .get("default-sort-order-id")
+        .and_then(Json::as_i64)
+    else {
+        return (Vec::new(), None);
+    };
+    let Some(order) = md
+        .members()
+        .get("sort-orders")
+        .and_then(Json::as_array)
+        .and_then(|o| {
+            o.iter()
+                .find(|o| o.get("order-id").and_then(Json::as_i64) == Some(id))
+        })
+    else {
+        return (Vec::new(), None);
+    };
+    let fields = order
+        .get("fields")
+        .and_then(Json::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let mut keys = Vec::new();
+    for f in &fields {
+        let transform = f
+            .get("transform")
+            .and_then(Json::as_str)
+            .unwrap_or("identity");
+        if transform != "identity" {
+            return (
+                Vec::new(),
+                Some(format!("sort transform '{transform}' is not supported")),
+            );
+        }
+        let source = f.get("source-id").and_then(Json::as_i64).unwrap_or(-1);
+        let Some(column) = schema
+            .fields()
+            .iter()
+            .position(|c| super::schema::field_id(c).map(i64::from) == Some(source))
+        else {
+            return (
+                Vec::new(),
+                Some(format!("sort column {source} is not a top-level column")),
+            );
+        };
+        keys.push(SortKey {
+            column,
+            descending: f.get("direction").and_then(Json::as_str) == Some("desc"),
+            nulls_first: f.get("null-order").and_then(Json::as_str) != Some("nulls-last"),
+        });
+    }
+    (keys, None)
+}
+
+/// The default sort order id and its number of fields.
+fn default_sort_order(md: &TableMetadata) -> Option<(i32, usize)> {
+    let id = md.members().get("default-sort-order-id")?.as_i64()?;
+    let fields = md
+        .members()
+        .get("sort-orders")?
+        .as_array()?
+        .iter()
+        .find(|o| o.get("order-id").and_then(Json::as_i64) == Some(id))
+        .and_then(|o| o.get("fields")?.as_array().map(Vec::len))
+        .unwrap_or(0);
+    Some((i32::try_from(id).ok()?, fields))
+}
+
+fn removable_deletes(
+    state: &TableState,
+    rewritten: &[&LiveFile],
+    mentions: &HashMap<String, HashSet<String>>,
+) -> Vec<String> {
+    let gone: HashSet<&str> = rewritten.iter().map(|f| f.path()).collect();
+    let remaining: Vec<&LiveFile> = state
+        .data
+        .iter()
+        .filter(|f| !gone.contains(f.path()))
+        .collect();
+    droppable(&state.deletes, rewritten, &remaining, mentions)
+}
+
+/// Rewrites one group: every input read, deletes applied, outputs written to storage.
+async fn rewrite_group(
+    target: &MaintenanceTarget,
+    config: WriteConfig,
+    mut writer: GroupWriter,
+    inputs: Vec<LiveFile>,
+    deletes: Vec<LiveFile>,
+    row_lineage: bool,
+) -> Result<(Vec<DataFile>, HashMap<String, HashSet<String>>)> {
+    // Inputs up to this size are read whole (one request); larger ones by ranges.
+    let whole_file_bytes = (target.settings.compaction_max_memory_bytes() / 64).min(32 << 20);
+    let io = &target.io;
+    let input_refs: Vec<&LiveFile> = inputs.iter().collect();
+    let delete_refs: Vec<&LiveFile> = deletes.iter().collect();
+    let loaded: Arc<LoadedDeletes> =
+        Arc::new(load_deletes(io, &config.schema, &input_refs, &delete_refs).await?);
+    let mut outputs = Vec::new();
+    for input in inputs {
+        target.progress.check()?;
+        let size = input.file.file_size_in_bytes.max(0) as u64;
+        let deletes = loaded.clone();
+        let joined = if size <= whole_file_bytes {
+            let bytes: Bytes = io.read(input.path()).await?;
+            tokio::task::spawn_blocking(move || {
+                writer
+                    .rewrite_file(&input, bytes, &deletes, row_lineage)
+                    .map(|()| writer)
+            })
+            .await
+        } else {
+            // Large: streamed by ranges, row group by row group.
+            let len = io.head(input.path()).await?.size;
+            let source = RangeSource::new(
+                io.clone(),
+                input.path().to_string(),
+                len,
+                tokio::runtime::Handle::current(),
+            );
+            tokio::task::spawn_blocking(move || {
+                writer
+                    .rewrite_file(&input, source, &deletes, row_lineage)
+                    .map(|()| writer)
+            })
+            .await
+        };
+        writer = joined.map_err(|e| Error::logical(format!("compaction worker failed: {e}")))??;
+        collect(&mut writer, &mut outputs);
+    }
+    writer = tokio::task::spawn_blocking(move || writer.roll().map(|()| writer))
+        .await
+        .map_err(|e| Error::logical(format!("compaction worker failed: {e}")))??;
+    collect(&mut writer, &mut outputs);
+    let mentions = Arc::try_unwrap(loaded)
+        .map(|l| l.mentions)
+        .unwrap_or_default();
+    Ok((outputs, mentions))
+}
+
+/// The output files the writer finished (already complete in storage).
+fn collect(writer: &mut GroupWriter, outputs: &mut Vec<DataFile>) {
+    outputs.extend(
+        std::mem::take(&mut writer.finished)
+            .into_iter()
+            .map(|done| done.data_file),
+    );
+}
+
+/// Commits the rewritten groups, re-validating them against every commit made since the start.
+async fn commit_loop(
+    target: &MaintenanceTarget,
+    start: &crate::iceberg::locate::LocatedMetadata,
+    snapshot: &crate::iceberg::spec::Snapshot,
+    start_state: &TableState,
+    groups: &[Group],
+    mut rewritten: Vec<Rewritten>,
+    mut warnings: Vec<String>,
+) -> Result<CompactOutcome> {
+    let max_attempts = target.settings.commit_max_attempts();
+    let start_deletes: HashSet<&str> = start_state.deletes.iter().map(|d| d.path()).collect();
+    let start_spec = default_spec(&start.metadata).0;
+    let mut failed_files = 0i64;
+    let mut last_conflict = String::new();
+    let data_sequence_number =
+        (start.metadata.format_version() >= FormatVersion::V2).then_some(snapshot.sequence_number);
+    for attempt in 0..max_attempts {
+        let located = if attempt == 0 {
+            start.clone()
+        } else {
+            target.locate_newest(PROCEDURE).await?
+        };
+        located.check_writable()?;
+        let md = &located.metadata;
+        let now_state = match md.current_snapshot() {
+            Some(s) if s.snapshot_id == snapshot.snapshot_id => start_state.clone(),
+            Some(s) => {
+                read_state(
+                    &target.io,
+                    md,
+                    s,
+                    target.settings.metadata_read_concurrency(),
+                )
+                .await?
+            }
+            None => TableState::default(),
+        };
+        if md.current_snapshot_id() != Some(snapshot.snapshot_id) {
+            let now_data: HashSet<&str> = now_state.data.iter().map(|f| f.path()).collect();
+            let spec_changed = default_spec(md).0 != start_spec;
+            rewritten.retain(|r| {
+                let g = &groups[r.group];
+                let inputs: Vec<&LiveFile> =
+                    g.inputs.iter().map(|i| &start_state.data[*i]).collect();
+                match group_conflict(
+                    &inputs,
+                    &start_deletes,
+                    &now_data,
+                    &now_state.deletes,
+                    spec_changed,
+                ) {
+                    None => true,
+                    Some(why) => {
+                        failed_files += inputs.len() as i64;
+                        warnings.push(format!(
+                            "{}: file group in partition '{}' was not committed: {why}; its \
+                             new files are left for remove_orphan_files",
+                            target.table_name, g.partition
+                        ));
+                        false
+                    }
+                }
+            });
+        }
+        if rewritten.is_empty() {
+            return Ok(CompactOutcome {
+                metrics: CompactMetrics {
+                    failed_data_files_count: failed_files,
+                    ..Default::default()
+                },
+                explain: None,
+                warnings,
+            });
+        }
+        let inputs: Vec<&LiveFile> = rewritten
+            .iter()
+            .flat_map(|r| groups[r.group].inputs.iter().map(|i| &start_state.data[*i]))
+            .collect();
+        let mut mentions: HashMap<String, HashSet<String>> = HashMap::new();
+        for r in &rewritten {
+            for (k, v) in &r.mentions {
+                mentions
+                    .entry(k.clone())
+                    .or_default()
+                    .extend(v.iter().cloned());
+            }
+        }
+        // Deletes are judged on the newest state: a data file added meanwhile may need one.
+        let inputs_now: Vec<&LiveFile> = {
+            let wanted: HashSet<&str> = inputs.iter().map(|f| f.path()).collect();
+            now_state
+                .data
+                .iter()
+                .filter(|f| wanted.contains(f.path()))
+                .collect()
+        };
+        let removed_deletes = removable_deletes(&now_state, &inputs_now, &mentions);
+        let added: Vec<DataFile> = rewritten
+            .iter()
+            .flat_map(|r| r.outputs.iter().cloned())
+            .collect();
+        let metrics = CompactMetrics {
+            rewritten_data_files_count: inputs.len() as i64,
+            added_data_files_count: added.len() as i64,
+            rewritten_bytes_count: inputs.iter().map(|f| f.file.file_size_in_bytes).sum(),
+            added_bytes_count: added.iter().map(|f| f.file_size_in_bytes).sum(),
+            removed_delete_files_count: removed_deletes.len() as i64,
+            rewritten_file_groups_count: rewritten.len() as i64,
+            failed_data_files_count: failed_files,
+            dry_run: false,
+        };
+        let mut removed: Vec<String> = inputs.iter().map(|f| f.path().to_string()).collect();
+        removed.extend(removed_deletes);
+        let changes = FileChanges {
+            added_data: added,
+            added_deletes: Vec::new(),
+            removed,
+        };
+        let parent_ts = md.current_snapshot().map_or(0, |s| s.timestamp_ms);
+        let options = PrepareOptions {
+            timestamp_ms: Some(target.now_ms.max(parent_ts)),
+            data_sequence_number,
+            ..PrepareOptions::default()
+        };
+        target.progress.check()?;
+        let prepared = prepare_commit_with(
+            &target.io,
+            md,
+            Operation::Replace,
+            changes,
+            Summary::new(),
+            &options,
+        )
+        .await?;
+        target.progress.begin_writes()?;
+        let commit_options = CommitOptions {
+            update_metadata_log: true,
+            now_ms: Some(target.now_ms.max(parent_ts)),
+        };
+        match target
+            .commit(&located, prepared.metadata, &commit_options)
+            .await?
+        {
+            CommitOutcome::Committed(_) => {
+                return Ok(CompactOutcome {
+                    metrics,
+                    explain: None,
+                    warnings,
+                });
+            }
+            CommitOutcome::Conflict { path } => {
+                target.progress.writes_abandoned();
+                last_conflict = path;
+            }
+            CommitOutcome::Unconfirmed { path, rival, why } => {
+                return Err(unconfirmed_error(&target.location, &path, &rival, &why));
+            }
+            CommitOutcome::Unknown { why } => {
+                // The catalog may hold our commit: the new files stay (orphans at worst).
+                return Err(Error::new(ErrorKind::NetworkError, why));
+            }
+        }
+    }
+    Err(Error::new(
+        ErrorKind::LimitExceeded,
+        format!(
+            "{PROCEDURE} on {}: {max_attempts} commit attempt(s) conflicted with concurrent \
+             writers (last taken name: {last_conflict}); the new data files are left for \
+             remove_orphan_files",
+            target.table_name
+        ),
+    ))
+}

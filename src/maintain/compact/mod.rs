@@ -1,0 +1,64 @@
+//! Compaction: `OPTIMIZE TABLE t` and `ALTER TABLE t EXECUTE rewrite_data_files(...)` (issue #18),
+//! Iceberg Java's `RewriteDataFiles` with the bin-pack strategy.
+//!
+//! Algorithm, in order:
+//! 1. Locate the newest metadata; its current snapshot is the start (sequence number `S`).
+//!    Column types icetrim cannot rewrite (`variant`, `geometry`, `geography`, `unknown`) refuse
+//!    the table with `NOT_IMPLEMENTED` before anything is read.
+//! 2. Read every manifest of the start: the live data and delete files (`read.rs`).
+//! 3. Plan (pure, `plan.rs`): options resolved with Java's defaults, files selected (size,
+//!    delete count, `where` on partition values: `filter.rs`), bin-packed per spec and
+//!    partition, groups kept by Java's rules; the deletes applying to each input follow the
+//!    spec's sequence-number rules (`deletes.rs`). `EXPLAIN` and `dry_run` stop here.
+//! 4. Rewrite each group (at most `max_concurrent_file_group_rewrites` at once, fewer when
+//!    `iceberg_compaction_max_memory_bytes` says so): inputs streamed batch by batch (large ones
+//!    read by ranges, row group by row group: `source.rs`), outputs streamed to storage as
+//!    multipart uploads, deletes
+//!    applied, v3 row lineage written explicitly, Parquet written with field ids, the table's
+//!    codec and row-group size, complete Iceberg metrics (`rewrite.rs`, `writer.rs`,
+//!    `stats.rs`, `schema.rs`).
+//! 5. Commit a `replace` snapshot through [`MaintenanceTarget::commit`]: inputs become DELETED
+//!    entries, outputs ADDED with the explicit data sequence number `S`, delete files no
+//!    remaining data file needs are removed. On a conflict, re-read and re-check every group
+//!    against the newest state (`conflicts.rs`): a group whose inputs vanished or that a new
+//!    delete touches fails (`failed_data_files_count`); the others commit.
+//!
+//! Deliberate difference from ClickHouse 26.9: ClickHouse's `OPTIMIZE TABLE` rewrites the
+//! table's history in place (measured losing rows in the current and older snapshots). icetrim
+//! adds one new `replace` snapshot; earlier snapshots read exactly as before, and the replaced
+//! files stay until `expire_snapshots` removes them. Nothing is deleted by compaction itself: new
+//! files of a failed or interrupted run are orphans for `remove_orphan_files`.
+//!
+//! [`MaintenanceTarget::commit`]: crate::maintain::target::MaintenanceTarget::commit
+
+pub mod conflicts;
+pub mod deletes;
+pub mod execute;
+pub mod explain;
+pub mod filter;
+pub mod metrics;
+pub mod model;
+pub mod plan;
+#[cfg(test)]
+mod plan_props;
+pub mod read;
+pub mod rewrite;
+pub mod schema;
+pub mod source;
+pub mod stats;
+pub mod writer;
+
+pub use execute::execute;
+pub use explain::ExplainRow;
+pub use metrics::CompactMetrics;
+
+/// The procedure's name in messages.
+pub const PROCEDURE: &str = "rewrite_data_files";
+
+/// What a compaction returns: its metrics, or its EXPLAIN plan; warnings either way.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct CompactOutcome {
+    pub metrics: CompactMetrics,
+    pub explain: Option<Vec<ExplainRow>>,
+    pub warnings: Vec<String>,
+}

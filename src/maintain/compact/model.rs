@@ -1,0 +1,92 @@
+//! What compaction reads of a table, as plain data for the decisions: the live content files of
+//! the starting snapshot with their partition, spec and sequence numbers.
+
+use apache_avro::types::Value;
+
+use crate::iceberg::avro::value::strip_union;
+use crate::iceberg::manifest::DataFile;
+use crate::iceberg::spec::DataContent;
+
+/// One live (ADDED or EXISTING) content file of the snapshot being compacted.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LiveFile {
+    /// The manifest's `data_file`, every field kept.
+    pub file: DataFile,
+    /// The partition spec the file was written with.
+    pub spec_id: i32,
+    /// Whether that spec has no partition fields (its delete files apply table-wide).
+    pub spec_unpartitioned: bool,
+    /// The partition tuple as text (`name=value/...`): files group and deletes scope by
+    /// `(spec_id, partition)`.
+    pub partition: String,
+    /// The data sequence number (inherited when the entry leaves it null).
+    pub data_sequence_number: i64,
+}
+
+impl LiveFile {
+    pub fn path(&self) -> &str {
+        &self.file.file_path
+    }
+
+    pub fn content(&self) -> DataContent {
+        self.file.content
+    }
+
+    pub fn is_data(&self) -> bool {
+        self.file.content == DataContent::Data
+    }
+
+    /// A v3 deletion vector (a Puffin blob naming one data file).
+    pub fn is_deletion_vector(&self) -> bool {
+        self.file.content == DataContent::PositionDeletes
+            && self.file.file_format.eq_ignore_ascii_case("puffin")
+    }
+
+    /// Same spec and same partition tuple.
+    pub fn same_partition(&self, other: &LiveFile) -> bool {
+        self.spec_id == other.spec_id && self.partition == other.partition
+    }
+}
+
+/// The text of a partition tuple: `name=value` pairs joined by `/` (empty when unpartitioned);
+/// null is `null`, bytes are hex.
+pub fn partition_text(partition: &Value) -> String {
+    let Value::Record(fields) = strip_union(partition) else {
+        return String::new();
+    };
+    fields
+        .iter()
+        .map(|(name, v)| format!("{name}={}", value_text(v)))
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
+fn value_text(v: &Value) -> String {
+    match strip_union(v) {
+        Value::Null => "null".into(),
+        Value::Boolean(b) => b.to_string(),
+        Value::Int(i) | Value::Date(i) => i.to_string(),
+        Value::Long(l) => l.to_string(),
+        Value::Float(f) => f.to_string(),
+        Value::Double(d) => d.to_string(),
+        Value::String(s) => s.clone(),
+        Value::Bytes(b) | Value::Fixed(_, b) => b.iter().map(|x| format!("{x:02x}")).collect(),
+        other => format!("{other:?}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn partition_texts() {
+        let v = Value::Record(vec![
+            ("p".into(), Value::Union(1, Box::new(Value::Int(3)))),
+            ("s".into(), Value::Union(0, Box::new(Value::Null))),
+            ("b".into(), Value::Bytes(vec![1, 255])),
+        ]);
+        assert_eq!(partition_text(&v), "p=3/s=null/b=01ff");
+        assert_eq!(partition_text(&Value::Record(vec![])), "");
+    }
+}

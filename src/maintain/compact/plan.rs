@@ -1,0 +1,402 @@
+//! The compaction plan (pure): which data files are rewritten, in which groups, with which delete
+//! files, and how many files each group is expected to write. Iceberg Java's bin-pack strategy
+//! (`SizeBasedFileRewriter` / `BinPackRewriteFilePlanner`, 1.9):
+//!
+//! 1. Options resolve against the table: `target` = `target_file_size_bytes`, else the property
+//!    `write.target-file-size-bytes`, else 512 MiB; `min` = 0.75 × target; `max` = 1.8 × target;
+//!    `min_input_files` = 5; `delete_file_threshold` = unlimited (`OPTIMIZE TABLE`: 1);
+//!    `max_file_group_size_bytes` = 100 GiB; `max_concurrent_file_group_rewrites` = 5.
+//!    `min < target < max` or `BAD_ARGUMENTS`.
+//! 2. A data file is selected when `rewrite_all`, or its size is `< min` or `> max`, or at least
+//!    `delete_file_threshold` delete files apply to it; and the `where` filter may match its
+//!    partition.
+//! 3. Selected files are grouped by `(spec, partition)` and packed, in path order, into groups of
+//!    at most `max_file_group_size_bytes` (Java's `ListPacker` with lookback 1).
+//! 4. A group is rewritten when `rewrite_all`, or it has more than one file and at least
+//!    `min_input_files`, or more than one file and more bytes than `target`, or more bytes than
+//!    `max`, or a file with at least `delete_file_threshold` deletes.
+//! 5. Expected output files (Java's `numOutputFiles`): 1 below `target`; else `ceil(size/target)`
+//!    when the remainder is above `min`, else `floor(size/target)` when that average stays under
+//!    `min(1.1 × target, write_max)`, else `ceil`. Writers roll at
+//!    `write_max = target + 0.5 × (max − target)`.
+//! 6. Output files go to the default spec. A group of another spec is rewritten only when the
+//!    default spec is unpartitioned (icetrim does not re-partition rows yet); otherwise it is
+//!    left and EXPLAIN says why.
+
+use std::collections::BTreeMap;
+
+use super::deletes::applicable;
+use super::model::LiveFile;
+use crate::error::{Error, Result};
+use crate::plan::CompactOptions;
+
+/// 512 MiB: Java's `write.target-file-size-bytes` default.
+pub const DEFAULT_TARGET_FILE_SIZE: u64 = 512 * 1024 * 1024;
+/// 100 GiB: Java's `max-file-group-size-bytes` default.
+pub const DEFAULT_MAX_GROUP_SIZE: u64 = 100 * 1024 * 1024 * 1024;
+
+/// The options with every default filled in.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Resolved {
+    pub target: u64,
+    pub min: u64,
+    pub max: u64,
+    pub min_input_files: u64,
+    /// `u64::MAX`: unlimited.
+    pub delete_file_threshold: u64,
+    pub rewrite_all: bool,
+    pub max_group_size: u64,
+    pub max_concurrent: u64,
+}
+
+impl Resolved {
+    /// Resolve `options` against the table property `write.target-file-size-bytes`.
+    pub fn new(options: &CompactOptions, target_property: Option<&str>) -> Result<Resolved> {
+        let target = match (options.target_file_size_bytes, target_property) {
+            (Some(t), _) => t,
+            (None, Some(text)) => text
+                .trim()
+                .parse::<u64>()
+                .ok()
+                .filter(|t| *t > 0)
+                .ok_or_else(|| {
+                    Error::bad_arguments(format!(
+                        "table property 'write.target-file-size-bytes' is not a positive \
+                         integer: '{text}'"
+                    ))
+                })?,
+            (None, None) => DEFAULT_TARGET_FILE_SIZE,
+        };
+        let min = options
+            .min_file_size_bytes
+            .unwrap_or((target as f64 * 0.75) as u64);
+        let max = options
+            .max_file_size_bytes
+            .unwrap_or((target as f64 * 1.8) as u64);
+        if min >= target || max <= target {
+            return Err(Error::bad_arguments(format!(
+                "rewrite_data_files needs min_file_size_bytes ({min}) < target_file_size_bytes \
+                 ({target}) < max_file_size_bytes ({max})"
+            )));
+        }
+        Ok(Resolved {
+            target,
+            min,
+            max,
+            min_input_files: options.min_input_files.unwrap_or(5),
+            delete_file_threshold: options.delete_file_threshold.unwrap_or(u64::MAX),
+            rewrite_all: options.rewrite_all,
+            max_group_size: options
+                .max_file_group_size_bytes
+                .unwrap_or(DEFAULT_MAX_GROUP_SIZE),
+            max_concurrent: options.max_concurrent_file_group_rewrites.unwrap_or(5),
+        })
+    }
+
+    /// Where writers roll to a new file: `target + 0.5 × (max − target)`.
+    pub fn write_max_file_size(&self) -> u64 {
+        self.target + (self.max - self.target) / 2
+    }
+
+    /// Java's `numOutputFiles`.
+    pub fn expected_outputs(&self, input_size: u64) -> u64 {
+        if input_size < self.target {
+            return 1;
+        }
+        let with_remainder = input_size.div_ceil(self.target);
+        let without = input_size / self.target;
+        let avg_without = input_size / without;
+        let cap = (1.1 * self.target as f64).min(self.write_max_file_size() as f64);
+        if input_size % self.target > self.min {
+            with_remainder
+        } else if (avg_without as f64) < cap {
+            without
+        } else {
+            with_remainder
+        }
+    }
+}
+
+/// One file group: data files of one `(spec, partition)` rewritten together.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Group {
+    /// Position in [`Plan::groups`].
+    pub index: usize,
+    pub spec_id: i32,
+    pub partition: String,
+    /// Indexes into the data files.
+    pub inputs: Vec<usize>,
+    /// Indexes into the delete files that apply to at least one input.
+    pub deletes: Vec<usize>,
+    pub input_bytes: u64,
+    pub input_records: u64,
+    pub expected_outputs: u64,
+    /// Why it is rewritten, or (when `rewrite` is false) why not.
+    pub reason: String,
+    pub rewrite: bool,
+}
+
+/// The plan over the starting snapshot.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Plan {
+    pub groups: Vec<Group>,
+}
+
+impl Plan {
+    /// Groups that will be rewritten.
+    pub fn rewritten(&self) -> impl Iterator<Item = &Group> {
+        self.groups.iter().filter(|g| g.rewrite)
+    }
+}
+
+/// A selected data file (index) and the delete files (indexes) that apply to it.
+type Selected = (usize, Vec<usize>);
+
+/// Plans the compaction of `data` (live data files) with `deletes` (live delete files).
+/// `selected_by_filter`: whether the `where` filter may match a file. `default_spec`: the
+/// table's default spec id and whether it is unpartitioned.
+pub fn plan(
+    data: &[LiveFile],
+    deletes: &[LiveFile],
+    options: &Resolved,
+    selected_by_filter: impl Fn(&LiveFile) -> bool,
+    default_spec: (i32, bool),
+) -> Plan {
+    let mut by_partition: BTreeMap<(i32, String), Vec<Selected>> = BTreeMap::new();
+    let mut order: Vec<usize> = (0..data.len()).collect();
+    order.sort_by(|a, b| data[*a].path().cmp(data[*b].path()));
+    for i in order {
+        let f = &data[i];
+        if !selected_by_filter(f) {
+            continue;
+        }
+        let applying = applicable(deletes, f);
+        let size = f.file.file_size_in_bytes.max(0) as u64;
+        let selected = options.rewrite_all
+            || size < options.min
+            || size > options.max
+            || applying.len() as u64 >= options.delete_file_threshold;
+        if selected {
+            by_partition
+                .entry((f.spec_id, f.partition.clone()))
+                .or_default()
+                .push((i, applying));
+        }
+    }
+    let mut groups = Vec::new();
+    for ((spec_id, partition), files) in by_partition {
+        let mut bins: Vec<Vec<Selected>> = Vec::new();
+        let mut open_size = 0u64;
+        for (i, applying) in files {
+            let size = data[i].file.file_size_in_bytes.max(0) as u64;
+            match bins.last_mut() {
+                Some(bin) if open_size.saturating_add(size) <= options.max_group_size => {
+                    bin.push((i, applying));
+                    open_size += size;
+                }
+                _ => {
+                    bins.push(vec![(i, applying)]);
+                    open_size = size;
+                }
+            }
+        }
+        for bin in bins {
+            let index = groups.len();
+            groups.push(group(
+                index,
+                data,
+                spec_id,
+                &partition,
+                bin,
+                options,
+                default_spec,
+            ));
+        }
+    }
+    Plan { groups }
+}
+
+fn group(
+    index: usize,
+    data: &[LiveFile],
+    spec_id: i32,
+    partition: &str,
+    bin: Vec<Selected>,
+    options: &Resolved,
+    default_spec: (i32, bool),
+) -> Group {
+    let input_bytes: u64 = bin
+        .iter()
+        .map(|(i, _)| data[*i].file.file_size_in_bytes.max(0) as u64)
+        .sum();
+    let input_records: u64 = bin
+        .iter()
+        .map(|(i, _)| data[*i].file.record_count.max(0) as u64)
+        .sum();
+    let many_deletes = bin
+        .iter()
+        .any(|(_, d)| d.len() as u64 >= options.delete_file_threshold);
+    let mut deletes: Vec<usize> = bin.iter().flat_map(|(_, d)| d.iter().copied()).collect();
+    deletes.sort_unstable();
+    deletes.dedup();
+    let n = bin.len() as u64;
+    let reason = if options.rewrite_all {
+        Some("rewrite_all")
+    } else if n > 1 && n >= options.min_input_files {
+        Some("enough input files")
+    } else if n > 1 && input_bytes > options.target {
+        Some("enough content")
+    } else if input_bytes > options.max {
+        Some("too much content")
+    } else if many_deletes {
+        Some("delete files")
+    } else {
+        None
+    };
+    let (rewrite, reason) = match reason {
+        Some(_) if spec_id != default_spec.0 && !default_spec.1 => (
+            false,
+            format!(
+                "spec {spec_id} is not the default spec {}: re-partitioning is not supported",
+                default_spec.0
+            ),
+        ),
+        Some(r) => (true, r.to_string()),
+        None => (
+            false,
+            format!(
+                "too few files ({n} < min_input_files {}) and too little content",
+                options.min_input_files
+            ),
+        ),
+    };
+    Group {
+        index,
+        spec_id,
+        partition: partition.to_string(),
+        inputs: bin.iter().map(|(i, _)| *i).collect(),
+        deletes,
+        input_bytes,
+        input_records,
+        expected_outputs: options.expected_outputs(input_bytes),
+        reason,
+        rewrite,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::iceberg::manifest::DataFile;
+    use crate::iceberg::spec::DataContent;
+
+    fn data(path: &str, partition: &str, size: i64) -> LiveFile {
+        LiveFile {
+            file: DataFile::new(DataContent::Data, path, 10, size),
+            spec_id: 0,
+            spec_unpartitioned: false,
+            partition: partition.into(),
+            data_sequence_number: 1,
+        }
+    }
+
+    fn resolved(o: CompactOptions) -> Resolved {
+        Resolved::new(&o, None).unwrap()
+    }
+
+    #[test]
+    fn defaults_are_javas() {
+        let r = resolved(CompactOptions::default());
+        assert_eq!(r.target, 512 << 20);
+        assert_eq!(r.min, (512u64 << 20) * 3 / 4);
+        assert_eq!(r.max, ((512u64 << 20) as f64 * 1.8) as u64);
+        assert_eq!(r.min_input_files, 5);
+        assert_eq!(r.delete_file_threshold, u64::MAX);
+        assert_eq!(r.max_concurrent, 5);
+        let r = Resolved::new(&CompactOptions::default(), Some("1000")).unwrap();
+        assert_eq!((r.target, r.min, r.max), (1000, 750, 1800));
+        assert!(Resolved::new(&CompactOptions::default(), Some("x")).is_err());
+        let bad = CompactOptions {
+            target_file_size_bytes: Some(100),
+            min_file_size_bytes: Some(200),
+            ..Default::default()
+        };
+        assert!(Resolved::new(&bad, None).is_err());
+    }
+
+    #[test]
+    fn expected_outputs_follow_java() {
+        let r = Resolved::new(&CompactOptions::default(), Some("100")).unwrap();
+        assert_eq!(r.expected_outputs(50), 1);
+        assert_eq!(r.expected_outputs(100), 1);
+        assert_eq!(r.expected_outputs(180), 2, "remainder 80 > min 75");
+        assert_eq!(r.expected_outputs(205), 2, "remainder 5, average 102 < 110");
+        assert_eq!(r.expected_outputs(120), 2, "average 120 >= 110");
+    }
+
+    #[test]
+    fn groups_by_partition_and_min_input_files() {
+        let r = Resolved::new(&CompactOptions::default(), Some("1000")).unwrap();
+        let mut files: Vec<LiveFile> = (0..5).map(|i| data(&format!("a{i}"), "p=1", 10)).collect();
+        files.extend((0..3).map(|i| data(&format!("b{i}"), "p=2", 10)));
+        files.push(data("big", "p=1", 900));
+        let p = plan(&files, &[], &r, |_| true, (0, false));
+        assert_eq!(p.groups.len(), 2);
+        assert!(p.groups[0].rewrite && p.groups[0].inputs.len() == 5);
+        assert!(!p.groups[1].rewrite, "3 files < 5");
+        let p = plan(&files, &[], &r, |f| f.partition == "p=2", (0, false));
+        assert_eq!(p.groups.len(), 1);
+        let all = Resolved {
+            rewrite_all: true,
+            ..r.clone()
+        };
+        let p = plan(&files, &[], &all, |_| true, (0, false));
+        assert_eq!(p.rewritten().map(|g| g.inputs.len()).sum::<usize>(), 9);
+    }
+
+    #[test]
+    fn delete_threshold_selects_a_single_file() {
+        let r = Resolved::new(
+            &CompactOptions {
+                delete_file_threshold: Some(1),
+                ..Default::default()
+            },
+            Some("1000"),
+        )
+        .unwrap();
+        let files = [data("a", "p=1", 900), data("b", "p=1", 900)];
+        let mut del = data("del", "p=1", 5);
+        del.file.content = DataContent::PositionDeletes;
+        del.file.referenced_data_file = Some("a".into());
+        let p = plan(&files, &[del], &r, |_| true, (0, false));
+        assert_eq!(p.groups.len(), 1);
+        assert_eq!(p.groups[0].inputs, [0]);
+        assert_eq!(p.groups[0].deletes, [0]);
+        assert!(p.groups[0].rewrite);
+    }
+
+    #[test]
+    fn groups_are_bounded() {
+        let r = Resolved {
+            max_group_size: 25,
+            ..Resolved::new(&CompactOptions::default(), Some("1000")).unwrap()
+        };
+        let files: Vec<LiveFile> = (0..5).map(|i| data(&format!("a{i}"), "", 10)).collect();
+        let p = plan(&files, &[], &r, |_| true, (0, false));
+        let sizes: Vec<usize> = p.groups.iter().map(|g| g.inputs.len()).collect();
+        assert_eq!(sizes, [2, 2, 1]);
+    }
+
+    #[test]
+    fn other_specs_wait_when_the_default_is_partitioned() {
+        let r = Resolved::new(&CompactOptions::default(), Some("1000")).unwrap();
+        let mut files: Vec<LiveFile> = (0..5).map(|i| data(&format!("a{i}"), "", 10)).collect();
+        for f in &mut files {
+            f.spec_id = 1;
+        }
+        let p = plan(&files, &[], &r, |_| true, (2, false));
+        assert!(!p.groups[0].rewrite);
+        let p = plan(&files, &[], &r, |_| true, (2, true));
+        assert!(p.groups[0].rewrite);
+    }
+}
