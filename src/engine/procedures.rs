@@ -87,7 +87,17 @@ pub async fn run_table_change(
     explain: bool,
     progress: &Progress,
 ) -> Result<QueryResult> {
-    let mut target = open_table(runtime, settings, table)?;
+    let target = open_table(runtime, settings, table)?;
+    run_table_change_on(target, change, explain, progress).await
+}
+
+/// Run a ref or property DDL statement on an opened `target` (a path table or a catalog table).
+pub async fn run_table_change_on(
+    mut target: MaintenanceTarget,
+    change: &TableChange,
+    explain: bool,
+    progress: &Progress,
+) -> Result<QueryResult> {
     target.progress = progress.clone();
     run_change(&target, change, explain)
         .await

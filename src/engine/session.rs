@@ -27,6 +27,7 @@ use super::introspect::system_table_rows;
 use super::params::{PARAM_SETTING_PREFIX, setting_value_text, substitute};
 use super::procedures::{
     OPTIMIZE_DISABLED, check_gates, run_procedure_on, run_procedure_with, run_table_change,
+    run_table_change_on,
 };
 use super::progress::{CancelToken, Progress, ProgressSink, cancelled_error};
 use super::registry::Registry;
@@ -749,6 +750,25 @@ impl Session {
     /// `ALTER TABLE` on refs or properties (or its `EXPLAIN`): table, gate and statement are
     /// checked before storage is touched.
     async fn alter_table(&self, alter: &AlterTable, explain: bool) -> Result<QueryResult> {
+        let database = self.database_of(&alter.table);
+        if let Some(def) = self.catalog_database(&database).await {
+            check_gates("ALTER TABLE", &self.settings)?;
+            let change = bind_alter(&alter.action)?;
+            let progress = Progress::new(self.progress.0.clone(), self.cancel.clone());
+            let target = catalog_db::cancellable(
+                &progress,
+                catalog_db::open_table(
+                    &self.shared.runtime,
+                    &self.settings,
+                    &def,
+                    &alter.table.table,
+                ),
+            )
+            .await?;
+            return run_table_change_on(target, &change, explain, &progress)
+                .await
+                .map_err(|e| catalog_db::scrub(e, &def));
+        }
         let def = self
             .shared
             .registry
@@ -798,13 +818,23 @@ impl Session {
     /// defaults, acting only above `iceberg_manifest_min_count_to_compact` manifests; no rows, as
     /// in ClickHouse (warnings still reach the result). `EXPLAIN` gives the plan.
     async fn optimize_manifest(&self, optimize: &OptimizeManifest) -> Result<QueryResult> {
-        let def = self
-            .shared
-            .registry
-            .lock()
-            .await
-            .get(&self.database_of(&optimize.table), &optimize.table.table)?
-            .clone();
+        /// Where the table is: a catalog database's table or a registered path table.
+        enum Place {
+            Catalog(super::registry::DatabaseDef),
+            Path(super::registry::TableDef),
+        }
+        let database = self.database_of(&optimize.table);
+        let place = match self.catalog_database(&database).await {
+            Some(catalog) => Place::Catalog(catalog),
+            None => Place::Path(
+                self.shared
+                    .registry
+                    .lock()
+                    .await
+                    .get(&database, &optimize.table.table)?
+                    .clone(),
+            ),
+        };
         if !self.settings.allow_experimental_iceberg_compaction() {
             return Err(Error::bad_arguments(OPTIMIZE_DISABLED));
         }
@@ -813,15 +843,35 @@ impl Session {
             ..Default::default()
         });
         let progress = Progress::new(self.progress.0.clone(), self.cancel.clone());
-        let result = run_procedure_with(
-            &self.shared.runtime,
-            &self.settings,
-            &def,
-            call,
-            optimize.explain,
-            &progress,
-        )
-        .await?;
+        let result = match &place {
+            Place::Catalog(catalog) => {
+                // Loading the table is cancellable too (the catalog may be slow).
+                let target = catalog_db::cancellable(
+                    &progress,
+                    catalog_db::open_table(
+                        &self.shared.runtime,
+                        &self.settings,
+                        catalog,
+                        &optimize.table.table,
+                    ),
+                )
+                .await?;
+                run_procedure_on(target, call, optimize.explain, &progress)
+                    .await
+                    .map_err(|e| catalog_db::scrub(e, catalog))?
+            }
+            Place::Path(def) => {
+                run_procedure_with(
+                    &self.shared.runtime,
+                    &self.settings,
+                    def,
+                    call,
+                    optimize.explain,
+                    &progress,
+                )
+                .await?
+            }
+        };
         if optimize.explain {
             return Ok(result);
         }

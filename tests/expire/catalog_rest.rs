@@ -14,13 +14,13 @@ use crate::support::fixtures::{self, Fixture};
 use crate::support::rest_catalog;
 
 /// A fixture copied to S3 and registered in a fresh warehouse of the REST catalog as `ns.t`.
-struct RestTable {
+pub(crate) struct RestTable {
     _fixture: Fixture,
     place: Place,
 }
 
 impl RestTable {
-    async fn new(scenario: &str) -> RestTable {
+    pub(crate) async fn new(scenario: &str) -> RestTable {
         let fixture = fixtures::make_fixture(scenario, fixtures::now_ms(), false);
         let original = Place::local(&fixture.table_dir(), fixture.fact_str("location"));
         let place = Place::copy_of(&original, Backend::Rest).await;
@@ -30,17 +30,17 @@ impl RestTable {
         }
     }
 
-    fn warehouse(&self) -> &str {
+    pub(crate) fn warehouse(&self) -> &str {
         self.place.warehouse.as_deref().expect("a REST copy")
     }
 
     /// `CREATE DATABASE lake …` on this table's warehouse with `extra` settings.
-    fn create(&self, extra: &str) -> String {
+    pub(crate) fn create(&self, extra: &str) -> String {
         rest_catalog::create_database("lake", self.warehouse(), extra)
     }
 
     /// pyiceberg (every ref) and chdb (current rows) reading through the catalog.
-    fn read(&self, credential: Option<&str>) -> Value {
+    pub(crate) fn read(&self, credential: Option<&str>) -> Value {
         let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/rest_catalog/read.py");
         let endpoint = crate::support::emulator_var("ICETRIM_S3_ENDPOINT");
         let bucket = crate::support::emulator_var("ICETRIM_S3_BUCKET");
@@ -78,7 +78,7 @@ impl RestTable {
     }
 }
 
-fn session() -> Session {
+pub(crate) fn session() -> Session {
     Engine::builder()
         .setting("session_timezone", "UTC")
         .build()
@@ -86,7 +86,7 @@ fn session() -> Session {
         .session()
 }
 
-async fn rows(session: &mut Session, sql: &str) -> Vec<String> {
+pub(crate) async fn rows(session: &mut Session, sql: &str) -> Vec<String> {
     let results = session
         .execute(sql)
         .await
@@ -99,7 +99,7 @@ async fn rows(session: &mut Session, sql: &str) -> Vec<String> {
         .collect()
 }
 
-async fn run(session: &mut Session, sql: &str) -> icetrim::engine::QueryResult {
+pub(crate) async fn run(session: &mut Session, sql: &str) -> icetrim::engine::QueryResult {
     session
         .execute(sql)
         .await

@@ -7,6 +7,11 @@ Reads one JSON request per line on stdin, answers one JSON line on stdout:
   {"op": "inspect", "path": "<metadata json>"}               -> {"ok": true, "result": <oracle report>}
   {"op": "clickhouse", "dir": "<table dir>", "statements": [...]}
                                                              -> {"ok": true, "result": <oracle reply>}
+  {"op": "catalog_read", "catalog": {"type": "rest", "uri", "warehouse"} | {"type": "glue"},
+   "s3": "<endpoint>", "namespace": "<ns>", "table": "<t>"}
+                                                             -> {"ok": true, "result": {"refs":
+      {ref: [snapshot id, rows]}, "current": <snapshot id>}}: pyiceberg loads the table through
+      the catalog (RestCatalog or GlueCatalog, S3 keys `testing`) and scans every branch and tag.
 A request that fails answers {"ok": false, "error": "<traceback>"}. Anything a library prints goes to
 stderr, so stdout carries only answers. The answers are those of `scripts/fixtures/make_table.py`
 and `tests/py/oracle.py`, which this calls in-process.
@@ -36,7 +41,39 @@ def handle(request):
         import oracle
 
         return oracle.clickhouse(os.path.abspath(request["dir"]), request["statements"])
+    if op == "catalog_read":
+        return catalog_read(request)
     raise ValueError(f"unknown op {op!r}")
+
+
+def catalog_read(request):
+    from pyiceberg.catalog import load_catalog
+
+    spec = request["catalog"]
+    s3 = request["s3"]
+    if spec["type"] == "glue":
+        import glue_fixture
+
+        catalog = glue_fixture.catalog(s3, s3)
+    else:
+        catalog = load_catalog(
+            "rest",
+            **{
+                "type": "rest",
+                "uri": spec["uri"],
+                "warehouse": spec["warehouse"],
+                "s3.endpoint": s3,
+                "s3.access-key-id": "testing",
+                "s3.secret-access-key": "testing",
+                "s3.region": "us-east-1",
+            },
+        )
+    table = catalog.load_table((*request["namespace"].split("."), request["table"]))
+    refs = {}
+    for name, ref in table.metadata.refs.items():
+        rows = table.scan(snapshot_id=ref.snapshot_id).to_arrow().num_rows
+        refs[name] = [ref.snapshot_id, rows]
+    return {"refs": refs, "current": table.metadata.current_snapshot_id}
 
 
 def main():

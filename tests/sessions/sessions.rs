@@ -16,6 +16,7 @@
 //! file exists <path>             -- the file is there (`file gone <path>`: it is not)
 //! files remember                 -- note every file of the table, with its size ...
 //! files unchanged                -- ... and check nothing was written or deleted since
+//! files kept                     -- ... or only that nothing was deleted or changed since
 //! warning <text>                -- a warning of the last statement holds <text>
 //! stray <relative path> <age>    -- (local only) a stray file whose mtime is <age> (e.g. 2d) ago
 //! clickhouse [rowsort]           -- (local pass only) the SQL below on ClickHouse (chdb), on a
@@ -199,7 +200,10 @@ impl Runner<'_> {
                 self.aliases.clear();
             }
             ["statement", "ok"] => match self.session.execute(&sql).await {
-                Ok(results) => self.note_warnings(&results),
+                Ok(results) => {
+                    self.note_warnings(&results);
+                    self.catalog_read(&at, &sql).await;
+                }
                 Err(e) => panic!("{at}: expected success, got {e}\n{sql}"),
             },
             ["statement", "error", code, text @ ..] => {
@@ -222,6 +226,7 @@ impl Runner<'_> {
                     Err(e) => panic!("{at}: query failed: {e}\n{sql}"),
                 };
                 self.note_warnings(&results);
+                self.catalog_read(&at, &sql).await;
                 let last = results.last().unwrap_or_else(|| panic!("{at}: no result"));
                 let text = OutputFormat::TabSeparated.render(&last.columns, &last.rows, 0.0);
                 self.compare(&at, &sql, mode, text.lines().map(str::to_string), expected);
@@ -241,6 +246,13 @@ impl Runner<'_> {
                     before,
                     "{at}: the table's files changed"
                 );
+            }
+            ["files", "kept"] => {
+                let before = self.remembered.clone();
+                let before = before.unwrap_or_else(|| panic!("{at}: no `files remember`"));
+                let now = self.files(&at).await;
+                let gone: Vec<_> = before.iter().filter(|f| !now.contains(f)).collect();
+                assert!(gone.is_empty(), "{at}: files deleted or changed: {gone:?}");
             }
             ["stray", relative, age] => self.stray(&at, relative, age),
             ["warning", text @ ..] => {
@@ -320,6 +332,50 @@ impl Runner<'_> {
             .unwrap_or_else(|e| panic!("{at}: ClickHouse failed: {e}\n{sql}"));
         let lines = rows.into_iter().map(|row| row.join("\t"));
         self.compare(at, sql, mode, lines, expected);
+    }
+
+    /// On `rest` and `glue`, after every `ALTER` or `OPTIMIZE` that succeeded: pyiceberg loads
+    /// the table through the catalog and reads every branch and tag, and the refs it sees are
+    /// the ones icetrim's `system.iceberg_refs` shows (what icetrim committed is what the catalog
+    /// serves).
+    async fn catalog_read(&mut self, at: &str, sql: &str) {
+        let statement = sql.trim_start().to_ascii_uppercase();
+        if !matches!(self.backend, Backend::Rest | Backend::Glue)
+            || !(statement.starts_with("ALTER") || statement.starts_with("OPTIMIZE"))
+        {
+            return;
+        }
+        let place = self.place(at);
+        let namespace = place.namespace.clone().expect("a registered catalog table");
+        let catalog = match &place.warehouse {
+            Some(warehouse) if self.backend == Backend::Rest => serde_json::json!({
+                "type": "rest", "uri": crate::support::rest_catalog::uri(), "warehouse": warehouse,
+            }),
+            _ => serde_json::json!({"type": "glue"}),
+        };
+        let read = self.py.with(|py| py.catalog_read(catalog, &namespace, "t"));
+        let mut seen: Vec<String> = read["refs"]
+            .as_object()
+            .unwrap_or_else(|| panic!("{at}: pyiceberg read no refs: {read}"))
+            .iter()
+            .map(|(name, r)| format!("{name}\t{}", r[0]))
+            .collect();
+        seen.sort();
+        let ours = self
+            .session
+            .execute(&format!(
+                "SELECT name, snapshot_id FROM system.iceberg_refs WHERE database = 'lake' \
+                 AND table = '{namespace}.t' ORDER BY name"
+            ))
+            .await
+            .unwrap_or_else(|e| panic!("{at}: system.iceberg_refs: {e}"));
+        let last = ours.last().unwrap_or_else(|| panic!("{at}: no result"));
+        let text = OutputFormat::TabSeparated.render(&last.columns, &last.rows, 0.0);
+        let ours: Vec<String> = text.lines().map(str::to_string).collect();
+        assert_eq!(
+            seen, ours,
+            "{at}: refs read through the catalog by pyiceberg differ from icetrim's\n{sql}"
+        );
     }
 
     async fn oracle_clean(&self, at: &str) {
@@ -483,6 +539,7 @@ sessions! {
     empty_table => "empty_table.test",
     expire_branches_tags => "expire_branches_tags.test",
     expire_clean_metadata => "expire_clean_metadata.test",
+    catalog_delete_after_commit => "catalog_delete_after_commit.test",
     expire_counted_once => "expire_counted_once.test",
     expire_defaults => "expire_defaults.test",
     expire_delete_files => "expire_delete_files.test",

@@ -85,6 +85,15 @@ impl PyServer {
         self.ask(json!({"op": "inspect", "path": path}))
     }
 
+    /// pyiceberg loads `namespace.table` through a catalog (`catalog`: `{"type": "rest", "uri",
+    /// "warehouse"}` or `{"type": "glue"}`) and scans every ref: `{"refs": {ref: [snapshot id,
+    /// rows]}, "current": id}`.
+    pub fn catalog_read(&mut self, catalog: Value, namespace: &str, table: &str) -> Value {
+        let s3 = crate::support::emulator_var("ICETRIM_S3_ENDPOINT");
+        self.ask(json!({"op": "catalog_read", "catalog": catalog, "s3": s3,
+                        "namespace": namespace, "table": table}))
+    }
+
     /// `fixtures::clickhouse_script`, in this server.
     pub fn clickhouse(
         &mut self,

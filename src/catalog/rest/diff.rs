@@ -307,11 +307,16 @@ fn refs_of(doc: &Map<String, Value>) -> BTreeMap<String, Map<String, Value>> {
     }
 }
 
+/// Per-statement tests of issue #19's metadata changes.
+#[cfg(test)]
+#[path = "diff_statements.rs"]
+mod statement_tests;
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn doc(snapshots: &[i64], refs: Value, props: Value, extra: Value) -> TableMetadata {
+    pub(super) fn doc(snapshots: &[i64], refs: Value, props: Value, extra: Value) -> TableMetadata {
         let snaps: Vec<Value> = snapshots
             .iter()
             .map(|id| {
@@ -340,7 +345,7 @@ mod tests {
         TableMetadata::parse(&bytes, "v1.metadata.json").unwrap()
     }
 
-    fn types(changes: &RestChanges) -> Vec<String> {
+    pub(super) fn types(changes: &RestChanges) -> Vec<String> {
         changes
             .updates
             .iter()
