@@ -53,6 +53,12 @@ fn unknown_database(database: &str) -> Error {
     )
 }
 
+/// Where a statement's table is: a catalog database's table, or a registered path table.
+enum TablePlace {
+    Catalog(super::registry::DatabaseDef),
+    Path(super::registry::TableDef),
+}
+
 /// The database a session starts in.
 pub const DEFAULT_DATABASE: &str = "default";
 
@@ -791,50 +797,20 @@ impl Session {
     }
 
     /// `OPTIMIZE TABLE t` (or its `EXPLAIN`): `rewrite_data_files` with `delete_file_threshold = 1`,
-    /// behind ClickHouse's gate `allow_experimental_iceberg_compaction`.
+    /// behind ClickHouse's gate `allow_experimental_iceberg_compaction`; path and catalog tables.
     async fn optimize(&self, o: &OptimizeTable, explain: bool) -> Result<QueryResult> {
-        let def = self
-            .shared
-            .registry
-            .lock()
-            .await
-            .get(&self.database_of(&o.table), &o.table.table)?
-            .clone();
+        let place = self.place_of(&o.table).await?;
         check_gates("rewrite_data_files", &self.settings)?;
         let call = ProcedureCall::Compact(CompactOptions::optimize());
-        let progress = Progress::new(self.progress.0.clone(), self.cancel.clone());
-        run_procedure_with(
-            &self.shared.runtime,
-            &self.settings,
-            &def,
-            call,
-            explain,
-            &progress,
-        )
-        .await
+        self.run_call_at(&place, &o.table.table, call, explain)
+            .await
     }
 
     /// `OPTIMIZE TABLE t MANIFEST` (ClickHouse 26.9): `rewrite_manifests` with the table's
     /// defaults, acting only above `iceberg_manifest_min_count_to_compact` manifests; no rows, as
     /// in ClickHouse (warnings still reach the result). `EXPLAIN` gives the plan.
     async fn optimize_manifest(&self, optimize: &OptimizeManifest) -> Result<QueryResult> {
-        /// Where the table is: a catalog database's table or a registered path table.
-        enum Place {
-            Catalog(super::registry::DatabaseDef),
-            Path(super::registry::TableDef),
-        }
-        let database = self.database_of(&optimize.table);
-        let place = match self.catalog_database(&database).await {
-            Some(catalog) => Place::Catalog(catalog),
-            None => Place::Path(
-                self.shared
-                    .registry
-                    .lock()
-                    .await
-                    .get(&database, &optimize.table.table)?
-                    .clone(),
-            ),
-        };
+        let place = self.place_of(&optimize.table).await?;
         if !self.settings.allow_experimental_iceberg_compaction() {
             return Err(Error::bad_arguments(OPTIMIZE_DISABLED));
         }
@@ -842,36 +818,9 @@ impl Session {
             min_manifest_count: Some(self.settings.manifest_min_count_to_compact()),
             ..Default::default()
         });
-        let progress = Progress::new(self.progress.0.clone(), self.cancel.clone());
-        let result = match &place {
-            Place::Catalog(catalog) => {
-                // Loading the table is cancellable too (the catalog may be slow).
-                let target = catalog_db::cancellable(
-                    &progress,
-                    catalog_db::open_table(
-                        &self.shared.runtime,
-                        &self.settings,
-                        catalog,
-                        &optimize.table.table,
-                    ),
-                )
-                .await?;
-                run_procedure_on(target, call, optimize.explain, &progress)
-                    .await
-                    .map_err(|e| catalog_db::scrub(e, catalog))?
-            }
-            Place::Path(def) => {
-                run_procedure_with(
-                    &self.shared.runtime,
-                    &self.settings,
-                    def,
-                    call,
-                    optimize.explain,
-                    &progress,
-                )
-                .await?
-            }
-        };
+        let result = self
+            .run_call_at(&place, &optimize.table.table, call, optimize.explain)
+            .await?;
         if optimize.explain {
             return Ok(result);
         }
@@ -879,6 +828,45 @@ impl Session {
             warnings: result.warnings,
             ..QueryResult::empty()
         })
+    }
+
+    /// Where the table `name` is: a catalog database's table, or a registered path table
+    /// (`UNKNOWN_TABLE` when there is none).
+    async fn place_of(&self, name: &TableName) -> Result<TablePlace> {
+        let database = self.database_of(name);
+        if let Some(catalog) = self.catalog_database(&database).await {
+            return Ok(TablePlace::Catalog(catalog));
+        }
+        let registry = self.shared.registry.lock().await;
+        Ok(TablePlace::Path(
+            registry.get(&database, &name.table)?.clone(),
+        ))
+    }
+
+    /// Runs `call` on `table` at `place` within the statement's progress scope: a catalog table is
+    /// loaded through its catalog (cancellable; errors scrubbed of the catalog's secrets).
+    async fn run_call_at(
+        &self,
+        place: &TablePlace,
+        table: &str,
+        call: ProcedureCall,
+        explain: bool,
+    ) -> Result<QueryResult> {
+        let progress = Progress::new(self.progress.0.clone(), self.cancel.clone());
+        match place {
+            TablePlace::Catalog(catalog) => {
+                let runtime = &self.shared.runtime;
+                let open = catalog_db::open_table(runtime, &self.settings, catalog, table);
+                let target = catalog_db::cancellable(&progress, open).await?;
+                run_procedure_on(target, call, explain, &progress)
+                    .await
+                    .map_err(|e| catalog_db::scrub(e, catalog))
+            }
+            TablePlace::Path(def) => {
+                let runtime = &self.shared.runtime;
+                run_procedure_with(runtime, &self.settings, def, call, explain, &progress).await
+            }
+        }
     }
 
     /// `ALTER TABLE … EXECUTE` (or its `EXPLAIN`): table, gates and arguments are checked before the

@@ -632,7 +632,10 @@ fn demo_runs_the_whole_maintenance_session() {
     };
     let rewritten = metric("rewritten_data_files_count");
     assert_eq!(rewritten.len(), 1, "one OPTIMIZE result:\n{stdout}");
-    assert!(rewritten[0] > 0, "OPTIMIZE rewrote the small files:\n{stdout}");
+    assert!(
+        rewritten[0] > 0,
+        "OPTIMIZE rewrote the small files:\n{stdout}"
+    );
     assert!(metric("added_data_files_count")[0] >= 1, "{stdout}");
     assert!(
         stdout.lines().any(|l| l.starts_with("compacted\ttag\t")),
