@@ -539,6 +539,7 @@ sessions! {
     empty_table => "empty_table.test",
     expire_branches_tags => "expire_branches_tags.test",
     expire_clean_metadata => "expire_clean_metadata.test",
+    expire_clean_metadata_evolved => "expire_clean_metadata_evolved.test",
     catalog_delete_after_commit => "catalog_delete_after_commit.test",
     expire_counted_once => "expire_counted_once.test",
     expire_defaults => "expire_defaults.test",
