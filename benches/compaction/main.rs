@@ -3,13 +3,16 @@
 //! with `allow_experimental_iceberg_compaction = 1` on an identical copy, row counts compared.
 //!
 //! ```text
-//! cargo bench --bench compaction -- [--files N] [--per-snapshot K] [--dir DIR] [--keep]
+//! cargo bench --bench compaction -- [--files N] [--per-snapshot K] [--partitions P] [--dir DIR] [--keep]
 //! ```
+//!
+//! `--partitions P` partitions the table by `identity(part)` with the files spread evenly
+//! (`--files 10000 --partitions 100`: 100 partitions × 100 files).
 //!
 //! The table is made by icetrim's generator in Parquet mode (`icetrim-generate --parquet`):
 //! `N / K` commits, mostly fast appends of `K` small data files each (1 to 1,000 rows of `id`,
-//! `data`) and some deletes (position delete files or removed files), all in one partition
-//! (default 10,000 files). It is generated twice with the same seed, one copy per
+//! `data`) and some deletes (position delete files or removed files), in one partition unless
+//! `--partitions` says otherwise (default 10,000 files). It is generated twice with the same seed, one copy per
 //! tool. Throughput is input MB (the data files' bytes) per second of wall time.
 
 use std::path::{Path, PathBuf};
@@ -31,6 +34,7 @@ use parquet::file::properties::WriterProperties;
 struct Args {
     files: usize,
     per_snapshot: usize,
+    partitions: usize,
     dir: PathBuf,
     keep: bool,
 }
@@ -39,6 +43,7 @@ fn parse_args() -> Result<Args, String> {
     let mut args = Args {
         files: 10_000,
         per_snapshot: 100,
+        partitions: 0,
         dir: std::env::temp_dir().join("icetrim-bench-compaction"),
         keep: false,
     };
@@ -51,6 +56,9 @@ fn parse_args() -> Result<Args, String> {
                 args.per_snapshot = value()?
                     .parse()
                     .map_err(|e| format!("--per-snapshot: {e}"))?
+            }
+            "--partitions" => {
+                args.partitions = value()?.parse().map_err(|e| format!("--partitions: {e}"))?
             }
             "--dir" => args.dir = PathBuf::from(value()?),
             "--keep" => args.keep = true,
@@ -77,6 +85,7 @@ fn options(location: &str, args: &Args) -> GenerateOptions {
     // OPTIMIZE, which merges position deletes into data files, has work to do too.
     o.mix = Mix::parse("append=90,delete=10").expect("a mix");
     o.parquet_data = true;
+    o.partitions = args.partitions;
     o
 }
 
@@ -173,15 +182,25 @@ fn clickhouse(python: &Path, dir: &Path, sql: &str) -> Result<(f64, String), Str
     Ok((v["seconds"].as_f64().unwrap_or(0.0), v["rows"].to_string()))
 }
 
-/// Parquet files under `<dir>/data` (ClickHouse's rewrite shows here).
+/// Parquet files under `<dir>/data`, partition folders included (ClickHouse's rewrite shows here).
 fn data_files_on_disk(dir: &Path) -> usize {
-    std::fs::read_dir(dir.join("data"))
-        .map(|d| {
-            d.filter_map(|e| e.ok())
-                .filter(|e| e.path().extension().is_some_and(|x| x == "parquet"))
-                .count()
-        })
-        .unwrap_or(0)
+    fn count(dir: &Path) -> usize {
+        std::fs::read_dir(dir)
+            .map(|d| {
+                d.filter_map(|e| e.ok())
+                    .map(|e| {
+                        let p = e.path();
+                        if p.is_dir() {
+                            count(&p)
+                        } else {
+                            usize::from(p.extension().is_some_and(|x| x == "parquet"))
+                        }
+                    })
+                    .sum()
+            })
+            .unwrap_or(0)
+    }
+    count(&dir.join("data"))
 }
 
 fn mb(bytes: i64) -> f64 {
@@ -212,10 +231,11 @@ async fn main() {
     let input_bytes: i64 = inputs.iter().map(|f| f.1).sum();
     let input_rows: i64 = inputs.iter().map(|f| f.2).sum();
     println!(
-        "table: {} data files, {:.1} MB, {} rows, one partition",
+        "table: {} data files, {:.1} MB, {} rows, {} partition(s)",
         inputs.len(),
         mb(input_bytes),
-        input_rows
+        input_rows,
+        args.partitions.max(1)
     );
 
     // The floor: decode + encode with the same crates, files already in memory.

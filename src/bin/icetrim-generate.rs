@@ -86,6 +86,12 @@ struct Args {
     #[arg(long)]
     parquet: bool,
 
+    /// Partition the table: N > 0 adds the column `part` (int) and the spec `identity(part)`;
+    /// new data files take part = 0 .. N-1 in turn and lie under `data/part=<value>/`
+    /// (`--files-per-snapshot 10000 --partitions 100`: 100 partitions of 100 files).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    partitions: usize,
+
     /// Snapshot timestamps are spread over [now - span, now) (humantime: 30d, 12h, 90s).
     #[arg(long, value_name = "DURATION", default_value = "30d", value_parser = parse_span)]
     span: Duration,
@@ -132,6 +138,7 @@ impl Args {
         opts.orphans = self.orphans;
         opts.write_data_files = !self.no_data_files;
         opts.parquet_data = self.parquet;
+        opts.partitions = self.partitions;
         opts.span_ms =
             i64::try_from(self.span.as_millis()).map_err(|_| "--span is too long".to_string())?;
         opts.codec = self.codec;

@@ -59,6 +59,10 @@ pub(crate) struct History {
     pub parquet: Option<HashMap<u128, Bytes>>,
     /// The next `id` value of a generated row (Parquet mode).
     next_value: i64,
+    /// Partitions of the identity partition `part` (0: unpartitioned); new data files take
+    /// the values `0..partitions` in turn.
+    pub partitions: usize,
+    next_partition: usize,
 }
 
 /// A manifest of the list being laid out: carried, or to be written.
@@ -116,6 +120,8 @@ impl History {
             write_data: true,
             parquet: None,
             next_value: 0,
+            partitions: 0,
+            next_partition: 0,
         }
     }
 
@@ -136,7 +142,32 @@ impl History {
         }
     }
 
+    /// The partition of the next new data file (in turn), `None` when unpartitioned.
+    fn take_partition(&mut self) -> Option<i32> {
+        (self.partitions > 0).then(|| {
+            let p = self.next_partition % self.partitions;
+            self.next_partition = (p + 1) % self.partitions;
+            p as i32
+        })
+    }
+
+    /// A new file; a data file takes the next partition, a delete file gets its data file's
+    /// from the caller.
     fn new_file(&mut self, content: DataContent, records: i64, seq: i64) -> FileRec {
+        let part = match content {
+            DataContent::Data => self.take_partition(),
+            _ => None,
+        };
+        self.new_file_in(content, records, seq, part)
+    }
+
+    fn new_file_in(
+        &mut self,
+        content: DataContent,
+        records: i64,
+        seq: i64,
+        part: Option<i32>,
+    ) -> FileRec {
         let first_row_id = (self.version() >= FormatVersion::V3 && content == DataContent::Data)
             .then(|| {
                 let id = self.next_row_id;
@@ -151,13 +182,14 @@ impl History {
             seq,
             first_row_id,
             referenced: None,
+            part,
         };
         if content == DataContent::Data
             && let Some(files) = &mut self.parquet
         {
             // Parquet mode: generation cannot fail on data we make ourselves; a placeholder
             // stays if it ever did.
-            if let Ok(bytes) = super::parquet::data_file(self.next_value, records) {
+            if let Ok(bytes) = super::parquet::data_file(self.next_value, records, part) {
                 rec.size = bytes.len() as i64;
                 files.insert(rec.id, bytes);
             }
@@ -172,7 +204,7 @@ impl History {
         let (Some(files), Some(target)) = (&mut self.parquet, del.referenced) else {
             return;
         };
-        let path = self.sink.paths.of(target, DataContent::Data);
+        let path = self.sink.paths.of(target, DataContent::Data, del.part);
         let positions: Vec<i64> = (0..del.records).collect();
         if let Ok(bytes) = super::parquet::position_deletes(&path, &positions) {
             del.size = bytes.len() as i64;
@@ -248,9 +280,11 @@ impl History {
         match op {
             MainOp::Delete if self.version() == FormatVersion::V2 && self.rng.random_bool(0.5) => {
                 let target = self.pick_live(parent, victim, 1)[0];
-                let referenced = parent.manifests[victim].entries[target].file.id;
+                let referenced = parent.manifests[victim].entries[target].file;
                 let records = self.rng.random_range(1..=3);
-                let mut del = self.new_file(DataContent::PositionDeletes, records, seq);
+                let mut del =
+                    self.new_file_in(DataContent::PositionDeletes, records, seq, referenced.part);
+                let referenced = referenced.id;
                 del.referenced = Some(referenced);
                 self.position_delete_content(&mut del);
                 change.added_deletes.push(del);
@@ -270,8 +304,10 @@ impl History {
                     .iter()
                     .map(|&i| parent.manifests[victim].entries[i].file.records)
                     .sum();
+                // The compacted file stays in the partition of the first file it replaces.
+                let part = parent.manifests[victim].entries[picked[0]].file.part;
                 change.removal = Some((victim, picked));
-                change.added = vec![self.new_file(DataContent::Data, records, seq)];
+                change.added = vec![self.new_file_in(DataContent::Data, records, seq, part)];
             }
         }
         (op, change)

@@ -12,6 +12,7 @@ fn file(id: u128, seq: i64) -> FileRec {
         seq,
         first_row_id: Some(id as i64 * 10),
         referenced: None,
+        part: None,
     }
 }
 

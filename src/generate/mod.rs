@@ -156,6 +156,10 @@ pub struct GenerateOptions {
     /// Data files (and position delete files) are real Parquet with rows (`id`, `data`), not
     /// placeholders: tables compaction can rewrite and benchmarks can measure.
     pub parquet_data: bool,
+    /// Partitions: 0 gives an unpartitioned table; N > 0 adds the column `part` (int, field id
+    /// 3) and the partition spec `identity(part)`, new data files taking `part` = 0, 1, …, N - 1
+    /// in turn (files under `data/part=<value>/`; Parquet rows hold the value).
+    pub partitions: usize,
     /// Snapshot timestamps are spread over `[now - span, now)`.
     pub span_ms: i64,
     pub now_ms: i64,
@@ -200,6 +204,7 @@ impl GenerateOptions {
             orphans: 0,
             write_data_files: true,
             parquet_data: false,
+            partitions: 0,
             span_ms: 30 * 86_400_000,
             now_ms,
             codec: Codec::Deflate,
@@ -286,6 +291,28 @@ impl Generated {
     }
 }
 
+/// The table schema: the default one, plus `part` (int, field id 3) when partitioned.
+fn table_schema(partitioned: bool) -> Value {
+    let mut schema = crate::iceberg::txn::create::default_schema();
+    if partitioned && let Some(fields) = schema["fields"].as_array_mut() {
+        fields.push(
+            json!({"id": 3, "name": model::PARTITION_NAME, "required": false, "type": "int"}),
+        );
+    }
+    schema
+}
+
+/// The partition spec 0: unpartitioned, or `identity(part)` (partition field id 1000).
+fn partition_spec(partitioned: bool) -> Value {
+    if partitioned {
+        json!({"spec-id": 0, "fields": [{
+            "source-id": 3, "field-id": 1000, "name": model::PARTITION_NAME, "transform": "identity"
+        }]})
+    } else {
+        json!({"spec-id": 0, "fields": []})
+    }
+}
+
 /// Validate options before anything is written.
 fn validate(opts: &GenerateOptions) -> Result<()> {
     let special = opts.branches * opts.branch_commits + opts.staged;
@@ -303,6 +330,9 @@ fn validate(opts: &GenerateOptions) -> Result<()> {
             "{} tags / {} statistics files need as many main snapshots; there are {main}",
             opts.tags, opts.statistics
         )));
+    }
+    if opts.partitions > i32::MAX as usize {
+        return Err(Error::bad_arguments("--partitions is too large"));
     }
     if opts.files_per_snapshot == 0 {
         return Err(Error::bad_arguments(

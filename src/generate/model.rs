@@ -20,6 +20,9 @@ pub(crate) struct FileRec {
     pub first_row_id: Option<i64>,
     /// Position deletes: the data file they apply to.
     pub referenced: Option<u128>,
+    /// The value of the identity partition `part` (partitioned tables only; a position delete
+    /// file has its data file's).
+    pub part: Option<i32>,
 }
 
 impl FileRec {
@@ -76,6 +79,9 @@ impl Head {
     }
 }
 
+/// Name of the partitioned tables' partition field (identity of the `part` column, field id 3).
+pub(crate) const PARTITION_NAME: &str = "part";
+
 /// Paths of the generator's files under a table location.
 #[derive(Debug, Clone)]
 pub(crate) struct Paths {
@@ -90,14 +96,20 @@ impl Paths {
     }
 
     pub fn file(&self, f: &FileRec) -> String {
-        self.of(f.id, f.content)
+        self.of(f.id, f.content, f.part)
     }
 
-    pub fn of(&self, id: u128, content: DataContent) -> String {
+    /// A file's path: under `data/`, in the partition folder `data/part=<value>/` when the table
+    /// is partitioned (as Java and pyiceberg lay files out).
+    pub fn of(&self, id: u128, content: DataContent, part: Option<i32>) -> String {
         let u = uuid::Uuid::from_u128(id);
+        let folder = match part {
+            Some(p) => format!("{}/data/{PARTITION_NAME}={p}", self.location),
+            None => format!("{}/data", self.location),
+        };
         match content {
-            DataContent::Data => format!("{}/data/00000-0-{u}.parquet", self.location),
-            _ => format!("{}/data/00000-0-{u}-deletes.parquet", self.location),
+            DataContent::Data => format!("{folder}/00000-0-{u}.parquet"),
+            _ => format!("{folder}/00000-0-{u}-deletes.parquet"),
         }
     }
 

@@ -1,12 +1,13 @@
 //! Real Parquet content for generated tables ([`super::GenerateOptions::parquet_data`]): data files
 //! of the default schema (`id` long, `data` string, field ids 1 and 2) holding consecutive ids,
+//! plus the partition column `part` (int, field id 3) in partitioned tables,
 //! and position delete files (`file_path`, `pos` with their reserved field ids). Deterministic:
 //! the same rows give the same bytes.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use arrow_array::{ArrayRef, Int64Array, RecordBatch, StringArray};
+use arrow_array::{ArrayRef, Int32Array, Int64Array, RecordBatch, StringArray};
 use arrow_schema::{DataType, Field, Schema};
 use bytes::Bytes;
 use parquet::arrow::{ArrowWriter, PARQUET_FIELD_ID_META_KEY};
@@ -38,20 +39,24 @@ fn write(schema: Schema, columns: Vec<ArrayRef>) -> Result<Bytes> {
         .map_err(|e| err(e.to_string()))
 }
 
-/// A data file with ids `first..first + records` and `data` = `row-<id>`.
-pub fn data_file(first: i64, records: i64) -> Result<Bytes> {
+/// A data file with ids `first..first + records`, `data` = `row-<id>`, and, given a partition
+/// value, the column `part` holding it in every row.
+pub fn data_file(first: i64, records: i64, part: Option<i32>) -> Result<Bytes> {
     let ids: Vec<i64> = (first..first + records).collect();
     let data: Vec<String> = ids.iter().map(|i| format!("row-{i}")).collect();
-    write(
-        Schema::new(vec![
-            field("id", DataType::Int64, 1),
-            field("data", DataType::Utf8, 2),
-        ]),
-        vec![
-            Arc::new(Int64Array::from(ids)) as ArrayRef,
-            Arc::new(StringArray::from(data)) as ArrayRef,
-        ],
-    )
+    let mut fields = vec![
+        field("id", DataType::Int64, 1),
+        field("data", DataType::Utf8, 2),
+    ];
+    let mut columns = vec![
+        Arc::new(Int64Array::from(ids)) as ArrayRef,
+        Arc::new(StringArray::from(data)) as ArrayRef,
+    ];
+    if let Some(p) = part {
+        fields.push(field("part", DataType::Int32, 3));
+        columns.push(Arc::new(Int32Array::from(vec![p; records.max(0) as usize])) as ArrayRef);
+    }
+    write(Schema::new(fields), columns)
 }
 
 /// A position delete file deleting `positions` of `data_path`.
@@ -74,9 +79,23 @@ mod tests {
 
     #[test]
     fn files_are_parquet_and_deterministic() {
-        let a = data_file(10, 5).unwrap();
+        let a = data_file(10, 5, None).unwrap();
         assert_eq!(&a[..4], b"PAR1");
-        assert_eq!(a, data_file(10, 5).unwrap());
+        assert_eq!(a, data_file(10, 5, None).unwrap());
+        let p = data_file(10, 5, Some(7)).unwrap();
+        let reader =
+            ::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(p).unwrap();
+        let fields = reader.schema().fields().clone();
+        assert_eq!(fields.len(), 3);
+        assert_eq!(fields[2].name(), "part");
+        let batch = reader.build().unwrap().next().unwrap().unwrap();
+        let part = batch
+            .column(2)
+            .as_any()
+            .downcast_ref::<Int32Array>()
+            .unwrap();
+        assert!(part.iter().all(|v| v == Some(7)));
+        assert_eq!(batch.num_rows(), 5);
         let d = position_deletes("s3://b/t/data/x.parquet", &[0, 2]).unwrap();
         assert_eq!(&d[d.len() - 4..], b"PAR1");
     }

@@ -17,7 +17,7 @@ use super::{ExpectedFiles, GenerateOptions, Generated, MainOp, RefFacts, local_p
 use crate::error::{Error, ErrorKind, Result};
 use crate::iceberg::metadata::TableMetadata;
 use crate::iceberg::spec::{DataContent, FormatVersion, MAIN_BRANCH, RefKind, SnapshotId};
-use crate::iceberg::txn::create::{default_schema, new_table_json};
+use crate::iceberg::txn::create::new_table_json;
 use crate::io::{FileIO, WriteOutcome};
 
 const DAY_MS: i64 = 86_400_000;
@@ -42,7 +42,8 @@ pub async fn generate(io: &FileIO, opts: &GenerateOptions) -> Result<Generated> 
         io,
         opts.format_version,
         opts.codec,
-        default_schema().to_string(),
+        super::table_schema(opts.partitions > 0).to_string(),
+        super::partition_spec(opts.partitions > 0).to_string(),
         paths,
     );
     let layout = Layout {
@@ -53,6 +54,7 @@ pub async fn generate(io: &FileIO, opts: &GenerateOptions) -> Result<Generated> 
     };
     let mut history = History::new(rng, sink, layout);
     history.write_data = opts.write_data_files;
+    history.partitions = opts.partitions;
     if opts.parquet_data {
         history.parquet = Some(Default::default());
     }
@@ -189,7 +191,7 @@ async fn write_extras(
         let path = if k % 3 == 2 {
             history.sink.paths.metadata(&format!("{u}-m0.avro"))
         } else {
-            history.sink.paths.of(u.as_u128(), DataContent::Data)
+            history.sink.paths.of(u.as_u128(), DataContent::Data, None)
         };
         history
             .sink
@@ -264,6 +266,18 @@ fn table_json(
     if opts.format_version >= FormatVersion::V2 {
         m.insert("last-sequence-number".into(), history.seq.into());
     }
+    if opts.partitions > 0 {
+        let schema = super::table_schema(true);
+        let spec = super::partition_spec(true);
+        if opts.format_version == FormatVersion::V1 {
+            m.insert("schema".into(), schema.clone());
+            m.insert("partition-spec".into(), spec["fields"].clone());
+        }
+        m.insert("schemas".into(), json!([schema]));
+        m.insert("last-column-id".into(), 3.into());
+        m.insert("partition-specs".into(), json!([spec]));
+        m.insert("last-partition-id".into(), 1000.into());
+    }
     if opts.format_version >= FormatVersion::V3 {
         m.insert("next-row-id".into(), history.next_row_id.into());
     }
@@ -320,9 +334,12 @@ fn expected(head: &Head, history: &History) -> ExpectedFiles {
         .filter(|f| f.content == DataContent::Data)
         .map(|f| f.id)
         .collect();
-    let mut data: Vec<String> = live_data
-        .iter()
-        .map(|&id| paths.of(id, DataContent::Data))
+    let mut data: Vec<String> = head
+        .live_files()
+        .filter(|f| f.content == DataContent::Data)
+        .map(|f| paths.file(f))
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
         .collect();
     let mut deletes: Vec<String> = head
         .live_files()

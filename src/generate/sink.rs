@@ -9,21 +9,26 @@ use futures::future::BoxFuture;
 use futures::stream::FuturesUnordered;
 use futures::{FutureExt, StreamExt};
 
-use super::model::{Entry, Paths};
+use super::model::{Entry, PARTITION_NAME, Paths};
 use crate::error::Result;
 use crate::iceberg::avro::Codec;
 use crate::iceberg::manifest::{
     DataFile, ManifestEntry, ManifestWriter, NewManifest, WrittenManifest,
 };
 use crate::iceberg::manifest_list::{ManifestFile, ManifestListMeta, write_manifest_list};
+use crate::iceberg::spec::DataContent;
 use crate::iceberg::spec::{FormatVersion, ManifestContent};
 use crate::io::FileIO;
+use apache_avro::types::Value;
 
 /// Writes in flight at most.
 pub(crate) const IN_FLIGHT: usize = 64;
 
 /// Field id of `file_path` in position delete files (its bounds name the data file).
 const DELETE_FILE_PATH_ID: i32 = 2147483546;
+
+/// Field id of the partition column `part` of partitioned tables.
+const PARTITION_COLUMN_ID: i32 = 3;
 
 /// Counts of what was written.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -61,6 +66,7 @@ impl Sink {
         version: FormatVersion,
         codec: Codec,
         schema_json: String,
+        spec_json: String,
         paths: Paths,
     ) -> Self {
         Sink {
@@ -69,7 +75,7 @@ impl Sink {
             version,
             codec,
             schema_json,
-            spec_json: r#"{"spec-id": 0, "fields": []}"#.to_string(),
+            spec_json,
             paths,
             written: Written::default(),
         }
@@ -142,18 +148,29 @@ impl Sink {
         if !e.inherits {
             df.first_row_id = f.first_row_id;
         }
+        if let Some(p) = f.part {
+            df.partition = Value::Record(vec![(PARTITION_NAME.to_string(), Value::Int(p))]);
+        }
         // pyiceberg's `inspect.entries()` needs `column_sizes` (Java and pyiceberg always write it).
-        let columns = match f.content {
-            crate::iceberg::spec::DataContent::Data => [1, 2],
-            _ => [DELETE_FILE_PATH_ID, DELETE_FILE_PATH_ID - 1],
+        let mut columns = match f.content {
+            DataContent::Data => vec![1, 2],
+            _ => vec![DELETE_FILE_PATH_ID, DELETE_FILE_PATH_ID - 1],
         };
-        df.column_sizes = Some(columns.iter().map(|&c| (c, f.size / 2)).collect());
+        if f.content == DataContent::Data && f.part.is_some() {
+            columns.push(PARTITION_COLUMN_ID);
+        }
+        let per_column = f.size / columns.len() as i64;
+        df.column_sizes = Some(columns.iter().map(|&c| (c, per_column)).collect());
         df.value_counts = Some(columns.iter().map(|&c| (c, f.records)).collect());
         df.null_value_counts = Some(columns.iter().map(|&c| (c, 0)).collect());
+        if let (DataContent::Data, Some(p)) = (f.content, f.part) {
+            // The partition column holds one value: its bounds (4-byte little-endian int).
+            let bound = BTreeMap::from([(PARTITION_COLUMN_ID, p.to_le_bytes().to_vec())]);
+            df.lower_bounds = Some(bound.clone());
+            df.upper_bounds = Some(bound);
+        }
         if let Some(target) = f.referenced {
-            let target = self
-                .paths
-                .of(target, crate::iceberg::spec::DataContent::Data);
+            let target = self.paths.of(target, DataContent::Data, f.part);
             let bound = BTreeMap::from([(DELETE_FILE_PATH_ID, target.clone().into_bytes())]);
             df.lower_bounds = Some(bound.clone());
             df.upper_bounds = Some(bound);

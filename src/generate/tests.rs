@@ -56,3 +56,92 @@ fn options_are_validated() {
     o.tags = 5;
     assert!(validate(&o).is_err());
 }
+
+/// `partitions`: identity(part) spec and schema, data files under `data/part=<v>/` spread in
+/// turn, manifest tuples equal the folder and the rows, manifest-list summaries bound them.
+#[tokio::test]
+async fn partitioned_parquet_tables_lay_files_out_by_partition() {
+    use std::collections::BTreeMap;
+
+    use ::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+    use apache_avro::types::Value as Avro;
+    use arrow_array::Int32Array;
+
+    use crate::iceberg::locate::{MetadataSettings, locate};
+    use crate::iceberg::manifest::{inherit, read_manifest};
+    use crate::iceberg::manifest_list::read_manifest_list;
+    use crate::iceberg::spec::DataContent;
+
+    let io = FileIO::memory();
+    let mut o = GenerateOptions::new("memory://p", FormatVersion::V2, 6, 20, 5, 1_000_000_000);
+    o.parquet_data = true;
+    o.partitions = 4;
+    o.mix = Mix::parse("append=3,delete=1").unwrap();
+    o.script = vec![MainOp::Append, MainOp::Append, MainOp::Delete];
+    generate(&io, &o).await.unwrap();
+    let located = locate(&io, "memory://p", &MetadataSettings::default())
+        .await
+        .unwrap();
+    let json = located.metadata.to_json_bytes();
+    let meta: Value = serde_json::from_slice(&json).unwrap();
+    assert_eq!(
+        meta["partition-specs"][0]["fields"][0]["transform"],
+        "identity"
+    );
+    assert_eq!(meta["schemas"][0]["fields"][2]["name"], "part");
+    let snap = located.metadata.current_snapshot().unwrap();
+    let list_path = snap.manifest_list.clone().unwrap();
+    let list = read_manifest_list(&io.read(&list_path).await.unwrap(), &list_path).unwrap();
+    let mut per_part: BTreeMap<i32, usize> = BTreeMap::new();
+    for m in &list {
+        let mut manifest = read_manifest(&io.read(&m.manifest_path).await.unwrap(), "m").unwrap();
+        inherit(&mut manifest.entries, m);
+        let summary = &m.partitions.as_ref().expect("partition summaries")[0];
+        let low = i32::from_le_bytes(summary.lower_bound.clone().unwrap().try_into().unwrap());
+        let high = i32::from_le_bytes(summary.upper_bound.clone().unwrap().try_into().unwrap());
+        for e in manifest.entries.iter().filter(|e| e.status.is_live()) {
+            let f = &e.data_file;
+            let Avro::Record(fields) = crate::iceberg::avro::value::strip_union(&f.partition)
+            else {
+                panic!("a record: {:?}", f.partition);
+            };
+            let p = match crate::iceberg::avro::value::strip_union(&fields[0].1) {
+                Avro::Int(p) => *p,
+                other => panic!("an int: {other:?}"),
+            };
+            assert!((low..=high).contains(&p), "{low}..={high} holds {p}");
+            assert!((0..4).contains(&p));
+            assert!(
+                f.file_path
+                    .starts_with(&format!("memory://p/data/part={p}/")),
+                "{}",
+                f.file_path
+            );
+            if f.content != DataContent::Data {
+                continue;
+            }
+            *per_part.entry(p).or_default() += 1;
+            let bytes = io.read(&f.file_path).await.unwrap();
+            let batch = ParquetRecordBatchReaderBuilder::try_new(bytes)
+                .unwrap()
+                .build()
+                .unwrap()
+                .next()
+                .unwrap()
+                .unwrap();
+            assert_eq!(batch.num_rows() as i64, f.record_count);
+            let col = batch
+                .column(2)
+                .as_any()
+                .downcast_ref::<Int32Array>()
+                .unwrap();
+            assert!(col.iter().all(|v| v == Some(p)));
+        }
+    }
+    assert_eq!(per_part.len(), 4, "every partition has files: {per_part:?}");
+    let total: usize = per_part.values().sum();
+    assert!(
+        per_part.values().all(|&n| n * 4 >= total - 8),
+        "{per_part:?}"
+    );
+}

@@ -1054,3 +1054,95 @@ async fn v3_timestamp_ns_and_row_lineage_survive() {
         1_700_000_000_123_456_789 + 1
     );
 }
+
+/// The generator's partitioned Parquet tables (`--parquet --partitions N`): pyiceberg reads the
+/// rows the manifests promise (live records minus the deleted positions); compaction keeps every
+/// snapshot's rows and writes each output file in its partition's folder (`data/part=<v>/`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_generated_partitioned_table_compacts_into_partition_folders() {
+    use icetrim::internals::generate::{GenerateOptions, Mix, generate};
+    use icetrim::internals::iceberg::spec::FormatVersion;
+
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("t");
+    let mut o = GenerateOptions::new(
+        dir.to_str().unwrap(),
+        FormatVersion::V2,
+        10,
+        30,
+        3,
+        1_767_225_600_000,
+    );
+    o.parquet_data = true;
+    o.partitions = 5;
+    o.mix = Mix::parse("append=80,delete=20").unwrap();
+    generate(&FileIO::local(), &o).await.unwrap();
+
+    let (before, errors) = py_rows(&dir).await;
+    assert!(errors.as_object().is_none_or(|e| e.is_empty()), "{errors}");
+    let (data, deletes, _, start) = current_files(&dir).await;
+    let live: BTreeSet<String> = data.iter().map(|f| f.file_path.clone()).collect();
+    let mut deleted: BTreeSet<(String, i64)> = BTreeSet::new();
+    for d in &deletes {
+        let bytes = Bytes::from(std::fs::read(local_path(&d.file_path)).unwrap());
+        let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(bytes)
+            .unwrap()
+            .build()
+            .unwrap();
+        for batch in reader {
+            let batch = batch.unwrap();
+            let paths = batch.column(0).as_string::<i32>();
+            let pos = batch.column(1).as_primitive::<Int64Type>();
+            for i in 0..batch.num_rows() {
+                if live.contains(paths.value(i)) {
+                    deleted.insert((paths.value(i).to_string(), pos.value(i)));
+                }
+            }
+        }
+    }
+    let records: i64 = data.iter().map(|f| f.record_count).sum();
+    let expected = before[&start.to_string()].clone();
+    assert_eq!(
+        expected.len() as i64,
+        records - deleted.len() as i64,
+        "pyiceberg's row count"
+    );
+    let partition_of = |f: &DataFile| -> i32 {
+        let apache_avro::types::Value::Record(fields) = strip(&f.partition) else {
+            panic!("a partition record: {:?}", f.partition)
+        };
+        match strip(&fields[0].1) {
+            apache_avro::types::Value::Int(p) => *p,
+            other => panic!("an int: {other:?}"),
+        }
+    };
+    for f in data.iter().chain(&deletes) {
+        let p = partition_of(f);
+        assert!(
+            f.file_path.contains(&format!("/data/part={p}/")),
+            "{}",
+            f.file_path
+        );
+    }
+
+    compact_and_check(&dir, &expected, true, None).await;
+    let (after, _, _, _) = current_files(&dir).await;
+    let mut parts = BTreeSet::new();
+    for f in after.iter().filter(|f| f.file_path.contains("-compacted-")) {
+        let p = partition_of(f);
+        parts.insert(p);
+        assert!(
+            f.file_path.contains(&format!("/data/part={p}/")),
+            "output outside its partition folder: {}",
+            f.file_path
+        );
+    }
+    assert_eq!(parts.len(), 5, "every partition compacted: {parts:?}");
+}
+
+fn strip(v: &apache_avro::types::Value) -> &apache_avro::types::Value {
+    match v {
+        apache_avro::types::Value::Union(_, inner) => strip(inner),
+        other => other,
+    }
+}

@@ -15,6 +15,7 @@ use super::explain::explain_rows;
 use super::filter::PartitionFilter;
 use super::metrics::CompactMetrics;
 use super::model::LiveFile;
+use super::path::{PathField, partition_path};
 use super::plan::{Group, Resolved, plan};
 use super::read::{TableState, read_state};
 use super::rewrite::{GroupWriter, LoadedDeletes, SortKey, load_deletes};
@@ -24,6 +25,7 @@ use super::stats::leaf_infos;
 use super::writer::{WriteConfig, writer_properties};
 use super::{CompactOutcome, PROCEDURE};
 use crate::error::{Error, ErrorKind, Result};
+use crate::iceberg::avro::partition::partition_fields;
 use crate::iceberg::commit::{CommitOptions, CommitOutcome, unconfirmed_error};
 use crate::iceberg::manifest::DataFile;
 use crate::iceberg::metadata::TableMetadata;
@@ -164,6 +166,15 @@ pub async fn execute(
             target.table_name
         ));
     }
+    let path_fields = output_path_fields(md, default_spec.0, &schema_json)?;
+    let dir_of = |partition: &Value| -> String {
+        let folder = partition_path(&path_fields, partition);
+        if folder.is_empty() {
+            config.data_dir.clone()
+        } else {
+            format!("{}/{folder}", config.data_dir)
+        }
+    };
     let partition_of = |g: &Group| -> Value {
         let first = &state.data[g.inputs[0]];
         if g.spec_id == default_spec.0 {
@@ -181,9 +192,11 @@ pub async fn execute(
             .collect();
         let config = config.clone();
         let partition = partition_of(g);
+        let dir = dir_of(&partition);
         let index = *i;
         let writer = GroupWriter::new(
             config.clone(),
+            dir,
             partition,
             sort.clone(),
             sort_buffer as usize,
@@ -219,6 +232,37 @@ fn in_table(e: Error, target: &MaintenanceTarget) -> Error {
         kind,
         format!("{PROCEDURE} on {}: {}", target.table_name, e.message()),
     )
+}
+
+/// The fields of the default spec as output folders name them (name, transform, result type).
+fn output_path_fields(
+    md: &TableMetadata,
+    spec_id: i32,
+    schema_json: &Json,
+) -> Result<Vec<PathField>> {
+    let Some(spec) = md.partition_spec(spec_id) else {
+        return Ok(Vec::new());
+    };
+    let spec_json = serde_json::json!({
+        "spec-id": spec_id,
+        "fields": spec.fields.iter().map(|f| serde_json::json!({
+            "name": f.name,
+            "transform": f.transform,
+            "source-id": f.source_id,
+            "field-id": f.field_id,
+        })).collect::<Vec<_>>(),
+    });
+    let typed = partition_fields(&spec_json.to_string(), &schema_json.to_string())?;
+    Ok(spec
+        .fields
+        .iter()
+        .zip(typed)
+        .map(|(f, t)| PathField {
+            name: f.name.clone(),
+            transform: f.transform.clone(),
+            result_type: t.result_type,
+        })
+        .collect())
 }
 
 /// The default spec id and whether it is unpartitioned.

@@ -38,6 +38,7 @@ pub mod explain;
 pub mod filter;
 pub mod metrics;
 pub mod model;
+pub mod path;
 pub mod plan;
 #[cfg(test)]
 mod plan_props;

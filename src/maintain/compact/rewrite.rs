@@ -278,6 +278,8 @@ pub struct GroupWriter {
     sort_buffer_bytes: usize,
     pending: Vec<RecordBatch>,
     pending_bytes: usize,
+    /// The folder of the output files: `data/` or the partition's folder under it.
+    dir: String,
     partition: Value,
     uuid: uuid::Uuid,
     current: Option<OutputFile>,
@@ -291,6 +293,7 @@ pub struct GroupWriter {
 impl GroupWriter {
     pub fn new(
         config: WriteConfig,
+        dir: String,
         partition: Value,
         sort: Vec<SortKey>,
         sort_buffer_bytes: usize,
@@ -302,6 +305,7 @@ impl GroupWriter {
             pending: Vec::new(),
             pending_bytes: 0,
             handle: tokio::runtime::Handle::current(),
+            dir,
             partition,
             uuid: uuid::Uuid::new_v4(),
             current: None,
@@ -363,7 +367,7 @@ impl GroupWriter {
             self.count += 1;
             let path = format!(
                 "{}/{}-compacted-{:05}.parquet",
-                self.config.data_dir, self.uuid, self.count
+                self.dir, self.uuid, self.count
             );
             self.current = Some(OutputFile::new(&self.config, path, self.handle.clone())?);
         }
