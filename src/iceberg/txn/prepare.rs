@@ -13,8 +13,10 @@
 //!   `file_sequence_number` and (v3) `first_row_id` written explicitly (inheritance applies to ADDED
 //!   entries only, so a null would re-date the file); kept entries keep their `snapshot_id`, DELETED
 //!   ones get the new snapshot's (as Java and pyiceberg write them, so expiry knows who removed the
-//!   file). Entries already DELETED in the parent are dropped. A rewrite with nothing live left is
-//!   dropped from the list. The rewritten list entry is credited to the new snapshot
+//!   file). Entries already DELETED in the parent are dropped. A rewrite with nothing live left
+//!   stays in this snapshot's list (its DELETED entries tell incremental cleanup, Java's
+//!   included, which files this snapshot removed); a carried manifest whose list entry counts no
+//!   ADDED or EXISTING file is dropped, as Java drops it from the next commit. The rewritten list entry is credited to the new snapshot
 //!   (`added_snapshot_id`, `sequence_number`) and keeps its `first_row_id`; its
 //!   `min_sequence_number` is the smallest sequence number of its surviving files.
 //! - Added data files go into one new data manifest, added delete files into one new delete
@@ -208,6 +210,11 @@ fn parent_snapshot<'m>(
     .transpose()
 }
 
+/// Whether a manifest list entry may hold ADDED or EXISTING files (unknown counts: it may).
+fn has_live_files(m: &ManifestFile) -> bool {
+    m.added_files_count.is_none_or(|n| n > 0) || m.existing_files_count.is_none_or(|n| n > 0)
+}
+
 async fn read_parent_list(io: &FileIO, parent: &Snapshot) -> Result<Vec<ManifestFile>> {
     let Some(path) = &parent.manifest_list else {
         return Err(Error::not_implemented(format!(
@@ -349,14 +356,15 @@ impl Plan {
         }
         for (i, m) in parent_list.iter().enumerate() {
             let Some(bytes) = scan.to_rewrite.get(&i) else {
-                list.push(m.clone());
+                if has_live_files(m) {
+                    list.push(m.clone());
+                }
                 continue;
             };
             let path = manifest_path(&self.dir, &self.uuid, files.len());
-            if let Some((entry, bytes)) = self.rewrite(m, bytes, removed, &path)? {
-                list.push(entry);
-                files.push((path, bytes));
-            }
+            let (entry, bytes) = self.rewrite(m, bytes, removed, &path)?;
+            list.push(entry);
+            files.push((path, bytes));
         }
         let written = files.iter().map(|(p, _)| p.clone()).collect();
         futures::stream::iter(files)
@@ -401,19 +409,18 @@ impl Plan {
         Ok((entry, written.bytes))
     }
 
-    /// The rewrite of one parent manifest; `None` when nothing live is left.
+    /// The rewrite of one parent manifest: kept entries EXISTING, removed ones DELETED.
     fn rewrite(
         &self,
         old: &ManifestFile,
         bytes: &[u8],
         removed: &HashSet<&str>,
         path: &str,
-    ) -> Result<Option<(ManifestFile, Vec<u8>)>> {
+    ) -> Result<(ManifestFile, Vec<u8>)> {
         let mut manifest = read_manifest(bytes, &old.manifest_path)?;
         inherit(&mut manifest.entries, old);
         let mut writer =
             ManifestWriter::rewrite_of(&manifest, self.codec)?.with_content(old.content);
-        let mut live = 0usize;
         for mut entry in std::mem::take(&mut manifest.entries) {
             if entry.status == EntryStatus::Deleted {
                 continue;
@@ -423,18 +430,14 @@ impl Plan {
                 entry.snapshot_id = Some(self.snapshot_id);
             } else {
                 entry.status = EntryStatus::Existing;
-                live += 1;
             }
             writer.add(&entry)?;
-        }
-        if live == 0 {
-            return Ok(None);
         }
         let written = writer.finish()?;
         let mut entry = written.manifest_file(path, self.snapshot_id, self.sequence_number);
         entry.first_row_id = old.first_row_id;
         entry.key_metadata = old.key_metadata.clone();
-        Ok(Some((entry, written.bytes)))
+        Ok((entry, written.bytes))
     }
 
     async fn write_list(

@@ -147,7 +147,7 @@ async fn untouched_manifests_are_carried_and_touched_ones_rewritten() {
 }
 
 #[tokio::test]
-async fn old_deleted_entries_and_emptied_manifests_are_dropped() {
+async fn old_deleted_entries_are_dropped_and_emptied_manifests_outlive_one_commit() {
     let io = FileIO::memory();
     let md = table(FormatVersion::V2);
     let md = run(
@@ -177,14 +177,31 @@ async fn old_deleted_entries_and_emptied_manifests_are_dropped() {
     );
     let written_before = listing(&io).await.len();
     let md = run(&io, &md, Operation::Delete, &[], &["c"]).await.unwrap();
-    assert!(
-        current_list(&io, &md).await.is_empty(),
-        "nothing live: manifest dropped"
+    // As Java: the snapshot that removed c keeps the manifest saying so, nothing live in it.
+    let list = current_list(&io, &md).await;
+    assert_eq!(
+        list.len(),
+        1,
+        "the emptied manifest stays in its deleting snapshot"
+    );
+    assert_eq!(
+        (
+            list[0].added_files_count,
+            list[0].existing_files_count,
+            list[0].deleted_files_count
+        ),
+        (Some(0), Some(0), Some(1))
+    );
+    let entries = raw_entries(&io, &list[0]).await;
+    assert_eq!(entries.len(), 1);
+    assert_eq!(
+        (entries[0].data_file.file_path.clone(), entries[0].status),
+        (path("c"), EntryStatus::Deleted)
     );
     assert_eq!(
         listing(&io).await.len(),
-        written_before + 1,
-        "only the list was written"
+        written_before + 2,
+        "manifest and list"
     );
     assert_eq!(
         md.current_snapshot()
@@ -192,6 +209,20 @@ async fn old_deleted_entries_and_emptied_manifests_are_dropped() {
             .summary
             .get("total-data-files"),
         Some("0")
+    );
+    // The next commit carries no manifest without live files.
+    let md = run(&io, &md, Operation::Append, &[("d", 1)], &[])
+        .await
+        .unwrap();
+    let list = current_list(&io, &md).await;
+    assert_eq!(
+        list.len(),
+        1,
+        "only d's new manifest: the emptied one is gone"
+    );
+    assert_eq!(
+        raw_entries(&io, &list[0]).await[0].data_file.file_path,
+        path("d")
     );
 }
 
@@ -350,10 +381,23 @@ async fn delete_files_go_to_a_delete_manifest_and_count_in_totals() {
     let s = md.current_snapshot().unwrap().summary.to_map();
     assert_eq!(s["total-delete-files"], "0");
     assert_eq!(s["removed-position-deletes"], "2");
+    let list = current_list(&io, &md).await;
     assert_eq!(
-        current_list(&io, &md).await.len(),
-        1,
-        "emptied delete manifest dropped"
+        list.len(),
+        2,
+        "the emptied delete manifest stays in its deleting snapshot"
+    );
+    let deletes = list
+        .iter()
+        .find(|m| m.content == ManifestContent::Deletes)
+        .expect("the delete manifest");
+    assert_eq!(
+        (
+            deletes.added_files_count,
+            deletes.existing_files_count,
+            deletes.deleted_files_count
+        ),
+        (Some(0), Some(0), Some(1))
     );
 }
 
