@@ -43,10 +43,12 @@ pub mod plan;
 #[cfg(test)]
 mod plan_props;
 pub mod read;
+pub mod repartition;
 pub mod rewrite;
 pub mod schema;
 pub mod source;
 pub mod stats;
+pub mod transform;
 pub mod writer;
 
 pub use execute::execute;

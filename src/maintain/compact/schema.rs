@@ -13,7 +13,10 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use arrow_array::{Array, ArrayRef, ListArray, MapArray, RecordBatch, StructArray, new_null_array};
+use arrow_array::{
+    Array, ArrayRef, ListArray, MapArray, RecordBatch, StructArray, make_array, new_null_array,
+};
+use arrow_buffer::NullBuffer;
 use arrow_schema::{DataType, Field, FieldRef, Fields, Schema, SchemaRef, TimeUnit};
 use parquet::arrow::PARQUET_FIELD_ID_META_KEY;
 use serde_json::Value as Json;
@@ -192,6 +195,83 @@ fn primitive(text: &str) -> Result<DataType> {
             )));
         }
     })
+}
+
+/// The column of field `id` in `columns` (described by `fields`): a top-level column or a field
+/// nested in structs (never inside a list or a map). A field whose parent struct is null is null.
+pub fn leaf_by_id(fields: &Fields, columns: &[ArrayRef], id: i32) -> Option<ArrayRef> {
+    for (f, c) in fields.iter().zip(columns) {
+        if field_id(f) == Some(id) {
+            return Some(c.clone());
+        }
+        if let (DataType::Struct(children), Some(s)) =
+            (f.data_type(), c.as_any().downcast_ref::<StructArray>())
+        {
+            if let Some(found) = leaf_by_id(children, s.columns(), id) {
+                return Some(with_parent_nulls(&found, s.nulls()));
+            }
+        }
+    }
+    None
+}
+
+/// `child` with the nulls of its parent struct added.
+fn with_parent_nulls(child: &ArrayRef, parent: Option<&NullBuffer>) -> ArrayRef {
+    let Some(parent) = parent else {
+        return child.clone();
+    };
+    let nulls = NullBuffer::union(Some(parent), child.nulls());
+    child
+        .to_data()
+        .into_builder()
+        .nulls(nulls)
+        .build()
+        .map(make_array)
+        .unwrap_or_else(|_| child.clone())
+}
+
+/// The field of id `id` in `fields`, searched through structs (not lists or maps).
+pub fn field_by_id(fields: &Fields, id: i32) -> Option<FieldRef> {
+    for f in fields {
+        if field_id(f) == Some(id) {
+            return Some(f.clone());
+        }
+        if let DataType::Struct(children) = f.data_type() {
+            if let Some(found) = field_by_id(children, id) {
+                return Some(found);
+            }
+        }
+    }
+    None
+}
+
+/// `schema` projected to the fields `ids` (each a column or a field nested in structs): the
+/// columns holding them, structs keeping only the children on the way; every field nullable.
+pub fn project(schema: &Schema, ids: &[i32]) -> Schema {
+    fn keep(f: &FieldRef, ids: &[i32]) -> Option<FieldRef> {
+        if field_id(f).is_some_and(|id| ids.contains(&id)) {
+            return Some(Arc::new(f.as_ref().clone().with_nullable(true)));
+        }
+        let DataType::Struct(children) = f.data_type() else {
+            return None;
+        };
+        let kept: Vec<FieldRef> = children.iter().filter_map(|c| keep(c, ids)).collect();
+        (!kept.is_empty()).then(|| {
+            Arc::new(
+                f.as_ref()
+                    .clone()
+                    .with_data_type(DataType::Struct(Fields::from(kept)))
+                    .with_nullable(true),
+            )
+        })
+    }
+    Schema::new(
+        schema
+            .fields()
+            .iter()
+            .filter_map(|f| keep(f, ids))
+            .collect::<Vec<_>>(),
+    )
 }
 
 /// `batch` (read from an input file) in `target`'s shape: fields matched by id.
