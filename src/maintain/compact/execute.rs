@@ -21,9 +21,9 @@ use super::read::{TableState, read_state};
 use super::repartition::OutputSpec;
 use super::rewrite::{GroupWriter, LoadedDeletes, SortKey, load_deletes};
 use super::schema::{arrow_schema, field_by_id};
-use super::transform::Transform;
 use super::source::RangeSource;
 use super::stats::leaf_infos;
+use super::transform::Transform;
 use super::writer::{WriteConfig, writer_properties};
 use super::{CompactOutcome, PROCEDURE};
 use crate::error::{Error, ErrorKind, Result};
@@ -80,8 +80,8 @@ pub async fn execute(
     let state = read_state(&target.io, md, &snapshot, concurrency).await?;
     let default_spec = default_spec(md);
     // Rows of older specs are re-partitioned by the default spec, when icetrim can compute it.
-    let output_spec: Option<std::result::Result<Arc<OutputSpec>, String>> = (!default_spec.1)
-        .then(|| {
+    let output_spec: Option<std::result::Result<Arc<OutputSpec>, String>> =
+        (!default_spec.1).then(|| {
             output_spec(md, default_spec.0, &schema_json, &schema)
                 .map(Arc::new)
                 .map_err(|e| e.message().to_string())

@@ -434,7 +434,14 @@ mod tests {
         assert_eq!(p.groups.len(), 2);
         assert!(p.groups[0].rewrite && p.groups[0].inputs.len() == 5);
         assert!(!p.groups[1].rewrite, "3 files < 5");
-        let p = plan(&files, &[], &r, |f| f.partition == "p=2", 0, by_spec((0, false)));
+        let p = plan(
+            &files,
+            &[],
+            &r,
+            |f| f.partition == "p=2",
+            0,
+            by_spec((0, false)),
+        );
         assert_eq!(p.groups.len(), 1);
         let all = Resolved {
             rewrite_all: true,
@@ -480,7 +487,8 @@ mod tests {
     #[test]
     fn old_specs_join_their_output_partition_or_split() {
         let r = Resolved::new(&CompactOptions::default(), Some("1000")).unwrap();
-        let part = |v: i32| Value::Record(vec![("p".into(), Value::Union(1, Box::new(Value::Int(v))))]);
+        let part =
+            |v: i32| Value::Record(vec![("p".into(), Value::Union(1, Box::new(Value::Int(v))))]);
         // Three files of the default spec 2 in p=1, two of spec 1 whose rows all land in p=1,
         // four of spec 0 whose rows must be split.
         let mut files: Vec<LiveFile> = (0..3).map(|i| data(&format!("a{i}"), "p=1", 10)).collect();
@@ -513,16 +521,28 @@ mod tests {
         assert_eq!((joined.spec_id, joined.partition.as_str()), (2, "p=1"));
         assert_eq!(joined.inputs.len(), 5);
         assert_eq!(joined.output, Output::Partition(part(1)));
-        assert!(joined.reason.contains("spec 1 re-partitioned"), "{}", joined.reason);
+        assert!(
+            joined.reason.contains("spec 1 re-partitioned"),
+            "{}",
+            joined.reason
+        );
         let split = &p.groups[1];
         assert_eq!((split.spec_id, split.partition.as_str()), (2, "*"));
-        assert_eq!(split.inputs.len(), 4, "old partitions of spec 0 grouped together");
+        assert_eq!(
+            split.inputs.len(),
+            4,
+            "old partitions of spec 0 grouped together"
+        );
         assert_eq!(split.output, Output::Split);
         assert!(split.rewrite);
         // Blocked files keep their own (spec, partition) groups and are left.
         let p = plan(&files, &[], &all, |_| true, 2, by_spec((2, false)));
         let left: Vec<&Group> = p.groups.iter().filter(|g| !g.rewrite).collect();
-        assert_eq!(left.len(), 5, "2 files of spec 1 in one partition, 4 of spec 0 in four");
+        assert_eq!(
+            left.len(),
+            5,
+            "2 files of spec 1 in one partition, 4 of spec 0 in four"
+        );
         assert!(left[0].reason.contains("not the default spec"));
         let p = plan(&files, &[], &all, |_| true, 2, by_spec((2, true)));
         assert!(p.groups.iter().all(|g| g.rewrite));

@@ -20,10 +20,10 @@ use arrow_array::types::{
     Time64MicrosecondType, TimestampMicrosecondType, TimestampNanosecondType,
 };
 use arrow_array::{
-    Array, ArrayRef, BinaryArray, BooleanArray, Date32Array, Decimal128Array,
-    FixedSizeBinaryArray, Float32Array, Float64Array, Int32Array, Int64Array, RecordBatch,
-    StringArray, Time64MicrosecondArray, TimestampMicrosecondArray, TimestampNanosecondArray,
-    new_empty_array, new_null_array,
+    Array, ArrayRef, BinaryArray, BooleanArray, Date32Array, Decimal128Array, FixedSizeBinaryArray,
+    Float32Array, Float64Array, Int32Array, Int64Array, RecordBatch, StringArray,
+    Time64MicrosecondArray, TimestampMicrosecondArray, TimestampNanosecondArray, new_empty_array,
+    new_null_array,
 };
 use arrow_schema::{DataType, Schema, TimeUnit};
 
@@ -106,8 +106,8 @@ impl OutputSpec {
         self.fields
             .iter()
             .map(|f| {
-                let source = leaf_by_id(schema.fields(), batch.columns(), f.source_id)
-                    .ok_or_else(|| {
+                let source =
+                    leaf_by_id(schema.fields(), batch.columns(), f.source_id).ok_or_else(|| {
                         Error::logical(format!(
                             "partition source column {} missing from a batch",
                             f.source_id
@@ -233,9 +233,9 @@ pub fn scalar_array(v: &Value, ty: &DataType) -> Option<ArrayRef> {
             _ => return None,
         },
         DataType::Binary => Arc::new(BinaryArray::from(vec![bytes(v)?])),
-        DataType::FixedSizeBinary(_) => Arc::new(
-            FixedSizeBinaryArray::try_from_iter(std::iter::once(bytes(v)?)).ok()?,
-        ),
+        DataType::FixedSizeBinary(_) => {
+            Arc::new(FixedSizeBinaryArray::try_from_iter(std::iter::once(bytes(v)?)).ok()?)
+        }
         DataType::Decimal128(p, s) => {
             let b = bytes(v)?;
             if b.is_empty() || b.len() > 16 {
@@ -361,7 +361,12 @@ mod tests {
         let out = OutputSpec::new(
             &spec(
                 1,
-                &[("id_bucket", "bucket[16]", 1), ("ts_day", "day", 2), ("s_trunc", "truncate[3]", 3), ("x", "identity", 6)],
+                &[
+                    ("id_bucket", "bucket[16]", 1),
+                    ("ts_day", "day", 2),
+                    ("s_trunc", "truncate[3]", 3),
+                    ("x", "identity", 6),
+                ],
             ),
             &["int".into(), "date".into(), "string".into(), "int".into()],
             &s,
@@ -413,8 +418,12 @@ mod tests {
         // A transform that does not apply to its source's type is refused up front.
         let bad = OutputSpec::new(&spec(2, &[("h", "hour", 3)]), &["int".into()], &s);
         assert!(bad.is_err());
-        let dec = OutputSpec::new(&spec(3, &[("d", "truncate[50]", 4)]), &["decimal(9,2)".into()], &s)
-            .unwrap();
+        let dec = OutputSpec::new(
+            &spec(3, &[("d", "truncate[50]", 4)]),
+            &["decimal(9,2)".into()],
+            &s,
+        )
+        .unwrap();
         let k = dec.keys(&batch).unwrap();
         assert_eq!(
             dec.tuple(&k, 0).unwrap(),
@@ -427,7 +436,14 @@ mod tests {
     fn old_tuples_decide_the_new_one_when_they_can() {
         let s = schema();
         let out = OutputSpec::new(
-            &spec(2, &[("id_bucket", "bucket[16]", 1), ("ts_month", "month", 2), ("gone", "void", 3)]),
+            &spec(
+                2,
+                &[
+                    ("id_bucket", "bucket[16]", 1),
+                    ("ts_month", "month", 2),
+                    ("gone", "void", 3),
+                ],
+            ),
             &["int".into(), "int".into(), "string".into()],
             &s,
         )
@@ -453,13 +469,23 @@ mod tests {
         // A finer new transform, another bucket count, or an unpartitioned source: rows split.
         let finer = OutputSpec::new(&spec(3, &[("h", "hour", 2)]), &["int".into()], &s).unwrap();
         let old = spec(0, &[("ts_day", "day", 2)]);
-        assert_eq!(finer.derive(&old, &rec(vec![("ts_day", Value::Int(1))])), None);
+        assert_eq!(
+            finer.derive(&old, &rec(vec![("ts_day", Value::Int(1))])),
+            None
+        );
         let old = spec(1, &[("b", "bucket[8]", 1), ("h", "hour", 2)]);
-        assert_eq!(out.derive(&old, &rec(vec![("b", Value::Int(1)), ("h", Value::Int(1))])), None);
+        assert_eq!(
+            out.derive(&old, &rec(vec![("b", Value::Int(1)), ("h", Value::Int(1))])),
+            None
+        );
         assert_eq!(out.derive(&spec(4, &[]), &Value::Record(vec![])), None);
         // Identity of a decimal and of a timestamp go through their Avro forms.
-        let t = OutputSpec::new(&spec(5, &[("d", "truncate[50]", 4), ("y", "year", 2)]), &["decimal(9,2)".into(), "int".into()], &s)
-            .unwrap();
+        let t = OutputSpec::new(
+            &spec(5, &[("d", "truncate[50]", 4), ("y", "year", 2)]),
+            &["decimal(9,2)".into(), "int".into()],
+            &s,
+        )
+        .unwrap();
         let old = spec(0, &[("d", "identity", 4), ("ts", "identity", 2)]);
         let p = rec(vec![
             ("d", Value::Fixed(4, vec![0, 0, 0x05, 0x8c])),
@@ -467,7 +493,10 @@ mod tests {
         ]);
         assert_eq!(
             t.derive(&old, &p),
-            Some(rec(vec![("d", Value::Fixed(4, vec![0, 0, 0x05, 0x78])), ("y", Value::Int(47))]))
+            Some(rec(vec![
+                ("d", Value::Fixed(4, vec![0, 0, 0x05, 0x78])),
+                ("y", Value::Int(47))
+            ]))
         );
     }
 }

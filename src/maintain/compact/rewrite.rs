@@ -264,7 +264,9 @@ fn equality_columns(batch: &RecordBatch, ids: &[i32], path: &str) -> Result<Vec<
     ids.iter()
         .map(|id| {
             leaf_by_id(schema.fields(), batch.columns(), *id).ok_or_else(|| {
-                Error::logical(format!("'{path}': equality field {id} missing from a batch"))
+                Error::logical(format!(
+                    "'{path}': equality field {id} missing from a batch"
+                ))
             })
         })
         .collect()
@@ -376,8 +378,8 @@ impl GroupWriter {
             })
             .collect();
         for k in &self.sort {
-            let source = leaf_by_id(all.schema().fields(), all.columns(), k.source_id)
-                .ok_or_else(|| {
+            let source =
+                leaf_by_id(all.schema().fields(), all.columns(), k.source_id).ok_or_else(|| {
                     Error::logical(format!("sort column {} missing from a batch", k.source_id))
                 })?;
             columns.push(arrow_ord::sort::SortColumn {

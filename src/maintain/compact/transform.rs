@@ -161,11 +161,19 @@ fn hashes(array: &ArrayRef) -> Option<Vec<Option<i32>>> {
         it.map(|v| v.map(hash_long)).collect()
     };
     Some(match array.data_type() {
-        DataType::Int32 => longs(&mut array.as_primitive::<Int32Type>().iter().map(|v| v.map(i64::from))),
+        DataType::Int32 => longs(
+            &mut array
+                .as_primitive::<Int32Type>()
+                .iter()
+                .map(|v| v.map(i64::from)),
+        ),
         DataType::Int64 => longs(&mut array.as_primitive::<Int64Type>().iter()),
-        DataType::Date32 => {
-            longs(&mut array.as_primitive::<Date32Type>().iter().map(|v| v.map(i64::from)))
-        }
+        DataType::Date32 => longs(
+            &mut array
+                .as_primitive::<Date32Type>()
+                .iter()
+                .map(|v| v.map(i64::from)),
+        ),
         DataType::Time64(TimeUnit::Microsecond) => {
             longs(&mut array.as_primitive::<Time64MicrosecondType>().iter())
         }
@@ -352,7 +360,10 @@ mod tests {
             .unwrap();
         assert_eq!(hash_of(Arc::new(d)), -500754589);
         // 2017-11-16 = day 17486.
-        assert_eq!(hash_of(Arc::new(Date32Array::from(vec![17486]))), -653330422);
+        assert_eq!(
+            hash_of(Arc::new(Date32Array::from(vec![17486]))),
+            -653330422
+        );
         // 22:31:08.
         let t = Time64MicrosecondArray::from(vec![81_068_000_000i64]);
         assert_eq!(hash_of(Arc::new(t)), -662762989);
@@ -367,7 +378,10 @@ mod tests {
         let ns = TimestampNanosecondArray::from(vec![ts * 1000, (ts + 1) * 1000 + 1]);
         let h = hashes(&(Arc::new(ns) as ArrayRef)).unwrap();
         assert_eq!(h, [Some(-2047944441), Some(-1207196810)]);
-        assert_eq!(hash_of(Arc::new(StringArray::from(vec!["iceberg"]))), 1210000089);
+        assert_eq!(
+            hash_of(Arc::new(StringArray::from(vec!["iceberg"]))),
+            1210000089
+        );
         let uuid = [
             0xF7, 0x9C, 0x3E, 0x09, 0x67, 0x7C, 0x4B, 0xBD, 0xA4, 0x79, 0x3F, 0x34, 0x9C, 0xB7,
             0x85, 0xE7,
@@ -379,13 +393,22 @@ mod tests {
         let b = BinaryArray::from(vec![&[0u8, 1, 2, 3][..]]);
         assert_eq!(hash_of(Arc::new(b)), -188683207);
         // Bucket: (2017239379 & MAX) % 16 = 3; "iceberg" in 16 buckets = 9 (1210000089 % 16).
-        let b = one(Transform::Bucket(16), Arc::new(Int64Array::from(vec![Some(34), None])));
+        let b = one(
+            Transform::Bucket(16),
+            Arc::new(Int64Array::from(vec![Some(34), None])),
+        );
         let b = b.as_primitive::<Int32Type>();
         assert_eq!((b.value(0), b.is_null(1)), (3, true));
-        let s = one(Transform::Bucket(16), Arc::new(StringArray::from(vec!["iceberg"])));
+        let s = one(
+            Transform::Bucket(16),
+            Arc::new(StringArray::from(vec!["iceberg"])),
+        );
         assert_eq!(s.as_primitive::<Int32Type>().value(0), 9);
         // A negative hash loses its sign bit first: -653330422 & MAX = 1494153226.
-        let d = one(Transform::Bucket(100), Arc::new(Date32Array::from(vec![17486])));
+        let d = one(
+            Transform::Bucket(100),
+            Arc::new(Date32Array::from(vec![17486])),
+        );
         assert_eq!(d.as_primitive::<Int32Type>().value(0), 1494153226 % 100);
     }
 
@@ -403,9 +426,15 @@ mod tests {
     /// The spec's truncate examples.
     #[test]
     fn truncate_examples() {
-        let i = one(Transform::Truncate(10), Arc::new(Int32Array::from(vec![1, -1, 10, 19])));
+        let i = one(
+            Transform::Truncate(10),
+            Arc::new(Int32Array::from(vec![1, -1, 10, 19])),
+        );
         assert_eq!(i.as_primitive::<Int32Type>().values(), &[0, -10, 10, 10]);
-        let l = one(Transform::Truncate(10), Arc::new(Int64Array::from(vec![1i64, -1])));
+        let l = one(
+            Transform::Truncate(10),
+            Arc::new(Int64Array::from(vec![1i64, -1])),
+        );
         assert_eq!(l.as_primitive::<Int64Type>().values(), &[0, -10]);
         // W=50, scale 2: 10.65 -> 10.50.
         let d = Decimal128Array::from(vec![1065i128])
@@ -416,7 +445,12 @@ mod tests {
         assert_eq!(d.as_primitive::<Decimal128Type>().value(0), 1050);
         let s = one(
             Transform::Truncate(3),
-            Arc::new(StringArray::from(vec![Some("iceberg"), Some("éçà€x"), Some("ab"), None])),
+            Arc::new(StringArray::from(vec![
+                Some("iceberg"),
+                Some("éçà€x"),
+                Some("ab"),
+                None,
+            ])),
         );
         let s = s.as_string::<i32>();
         assert_eq!((s.value(0), s.value(1), s.value(2)), ("ice", "éçà", "ab"));
@@ -426,21 +460,39 @@ mod tests {
             Arc::new(BinaryArray::from(vec![&[1u8, 2, 3, 4, 5][..]])),
         );
         assert_eq!(b.as_binary::<i32>().value(0), &[1, 2, 3]);
-        assert!(Transform::Truncate(3).apply(&(Arc::new(Date32Array::from(vec![1])) as ArrayRef)).is_err());
+        assert!(
+            Transform::Truncate(3)
+                .apply(&(Arc::new(Date32Array::from(vec![1])) as ArrayRef))
+                .is_err()
+        );
     }
 
     #[test]
     fn time_transforms_floor_before_the_epoch() {
         // 2017-11-16 (day 17486), 1969-12-31 (day -1), 1970-01-01.
-        let dates: ArrayRef = Arc::new(Date32Array::from(vec![Some(17486), Some(-1), Some(0), None]));
+        let dates: ArrayRef = Arc::new(Date32Array::from(vec![
+            Some(17486),
+            Some(-1),
+            Some(0),
+            None,
+        ]));
         let y = one(Transform::Year, dates.clone());
         let y = y.as_primitive::<Int32Type>();
-        assert_eq!((y.value(0), y.value(1), y.value(2), y.is_null(3)), (47, -1, 0, true));
+        assert_eq!(
+            (y.value(0), y.value(1), y.value(2), y.is_null(3)),
+            (47, -1, 0, true)
+        );
         let m = one(Transform::Month, dates.clone());
-        assert_eq!(&m.as_primitive::<Int32Type>().values()[..3], &[47 * 12 + 10, -1, 0]);
+        assert_eq!(
+            &m.as_primitive::<Int32Type>().values()[..3],
+            &[47 * 12 + 10, -1, 0]
+        );
         let d = one(Transform::Day, dates.clone());
         assert_eq!(d.data_type(), &DataType::Date32);
-        assert_eq!(&d.as_primitive::<Date32Type>().values()[..3], &[17486, -1, 0]);
+        assert_eq!(
+            &d.as_primitive::<Date32Type>().values()[..3],
+            &[17486, -1, 0]
+        );
         assert!(Transform::Hour.apply(&dates).is_err(), "hour of a date");
         // 2017-11-16T22:31:08 and one microsecond before the epoch.
         let ts: ArrayRef = Arc::new(TimestampMicrosecondArray::from(vec![
@@ -448,7 +500,10 @@ mod tests {
             -1,
         ]));
         let h = one(Transform::Hour, ts.clone());
-        assert_eq!(h.as_primitive::<Int32Type>().values(), &[17486 * 24 + 22, -1]);
+        assert_eq!(
+            h.as_primitive::<Int32Type>().values(),
+            &[17486 * 24 + 22, -1]
+        );
         let d = one(Transform::Day, ts.clone());
         assert_eq!(d.as_primitive::<Date32Type>().values(), &[17486, -1]);
         let y = one(Transform::Year, ts);
@@ -460,14 +515,26 @@ mod tests {
 
     #[test]
     fn parse_and_void() {
-        assert_eq!(Transform::parse("bucket[16]").unwrap(), Transform::Bucket(16));
-        assert_eq!(Transform::parse("truncate[4]").unwrap(), Transform::Truncate(4));
+        assert_eq!(
+            Transform::parse("bucket[16]").unwrap(),
+            Transform::Bucket(16)
+        );
+        assert_eq!(
+            Transform::parse("truncate[4]").unwrap(),
+            Transform::Truncate(4)
+        );
         assert_eq!(Transform::parse("day").unwrap(), Transform::Day);
         assert!(Transform::parse("bucket[0]").is_err());
         assert!(Transform::parse("zorder").is_err());
         let v = one(Transform::Void, Arc::new(Int64Array::from(vec![1i64, 2])));
         assert_eq!(v.null_count(), 2);
-        assert_eq!(Transform::Day.result_type(&DataType::Date32), DataType::Date32);
-        assert_eq!(Transform::Bucket(2).result_type(&DataType::Utf8), DataType::Int32);
+        assert_eq!(
+            Transform::Day.result_type(&DataType::Date32),
+            DataType::Date32
+        );
+        assert_eq!(
+            Transform::Bucket(2).result_type(&DataType::Utf8),
+            DataType::Int32
+        );
     }
 }
