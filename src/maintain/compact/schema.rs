@@ -432,6 +432,48 @@ mod tests {
     }
 
     #[test]
+    fn struct_fields_are_found_by_id_and_a_null_parent_nulls_them() {
+        let x = with_id("x", DataType::Int64, true, 3);
+        let y = with_id("y", DataType::Utf8, true, 4);
+        let s_type = DataType::Struct(Fields::from(vec![x.clone(), y.clone()]));
+        let schema = Schema::new(vec![
+            with_id("id", DataType::Int64, false, 1),
+            with_id("s", s_type.clone(), true, 2),
+        ]);
+        let s = StructArray::try_new(
+            Fields::from(vec![x, y]),
+            vec![
+                Arc::new(Int64Array::from(vec![Some(1), Some(2), None])),
+                Arc::new(StringArray::from(vec!["a", "b", "c"])),
+            ],
+            Some(vec![true, false, true].into()),
+        )
+        .unwrap();
+        let columns: Vec<ArrayRef> = vec![Arc::new(Int64Array::from(vec![7, 8, 9])), Arc::new(s)];
+        let x = leaf_by_id(schema.fields(), &columns, 3).unwrap();
+        let x = x.as_any().downcast_ref::<Int64Array>().unwrap();
+        assert_eq!(
+            (x.value(0), x.is_null(1), x.is_null(2)),
+            (1, true, true),
+            "row 1: null parent; row 2: null field"
+        );
+        assert!(leaf_by_id(schema.fields(), &columns, 9).is_none());
+        assert_eq!(
+            field_by_id(schema.fields(), 4).map(|f| f.name().clone()),
+            Some("y".into())
+        );
+        // Projected to s.y: `s` keeps only `y`, every field nullable; `id` is gone.
+        let p = project(&schema, &[4]);
+        assert_eq!(p.fields().len(), 1);
+        let DataType::Struct(kept) = p.field(0).data_type() else {
+            panic!("not a struct")
+        };
+        assert_eq!(kept.len(), 1);
+        assert_eq!(field_id(&kept[0]), Some(4));
+        assert!(project(&schema, &[1]).field(0).is_nullable());
+    }
+
+    #[test]
     fn batches_adapt_by_field_id() {
         // Input: an old schema (id 2 named "old", int) without id 3.
         let source = Arc::new(Schema::new(vec![
