@@ -145,38 +145,38 @@ impl OutputSpec {
                     .filter(|o| o.source_id == f.source_id)
                     .find_map(|o| {
                         let v = old_values.iter().find(|(n, _)| *n == o.name)?;
-                        self.from_old(f, Transform::parse(&o.transform).ok()?, strip_union(&v.1))
+                        value_from_old(f, Transform::parse(&o.transform).ok()?, strip_union(&v.1))
                     })
             };
             out.push((f.name.clone(), value?));
         }
         Some(Value::Record(out))
     }
+}
 
-    /// The value of `f` from an old field of transform `old` holding `v`.
-    fn from_old(&self, f: &OutputField, old: Transform, v: &Value) -> Option<Value> {
-        use Transform::*;
-        if matches!(v, Value::Null) && old != Void {
-            return Some(Value::Union(0, Box::new(Value::Null)));
-        }
-        let apply = |array: ArrayRef| -> Option<Value> {
-            let out = f.transform.apply(&array).ok()?;
-            avro_value(&out, 0, &f.result_type).ok()
-        };
-        match (old, f.transform) {
-            (Void, _) => None,
-            (o, n) if o == n => Some(Value::Union(1, Box::new(v.clone()))),
-            (Identity, _) => apply(scalar_array(v, &f.source_type)?),
-            (Day, Month | Year) => apply(Arc::new(Date32Array::from(vec![int(v)? as i32]))),
-            (Hour, Day | Month | Year) => apply(Arc::new(TimestampMicrosecondArray::from(vec![
-                int(v)?.checked_mul(3_600_000_000)?,
-            ]))),
-            (Month, Year) => Some(Value::Union(
-                1,
-                Box::new(Value::Int(i32::try_from(int(v)?.div_euclid(12)).ok()?)),
-            )),
-            _ => None,
-        }
+/// The value of `f` from an old field of transform `old` holding `v`.
+fn value_from_old(f: &OutputField, old: Transform, v: &Value) -> Option<Value> {
+    use Transform::*;
+    if matches!(v, Value::Null) && old != Void {
+        return Some(Value::Union(0, Box::new(Value::Null)));
+    }
+    let apply = |array: ArrayRef| -> Option<Value> {
+        let out = f.transform.apply(&array).ok()?;
+        avro_value(&out, 0, &f.result_type).ok()
+    };
+    match (old, f.transform) {
+        (Void, _) => None,
+        (o, n) if o == n => Some(Value::Union(1, Box::new(v.clone()))),
+        (Identity, _) => apply(scalar_array(v, &f.source_type)?),
+        (Day, Month | Year) => apply(Arc::new(Date32Array::from(vec![int(v)? as i32]))),
+        (Hour, Day | Month | Year) => apply(Arc::new(TimestampMicrosecondArray::from(vec![
+            int(v)?.checked_mul(3_600_000_000)?,
+        ]))),
+        (Month, Year) => Some(Value::Union(
+            1,
+            Box::new(Value::Int(i32::try_from(int(v)?.div_euclid(12)).ok()?)),
+        )),
+        _ => None,
     }
 }
 
