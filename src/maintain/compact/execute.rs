@@ -112,6 +112,13 @@ pub async fn execute(
         place,
     );
     let split_spec = output_spec.and_then(|o| o.ok());
+    if split_spec.is_none() && plan.rewritten().any(|g| matches!(g.output, Output::Split)) {
+        return Err(Error::logical(format!(
+            "{PROCEDURE} on {}: a file group splits rows by a partition spec that could not be \
+             computed",
+            target.table_name
+        )));
+    }
     if explain {
         return Ok(CompactOutcome {
             metrics: CompactMetrics::default(),
