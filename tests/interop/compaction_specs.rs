@@ -2,7 +2,7 @@
 //! fields, on tables pyiceberg writes (issue #18, "Partitions and specs", "Deletes"):
 //! - a table whose spec evolved (pyiceberg's `update_spec`) compacts into the default spec: every
 //!   output file carries the default spec's id and the tuple pyiceberg's own transforms give each
-//!   of its rows (bucket, truncate, day, month), pyiceberg's filtered scans (partition pruning)
+//!   of its rows (bucket, truncate, day, month, year), pyiceberg's filtered scans (partition pruning)
 //!   return the rows a full scan filters to, every snapshot reads as before, ClickHouse reads the
 //!   current rows;
 //! - the default sort order (bucket, truncate desc nulls last, day) orders each output file, as
@@ -98,11 +98,12 @@ async fn repartition_and_check(dir: &Path, fx: &Value) -> Vec<DataFile> {
     );
     let total = pruned["total_files"].as_u64().unwrap();
     assert!(
-        pruned["planned"]["ts >= '2024-06-03T00:00:00' AND ts < '2024-06-05T00:00:00'"]
-            .as_u64()
+        pruned["planned"]
+            .as_object()
             .unwrap()
-            < total,
-        "the time filter prunes files: {pruned}"
+            .values()
+            .any(|n| n.as_u64().unwrap() < total),
+        "some filter prunes files by the new partitions: {pruned}"
     );
     // ClickHouse reads the current rows.
     let ch = fixture(&["chcount", dir.to_str().unwrap()]);
@@ -181,6 +182,21 @@ async fn files_whose_old_tuple_decides_the_month_join_that_partition() {
     assert_eq!(data.len(), partitions.len(), "{partitions:?}");
     for f in &data {
         assert!(f.file_path.contains("/ts_month="), "{}", f.file_path);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rows_of_an_hourly_spec_are_split_by_year_and_bucket() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("t");
+    let fx = fixture(&["evolved", dir.to_str().unwrap(), "hour"]);
+    let data = repartition_and_check(&dir, &fx).await;
+    for f in &data {
+        assert!(
+            f.file_path.contains("/ts_year=") && f.file_path.contains("/id_bucket="),
+            "{}",
+            f.file_path
+        );
     }
 }
 

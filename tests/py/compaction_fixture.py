@@ -12,10 +12,11 @@ usage:
   compaction_fixture.py clickhouse_types <dir>              ClickHouse v3 table of many types, INSERTs and a DELETE
   compaction_fixture.py chall <dir> [<snapshot_id> ...]     every column as ClickHouse reads it
   compaction_fixture.py chcount <dir>                       the ids ClickHouse reads, or its error
-  compaction_fixture.py evolved <dir> split|derive          partition spec evolution: 3 appends under spec 0,
+  compaction_fixture.py evolved <dir> split|derive|hour     partition spec evolution: 3 appends under spec 0,
                                                             update_spec, 3 appends under spec 1 (split: identity(cat)
                                                             -> bucket[4](id), truncate[2](name), day(ts); derive:
-                                                            identity(cat), day(ts) -> identity(cat), month(ts))
+                                                            identity(cat), day(ts) -> identity(cat), month(ts);
+                                                            hour: hour(ts) -> year(ts), bucket[3](id))
   compaction_fixture.py sorted_transforms <dir>             sort order bucket[4](id), truncate[2](name) desc nulls
                                                             last, day(ts) nulls first; 6 unsorted appends
   compaction_fixture.py nested <dir>                        (id long, s struct<x long, y string>) 4 appends, nulls at
@@ -389,8 +390,8 @@ def evolving_rows(start, count):
 
 def cmd_evolved(out_dir, kind):
     from pyiceberg.partitioning import PartitionField, PartitionSpec
-    from pyiceberg.transforms import (BucketTransform, DayTransform, IdentityTransform, MonthTransform,
-                                      TruncateTransform)
+    from pyiceberg.transforms import (BucketTransform, DayTransform, HourTransform, IdentityTransform,
+                                      MonthTransform, TruncateTransform, YearTransform)
 
     out_dir = os.path.abspath(out_dir)
     os.makedirs(out_dir, exist_ok=True)
@@ -398,6 +399,8 @@ def cmd_evolved(out_dir, kind):
     schema = evolving_schema()
     if kind == "split":
         spec = PartitionSpec(PartitionField(4, 1000, IdentityTransform(), "cat"))
+    elif kind == "hour":
+        spec = PartitionSpec(PartitionField(3, 1000, HourTransform(), "ts_hour"))
     else:
         spec = PartitionSpec(PartitionField(4, 1000, IdentityTransform(), "cat"),
                              PartitionField(3, 1001, DayTransform(), "ts_day"))
@@ -412,6 +415,10 @@ def cmd_evolved(out_dir, kind):
                     u.add_field("id", BucketTransform(4), "id_bucket")
                     u.add_field("name", TruncateTransform(2), "name_trunc")
                     u.add_field("ts", DayTransform(), "ts_day")
+                elif kind == "hour":
+                    u.remove_field("ts_hour")
+                    u.add_field("ts", YearTransform(), "ts_year")
+                    u.add_field("id", BucketTransform(3), "id_bucket")
                 else:
                     u.remove_field("ts_day")
                     u.add_field("ts", MonthTransform(), "ts_month")
