@@ -37,12 +37,12 @@ fn script() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/py/compaction_fixture.py")
 }
 
-fn fixture(args: &[&str]) -> Value {
+pub(crate) fn fixture(args: &[&str]) -> Value {
     let _ = python();
     run_python_json(&script(), args)
 }
 
-fn strings(v: &Value) -> Vec<String> {
+pub(crate) fn strings(v: &Value) -> Vec<String> {
     let mut out: Vec<String> = v
         .as_array()
         .unwrap_or_else(|| panic!("not an array: {v}"))
@@ -54,7 +54,7 @@ fn strings(v: &Value) -> Vec<String> {
 }
 
 /// Every snapshot's rows as pyiceberg reads them (snapshot id → rows), and the errors.
-async fn py_rows(dir: &Path) -> (BTreeMap<String, Vec<String>>, Value) {
+pub(crate) async fn py_rows(dir: &Path) -> (BTreeMap<String, Vec<String>>, Value) {
     let md = newest_metadata(dir).await;
     let out = fixture(&["rows", &md]);
     let snaps = out["snapshots"]
@@ -66,7 +66,7 @@ async fn py_rows(dir: &Path) -> (BTreeMap<String, Vec<String>>, Value) {
     (snaps, out["errors"].clone())
 }
 
-async fn newest_metadata(dir: &Path) -> String {
+pub(crate) async fn newest_metadata(dir: &Path) -> String {
     locate(
         &FileIO::local(),
         dir.to_str().unwrap(),
@@ -78,7 +78,7 @@ async fn newest_metadata(dir: &Path) -> String {
 }
 
 /// Live files of the current snapshot: (data files, delete files), the operation, the snapshot.
-async fn current_files(dir: &Path) -> (Vec<DataFile>, Vec<DataFile>, String, i64) {
+pub(crate) async fn current_files(dir: &Path) -> (Vec<DataFile>, Vec<DataFile>, String, i64) {
     let io = FileIO::local();
     let located = locate(&io, dir.to_str().unwrap(), &MetadataSettings::default())
         .await
@@ -116,7 +116,7 @@ async fn current_files(dir: &Path) -> (Vec<DataFile>, Vec<DataFile>, String, i64
     (data, deletes, op, snap.snapshot_id)
 }
 
-async fn engine_sql(dir: &Path, statements: &[&str]) -> Vec<icetrim::QueryResult> {
+pub(crate) async fn engine_sql(dir: &Path, statements: &[&str]) -> Vec<icetrim::QueryResult> {
     let engine = Engine::builder().build().unwrap();
     let mut s = engine.session();
     s.execute(&format!(
@@ -132,14 +132,14 @@ async fn engine_sql(dir: &Path, statements: &[&str]) -> Vec<icetrim::QueryResult
     out
 }
 
-fn compact_metrics(r: &icetrim::QueryResult) -> CompactMetrics {
+pub(crate) fn compact_metrics(r: &icetrim::QueryResult) -> CompactMetrics {
     match r.metrics {
         Some(Metrics::Compact(m)) => m,
         ref other => panic!("no compaction metrics: {other:?}"),
     }
 }
 
-fn local_path(p: &str) -> String {
+pub(crate) fn local_path(p: &str) -> String {
     p.strip_prefix("file://").unwrap_or(p).to_string()
 }
 
@@ -379,7 +379,7 @@ async fn row_lineage(dir: &Path) -> BTreeMap<i64, (i64, i64)> {
     out
 }
 
-fn with_id(name: &str, ty: DataType, id: i32) -> Field {
+pub(crate) fn with_id(name: &str, ty: DataType, id: i32) -> Field {
     Field::new(name, ty, true).with_metadata(HashMap::from([(
         PARQUET_FIELD_ID_META_KEY.to_string(),
         id.to_string(),
@@ -409,7 +409,7 @@ fn equality_delete(dir: &Path, name: &str, ids: &[i64]) -> DataFile {
     f
 }
 
-async fn commit_deletes(dir: &Path, files: Vec<DataFile>) {
+pub(crate) async fn commit_deletes(dir: &Path, files: Vec<DataFile>) {
     let request = CommitRequest::new(
         Operation::Delete,
         FileChanges {

@@ -12,6 +12,20 @@ usage:
   compaction_fixture.py clickhouse_types <dir>              ClickHouse v3 table of many types, INSERTs and a DELETE
   compaction_fixture.py chall <dir> [<snapshot_id> ...]     every column as ClickHouse reads it
   compaction_fixture.py chcount <dir>                       the ids ClickHouse reads, or its error
+  compaction_fixture.py evolved <dir> split|derive|hour     partition spec evolution: 3 appends under spec 0,
+                                                            update_spec, 3 appends under spec 1 (split: identity(cat)
+                                                            -> bucket[4](id), truncate[2](name), day(ts); derive:
+                                                            identity(cat), day(ts) -> identity(cat), month(ts);
+                                                            hour: hour(ts) -> year(ts), bucket[3](id))
+  compaction_fixture.py sorted_transforms <dir>             sort order bucket[4](id), truncate[2](name) desc nulls
+                                                            last, day(ts) nulls first; 6 unsorted appends
+  compaction_fixture.py nested <dir>                        (id long, s struct<x long, y string>) 4 appends, nulls at
+                                                            both levels; prints each row's canon and effective s.x
+  compaction_fixture.py check_partitions <metadata>         every live data file: spec id, and whether each row's
+                                                            partition (pyiceberg's transforms) is the file's tuple
+  compaction_fixture.py check_sorted <metadata>             whether each live data file's rows follow the sort order
+  compaction_fixture.py pruned <metadata>                   filtered scans (partition pruning) against filtering
+                                                            the full scan
 
 Rows are canonical text (one JSON array per row, sorted): floats by their IEEE bits (so NaN and -0.0
 compare exactly), decimals as text, dates and times in ISO form, bytes and UUIDs as hex, structs as
@@ -351,6 +365,270 @@ def cmd_chrows(table_dir, snapshot_ids):
     print(json.dumps(out))
 
 
+def evolving_schema():
+    from pyiceberg.schema import Schema
+    from pyiceberg.types import LongType, NestedField, StringType, TimestampType
+
+    return Schema(NestedField(1, "id", LongType(), required=False),
+                  NestedField(2, "name", StringType(), required=False),
+                  NestedField(3, "ts", TimestampType(), required=False),
+                  NestedField(4, "cat", StringType(), required=False))
+
+
+def evolving_rows(start, count):
+    base = datetime.datetime(2024, 6, 1, 10, 30)
+    rows = []
+    for i in range(start, start + count):
+        rows.append({
+            "id": None if i % 11 == 10 else i,
+            "name": None if i % 9 == 8 else ["apple", "apricot", "banana", "blue", "cherry", "é-acute"][i % 6] + str(i),
+            "ts": None if i % 13 == 12 else base + datetime.timedelta(hours=17 * i, microseconds=i),
+            "cat": ["a", "b"][i % 2],
+        })
+    return rows
+
+
+def cmd_evolved(out_dir, kind):
+    from pyiceberg.partitioning import PartitionField, PartitionSpec
+    from pyiceberg.transforms import (BucketTransform, DayTransform, HourTransform, IdentityTransform,
+                                      MonthTransform, TruncateTransform, YearTransform)
+
+    out_dir = os.path.abspath(out_dir)
+    os.makedirs(out_dir, exist_ok=True)
+    catalog = catalog_for("file://" + out_dir)
+    schema = evolving_schema()
+    if kind == "split":
+        spec = PartitionSpec(PartitionField(4, 1000, IdentityTransform(), "cat"))
+    elif kind == "hour":
+        spec = PartitionSpec(PartitionField(3, 1000, HourTransform(), "ts_hour"))
+    else:
+        spec = PartitionSpec(PartitionField(4, 1000, IdentityTransform(), "cat"),
+                             PartitionField(3, 1001, DayTransform(), "ts_day"))
+    table = catalog.create_table("fx.t", schema=schema, location="file://" + out_dir, partition_spec=spec,
+                                 properties={"format-version": "2"})
+    expected = []
+    for step in range(6):
+        if step == 3:
+            with table.update_spec() as u:
+                if kind == "split":
+                    u.remove_field("cat")
+                    u.add_field("id", BucketTransform(4), "id_bucket")
+                    u.add_field("name", TruncateTransform(2), "name_trunc")
+                    u.add_field("ts", DayTransform(), "ts_day")
+                elif kind == "hour":
+                    u.remove_field("ts_hour")
+                    u.add_field("ts", YearTransform(), "ts_year")
+                    u.add_field("id", BucketTransform(3), "id_bucket")
+                else:
+                    u.remove_field("ts_day")
+                    u.add_field("ts", MonthTransform(), "ts_month")
+            table = catalog.load_table("fx.t")
+        rows = evolving_rows(step * 10, 10)
+        table.append(arrow_table(table.schema(), rows))
+        expected.extend(rows)
+    table = catalog.load_table("fx.t")
+    exp = canon_rows(arrow_table(table.schema(), expected))
+    print(json.dumps({"metadata": newest_metadata(out_dir), "dir": out_dir, "expected": exp,
+                      "default_spec": table.metadata.default_spec_id}))
+
+
+def cmd_sorted_transforms(out_dir):
+    from pyiceberg.table.sorting import NullOrder, SortDirection, SortField, SortOrder
+    from pyiceberg.transforms import BucketTransform, DayTransform, TruncateTransform
+
+    out_dir = os.path.abspath(out_dir)
+    os.makedirs(out_dir, exist_ok=True)
+    catalog = catalog_for("file://" + out_dir)
+    order = SortOrder(
+        SortField(source_id=1, transform=BucketTransform(4), direction=SortDirection.ASC,
+                  null_order=NullOrder.NULLS_FIRST),
+        SortField(source_id=2, transform=TruncateTransform(2), direction=SortDirection.DESC,
+                  null_order=NullOrder.NULLS_LAST),
+        SortField(source_id=3, transform=DayTransform(), direction=SortDirection.ASC,
+                  null_order=NullOrder.NULLS_FIRST),
+    )
+    table = catalog.create_table("fx.t", schema=evolving_schema(), location="file://" + out_dir,
+                                 sort_order=order, properties={"format-version": "2"})
+    expected = []
+    for step in range(6):
+        rows = evolving_rows(step * 10, 10)
+        rows.reverse()
+        table.append(arrow_table(table.schema(), rows))
+        expected.extend(rows)
+    table = catalog.load_table("fx.t")
+    exp = canon_rows(arrow_table(table.schema(), expected))
+    print(json.dumps({"metadata": newest_metadata(out_dir), "dir": out_dir, "expected": exp,
+                      "order_id": table.metadata.default_sort_order_id}))
+
+
+def cmd_nested(out_dir):
+    from pyiceberg.schema import Schema
+    from pyiceberg.types import LongType, NestedField, StringType, StructType
+
+    out_dir = os.path.abspath(out_dir)
+    os.makedirs(out_dir, exist_ok=True)
+    catalog = catalog_for("file://" + out_dir)
+    schema = Schema(NestedField(1, "id", LongType(), required=False),
+                    NestedField(2, "s", StructType(NestedField(3, "x", LongType(), required=False),
+                                                   NestedField(4, "y", StringType(), required=False)),
+                                required=False))
+    table = catalog.create_table("fx.t", schema=schema, location="file://" + out_dir,
+                                 properties={"format-version": "2"})
+    rows = []
+    for step in range(4):
+        batch = []
+        for i in range(step * 6, step * 6 + 6):
+            if i % 5 == 0:
+                s = None
+            else:
+                s = {"x": None if i % 4 == 0 else i % 7, "y": f"y{i}"}
+            batch.append({"id": i, "s": s})
+        table.append(arrow_table(table.schema(), batch))
+        rows.extend(batch)
+    out = []
+    for r in rows:
+        one = canon_rows(arrow_table(table.schema(), [r]))[0]
+        x = None if r["s"] is None else r["s"]["x"]
+        y = None if r["s"] is None else r["s"]["y"]
+        out.append({"canon": one, "id": r["id"], "x": x, "y": y})
+    print(json.dumps({"metadata": newest_metadata(out_dir), "dir": out_dir, "rows": out}))
+
+
+def live_files(table):
+    """(data file, spec id) of every live data file of the current snapshot."""
+    from pyiceberg.manifest import ManifestContent, ManifestEntryStatus
+
+    snap = table.current_snapshot()
+    out = []
+    for m in snap.manifests(table.io):
+        if m.content != ManifestContent.DATA:
+            continue
+        for e in m.fetch_manifest_entry(table.io, discard_deleted=True):
+            out.append((e.data_file, m.partition_spec_id))
+    return out
+
+
+def read_file(table, path):
+    import pyarrow.parquet as pq
+    from pyiceberg.io.pyarrow import _read_all_delete_files  # noqa: F401 - import check only
+
+    with table.io.new_input(path).open() as f:
+        return pq.read_table(f)
+
+
+def cmd_check_partitions(metadata):
+    from pyiceberg.table import StaticTable
+
+    table = StaticTable.from_metadata(metadata)
+    schema = table.schema()
+    out = {"files": 0, "spec_ids": [], "paths": [], "bad": [], "rows": 0}
+    for df, spec_id in live_files(table):
+        spec = table.metadata.specs()[spec_id]
+        out["files"] += 1
+        out["spec_ids"].append(spec_id)
+        out["paths"].append(df.file_path)
+        data = read_file(table, df.file_path)
+        by_id = {f.metadata[b"PARQUET:field_id"].decode(): data.column(i).to_pylist()
+                 for i, f in enumerate(data.schema)}
+        want = tuple(df.partition[i] for i in range(len(spec.fields)))
+        for row in range(data.num_rows):
+            out["rows"] += 1
+            got = []
+            for pf in spec.fields:
+                source_type = schema.find_field(pf.source_id).field_type
+                value = by_id[str(pf.source_id)][row]
+                if value is not None and str(source_type) == "timestamp":
+                    value = int((value - datetime.datetime(1970, 1, 1)) / datetime.timedelta(microseconds=1))
+                got.append(pf.transform.transform(source_type)(value))
+            if tuple(got) != want:
+                out["bad"].append(f"{df.file_path} row {row}: rows say {got}, the manifest says {list(want)}")
+                break
+    print(json.dumps(out, default=str))
+
+
+def cmd_check_sorted(metadata):
+    from pyiceberg.table import StaticTable
+    from pyiceberg.table.sorting import NullOrder, SortDirection
+
+    table = StaticTable.from_metadata(metadata)
+    schema = table.schema()
+    order = table.sort_order()
+    out = {"files": 0, "unsorted": [], "sort_order_ids": [], "rows": 0}
+    for df, _ in live_files(table):
+        out["files"] += 1
+        out["sort_order_ids"].append(df.sort_order_id)
+        data = read_file(table, df.file_path)
+        by_id = {f.metadata[b"PARQUET:field_id"].decode(): data.column(i).to_pylist()
+                 for i, f in enumerate(data.schema)}
+
+        def key(row):
+            k = []
+            for sf in order.fields:
+                source_type = schema.find_field(sf.source_id).field_type
+                value = by_id[str(sf.source_id)][row]
+                if value is not None and str(source_type) == "timestamp":
+                    value = int((value - datetime.datetime(1970, 1, 1)) / datetime.timedelta(microseconds=1))
+                v = sf.transform.transform(source_type)(value)
+                null_rank = 0 if sf.null_order == NullOrder.NULLS_FIRST else 2
+                if v is None:
+                    k.append((null_rank, 0))
+                else:
+                    k.append((1, v if sf.direction == SortDirection.ASC else Desc(v)))
+            return k
+
+        keys = [key(r) for r in range(data.num_rows)]
+        out["rows"] += len(keys)
+        for i in range(1, len(keys)):
+            if keys[i] < keys[i - 1]:
+                out["unsorted"].append(f"{df.file_path}: row {i} {keys[i]} before {keys[i - 1]}")
+                break
+    print(json.dumps(out, default=str))
+
+
+class Desc:
+    """Reverses the order of a value."""
+
+    def __init__(self, v):
+        self.v = v
+
+    def __lt__(self, other):
+        return self.v > other.v
+
+    def __eq__(self, other):
+        return self.v == other.v
+
+    def __repr__(self):
+        return f"desc({self.v!r})"
+
+
+def cmd_pruned(metadata):
+    import pyarrow.compute as pc  # noqa: F401
+    from pyiceberg.table import StaticTable
+
+    table = StaticTable.from_metadata(metadata)
+    full = table.scan().to_arrow().to_pylist()
+    day = datetime.datetime(2024, 6, 3)
+    filters = [
+        ("id = 34", lambda r: r["id"] == 34),
+        ("id IN (3, 17, 41)", lambda r: r["id"] in (3, 17, 41)),
+        ("name = 'banana2'", lambda r: r["name"] == "banana2"),
+        ("name >= 'bl'", lambda r: r["name"] is not None and r["name"] >= "bl"),
+        ("ts >= '2024-06-03T00:00:00' AND ts < '2024-06-05T00:00:00'",
+         lambda r: r["ts"] is not None and day <= r["ts"] < day + datetime.timedelta(days=2)),
+        ("ts IS NULL", lambda r: r["ts"] is None),
+        ("cat = 'a'", lambda r: r["cat"] == "a"),
+    ]
+    out = {"mismatches": [], "planned": {}, "total_files": len(list(table.scan().plan_files()))}
+    for text, pred in filters:
+        scan = table.scan(row_filter=text)
+        got = sorted(json.dumps([canon(r[c]) for c in sorted(r)], sort_keys=True) for r in scan.to_arrow().to_pylist())
+        want = sorted(json.dumps([canon(r[c]) for c in sorted(r)], sort_keys=True) for r in full if pred(r))
+        out["planned"][text] = len(list(scan.plan_files()))
+        if got != want:
+            out["mismatches"].append({"filter": text, "got": got, "want": want})
+    print(json.dumps(out))
+
+
 def main():
     cmd, args = sys.argv[1], sys.argv[2:]
     if cmd == "pyiceberg":
@@ -371,6 +649,18 @@ def main():
         cmd_chall(args[0], args[1:])
     elif cmd == "chrows":
         cmd_chrows(args[0], args[1:])
+    elif cmd == "evolved":
+        cmd_evolved(args[0], args[1])
+    elif cmd == "sorted_transforms":
+        cmd_sorted_transforms(args[0])
+    elif cmd == "nested":
+        cmd_nested(args[0])
+    elif cmd == "check_partitions":
+        cmd_check_partitions(args[0])
+    elif cmd == "check_sorted":
+        cmd_check_sorted(args[0])
+    elif cmd == "pruned":
+        cmd_pruned(args[0])
     else:
         raise SystemExit(f"unknown command {cmd}")
 

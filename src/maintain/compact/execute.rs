@@ -16,12 +16,14 @@ use super::filter::PartitionFilter;
 use super::metrics::CompactMetrics;
 use super::model::LiveFile;
 use super::path::{PathField, partition_path};
-use super::plan::{Group, Resolved, plan};
+use super::plan::{Group, Output, Place, Resolved, plan};
 use super::read::{TableState, read_state};
+use super::repartition::OutputSpec;
 use super::rewrite::{GroupWriter, LoadedDeletes, SortKey, load_deletes};
-use super::schema::arrow_schema;
+use super::schema::{arrow_schema, field_by_id};
 use super::source::RangeSource;
 use super::stats::leaf_infos;
+use super::transform::Transform;
 use super::writer::{WriteConfig, writer_properties};
 use super::{CompactOutcome, PROCEDURE};
 use crate::error::{Error, ErrorKind, Result};
@@ -77,13 +79,46 @@ pub async fn execute(
     let concurrency = target.settings.metadata_read_concurrency();
     let state = read_state(&target.io, md, &snapshot, concurrency).await?;
     let default_spec = default_spec(md);
+    // Rows of older specs are re-partitioned by the default spec, when icetrim can compute it.
+    let output_spec: Option<std::result::Result<Arc<OutputSpec>, String>> =
+        (!default_spec.1).then(|| {
+            output_spec(md, default_spec.0, &schema_json, &schema)
+                .map(Arc::new)
+                .map_err(|e| e.message().to_string())
+        });
+    let place = |f: &LiveFile| -> Place {
+        if f.spec_id == default_spec.0 {
+            return Place::Partition(f.file.partition.clone());
+        }
+        match &output_spec {
+            None => Place::Partition(Value::Record(Vec::new())),
+            Some(Err(why)) => Place::Blocked(format!(
+                "spec {} is not the default spec {}, whose partitions icetrim cannot compute: \
+                 {why}",
+                f.spec_id, default_spec.0
+            )),
+            Some(Ok(out)) => md
+                .partition_spec(f.spec_id)
+                .and_then(|old| out.derive(old, &f.file.partition))
+                .map_or(Place::Split, Place::Partition),
+        }
+    };
     let plan = plan(
         &state.data,
         &state.deletes,
         &resolved,
         |f| filter.as_ref().is_none_or(|p| p.may_match(f)),
-        default_spec,
+        default_spec.0,
+        place,
     );
+    let split_spec = output_spec.and_then(|o| o.ok());
+    if split_spec.is_none() && plan.rewritten().any(|g| matches!(g.output, Output::Split)) {
+        return Err(Error::logical(format!(
+            "{PROCEDURE} on {}: a file group splits rows by a partition spec that could not be \
+             computed",
+            target.table_name
+        )));
+    }
     if explain {
         return Ok(CompactOutcome {
             metrics: CompactMetrics::default(),
@@ -115,6 +150,7 @@ pub async fn execute(
     }
     located.check_writable()?;
     let (properties, row_group_bytes) = writer_properties(md.properties())?;
+    let (sort, unsorted) = sort_keys(md, &schema);
     let config = WriteConfig {
         schema,
         leaves: Arc::new(leaf_infos(&schema_json, md.properties())?),
@@ -122,10 +158,12 @@ pub async fn execute(
         row_group_bytes,
         roll_bytes: resolved.write_max_file_size(),
         data_dir: format!("{}/data", md.location().trim_end_matches('/')),
-        sort_order_id: default_sort_order(md).map(|(id, _)| id),
+        // The order the rows follow: none when the table's order cannot be applied.
+        sort_order_id: default_sort_order(md)
+            .map(|(id, _)| id)
+            .filter(|_| unsorted.is_none()),
         io: target.io.clone(),
     };
-    let (sort, unsorted) = sort_keys(md, &config.schema);
     if let Some(why) = unsorted {
         warnings.push(format!(
             "{}: the table's sort order is not applied ({why}); rows keep their input order",
@@ -143,7 +181,10 @@ pub async fn execute(
         .max()
         .unwrap_or(0);
     // A sorted group also holds its sort buffer (decoded rows) and the sorted copy.
-    let sort_buffer = if sort.is_empty() {
+    let splits = groups
+        .iter()
+        .any(|(_, g)| matches!(g.output, Output::Split));
+    let sort_buffer = if sort.is_empty() && !splits {
         0
     } else {
         (budget / resolved.max_concurrent.max(1) / 4).clamp(16 << 20, 1 << 30)
@@ -176,11 +217,9 @@ pub async fn execute(
         }
     };
     let partition_of = |g: &Group| -> Value {
-        let first = &state.data[g.inputs[0]];
-        if g.spec_id == default_spec.0 {
-            first.file.partition.clone()
-        } else {
-            Value::Record(Vec::new())
+        match &g.output {
+            Output::Partition(v) => v.clone(),
+            Output::Split => Value::Record(Vec::new()),
         }
     };
     let rewritten: Vec<Rewritten> = futures::stream::iter(groups.iter().map(|(i, g)| {
@@ -194,11 +233,16 @@ pub async fn execute(
         let partition = partition_of(g);
         let dir = dir_of(&partition);
         let index = *i;
+        let split = match g.output {
+            Output::Split => split_spec.clone(),
+            Output::Partition(_) => None,
+        };
         let writer = GroupWriter::new(
             config.clone(),
             dir,
             partition,
             sort.clone(),
+            split,
             sort_buffer as usize,
         );
         async move {
@@ -265,6 +309,23 @@ fn output_path_fields(
         .collect())
 }
 
+/// The default spec, ready to place rows (its transforms parsed, its sources found).
+fn output_spec(
+    md: &TableMetadata,
+    spec_id: i32,
+    schema_json: &Json,
+    schema: &arrow_schema::SchemaRef,
+) -> Result<OutputSpec> {
+    let spec = md.partition_spec(spec_id).ok_or_else(|| {
+        Error::incorrect_data(format!("{}: no partition spec {spec_id}", md.file()))
+    })?;
+    let types: Vec<String> = output_path_fields(md, spec_id, schema_json)?
+        .into_iter()
+        .map(|f| f.result_type)
+        .collect();
+    OutputSpec::new(spec, &types, schema)
+}
+
 /// The default spec id and whether it is unpartitioned.
 fn default_spec(md: &TableMetadata) -> (i32, bool) {
     let id = md.default_spec_id();
@@ -274,8 +335,8 @@ fn default_spec(md: &TableMetadata) -> (i32, bool) {
     )
 }
 
-/// The default sort order as keys on output columns; a reason when it cannot be applied
-/// (a transform other than identity, or a nested column).
+/// The default sort order as keys; a reason when it cannot be applied (an unknown transform,
+/// one that does not apply to its column's type, or a column inside a list or map).
 fn sort_keys(
     md: &TableMetadata,
     schema: &arrow_schema::SchemaRef,
@@ -305,29 +366,34 @@ fn sort_keys(
         .unwrap_or_default();
     let mut keys = Vec::new();
     for f in &fields {
-        let transform = f
+        let text = f
             .get("transform")
             .and_then(Json::as_str)
             .unwrap_or("identity");
-        if transform != "identity" {
+        let transform = match Transform::parse(text) {
+            Ok(t) => t,
+            Err(e) => return (Vec::new(), Some(e.message().to_string())),
+        };
+        let source = f
+            .get("source-id")
+            .and_then(Json::as_i64)
+            .and_then(|v| i32::try_from(v).ok())
+            .unwrap_or(-1);
+        let Some(column) = field_by_id(schema.fields(), source) else {
             return (
                 Vec::new(),
-                Some(format!("sort transform '{transform}' is not supported")),
-            );
-        }
-        let source = f.get("source-id").and_then(Json::as_i64).unwrap_or(-1);
-        let Some(column) = schema
-            .fields()
-            .iter()
-            .position(|c| super::schema::field_id(c).map(i64::from) == Some(source))
-        else {
-            return (
-                Vec::new(),
-                Some(format!("sort column {source} is not a top-level column")),
+                Some(format!(
+                    "sort column {source} is not a column or struct field"
+                )),
             );
         };
+        let empty = arrow_array::new_empty_array(column.data_type());
+        if let Err(e) = transform.apply(&empty) {
+            return (Vec::new(), Some(e.message().to_string()));
+        }
         keys.push(SortKey {
-            column,
+            source_id: source,
+            transform,
             descending: f.get("direction").and_then(Json::as_str) == Some("desc"),
             nulls_first: f.get("null-order").and_then(Json::as_str) != Some("nulls-last"),
         });

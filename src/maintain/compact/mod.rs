@@ -7,14 +7,18 @@
 //!    the table with `NOT_IMPLEMENTED` before anything is read.
 //! 2. Read every manifest of the start: the live data and delete files (`read.rs`).
 //! 3. Plan (pure, `plan.rs`): options resolved with Java's defaults, files selected (size,
-//!    delete count, `where` on partition values: `filter.rs`), bin-packed per spec and
-//!    partition, groups kept by Java's rules; the deletes applying to each input follow the
-//!    spec's sequence-number rules (`deletes.rs`). `EXPLAIN` and `dry_run` stop here.
+//!    delete count, `where` on partition values: `filter.rs`), grouped by their partition
+//!    under the default spec (files of older specs join the partition their tuple decides, or
+//!    are grouped together and split row by row: `repartition.rs`), bin-packed, groups kept by
+//!    Java's rules; the deletes applying to each input follow the spec's sequence-number rules
+//!    (`deletes.rs`). `EXPLAIN` and `dry_run` stop here.
 //! 4. Rewrite each group (at most `max_concurrent_file_group_rewrites` at once, fewer when
 //!    `iceberg_compaction_max_memory_bytes` says so): inputs streamed batch by batch (large ones
 //!    read by ranges, row group by row group: `source.rs`), outputs streamed to storage as
-//!    multipart uploads, deletes
-//!    applied, v3 row lineage written explicitly, Parquet written with field ids, the table's
+//!    multipart uploads, deletes (equality deletes also on struct fields)
+//!    applied, v3 row lineage written explicitly, rows sorted by the default sort order (any
+//!    transform: `transform.rs`) and split by partition where needed, Parquet written with field
+//!    ids, the table's
 //!    codec and row-group size, complete Iceberg metrics (`rewrite.rs`, `writer.rs`,
 //!    `stats.rs`, `schema.rs`).
 //! 5. Commit a `replace` snapshot through [`MaintenanceTarget::commit`]: inputs become DELETED
@@ -43,10 +47,12 @@ pub mod plan;
 #[cfg(test)]
 mod plan_props;
 pub mod read;
+pub mod repartition;
 pub mod rewrite;
 pub mod schema;
 pub mod source;
 pub mod stats;
+pub mod transform;
 pub mod writer;
 
 pub use execute::execute;

@@ -19,14 +19,23 @@
 //!    when the remainder is above `min`, else `floor(size/target)` when that average stays under
 //!    `min(1.1 × target, write_max)`, else `ceil`. Writers roll at
 //!    `write_max = target + 0.5 × (max − target)`.
-//! 6. Output files go to the default spec. A group of another spec is rewritten only when the
-//!    default spec is unpartitioned (icetrim does not re-partition rows yet); otherwise it is
-//!    left and EXPLAIN says why.
+//! 6. Output files go to the default spec (Java's `RewriteDataFiles`). Files are grouped by the
+//!    partition their rows take under the default spec: a file of the default spec by its own
+//!    partition; a file of an older spec whose partition tuple decides the new one (the new
+//!    fields are the same transforms of the same columns, coarser time transforms of them,
+//!    transforms of an identity field, or `void`; or the default spec is unpartitioned) joins
+//!    the group of that partition; the other files of older specs (Java's "incompatible spec"
+//!    tasks) are grouped together, as Java does, bin-packed like any partition, and their rows
+//!    are split by the partition each row takes under the default spec (`repartition.rs`).
+//!    A default spec icetrim cannot compute (an unknown transform) leaves those files, and
+//!    EXPLAIN says why.
 
 use std::collections::BTreeMap;
 
+use apache_avro::types::Value;
+
 use super::deletes::applicable;
-use super::model::LiveFile;
+use super::model::{LiveFile, partition_text};
 use crate::error::{Error, Result};
 use crate::plan::CompactOptions;
 
@@ -117,13 +126,37 @@ impl Resolved {
     }
 }
 
-/// One file group: data files of one `(spec, partition)` rewritten together.
+/// Where the rows of a data file go under the default spec.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Place {
+    /// Every row into this partition tuple of the default spec.
+    Partition(Value),
+    /// Each row into the partition its values take under the default spec.
+    Split,
+    /// The file cannot be rewritten into the default spec: why.
+    Blocked(String),
+}
+
+/// Where a group's output rows go.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Output {
+    /// One partition tuple of the default spec.
+    Partition(Value),
+    /// Split row by row by the default spec.
+    Split,
+}
+
+/// One file group: data files rewritten together into one partition of the default spec (or
+/// split by it).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Group {
     /// Position in [`Plan::groups`].
     pub index: usize,
+    /// The default spec; for a group that cannot be rewritten, its files' spec.
     pub spec_id: i32,
+    /// The output partition as text (`name=value/...`), or `*` when rows are split.
     pub partition: String,
+    pub output: Output,
     /// Indexes into the data files.
     pub inputs: Vec<usize>,
     /// Indexes into the delete files that apply to at least one input.
@@ -152,17 +185,44 @@ impl Plan {
 /// A selected data file (index) and the delete files (indexes) that apply to it.
 type Selected = (usize, Vec<usize>);
 
+/// How files group: by output partition, split, or (blocked) by their own spec and partition.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+enum Key {
+    Partition(String),
+    Split,
+    Blocked(i32, String),
+}
+
+/// The placement of files when the default spec is `default` (id, unpartitioned) and files of
+/// other specs cannot be placed: files of the default spec keep their partition, every file goes
+/// to the one partition of an unpartitioned default spec, the others are blocked.
+pub fn by_spec(default: (i32, bool)) -> impl Fn(&LiveFile) -> Place {
+    move |f: &LiveFile| {
+        if f.spec_id == default.0 {
+            Place::Partition(f.file.partition.clone())
+        } else if default.1 {
+            Place::Partition(Value::Record(Vec::new()))
+        } else {
+            Place::Blocked(format!(
+                "spec {} is not the default spec {}",
+                f.spec_id, default.0
+            ))
+        }
+    }
+}
+
 /// Plans the compaction of `data` (live data files) with `deletes` (live delete files).
 /// `selected_by_filter`: whether the `where` filter may match a file. `default_spec`: the
-/// table's default spec id and whether it is unpartitioned.
+/// table's default spec id. `place`: where a file's rows go under the default spec.
 pub fn plan(
     data: &[LiveFile],
     deletes: &[LiveFile],
     options: &Resolved,
     selected_by_filter: impl Fn(&LiveFile) -> bool,
-    default_spec: (i32, bool),
+    default_spec: i32,
+    place: impl Fn(&LiveFile) -> Place,
 ) -> Plan {
-    let mut by_partition: BTreeMap<(i32, String), Vec<Selected>> = BTreeMap::new();
+    let mut by_partition: BTreeMap<Key, (Place, Vec<Selected>)> = BTreeMap::new();
     let mut order: Vec<usize> = (0..data.len()).collect();
     order.sort_by(|a, b| data[*a].path().cmp(data[*b].path()));
     for i in order {
@@ -177,14 +237,25 @@ pub fn plan(
             || size > options.max
             || applying.len() as u64 >= options.delete_file_threshold;
         if selected {
+            let placed = place(f);
+            let key = match &placed {
+                // A file of the default spec already carries its partition's text.
+                Place::Partition(_) if f.spec_id == default_spec => {
+                    Key::Partition(f.partition.clone())
+                }
+                Place::Partition(v) => Key::Partition(partition_text(v)),
+                Place::Split => Key::Split,
+                Place::Blocked(_) => Key::Blocked(f.spec_id, f.partition.clone()),
+            };
             by_partition
-                .entry((f.spec_id, f.partition.clone()))
-                .or_default()
+                .entry(key)
+                .or_insert_with(|| (placed, Vec::new()))
+                .1
                 .push((i, applying));
         }
     }
     let mut groups = Vec::new();
-    for ((spec_id, partition), files) in by_partition {
+    for (key, (placed, files)) in by_partition {
         let mut bins: Vec<Vec<Selected>> = Vec::new();
         let mut open_size = 0u64;
         for (i, applying) in files {
@@ -200,17 +271,24 @@ pub fn plan(
                 }
             }
         }
+        let (spec_id, partition, output, blocked) = match (&key, placed) {
+            (Key::Blocked(spec, p), Place::Blocked(why)) => {
+                (*spec, p.clone(), Output::Split, Some(why))
+            }
+            (Key::Partition(text), Place::Partition(v)) => {
+                (default_spec, text.clone(), Output::Partition(v), None)
+            }
+            _ => (default_spec, "*".to_string(), Output::Split, None),
+        };
         for bin in bins {
             let index = groups.len();
-            groups.push(group(
-                index,
-                data,
-                spec_id,
-                &partition,
-                bin,
-                options,
-                default_spec,
-            ));
+            let mut g = group(index, data, spec_id, &partition, bin, options, default_spec);
+            g.output = output.clone();
+            if let (Some(why), true) = (&blocked, g.rewrite) {
+                g.rewrite = false;
+                g.reason = why.clone();
+            }
+            groups.push(g);
         }
     }
     Plan { groups }
@@ -223,7 +301,7 @@ fn group(
     partition: &str,
     bin: Vec<Selected>,
     options: &Resolved,
-    default_spec: (i32, bool),
+    default_spec: i32,
 ) -> Group {
     let input_bytes: u64 = bin
         .iter()
@@ -253,15 +331,26 @@ fn group(
     } else {
         None
     };
+    let mut old_specs: Vec<i32> = bin
+        .iter()
+        .map(|(i, _)| data[*i].spec_id)
+        .filter(|s| *s != default_spec)
+        .collect();
+    old_specs.sort_unstable();
+    old_specs.dedup();
     let (rewrite, reason) = match reason {
-        Some(_) if spec_id != default_spec.0 && !default_spec.1 => (
-            false,
+        Some(r) if old_specs.is_empty() => (true, r.to_string()),
+        Some(r) => (
+            true,
             format!(
-                "spec {spec_id} is not the default spec {}: re-partitioning is not supported",
-                default_spec.0
+                "{r}; rows of spec {} re-partitioned onto the default spec {default_spec}",
+                old_specs
+                    .iter()
+                    .map(i32::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ),
         ),
-        Some(r) => (true, r.to_string()),
         None => (
             false,
             format!(
@@ -274,6 +363,7 @@ fn group(
         index,
         spec_id,
         partition: partition.to_string(),
+        output: Output::Split,
         inputs: bin.iter().map(|(i, _)| *i).collect(),
         deletes,
         input_bytes,
@@ -340,17 +430,24 @@ mod tests {
         let mut files: Vec<LiveFile> = (0..5).map(|i| data(&format!("a{i}"), "p=1", 10)).collect();
         files.extend((0..3).map(|i| data(&format!("b{i}"), "p=2", 10)));
         files.push(data("big", "p=1", 900));
-        let p = plan(&files, &[], &r, |_| true, (0, false));
+        let p = plan(&files, &[], &r, |_| true, 0, by_spec((0, false)));
         assert_eq!(p.groups.len(), 2);
         assert!(p.groups[0].rewrite && p.groups[0].inputs.len() == 5);
         assert!(!p.groups[1].rewrite, "3 files < 5");
-        let p = plan(&files, &[], &r, |f| f.partition == "p=2", (0, false));
+        let p = plan(
+            &files,
+            &[],
+            &r,
+            |f| f.partition == "p=2",
+            0,
+            by_spec((0, false)),
+        );
         assert_eq!(p.groups.len(), 1);
         let all = Resolved {
             rewrite_all: true,
             ..r.clone()
         };
-        let p = plan(&files, &[], &all, |_| true, (0, false));
+        let p = plan(&files, &[], &all, |_| true, 0, by_spec((0, false)));
         assert_eq!(p.rewritten().map(|g| g.inputs.len()).sum::<usize>(), 9);
     }
 
@@ -368,7 +465,7 @@ mod tests {
         let mut del = data("del", "p=1", 5);
         del.file.content = DataContent::PositionDeletes;
         del.file.referenced_data_file = Some("a".into());
-        let p = plan(&files, &[del], &r, |_| true, (0, false));
+        let p = plan(&files, &[del], &r, |_| true, 0, by_spec((0, false)));
         assert_eq!(p.groups.len(), 1);
         assert_eq!(p.groups[0].inputs, [0]);
         assert_eq!(p.groups[0].deletes, [0]);
@@ -382,21 +479,72 @@ mod tests {
             ..Resolved::new(&CompactOptions::default(), Some("1000")).unwrap()
         };
         let files: Vec<LiveFile> = (0..5).map(|i| data(&format!("a{i}"), "", 10)).collect();
-        let p = plan(&files, &[], &r, |_| true, (0, false));
+        let p = plan(&files, &[], &r, |_| true, 0, by_spec((0, false)));
         let sizes: Vec<usize> = p.groups.iter().map(|g| g.inputs.len()).collect();
         assert_eq!(sizes, [2, 2, 1]);
     }
 
     #[test]
-    fn other_specs_wait_when_the_default_is_partitioned() {
+    fn old_specs_join_their_output_partition_or_split() {
         let r = Resolved::new(&CompactOptions::default(), Some("1000")).unwrap();
-        let mut files: Vec<LiveFile> = (0..5).map(|i| data(&format!("a{i}"), "", 10)).collect();
+        let part =
+            |v: i32| Value::Record(vec![("p".into(), Value::Union(1, Box::new(Value::Int(v))))]);
+        // Three files of the default spec 2 in p=1, two of spec 1 whose rows all land in p=1,
+        // four of spec 0 whose rows must be split.
+        let mut files: Vec<LiveFile> = (0..3).map(|i| data(&format!("a{i}"), "p=1", 10)).collect();
         for f in &mut files {
-            f.spec_id = 1;
+            f.spec_id = 2;
+            f.file.partition = part(1);
         }
-        let p = plan(&files, &[], &r, |_| true, (2, false));
-        assert!(!p.groups[0].rewrite);
-        let p = plan(&files, &[], &r, |_| true, (2, true));
-        assert!(p.groups[0].rewrite);
+        for i in 0..2 {
+            let mut f = data(&format!("b{i}"), "day=7", 10);
+            f.spec_id = 1;
+            files.push(f);
+        }
+        for i in 0..4 {
+            let mut f = data(&format!("c{i}"), &format!("x={i}"), 10);
+            f.spec_id = 0;
+            files.push(f);
+        }
+        let place = |f: &LiveFile| match f.spec_id {
+            2 => Place::Partition(f.file.partition.clone()),
+            1 => Place::Partition(part(1)),
+            _ => Place::Split,
+        };
+        let all = Resolved {
+            rewrite_all: true,
+            ..r.clone()
+        };
+        let p = plan(&files, &[], &all, |_| true, 2, place);
+        assert_eq!(p.groups.len(), 2);
+        let joined = &p.groups[0];
+        assert_eq!((joined.spec_id, joined.partition.as_str()), (2, "p=1"));
+        assert_eq!(joined.inputs.len(), 5);
+        assert_eq!(joined.output, Output::Partition(part(1)));
+        assert!(
+            joined.reason.contains("spec 1 re-partitioned"),
+            "{}",
+            joined.reason
+        );
+        let split = &p.groups[1];
+        assert_eq!((split.spec_id, split.partition.as_str()), (2, "*"));
+        assert_eq!(
+            split.inputs.len(),
+            4,
+            "old partitions of spec 0 grouped together"
+        );
+        assert_eq!(split.output, Output::Split);
+        assert!(split.rewrite);
+        // Blocked files keep their own (spec, partition) groups and are left.
+        let p = plan(&files, &[], &all, |_| true, 2, by_spec((2, false)));
+        let left: Vec<&Group> = p.groups.iter().filter(|g| !g.rewrite).collect();
+        assert_eq!(
+            left.len(),
+            5,
+            "2 files of spec 1 in one partition, 4 of spec 0 in four"
+        );
+        assert!(left[0].reason.contains("not the default spec"));
+        let p = plan(&files, &[], &all, |_| true, 2, by_spec((2, true)));
+        assert!(p.groups.iter().all(|g| g.rewrite));
     }
 }

@@ -9,7 +9,7 @@ use proptest::prelude::*;
 
 use super::deletes::{applies, droppable};
 use super::model::LiveFile;
-use super::plan::{Resolved, plan};
+use super::plan::{Resolved, by_spec, plan};
 use crate::iceberg::manifest::DataFile;
 use crate::iceberg::spec::DataContent;
 
@@ -91,7 +91,7 @@ proptest! {
 
     #[test]
     fn groups_are_sound((data, deletes) in files(), o in options()) {
-        let p = plan(&data, &deletes, &o, |_| true, (1, false));
+        let p = plan(&data, &deletes, &o, |_| true, 1, by_spec((1, false)));
         let mut seen = HashSet::new();
         for g in &p.groups {
             prop_assert!(!g.inputs.is_empty());

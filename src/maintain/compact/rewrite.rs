@@ -20,7 +20,7 @@ use arrow_array::cast::AsArray;
 use arrow_array::types::Int64Type;
 use arrow_array::{Array, ArrayRef, BooleanArray, Int64Array, RecordBatch};
 use arrow_row::{RowConverter, SortField};
-use arrow_schema::{DataType, Schema, SchemaRef};
+use arrow_schema::{DataType, SchemaRef};
 use bytes::Bytes;
 use parquet::arrow::arrow_reader::{ArrowReaderOptions, ParquetRecordBatchReaderBuilder};
 use parquet::file::reader::ChunkReader;
@@ -28,7 +28,12 @@ use roaring::RoaringTreemap;
 
 use super::deletes::applies;
 use super::model::LiveFile;
-use super::schema::{LAST_UPDATED_FIELD, ROW_ID_FIELD, adapt_batch, field_id};
+use super::path::partition_path;
+use super::repartition::OutputSpec;
+use super::schema::{
+    LAST_UPDATED_FIELD, ROW_ID_FIELD, adapt_batch, field_by_id, field_id, leaf_by_id, project,
+};
+use super::transform::Transform;
 use super::writer::{Finished, OutputFile, WriteConfig};
 use crate::error::{Error, Result};
 use crate::io::FileIO;
@@ -52,8 +57,8 @@ pub struct LoadedDeletes {
 
 struct EqualitySet {
     delete: LiveFile,
-    /// Indexes of the columns in the output schema.
-    columns: Vec<usize>,
+    /// The equality field ids: columns or fields nested in structs.
+    ids: Vec<i32>,
     converter: RowConverter,
     rows: HashSet<Vec<u8>>,
 }
@@ -212,30 +217,21 @@ fn read_equality_deletes(d: &LiveFile, bytes: Bytes, schema: &SchemaRef) -> Resu
             "equality delete file '{path}' has no equality_ids"
         )));
     }
-    let columns = ids
+    // The spec allows struct fields (a null parent makes them null), not list or map ones.
+    let leaves = ids
         .iter()
         .map(|id| {
-            schema
-                .fields()
-                .iter()
-                .position(|f| field_id(f) == Some(*id))
-                .ok_or_else(|| {
-                    Error::not_implemented(format!(
-                        "equality delete file '{path}' compares field {id}, which is not a \
-                         top-level column of the current schema"
-                    ))
-                })
+            field_by_id(schema.fields(), *id).ok_or_else(|| {
+                Error::not_implemented(format!(
+                    "equality delete file '{path}' compares field {id}, which is neither a \
+                     column nor a struct field of the current schema"
+                ))
+            })
         })
         .collect::<Result<Vec<_>>>()?;
-    let eq_schema = Arc::new(Schema::new(
-        columns
-            .iter()
-            .map(|i| schema.field(*i).clone())
-            .collect::<Vec<_>>(),
-    ));
+    let eq_schema = Arc::new(project(schema, &ids));
     let converter = RowConverter::new(
-        eq_schema
-            .fields()
+        leaves
             .iter()
             .map(|f| SortField::new(f.data_type().clone()))
             .collect(),
@@ -246,8 +242,9 @@ fn read_equality_deletes(d: &LiveFile, bytes: Bytes, schema: &SchemaRef) -> Resu
         let batch =
             batch.map_err(|e| Error::incorrect_data(format!("equality delete '{path}': {e}")))?;
         let adapted = adapt_batch(&batch, &eq_schema)?;
+        let columns = equality_columns(&adapted, &ids, path)?;
         let converted = converter
-            .convert_columns(adapted.columns())
+            .convert_columns(&columns)
             .map_err(|e| Error::incorrect_data(format!("equality delete '{path}': {e}")))?;
         for r in converted.iter() {
             rows.insert(r.as_ref().to_vec());
@@ -255,26 +252,46 @@ fn read_equality_deletes(d: &LiveFile, bytes: Bytes, schema: &SchemaRef) -> Resu
     }
     Ok(EqualitySet {
         delete: d.clone(),
-        columns,
+        ids,
         converter,
         rows,
     })
 }
 
-/// One key of the table's sort order, resolved to a column of the output schema.
+/// The equality columns `ids` of `batch`.
+fn equality_columns(batch: &RecordBatch, ids: &[i32], path: &str) -> Result<Vec<ArrayRef>> {
+    let schema = batch.schema();
+    ids.iter()
+        .map(|id| {
+            leaf_by_id(schema.fields(), batch.columns(), *id).ok_or_else(|| {
+                Error::logical(format!(
+                    "'{path}': equality field {id} missing from a batch"
+                ))
+            })
+        })
+        .collect()
+}
+
+/// One key of the table's sort order: a transform of a column or struct field.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SortKey {
-    pub column: usize,
+    pub source_id: i32,
+    pub transform: Transform,
     pub descending: bool,
     pub nulls_first: bool,
 }
 
-/// The group's output files as they are written. With a sort order, rows are buffered up to
-/// `sort_buffer_bytes` (decoded), sorted, and written as one output file: every output file is
-/// sorted, and a group larger than the buffer gives several sorted files rather than more memory.
+/// The group's output files as they are written. With a sort order, or when rows are split by
+/// the default spec (`split`), rows are buffered up to `sort_buffer_bytes` (decoded), sorted by
+/// their partition under the default spec, then by the sort order (each key's transform of its
+/// column, its direction and null order; floats as the spec orders them: -NaN < -Infinity <
+/// ... < -0 < 0 < ... < NaN), and written as one output file per partition: every output file is
+/// sorted and holds one partition, and a group larger than the buffer gives several files rather
+/// than more memory.
 pub struct GroupWriter {
     config: WriteConfig,
     sort: Vec<SortKey>,
+    split: Option<Arc<OutputSpec>>,
     sort_buffer_bytes: usize,
     pending: Vec<RecordBatch>,
     pending_bytes: usize,
@@ -296,11 +313,13 @@ impl GroupWriter {
         dir: String,
         partition: Value,
         sort: Vec<SortKey>,
+        split: Option<Arc<OutputSpec>>,
         sort_buffer_bytes: usize,
     ) -> Self {
         GroupWriter {
             config,
             sort,
+            split,
             sort_buffer_bytes,
             pending: Vec::new(),
             pending_bytes: 0,
@@ -319,7 +338,7 @@ impl GroupWriter {
         if batch.num_rows() == 0 {
             return Ok(());
         }
-        if self.sort.is_empty() {
+        if self.sort.is_empty() && self.split.is_none() {
             return self.write_unsorted(batch);
         }
         self.pending_bytes += batch.get_array_memory_size();
@@ -330,7 +349,7 @@ impl GroupWriter {
         Ok(())
     }
 
-    /// Sorts the buffered rows and writes them as one output file.
+    /// Sorts the buffered rows and writes them, one output file per partition.
     fn flush_sorted(&mut self) -> Result<()> {
         if self.pending.is_empty() {
             return Ok(());
@@ -341,25 +360,72 @@ impl GroupWriter {
         let all = arrow_select::concat::concat_batches(&self.config.schema, &batches)
             .map_err(sort_err)?;
         drop(batches);
-        let columns: Vec<arrow_ord::sort::SortColumn> = self
-            .sort
+        if all.num_rows() == 0 {
+            return Ok(());
+        }
+        let keys = match &self.split {
+            Some(spec) => spec.keys(&all)?,
+            None => Vec::new(),
+        };
+        let mut columns: Vec<arrow_ord::sort::SortColumn> = keys
             .iter()
             .map(|k| arrow_ord::sort::SortColumn {
-                values: all.column(k.column).clone(),
+                values: k.clone(),
+                options: Some(arrow_schema::SortOptions {
+                    descending: false,
+                    nulls_first: true,
+                }),
+            })
+            .collect();
+        for k in &self.sort {
+            let source =
+                leaf_by_id(all.schema().fields(), all.columns(), k.source_id).ok_or_else(|| {
+                    Error::logical(format!("sort column {} missing from a batch", k.source_id))
+                })?;
+            columns.push(arrow_ord::sort::SortColumn {
+                values: k.transform.apply(&source)?,
                 options: Some(arrow_schema::SortOptions {
                     descending: k.descending,
                     nulls_first: k.nulls_first,
                 }),
-            })
-            .collect();
+            });
+        }
         let indices = arrow_ord::sort::lexsort_to_indices(&columns, None).map_err(sort_err)?;
+        drop(columns);
         let sorted = arrow_select::take::take_record_batch(&all, &indices).map_err(sort_err)?;
         drop(all);
-        for start in (0..sorted.num_rows()).step_by(BATCH_ROWS) {
-            let len = BATCH_ROWS.min(sorted.num_rows() - start);
-            self.write_unsorted(&sorted.slice(start, len))?;
+        let Some(spec) = self.split.clone() else {
+            self.write_rows(&sorted)?;
+            return self.roll_current();
+        };
+        let keys = keys
+            .iter()
+            .map(|k| arrow_select::take::take(k, &indices, None))
+            .collect::<std::result::Result<Vec<_>, _>>()
+            .map_err(sort_err)?;
+        let runs = arrow_ord::partition::partition(&keys).map_err(sort_err)?;
+        let path_fields = spec.path_fields();
+        for run in runs.ranges() {
+            self.roll_current()?;
+            self.partition = spec.tuple(&keys, run.start)?;
+            let folder = partition_path(&path_fields, &self.partition);
+            self.dir = if folder.is_empty() {
+                self.config.data_dir.clone()
+            } else {
+                format!("{}/{folder}", self.config.data_dir)
+            };
+            self.write_rows(&sorted.slice(run.start, run.end - run.start))?;
         }
         self.roll_current()
+    }
+
+    /// Writes `batch` in slices of at most `BATCH_ROWS` rows.
+    fn write_rows(&mut self, batch: &RecordBatch) -> Result<()> {
+        for start in (0..batch.num_rows()).step_by(BATCH_ROWS) {
+            let len = BATCH_ROWS.min(batch.num_rows() - start);
+            self.write_unsorted(&batch.slice(start, len))?;
+        }
+        Ok(())
     }
 
     fn write_unsorted(&mut self, batch: &RecordBatch) -> Result<()> {
@@ -440,11 +506,7 @@ impl GroupWriter {
                 }
             }
             for eq in &equality {
-                let cols: Vec<ArrayRef> = eq
-                    .columns
-                    .iter()
-                    .map(|c| adapted.column(*c).clone())
-                    .collect();
+                let cols = equality_columns(&adapted, &eq.ids, path)?;
                 let rows = eq
                     .converter
                     .convert_columns(&cols)

@@ -13,7 +13,10 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use arrow_array::{Array, ArrayRef, ListArray, MapArray, RecordBatch, StructArray, new_null_array};
+use arrow_array::{
+    Array, ArrayRef, ListArray, MapArray, RecordBatch, StructArray, make_array, new_null_array,
+};
+use arrow_buffer::NullBuffer;
 use arrow_schema::{DataType, Field, FieldRef, Fields, Schema, SchemaRef, TimeUnit};
 use parquet::arrow::PARQUET_FIELD_ID_META_KEY;
 use serde_json::Value as Json;
@@ -194,6 +197,83 @@ fn primitive(text: &str) -> Result<DataType> {
     })
 }
 
+/// The column of field `id` in `columns` (described by `fields`): a top-level column or a field
+/// nested in structs (never inside a list or a map). A field whose parent struct is null is null.
+pub fn leaf_by_id(fields: &Fields, columns: &[ArrayRef], id: i32) -> Option<ArrayRef> {
+    for (f, c) in fields.iter().zip(columns) {
+        if field_id(f) == Some(id) {
+            return Some(c.clone());
+        }
+        if let (DataType::Struct(children), Some(s)) =
+            (f.data_type(), c.as_any().downcast_ref::<StructArray>())
+        {
+            if let Some(found) = leaf_by_id(children, s.columns(), id) {
+                return Some(with_parent_nulls(&found, s.nulls()));
+            }
+        }
+    }
+    None
+}
+
+/// `child` with the nulls of its parent struct added.
+fn with_parent_nulls(child: &ArrayRef, parent: Option<&NullBuffer>) -> ArrayRef {
+    let Some(parent) = parent else {
+        return child.clone();
+    };
+    let nulls = NullBuffer::union(Some(parent), child.nulls());
+    child
+        .to_data()
+        .into_builder()
+        .nulls(nulls)
+        .build()
+        .map(make_array)
+        .unwrap_or_else(|_| child.clone())
+}
+
+/// The field of id `id` in `fields`, searched through structs (not lists or maps).
+pub fn field_by_id(fields: &Fields, id: i32) -> Option<FieldRef> {
+    for f in fields {
+        if field_id(f) == Some(id) {
+            return Some(f.clone());
+        }
+        if let DataType::Struct(children) = f.data_type() {
+            if let Some(found) = field_by_id(children, id) {
+                return Some(found);
+            }
+        }
+    }
+    None
+}
+
+/// `schema` projected to the fields `ids` (each a column or a field nested in structs): the
+/// columns holding them, structs keeping only the children on the way; every field nullable.
+pub fn project(schema: &Schema, ids: &[i32]) -> Schema {
+    fn keep(f: &FieldRef, ids: &[i32]) -> Option<FieldRef> {
+        if field_id(f).is_some_and(|id| ids.contains(&id)) {
+            return Some(Arc::new(f.as_ref().clone().with_nullable(true)));
+        }
+        let DataType::Struct(children) = f.data_type() else {
+            return None;
+        };
+        let kept: Vec<FieldRef> = children.iter().filter_map(|c| keep(c, ids)).collect();
+        (!kept.is_empty()).then(|| {
+            Arc::new(
+                f.as_ref()
+                    .clone()
+                    .with_data_type(DataType::Struct(Fields::from(kept)))
+                    .with_nullable(true),
+            )
+        })
+    }
+    Schema::new(
+        schema
+            .fields()
+            .iter()
+            .filter_map(|f| keep(f, ids))
+            .collect::<Vec<_>>(),
+    )
+}
+
 /// `batch` (read from an input file) in `target`'s shape: fields matched by id.
 pub fn adapt_batch(batch: &RecordBatch, target: &SchemaRef) -> Result<RecordBatch> {
     let source = batch.schema();
@@ -349,6 +429,48 @@ mod tests {
             {"id": 1, "name": "x", "required": false, "type": "int", "initial-default": 5}]});
         let e = arrow_schema(&d, true).unwrap_err();
         assert!(e.message().contains("initial-default"), "{}", e.message());
+    }
+
+    #[test]
+    fn struct_fields_are_found_by_id_and_a_null_parent_nulls_them() {
+        let x = with_id("x", DataType::Int64, true, 3);
+        let y = with_id("y", DataType::Utf8, true, 4);
+        let s_type = DataType::Struct(Fields::from(vec![x.clone(), y.clone()]));
+        let schema = Schema::new(vec![
+            with_id("id", DataType::Int64, false, 1),
+            with_id("s", s_type.clone(), true, 2),
+        ]);
+        let s = StructArray::try_new(
+            Fields::from(vec![x, y]),
+            vec![
+                Arc::new(Int64Array::from(vec![Some(1), Some(2), None])),
+                Arc::new(StringArray::from(vec!["a", "b", "c"])),
+            ],
+            Some(vec![true, false, true].into()),
+        )
+        .unwrap();
+        let columns: Vec<ArrayRef> = vec![Arc::new(Int64Array::from(vec![7, 8, 9])), Arc::new(s)];
+        let x = leaf_by_id(schema.fields(), &columns, 3).unwrap();
+        let x = x.as_any().downcast_ref::<Int64Array>().unwrap();
+        assert_eq!(
+            (x.value(0), x.is_null(1), x.is_null(2)),
+            (1, true, true),
+            "row 1: null parent; row 2: null field"
+        );
+        assert!(leaf_by_id(schema.fields(), &columns, 9).is_none());
+        assert_eq!(
+            field_by_id(schema.fields(), 4).map(|f| f.name().clone()),
+            Some("y".into())
+        );
+        // Projected to s.y: `s` keeps only `y`, every field nullable; `id` is gone.
+        let p = project(&schema, &[4]);
+        assert_eq!(p.fields().len(), 1);
+        let DataType::Struct(kept) = p.field(0).data_type() else {
+            panic!("not a struct")
+        };
+        assert_eq!(kept.len(), 1);
+        assert_eq!(field_id(&kept[0]), Some(4));
+        assert!(project(&schema, &[1]).field(0).is_nullable());
     }
 
     #[test]
