@@ -49,6 +49,30 @@ pub(crate) fn vended_for(key: &StoreKey, options: &StorageOptions) -> Option<Arc
     covered.then(|| Arc::clone(source))
 }
 
+/// Azure with vended SAS tokens: the container's blob URL for blob-by-blob deletes.
+pub(crate) fn azure_blobs(
+    key: &StoreKey,
+    options: &StorageOptions,
+) -> Option<super::vended_store::AzureBlobs> {
+    if key.family != Family::Azure {
+        return None;
+    }
+    let account = key
+        .account
+        .as_deref()
+        .or(options.azure.account.as_deref())?;
+    let own = options
+        .azure
+        .account
+        .as_deref()
+        .is_none_or(|a| a.eq_ignore_ascii_case(account));
+    let endpoint = match &options.azure.endpoint {
+        Some(endpoint) if own => endpoint.clone(),
+        _ => format!("https://{account}.blob.core.windows.net"),
+    };
+    super::vended_store::AzureBlobs::new(&endpoint, &key.bucket, account)
+}
+
 #[cfg(any(feature = "s3", feature = "azure", feature = "gcs"))]
 fn build_failed(key: impl std::fmt::Display, e: object_store::Error) -> Error {
     Error::new(

@@ -257,7 +257,10 @@ impl FileIO {
         let mut store = build::build_store(&key, &self.inner.options)
             .map_err(|e| e.context(format!("Cannot access '{uri}'")))?;
         if let Some(source) = build::vended_for(&key, &self.inner.options) {
-            store = Arc::new(vended_store::VendedStore::new(store, source, key.family));
+            let blobs = build::azure_blobs(&key, &self.inner.options);
+            store = Arc::new(vended_store::VendedStore::new(
+                store, source, key.family, blobs,
+            ));
         }
         for layer in &self.inner.layers {
             store = layer.wrap(&key, store);
