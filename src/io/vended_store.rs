@@ -541,3 +541,7 @@ impl ObjectStore for VendedStore {
             .await
     }
 }
+
+#[cfg(test)]
+#[path = "vended_store_tests.rs"]
+mod tests;
