@@ -401,3 +401,47 @@ async fn azure_sas_tokens_that_keep_failing_end_after_one_renewal() {
     assert_eq!(table.files().await, files);
     table.read().await;
 }
+
+/// Held across a pause longer than their life, a table's SAS tokens (2 s, azurite enforces the
+/// expiry) are replaced for the next request (due by their expiry, so renewed before it is sent;
+/// this test cannot tell that from a renewal after azurite's refusal): azurite answers it, and
+/// exactly one renewal happened after the load's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn azure_sas_tokens_are_renewed_before_a_request_once_they_run_out() {
+    use icetrim::internals::engine::{DatabaseDef, Runtime, open_catalog_table};
+
+    let table = AzureTable::new("py_v2_linear").await;
+    table.vend(json!({"lifetime_ms": 2000})).await;
+    let def = DatabaseDef {
+        name: "vended".into(),
+        engine: "DataLakeCatalog".into(),
+        args: vec![format!("{}/v1", rest_catalog::uri())],
+        settings: [("catalog_type", "rest"), ("warehouse", &table.warehouse)]
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+        setting_order: Vec::new(),
+    };
+    let target = open_catalog_table(&Runtime::default(), &icetrim::Settings::new(), &def, "ns.t")
+        .await
+        .expect("open the catalog table");
+    let from = rest_catalog::log().await.len();
+    let files = table.files().await;
+    let metadata = rest_catalog::newest_metadata_name(files.iter().map(String::as_str))
+        .expect("a metadata file")
+        .to_string();
+    let uri = table.place.root.uri(&metadata);
+    target
+        .io
+        .read(&uri)
+        .await
+        .expect("read with the load's token");
+    tokio::time::sleep(std::time::Duration::from_millis(2600)).await;
+    target
+        .io
+        .read(&uri)
+        .await
+        .expect("read after the token ran out");
+    let (refreshes, _) = catalog_calls(&table.warehouse, from).await;
+    assert_eq!(refreshes, 1);
+}
