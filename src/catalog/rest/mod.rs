@@ -10,7 +10,10 @@
 //!   and fetched again once on a 401; the engine's user/password as HTTP basic auth otherwise.
 //! - Load: `GET …/namespaces/{ns}/tables/{t}` (with `X-Iceberg-Access-Delegation:
 //!   vended-credentials` when `vended_credentials = 1`, the default as in ClickHouse); storage
-//!   from the answer's credentials ([`credentials`]) or the database's storage settings. The
+//!   from the answer's credentials ([`credentials`]) or the database's storage settings. Vended
+//!   credentials that expire within 5 minutes are fetched anew at once (`GET …/credentials`), and
+//!   renewed while the table's `FileIO` is in use ([`credentials::Renewer`] behind
+//!   `crate::io::VendedSource`: ahead of expiry, and once when storage says they expired). The
 //!   metadata file must exist in storage (else `FILE_DOESNT_EXIST`, nothing done).
 //! - Commit: `POST …/namespaces/{ns}/tables/{t}` with [`diff::rest_changes`]. 200 → committed
 //!   (the answer's metadata); 409 → conflict; 400 with a multi-id `remove-snapshots` → once more
