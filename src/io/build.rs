@@ -11,6 +11,7 @@ use object_store::ObjectStore;
 
 use super::location::{Family, StoreKey};
 use super::options::{AzureOptions, GcsOptions, S3Options, StorageOptions};
+use super::vended::VendedSource;
 use crate::error::{Error, Result};
 
 /// A new client for the store `key` names.
@@ -21,10 +22,55 @@ pub(crate) fn build_store(
     match key.family {
         Family::File => Ok(Arc::new(object_store::local::LocalFileSystem::new())),
         Family::Memory => Ok(Arc::new(object_store::memory::InMemory::new())),
-        Family::S3 => build_s3(&key.bucket, &options.s3),
-        Family::Azure => build_azure(&key.bucket, key.account.as_deref(), &options.azure),
+        Family::S3 => build_s3(&key.bucket, &options.s3, vended_for(key, options)),
+        Family::Azure => build_azure(
+            &key.bucket,
+            key.account.as_deref(),
+            &options.azure,
+            vended_for(key, options),
+        ),
         Family::Gcs => build_gcs(&key.bucket, &options.gcs),
     }
+}
+
+/// The vended credentials that sign requests to the store `key` names, if any cover it.
+pub(crate) fn vended_for(key: &StoreKey, options: &StorageOptions) -> Option<Arc<VendedSource>> {
+    let source = options.vended.as_ref()?;
+    let (current, _) = source.current();
+    let covered = match key.family {
+        Family::S3 => current.s3.is_some(),
+        Family::Azure => key
+            .account
+            .as_deref()
+            .or(options.azure.account.as_deref())
+            .is_some_and(|account| current.sas_for(account).is_some()),
+        Family::File | Family::Memory | Family::Gcs => false,
+    };
+    covered.then(|| Arc::clone(source))
+}
+
+/// Azure with vended SAS tokens: the container's blob URL for blob-by-blob deletes.
+pub(crate) fn azure_blobs(
+    key: &StoreKey,
+    options: &StorageOptions,
+) -> Option<super::vended_store::AzureBlobs> {
+    if key.family != Family::Azure {
+        return None;
+    }
+    let account = key
+        .account
+        .as_deref()
+        .or(options.azure.account.as_deref())?;
+    let own = options
+        .azure
+        .account
+        .as_deref()
+        .is_none_or(|a| a.eq_ignore_ascii_case(account));
+    let endpoint = match &options.azure.endpoint {
+        Some(endpoint) if own => endpoint.clone(),
+        _ => format!("https://{account}.blob.core.windows.net"),
+    };
+    super::vended_store::AzureBlobs::new(&endpoint, &key.bucket, account)
 }
 
 #[cfg(any(feature = "s3", feature = "azure", feature = "gcs"))]
@@ -36,9 +82,13 @@ fn build_failed(key: impl std::fmt::Display, e: object_store::Error) -> Error {
 }
 
 #[cfg(feature = "s3")]
-fn build_s3(bucket: &str, options: &S3Options) -> Result<Arc<dyn ObjectStore>> {
+fn build_s3(
+    bucket: &str,
+    options: &S3Options,
+    vended: Option<Arc<VendedSource>>,
+) -> Result<Arc<dyn ObjectStore>> {
     use object_store::aws::AmazonS3Builder;
-    let explicit = options.access_key_id.is_some() || options.no_sign;
+    let explicit = options.access_key_id.is_some() || options.no_sign || vended.is_some();
     let mut builder = if explicit {
         AmazonS3Builder::new()
     } else {
@@ -53,7 +103,9 @@ fn build_s3(bucket: &str, options: &S3Options) -> Result<Arc<dyn ObjectStore>> {
             builder = builder.with_token(token);
         }
     }
-    if options.no_sign {
+    if let Some(source) = vended {
+        builder = builder.with_credentials(Arc::new(super::vended_store::S3Provider(source)));
+    } else if options.no_sign {
         builder = builder.with_skip_signature(true);
     }
     // object_store's default region is us-east-1 (what moto and MinIO expect).
@@ -75,7 +127,11 @@ fn build_s3(bucket: &str, options: &S3Options) -> Result<Arc<dyn ObjectStore>> {
 }
 
 #[cfg(not(feature = "s3"))]
-fn build_s3(bucket: &str, _: &S3Options) -> Result<Arc<dyn ObjectStore>> {
+fn build_s3(
+    bucket: &str,
+    _: &S3Options,
+    _: Option<Arc<VendedSource>>,
+) -> Result<Arc<dyn ObjectStore>> {
     Err(Error::not_implemented(format!(
         "s3://{bucket}: icetrim was built without the s3 feature"
     )))
@@ -86,6 +142,7 @@ fn build_azure(
     container: &str,
     account: Option<&str>,
     options: &AzureOptions,
+    vended: Option<Arc<VendedSource>>,
 ) -> Result<Arc<dyn ObjectStore>> {
     use super::options::{AZURE_EMULATOR_ACCOUNT, AZURE_EMULATOR_ENDPOINT, AZURE_EMULATOR_KEY};
     use object_store::azure::MicrosoftAzureBuilder;
@@ -121,7 +178,12 @@ fn build_azure(
         key = key.or_else(|| Some(AZURE_EMULATOR_KEY.to_string()));
         endpoint = endpoint.or_else(|| Some(AZURE_EMULATOR_ENDPOINT.to_string()));
     }
-    if let Some(key) = key {
+    if let Some(source) = vended {
+        builder = builder.with_credentials(Arc::new(super::vended_store::AzureProvider {
+            source,
+            account: account.clone(),
+        }));
+    } else if let Some(key) = key {
         builder = builder.with_access_key(key);
     } else if let Some(sas) = &options.sas_token {
         builder = builder.with_config(
@@ -153,7 +215,12 @@ fn build_azure(
 }
 
 #[cfg(not(feature = "azure"))]
-fn build_azure(container: &str, _: Option<&str>, _: &AzureOptions) -> Result<Arc<dyn ObjectStore>> {
+fn build_azure(
+    container: &str,
+    _: Option<&str>,
+    _: &AzureOptions,
+    _: Option<Arc<VendedSource>>,
+) -> Result<Arc<dyn ObjectStore>> {
     Err(Error::not_implemented(format!(
         "azure container {container}: icetrim was built without the azure feature"
     )))

@@ -23,6 +23,8 @@ mod location;
 mod ops;
 mod options;
 mod path_key;
+mod vended;
+mod vended_store;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -38,6 +40,10 @@ pub use options::{
     StorageOptions, check_engine_urls, mask_target, refuse_url_credentials,
 };
 pub use path_key::{is_under, path_key, path_key_into};
+pub use vended::{
+    AzureSas, CredentialRefresh, REFRESH_MARGIN_MS, S3Credential, VendedCredentials, VendedSource,
+    sas_expiry_ms,
+};
 
 use crate::error::{Error, Result};
 
@@ -250,6 +256,12 @@ impl FileIO {
         }
         let mut store = build::build_store(&key, &self.inner.options)
             .map_err(|e| e.context(format!("Cannot access '{uri}'")))?;
+        if let Some(source) = build::vended_for(&key, &self.inner.options) {
+            let blobs = build::azure_blobs(&key, &self.inner.options);
+            store = Arc::new(vended_store::VendedStore::new(
+                store, source, key.family, blobs,
+            ));
+        }
         for layer in &self.inner.layers {
             store = layer.wrap(&key, store);
         }

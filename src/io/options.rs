@@ -35,6 +35,10 @@ pub struct StorageOptions {
     pub s3: S3Options,
     pub azure: AzureOptions,
     pub gcs: GcsOptions,
+    /// Credentials a catalog vended, renewed while in use (see `vended`): they sign the
+    /// requests of the stores they cover (S3 keys: every bucket; a SAS token: its account)
+    /// in place of the keys above.
+    pub vended: Option<std::sync::Arc<super::vended::VendedSource>>,
 }
 
 /// S3 and S3-compatible servers. With no explicit key and no `no_sign`, credentials come from
@@ -95,6 +99,7 @@ impl fmt::Debug for StorageOptions {
             .field("s3", &self.s3)
             .field("azure", &self.azure)
             .field("gcs", &self.gcs)
+            .field("vended", &self.vended)
             .finish()
     }
 }

@@ -16,7 +16,7 @@ use crate::support::rest_catalog;
 /// A fixture copied to S3 and registered in a fresh warehouse of the REST catalog as `ns.t`.
 pub(crate) struct RestTable {
     _fixture: Fixture,
-    place: Place,
+    pub(crate) place: Place,
 }
 
 impl RestTable {
@@ -64,7 +64,7 @@ impl RestTable {
         out
     }
 
-    async fn files(&self) -> Vec<String> {
+    pub(crate) async fn files(&self) -> Vec<String> {
         let mut files: Vec<String> = self
             .place
             .root
@@ -108,7 +108,7 @@ pub(crate) async fn run(session: &mut Session, sql: &str) -> icetrim::engine::Qu
         .expect("a result")
 }
 
-fn metric(rows: &[String], name: &str) -> i64 {
+pub(crate) fn metric(rows: &[String], name: &str) -> i64 {
     rows.iter()
         .find_map(|r| r.strip_prefix(&format!("{name}\t")))
         .unwrap_or_else(|| panic!("no {name} in {rows:?}"))
@@ -117,7 +117,7 @@ fn metric(rows: &[String], name: &str) -> i64 {
 }
 
 /// The refs both reads share must have the same rows before and after.
-fn same_rows_for_kept_refs(before: &Value, after: &Value) {
+pub(crate) fn same_rows_for_kept_refs(before: &Value, after: &Value) {
     let after_refs = after["pyiceberg"].as_object().expect("refs");
     assert!(after_refs.contains_key("main"), "{after}");
     for (name, rows) in after_refs {
@@ -229,7 +229,7 @@ async fn expire_and_orphans_commit_through_the_catalog_and_every_engine_reads_af
 }
 
 /// "Now" as a timestamp argument, two seconds after the last file the test wrote.
-fn chrono_now_text() -> String {
+pub(crate) fn chrono_now_text() -> String {
     std::thread::sleep(std::time::Duration::from_millis(2100));
     chrono::Utc::now().format("%Y-%m-%d %H:%M:%S").to_string()
 }

@@ -7,6 +7,7 @@ mod support;
 
 mod catalog_rest;
 mod catalog_rest_replan;
+mod catalog_vended;
 mod expire_crash;
 mod expire_differential;
 mod expire_files;

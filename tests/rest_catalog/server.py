@@ -21,7 +21,16 @@ own behaviour, so concurrent tests do not see each other's tables. Test hooks (n
        required; vend: answer vended S3 credentials when X-Iceberg-Access-Delegation asks;
        expiring: the load's vended credentials expire within a second and name a dead endpoint
        (only those of GET .../credentials work); hang_loads: table loads answer after 30 s;
-       config_storage: GET /v1/config's `defaults` carry the S3 emulator's endpoint and keys.
+       config_storage: GET /v1/config's `defaults` carry the S3 emulator's endpoint and keys;
+       lifetime_ms: vended session tokens `vended.<expires-at-ms>.<n>` that expire after that
+       long (tests/py/expiring_s3_proxy.py enforces it), advertised in
+       `s3.session-token-expires-at-ms` (advertise_ms: advertise that lifetime instead);
+       s3_endpoint: the endpoint to vend (e.g. that proxy); expired_vends: N: the next N
+       credentials vended (loads and refreshes alike) had expired an hour before;
+       azure: {"endpoint", "key"}: the warehouse's tables live on azurite (pyiceberg reaches
+       them with the account key, azurite_io.py); vend an account SAS token
+       (`adls.sas-token.<account host>`, valid lifetime_ms or an hour) and the blob endpoint
+       (`adls.connection-string.<account host>`) instead of S3 keys.
   POST /admin/register {"warehouse", "namespace": [...], "name", "metadata_location"}
   POST /admin/fail {"warehouse", "namespace": [...], "name", "mode"}: the next commit of that table answers
        "500" (not applied), "commit-then-500" (applied, then 500), "commit-then-drop" (applied,
@@ -70,6 +79,7 @@ class State:
         self.tokens = {}  # token -> the warehouses whose client credentials it was issued for
         self.failures = {}  # (warehouse, namespace tuple, name) -> mode
         self.blind_loads = {}  # (warehouse, namespace tuple, name) -> loads left to refuse
+        self.vended = 0  # vended credentials so far (numbers the session tokens)
         self.log = []
 
 
@@ -82,16 +92,26 @@ def catalog_for(warehouse):
         catalog = STATE.catalogs.get(warehouse)
         if catalog is None:
             args = STATE.args
+            props = {
+                "s3.endpoint": args.s3_endpoint,
+                "s3.access-key-id": "testing",
+                "s3.secret-access-key": "testing",
+                "s3.region": "us-east-1",
+            }
+            azure = STATE.warehouses.get(warehouse, {}).get("azure")
+            if azure:
+                props.update(
+                    {
+                        "py-io-impl": "azurite_io.AzuriteFileIO",
+                        "adls.account-key": azure["key"],
+                        "azurite.endpoint": azure["endpoint"],
+                    }
+                )
             catalog = SqlCatalog(
                 warehouse or "default",
                 uri=f"sqlite:///{args.db}",
                 warehouse=args.warehouse,
-                **{
-                    "s3.endpoint": args.s3_endpoint,
-                    "s3.access-key-id": "testing",
-                    "s3.secret-access-key": "testing",
-                    "s3.region": "us-east-1",
-                },
+                **props,
             )
             STATE.catalogs[warehouse] = catalog
         return catalog
@@ -312,14 +332,29 @@ class Handler(BaseHTTPRequestHandler):
         asked = "vended-credentials" in (self.headers.get("X-Iceberg-Access-Delegation") or "")
         if not b.get("vend") or not (asked or force):
             return {}, []
+        now = int(time.time() * 1000)
+        lifetime = b.get("lifetime_ms")
+        with STATE.lock:
+            STATE.vended += 1
+            serial = STATE.vended
+            if b.get("expired_vends"):
+                b["expired_vends"] -= 1
+                lifetime = -3_600_000
+        if b.get("azure"):
+            advertise = None if (lifetime or 0) < 0 else b.get("advertise_ms")
+            return self.vended_sas(b["azure"], lifetime or 3_600_000, advertise)
         config = {
             "s3.access-key-id": "testing",
             "s3.secret-access-key": "testing",
             "s3.session-token": "vended-session-token",
-            "s3.endpoint": STATE.s3_endpoint,
+            "s3.endpoint": b.get("s3_endpoint") or STATE.s3_endpoint,
             "s3.path-style-access": "true",
             "client.region": "us-east-1",
         }
+        if lifetime:
+            config["s3.session-token"] = f"vended.{now + lifetime}.{serial}"
+            advertised = lifetime if lifetime < 0 else (b.get("advertise_ms") or lifetime)
+            config["s3.session-token-expires-at-ms"] = str(now + advertised)
         if b.get("expiring") and not force:
             # Credentials about to expire, for a dead endpoint: only a refresh through
             # .../credentials reaches storage.
@@ -327,6 +362,30 @@ class Handler(BaseHTTPRequestHandler):
             config["s3.endpoint"] = "http://127.0.0.1:9"
         bucket = urllib.parse.urlsplit(STATE.args.warehouse).netloc
         return config, [{"prefix": f"s3://{bucket}/", "config": config}]
+
+    def vended_sas(self, azure, lifetime, advertise):
+        """An account SAS for azurite (which checks signatures and expiry)."""
+        import datetime
+
+        from azure.storage.blob import AccountSasPermissions, ResourceTypes, generate_account_sas
+
+        account = azure["endpoint"].rstrip("/").rsplit("/", 1)[-1]
+        expiry = datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(milliseconds=lifetime)
+        sas = generate_account_sas(
+            account,
+            azure["key"],
+            ResourceTypes(service=True, container=True, object=True),
+            AccountSasPermissions(read=True, write=True, delete=True, list=True, add=True, create=True),
+            expiry,
+        )
+        host = f"{account}.dfs.core.windows.net"
+        config = {
+            f"adls.sas-token.{host}": sas,
+            f"adls.connection-string.{host}": azure["endpoint"],
+        }
+        if advertise:
+            config[f"adls.sas-token-expires-at-ms.{host}"] = str(int(time.time() * 1000) + advertise)
+        return config, [{"prefix": f"abfss://{azure['container']}@{host}/", "config": config}]
 
     def load(self, warehouse, namespace, name):
         if self.behaviour(warehouse).get("hang_loads"):

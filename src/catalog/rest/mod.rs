@@ -10,7 +10,10 @@
 //!   and fetched again once on a 401; the engine's user/password as HTTP basic auth otherwise.
 //! - Load: `GET …/namespaces/{ns}/tables/{t}` (with `X-Iceberg-Access-Delegation:
 //!   vended-credentials` when `vended_credentials = 1`, the default as in ClickHouse); storage
-//!   from the answer's credentials ([`credentials`]) or the database's storage settings. The
+//!   from the answer's credentials ([`credentials`]) or the database's storage settings. Vended
+//!   credentials that expire within 5 minutes are fetched anew at once (`GET …/credentials`), and
+//!   renewed while the table's `FileIO` is in use ([`credentials::Renewer`] behind
+//!   `crate::io::VendedSource`: ahead of expiry, and once when storage says they expired). The
 //!   metadata file must exist in storage (else `FILE_DOESNT_EXIST`, nothing done).
 //! - Commit: `POST …/namespaces/{ns}/tables/{t}` with [`diff::rest_changes`]. 200 → committed
 //!   (the answer's metadata); 409 → conflict; 400 with a multi-id `remove-snapshots` → once more
@@ -22,6 +25,8 @@
 pub mod auth;
 pub mod credentials;
 pub mod diff;
+
+use std::sync::Arc;
 
 use serde_json::Value;
 use tokio::sync::Mutex;
@@ -42,15 +47,16 @@ struct Resolved {
     properties: serde_json::Map<String, Value>,
 }
 
-/// A REST catalog.
-#[derive(Debug)]
+/// A REST catalog. Clones share the HTTP client, the token and the settled config (a table's
+/// vended credentials renew through a clone, [`credentials::Renewer`]).
+#[derive(Debug, Clone)]
 pub struct RestCatalog {
     config: CatalogConfig,
     /// `{uri}/v1`.
     base: String,
     http: reqwest::Client,
-    auth: Auth,
-    resolved: Mutex<Option<Resolved>>,
+    auth: Arc<Auth>,
+    resolved: Arc<Mutex<Option<Resolved>>>,
 }
 
 /// The table and metadata file a commit builds on.
@@ -99,8 +105,8 @@ impl RestCatalog {
             config: config.clone(),
             base,
             http,
-            auth,
-            resolved: Mutex::new(None),
+            auth: Arc::new(auth),
+            resolved: Arc::new(Mutex::new(None)),
         })
     }
 
@@ -439,9 +445,9 @@ impl RestCatalog {
         }
         if vended
             && let Some(expires) = credentials::expires_at_ms(&json, &location)
-            && expires - chrono::Utc::now().timestamp_millis() < credentials::REFRESH_MARGIN_MS
+            && expires - chrono::Utc::now().timestamp_millis() < crate::io::REFRESH_MARGIN_MS
         {
-            // About to expire: fetch fresh ones before any file is read.
+            // About to expire: fetch fresh ones (and their endpoint) before any file is read.
             let fresh = self.fresh_credentials(ident).await?;
             if let Some(object) = json.as_object_mut() {
                 object.insert("storage-credentials".into(), fresh);
@@ -450,7 +456,17 @@ impl RestCatalog {
                 config.retain(|k, _| !k.starts_with("s3.") && !k.starts_with("adls."));
             }
         }
-        let options = credentials::storage_options(&self.config, &json, &location, vended);
+        let mut options = credentials::storage_options(&self.config, &json, &location, vended);
+        if vended {
+            // Renewed while the statement runs (`GET …/credentials`), see `crate::io::vended`.
+            let held = credentials::vended_config(&json, &location)
+                .map(|c| credentials::vended_credentials(&c))
+                .filter(|c| !c.is_empty());
+            if let Some(held) = held {
+                let renewer = credentials::Renewer::new(self.clone(), ident.clone(), &location);
+                options.vended = Some(crate::io::VendedSource::new(held, Arc::new(renewer)));
+            }
+        }
         let io = crate::io::FileIO::new(options);
         match io.head(&location).await {
             Ok(_) => {}
@@ -480,7 +496,7 @@ impl RestCatalog {
     }
 
     /// `GET …/tables/{t}/credentials`: the table's `storage-credentials`, fetched anew.
-    async fn fresh_credentials(&self, ident: &TableIdent) -> Result<Value> {
+    pub(crate) async fn fresh_credentials(&self, ident: &TableIdent) -> Result<Value> {
         let resolved = self.resolved().await?;
         let url = format!("{}/credentials", self.table_url(&resolved, ident));
         let headers = [("X-Iceberg-Access-Delegation", "vended-credentials")];
