@@ -97,6 +97,25 @@ async fn catalog_calls(warehouse: &str, from: usize) -> (usize, usize) {
 const EXPIRE: &str = "EXECUTE expire_snapshots(retention_period = '0s', retain_last = 1)";
 
 /// The metric rows without `dry_run`.
+/// Creates database `vended` (credentials vended for an hour, through `proxy`) and returns how
+/// long a dry-run expiry through it takes, in ms (at least 400).
+async fn dry_run_ms(s: &mut icetrim::engine::Session, table: &RestTable, proxy: &S3Proxy) -> u64 {
+    rest_catalog::warehouse(
+        table.warehouse(),
+        json!({"vend": true, "lifetime_ms": 3_600_000, "s3_endpoint": proxy.url}),
+    )
+    .await;
+    run(s, &create_vended("vended", table.warehouse())).await;
+    let started = std::time::Instant::now();
+    let sql = format!(
+        "ALTER TABLE vended.`ns.t` {}",
+        EXPIRE.replace(')', ", dry_run = 1)")
+    );
+    rows(s, &sql).await;
+    let took = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+    took.max(400)
+}
+
 fn counts(rows: &[String]) -> Vec<String> {
     rows.iter()
         .filter(|r| !r.starts_with("dry_run\t"))
@@ -104,7 +123,7 @@ fn counts(rows: &[String]) -> Vec<String> {
         .collect()
 }
 
-/// Session tokens that really expire after 700 ms while the catalog advertises an hour: storage
+/// Session tokens that really expire mid-statement while the catalog advertises an hour: storage
 /// refuses them in the middle of the statement, icetrim fetches new ones and retries, and the
 /// statement deletes exactly what the plan (made with the database's own keys) said.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -127,13 +146,15 @@ async fn s3_credentials_that_expire_mid_statement_are_renewed_and_the_statement_
         metric(&planned, "deleted_manifest_lists_count") > 0,
         "{planned:?}"
     );
+    // Tokens live a third of what a dry run through the slowed proxy takes: the statement, which
+    // reads what the dry run reads and then writes and deletes, outlives them whatever the machine.
+    let lifetime = dry_run_ms(&mut s, &table, &proxy).await / 3;
     rest_catalog::warehouse(
         table.warehouse(),
-        json!({"vend": true, "lifetime_ms": 700, "advertise_ms": 3_600_000,
+        json!({"vend": true, "lifetime_ms": lifetime, "advertise_ms": 3_600_000,
                "s3_endpoint": proxy.url}),
     )
     .await;
-    run(&mut s, &create_vended("vended", table.warehouse())).await;
     let from = rest_catalog::log().await.len();
     let done = rows(&mut s, &format!("ALTER TABLE vended.`ns.t` {EXPIRE}")).await;
     assert_eq!(counts(&done), counts(&planned));
@@ -154,20 +175,22 @@ async fn s3_credentials_that_expire_mid_statement_are_renewed_and_the_statement_
     same_rows_for_kept_refs(&before, &table.read(None));
 }
 
-/// Credentials that live 1.5 s (and say so) are renewed ahead of their expiry, while the
+/// Credentials that live shorter than the statement (and say so) are renewed ahead of their expiry, while the
 /// statement runs: storage never refuses a request.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn s3_credentials_are_renewed_before_they_expire() {
     let table = RestTable::new("py_v2_branches_tags").await;
     let proxy = S3Proxy::start();
     proxy.mode(json!({"delay_ms": 120})).await;
+    let mut s = session();
+    // Credentials live half of what a dry run through the slowed proxy takes, so the statement
+    // outlives them whatever the machine's speed.
+    let lifetime = dry_run_ms(&mut s, &table, &proxy).await / 2;
     rest_catalog::warehouse(
         table.warehouse(),
-        json!({"vend": true, "lifetime_ms": 1500, "s3_endpoint": proxy.url}),
+        json!({"vend": true, "lifetime_ms": lifetime, "s3_endpoint": proxy.url}),
     )
     .await;
-    let mut s = session();
-    run(&mut s, &create_vended("vended", table.warehouse())).await;
     let from = rest_catalog::log().await.len();
     let started = std::time::Instant::now();
     let done = rows(&mut s, &format!("ALTER TABLE vended.`ns.t` {EXPIRE}")).await;
@@ -180,8 +203,8 @@ async fn s3_credentials_are_renewed_before_they_expire() {
     let (refreshes, loads) = catalog_calls(table.warehouse(), from).await;
     assert_eq!(stats["expired"], 0, "{stats}");
     assert!(
-        took.as_millis() > 1500,
-        "the statement outlived no credential ({took:?})"
+        took.as_millis() > u128::from(lifetime),
+        "the statement outlived no credential ({took:?}, lifetime {lifetime} ms)"
     );
     // Each load renews its short-lived credentials at once; more renewals happened mid-way.
     assert!(
