@@ -178,15 +178,21 @@ fn check_typed(ch: &Value, expected: &[String], when: &str) {
         expected,
         "{when}: ClickHouse current rows = the expected rows"
     );
-    assert_eq!(
-        ch["current"], ch["py_current"],
-        "{when}: ClickHouse and pyiceberg, current"
-    );
-    for (sid, rows) in ch["snapshots"].as_object().unwrap() {
+    // pyiceberg, where it can read the snapshot (it cannot read equality deletes).
+    let py_errors = ch.get("py_errors").cloned().unwrap_or_default();
+    if py_errors.get("current").is_none() {
         assert_eq!(
-            rows, &ch["py_snapshots"][sid],
-            "{when}: ClickHouse and pyiceberg, snapshot {sid}"
+            ch["current"], ch["py_current"],
+            "{when}: ClickHouse and pyiceberg, current"
         );
+    }
+    for (sid, rows) in ch["snapshots"].as_object().unwrap() {
+        if py_errors.get(sid).is_none() {
+            assert_eq!(
+                rows, &ch["py_snapshots"][sid],
+                "{when}: ClickHouse and pyiceberg, snapshot {sid}"
+            );
+        }
     }
 }
 
@@ -722,7 +728,17 @@ async fn a_v3_deletion_vector_is_applied() {
     let (py_before, _) = py_rows(&dir).await;
     let snapshots: Vec<String> = py_before.keys().cloned().collect();
     let ch_before = chtyped(&dir, &snapshots).await;
-    eprintln!("ClickHouse on the DV table before: {}", ch_before["errors"]);
+    // ClickHouse 26.9 cannot read a table with a deletion vector (the snapshots before it it reads);
+    // should it learn to, it must read the expected rows.
+    match ch_before["errors"].get("current") {
+        Some(e) => assert!(
+            e.as_str()
+                .unwrap()
+                .contains("Position deletes are supported only for parquet format"),
+            "{e}"
+        ),
+        None => assert_eq!(strings(&ch_before["current"]), expected),
+    }
     let results = engine_sql(&dir, &["OPTIMIZE TABLE t"]).await;
     let m = compact_metrics(&results[0]);
     assert!(m.removed_delete_files_count >= 1, "{m:?}");
@@ -1439,15 +1455,16 @@ async fn v3_nanosecond_timestamps_written_by_pyiceberg_survive() {
     expected.sort();
     assert_eq!(expected.len(), 15);
     assert!(
-        expected.iter().any(|r| r.contains("\"ns:1700000000123456790\"")),
+        expected.iter().any(|r| r.contains("\"ns:1700000000123456789\"")),
         "nanoseconds microseconds cannot hold: {expected:?}"
     );
     let (before, errors) = py_rows(&dir).await;
     let (_, _, _, start) = current_files(&dir).await;
     assert_eq!(before[&start.to_string()], expected, "pyiceberg: {errors}");
     let snapshots: Vec<String> = before.keys().cloned().collect();
+    // ClickHouse reads both nanosecond columns to the nanosecond (DateTime64(9)).
     let ch_before = chtyped(&dir, &snapshots).await;
-    eprintln!("ClickHouse before: {ch_before}");
+    check_typed(&ch_before, &expected, "ClickHouse before OPTIMIZE");
 
     let r = engine_sql(
         &dir,
@@ -1484,7 +1501,6 @@ async fn v3_nanosecond_timestamps_written_by_pyiceberg_survive() {
         "{schema}"
     );
     let ch_after = chtyped(&dir, &snapshots).await;
-    eprintln!("ClickHouse after: {ch_after}");
     check_typed(&ch_after, &expected, "ClickHouse after OPTIMIZE");
     for sid in &snapshots {
         assert_eq!(
