@@ -232,7 +232,10 @@ async fn assert_explicit_sequence_numbers(dir: &Path, start: i64, now: i64, adde
                 "explicit data sequence number of {}",
                 e.data_file.file_path
             );
-            assert_eq!(e.file_sequence_number, None, "file sequence number inherited");
+            assert_eq!(
+                e.file_sequence_number, None,
+                "file sequence number inherited"
+            );
             seen += 1;
         }
         assert_eq!(m.sequence_number, now_seq);
@@ -396,7 +399,11 @@ async fn pyiceberg_tables_of_every_type_compact_to_the_same_rows() {
         let expected = strings(&fx["expected"]);
         let expected_ch = strings(&fx["expected_clickhouse"]);
         let refs_before = refs_of(&dir).await;
-        assert_eq!(refs_before.len(), 3, "main, a tag, a branch: {refs_before:?}");
+        assert_eq!(
+            refs_before.len(),
+            3,
+            "main, a tag, a branch: {refs_before:?}"
+        );
         let m = compact_and_check(
             &dir,
             &expected,
@@ -638,8 +645,10 @@ async fn a_delete_file_still_needed_stays() {
     );
     let r = engine_sql(
         &dir,
-        &["ALTER TABLE t EXECUTE rewrite_data_files(delete_file_threshold = 2, \
-           min_file_size_bytes = 0, min_input_files = 1)"],
+        &[
+            "ALTER TABLE t EXECUTE rewrite_data_files(delete_file_threshold = 2, \
+           min_file_size_bytes = 0, min_input_files = 1)",
+        ],
     )
     .await;
     let m = compact_metrics(&r[0]);
@@ -674,7 +683,11 @@ async fn a_delete_file_still_needed_stays() {
     assert!(deletes.is_empty());
     let (rows, errors) = py_rows(&dir).await;
     assert_eq!(rows[&now.to_string()], expected, "errors: {errors}");
-    check_typed(&chtyped(&dir, &[]).await, &expected, "after the second OPTIMIZE");
+    check_typed(
+        &chtyped(&dir, &[]).await,
+        &expected,
+        "after the second OPTIMIZE",
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -779,11 +792,14 @@ fn first_id(path: &str) -> i64 {
     ids.as_primitive::<Int64Type>().value(0)
 }
 
-/// Commits an equality delete of id 2 the first time compaction writes an output file.
+/// Commits an equality delete of `ids` (in `partition`, else unpartitioned) the first time
+/// compaction writes an output file.
 #[derive(Debug)]
 struct ConcurrentDelete {
     dir: PathBuf,
     fired: AtomicBool,
+    ids: Vec<i64>,
+    partition: Option<apache_avro::types::Value>,
 }
 
 #[async_trait::async_trait]
@@ -796,12 +812,16 @@ impl StoreHook for ConcurrentDelete {
         {
             // Another writer, on its own thread and runtime, commits while we wait.
             let dir = self.dir.clone();
+            let (ids, partition) = (self.ids.clone(), self.partition.clone());
             std::thread::spawn(move || {
                 let rt = tokio::runtime::Builder::new_current_thread()
                     .enable_all()
                     .build()
                     .unwrap();
-                let delete = equality_delete(&dir, "eq-late.parquet", &[2]);
+                let mut delete = equality_delete(&dir, "eq-late.parquet", &ids);
+                if let Some(p) = partition {
+                    delete.partition = p;
+                }
                 rt.block_on(commit_deletes(&dir, vec![delete]));
             })
             .join()
@@ -819,6 +839,8 @@ async fn a_delete_committed_during_compaction_is_not_lost() {
     let hook = Arc::new(ConcurrentDelete {
         dir: dir.clone(),
         fired: AtomicBool::new(false),
+        ids: vec![2],
+        partition: None,
     });
     let store = FaultyStore::hooked(Arc::new(LocalFileSystem::new()), hook.clone());
     let io = FileIO::from_store("/", Arc::new(store)).unwrap();
@@ -847,6 +869,78 @@ async fn a_delete_committed_during_compaction_is_not_lost() {
     let mut expected = expected;
     expected.sort();
     assert_eq!(rows[&now.to_string()], expected);
+}
+
+/// A delete committed during compaction that touches one partition fails that partition's group
+/// only: the other group commits, the deleted row stays deleted (ClickHouse reads the rows: the
+/// delete is an equality delete, which pyiceberg cannot read), and a re-run compacts the rest.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_concurrent_delete_fails_only_the_group_it_touches() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("t");
+    let fx = fixture(&["pyiceberg", dir.to_str().unwrap(), "1"]);
+    // Partition b holds the odd ids; the concurrent delete removes id 3 there.
+    let expected_ch: Vec<String> = strings(&fx["expected_clickhouse"])
+        .into_iter()
+        .filter(|r| !r.starts_with("[3,"))
+        .collect();
+    let expected: Vec<String> = strings(&fx["expected"])
+        .into_iter()
+        .filter(|r| !r.starts_with("[3,"))
+        .collect();
+    let (data, _, _, _) = current_files(&dir).await;
+    let in_b: Vec<&DataFile> = data
+        .iter()
+        .filter(|f| f.file_path.contains("part=b"))
+        .collect();
+    let in_a = data.len() - in_b.len();
+    assert!(in_a > 1 && in_b.len() > 1);
+    let hook = Arc::new(ConcurrentDelete {
+        dir: dir.clone(),
+        fired: AtomicBool::new(false),
+        ids: vec![3],
+        partition: Some(in_b[0].partition.clone()),
+    });
+    let store = FaultyStore::hooked(Arc::new(LocalFileSystem::new()), hook.clone());
+    let io = FileIO::from_store("/", Arc::new(store)).unwrap();
+    let table = Table::with_io(dir.to_str().unwrap(), io);
+    let outcome = table
+        .rewrite_data_files()
+        .optimize()
+        .min_input_files(2)
+        .execute()
+        .await
+        .unwrap();
+    assert!(hook.fired.load(Ordering::SeqCst));
+    let m = outcome.metrics;
+    assert_eq!(
+        m.failed_data_files_count as usize,
+        in_b.len(),
+        "{m:?} {:?}",
+        outcome.warnings
+    );
+    assert_eq!(m.rewritten_data_files_count as usize, in_a, "{m:?}");
+    let (after, deletes, op, _) = current_files(&dir).await;
+    assert_eq!(op, "replace");
+    assert_eq!(deletes.len(), 1, "the concurrent delete stands");
+    for f in &in_b {
+        assert!(
+            after.iter().any(|g| g.file_path == f.file_path),
+            "{} left as it was",
+            f.file_path
+        );
+    }
+    let ch = chtyped(&dir, &[]).await;
+    check_typed(&ch, &expected_ch, "after the partial compaction");
+    // A re-run compacts partition b with the delete applied; pyiceberg reads it again.
+    let r = engine_sql(&dir, &["OPTIMIZE TABLE t"]).await;
+    let m = compact_metrics(&r[0]);
+    assert_eq!(m.removed_delete_files_count, 1, "{m:?}");
+    let (_, deletes, _, now) = current_files(&dir).await;
+    assert!(deletes.is_empty());
+    let (rows, errors) = py_rows(&dir).await;
+    assert_eq!(rows[&now.to_string()], expected, "{errors}");
+    check_typed(&chtyped(&dir, &[]).await, &expected_ch, "after the re-run");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -1516,7 +1610,9 @@ async fn v3_nanosecond_timestamps_written_by_pyiceberg_survive() {
     expected.sort();
     assert_eq!(expected.len(), 15);
     assert!(
-        expected.iter().any(|r| r.contains("\"ns:1700000000123456789\"")),
+        expected
+            .iter()
+            .any(|r| r.contains("\"ns:1700000000123456789\"")),
         "nanoseconds microseconds cannot hold: {expected:?}"
     );
     let (before, errors) = py_rows(&dir).await;
@@ -1663,7 +1759,11 @@ async fn variant_geometry_geography_are_refused() {
             assert!(e.to_string().contains("NOT_IMPLEMENTED"), "{e}");
             assert!(e.message().contains("cannot rewrite"), "{ty}: {e}");
         }
-        assert_eq!(newest_metadata(&dir).await, before, "{ty}: nothing committed");
+        assert_eq!(
+            newest_metadata(&dir).await,
+            before,
+            "{ty}: nothing committed"
+        );
         let files_after: Vec<_> = std::fs::read_dir(dir.join("data"))
             .unwrap()
             .map(|e| e.unwrap().file_name())
