@@ -145,16 +145,6 @@ fn local_path(p: &str) -> String {
 
 /// Compact, check every snapshot reads as before and the current one as `expected`, then expire
 /// the history and check again. Returns the metrics.
-/// How ClickHouse (chdb) reads a table in `compact_and_check`.
-enum ClickHouse<'a> {
-    /// Not read.
-    No,
-    /// Every column of every snapshot (`chtyped`), in the form ClickHouse gives it: before
-    /// compaction it reads what pyiceberg reads (current = `expected`), after it reads the same
-    /// as before, current and every old snapshot, and after expire_snapshots the current rows.
-    Typed { expected: &'a [String] },
-}
-
 /// Every column of the current snapshot and of `snapshots` as ClickHouse reads it, beside
 /// pyiceberg's rows in ClickHouse's form (`current`, `py_current`, `snapshots`, `py_snapshots`,
 /// `errors`).
@@ -271,7 +261,7 @@ async fn compact_and_check(
     dir: &Path,
     expected: &[String],
     pyiceberg_reads_before: bool,
-    clickhouse: ClickHouse<'_>,
+    clickhouse_expected: &[String],
 ) -> CompactMetrics {
     let (before, before_errors) = py_rows(dir).await;
     let (data_before, deletes_before, _, start) = current_files(dir).await;
@@ -279,15 +269,12 @@ async fn compact_and_check(
         assert_eq!(before[&start.to_string()], expected, "the fixture's rows");
     }
     let old: Vec<String> = before.keys().cloned().collect();
-    let ch_before = match &clickhouse {
-        ClickHouse::No => None,
-        ClickHouse::Typed { expected } => {
-            let ch = chtyped(dir, &old).await;
-            check_typed(&ch, expected, "before OPTIMIZE");
-            assert_eq!(ch["snapshots"].as_object().unwrap().len(), old.len());
-            Some(ch)
-        }
-    };
+    // ClickHouse reads every column of every snapshot (`chtyped`), in its own form: before
+    // compaction what pyiceberg reads (current = `clickhouse_expected`), after it the same as
+    // before, and after expire_snapshots the current rows.
+    let ch_before = chtyped(dir, &old).await;
+    check_typed(&ch_before, clickhouse_expected, "before OPTIMIZE");
+    assert_eq!(ch_before["snapshots"].as_object().unwrap().len(), old.len());
     let explain = engine_sql(dir, &["EXPLAIN OPTIMIZE TABLE t"]).await;
     assert!(!explain[0].rows.is_empty(), "EXPLAIN lists the file groups");
     let results = engine_sql(dir, &["OPTIMIZE TABLE t"]).await;
@@ -338,20 +325,18 @@ async fn compact_and_check(
     );
     // ClickHouse reads every column of the current snapshot and, by time travel, of every old one
     // exactly as it read them before.
-    if let (Some(ch_before), ClickHouse::Typed { expected }) = (&ch_before, &clickhouse) {
-        let ch_after = chtyped(dir, &old).await;
-        check_typed(&ch_after, expected, "after OPTIMIZE");
-        for sid in &old {
-            assert_eq!(
-                ch_after["snapshots"][sid], ch_before["snapshots"][sid],
-                "ClickHouse, snapshot {sid}"
-            );
-        }
+    let ch_after = chtyped(dir, &old).await;
+    check_typed(&ch_after, clickhouse_expected, "after OPTIMIZE");
+    for sid in &old {
         assert_eq!(
-            ch_after["current"], ch_before["current"],
-            "ClickHouse, current rows"
+            ch_after["snapshots"][sid], ch_before["snapshots"][sid],
+            "ClickHouse, snapshot {sid}"
         );
     }
+    assert_eq!(
+        ch_after["current"], ch_before["current"],
+        "ClickHouse, current rows"
+    );
     // Expire everything but the current snapshot: the replaced files go, the rows stay.
     let replaced: Vec<String> = data_before
         .iter()
@@ -381,10 +366,8 @@ async fn compact_and_check(
         expected,
         "rows after expire_snapshots"
     );
-    if let ClickHouse::Typed { expected } = &clickhouse {
-        let ch = chtyped(dir, &[]).await;
-        check_typed(&ch, expected, "after expire_snapshots");
-    }
+    let ch = chtyped(dir, &[]).await;
+    check_typed(&ch, clickhouse_expected, "after expire_snapshots");
     m
 }
 
@@ -404,15 +387,7 @@ async fn pyiceberg_tables_of_every_type_compact_to_the_same_rows() {
             3,
             "main, a tag, a branch: {refs_before:?}"
         );
-        let m = compact_and_check(
-            &dir,
-            &expected,
-            true,
-            ClickHouse::Typed {
-                expected: &expected_ch,
-            },
-        )
-        .await;
+        let m = compact_and_check(&dir, &expected, true, &expected_ch).await;
         assert_eq!(m.failed_data_files_count, 0);
         let refs_after = refs_of(&dir).await;
         for (name, sid) in &refs_before {
@@ -464,22 +439,57 @@ async fn clickhouse_position_deletes_are_applied_and_history_stays() {
             None
         };
         // (long, string, double): ClickHouse's form is the rows themselves.
-        let m = compact_and_check(
-            &dir,
-            &expected,
-            true,
-            ClickHouse::Typed {
-                expected: &expected,
-            },
-        )
-        .await;
+        let m = compact_and_check(&dir, &expected, true, &expected).await;
         assert!(m.removed_delete_files_count >= 2, "v{version}: {m:?}");
         if let Some(before) = lineage_before {
+            assert_lineage_written(&dir).await;
             let after = row_lineage(&dir).await;
             for (id, lineage) in &after {
                 assert_eq!(before.get(id), Some(lineage), "row {id} keeps its _row_id");
             }
             assert_eq!(after.len(), expected.len());
+        }
+    }
+}
+
+/// Every compaction output of the current snapshot writes the v3 lineage columns explicitly:
+/// `_row_id` (field id 2147483540) and `_last_updated_sequence_number` (2147483539), never null.
+async fn assert_lineage_written(dir: &Path) {
+    let (data, _, _, _) = current_files(dir).await;
+    let outputs: Vec<&DataFile> = data
+        .iter()
+        .filter(|f| f.file_path.contains("-compacted-"))
+        .collect();
+    assert!(!outputs.is_empty());
+    for f in outputs {
+        let bytes = std::fs::read(local_path(&f.file_path)).unwrap();
+        let builder = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(
+            Bytes::from(bytes),
+        )
+        .unwrap();
+        let schema = builder.schema().clone();
+        for (name, id) in [
+            ("_row_id", "2147483540"),
+            ("_last_updated_sequence_number", "2147483539"),
+        ] {
+            let field = schema
+                .field_with_name(name)
+                .unwrap_or_else(|_| panic!("{name} in {}", f.file_path));
+            assert_eq!(
+                field
+                    .metadata()
+                    .get(PARQUET_FIELD_ID_META_KEY)
+                    .map(String::as_str),
+                Some(id),
+                "{name}'s field id"
+            );
+        }
+        for batch in builder.build().unwrap() {
+            let batch = batch.unwrap();
+            for name in ["_row_id", "_last_updated_sequence_number"] {
+                let col = batch.column_by_name(name).unwrap();
+                assert_eq!(col.null_count(), 0, "{name} null in {}", f.file_path);
+            }
         }
     }
 }
@@ -1069,15 +1079,7 @@ async fn file_and_partition_scoped_position_deletes_are_applied() {
         lo.get(&key).is_some_and(|l| Some(l) == hi.get(&key))
     });
     assert_eq!(file_scoped.count(), 1, "{deletes:?}");
-    let m = compact_and_check(
-        &dir,
-        &expected,
-        true,
-        ClickHouse::Typed {
-            expected: &expected,
-        },
-    )
-    .await;
+    let m = compact_and_check(&dir, &expected, true, &expected).await;
     assert_eq!(m.removed_delete_files_count, 2, "{m:?}");
 }
 
@@ -1250,6 +1252,7 @@ async fn a_clickhouse_v3_table_of_many_types_reads_the_same() {
     if let Some(rows) = py_before.get(&start.to_string()) {
         assert_eq!(&py_after[&now.to_string()], rows, "pyiceberg current");
     }
+    assert_lineage_written(&dir).await;
     let after = row_lineage(&dir).await;
     assert_eq!(after.len(), 10);
     for (id, l) in &after {
@@ -1527,7 +1530,7 @@ async fn a_generated_partitioned_table_compacts_into_partition_folders() {
         );
     }
 
-    compact_and_check(&dir, &expected, true, ClickHouse::No).await;
+    compact_and_check(&dir, &expected, true, &expected).await;
     let (after, _, _, _) = current_files(&dir).await;
     let mut parts = BTreeSet::new();
     for f in after.iter().filter(|f| f.file_path.contains("-compacted-")) {
