@@ -145,17 +145,136 @@ pub(crate) fn local_path(p: &str) -> String {
 
 /// Compact, check every snapshot reads as before and the current one as `expected`, then expire
 /// the history and check again. Returns the metrics.
+/// Every column of the current snapshot and of `snapshots` as ClickHouse reads it, beside
+/// pyiceberg's rows in ClickHouse's form (`current`, `py_current`, `snapshots`, `py_snapshots`,
+/// `errors`).
+async fn chtyped(dir: &Path, snapshots: &[String]) -> Value {
+    let md = newest_metadata(dir).await;
+    let mut args = vec!["chtyped", dir.to_str().unwrap(), md.as_str()];
+    args.extend(snapshots.iter().map(String::as_str));
+    fixture(&args)
+}
+
+/// Checks one `chtyped` reading: no errors, ClickHouse reads every snapshot as pyiceberg does
+/// (in ClickHouse's form), the current rows are `expected`.
+fn check_typed(ch: &Value, expected: &[String], when: &str) {
+    assert!(
+        ch["errors"].as_object().is_some_and(|e| e.is_empty()),
+        "{when}: ClickHouse errors: {}",
+        ch["errors"]
+    );
+    assert_eq!(
+        strings(&ch["current"]),
+        expected,
+        "{when}: ClickHouse current rows = the expected rows"
+    );
+    // pyiceberg, where it can read the snapshot (it cannot read equality deletes).
+    let py_errors = ch.get("py_errors").cloned().unwrap_or_default();
+    if py_errors.get("current").is_none() {
+        assert_eq!(
+            ch["current"], ch["py_current"],
+            "{when}: ClickHouse and pyiceberg, current"
+        );
+    }
+    for (sid, rows) in ch["snapshots"].as_object().unwrap() {
+        if py_errors.get(sid).is_none() {
+            assert_eq!(
+                rows, &ch["py_snapshots"][sid],
+                "{when}: ClickHouse and pyiceberg, snapshot {sid}"
+            );
+        }
+    }
+}
+
+/// The data files `now` (a compaction from `start`) added carry an explicit data sequence number
+/// equal to `start`'s in the manifest itself (Java's `RewriteFiles` with a data sequence number),
+/// and an inherited file sequence number (`now`'s).
+async fn assert_explicit_sequence_numbers(dir: &Path, start: i64, now: i64, added: i64) {
+    let io = FileIO::local();
+    let located = locate(&io, dir.to_str().unwrap(), &MetadataSettings::default())
+        .await
+        .unwrap();
+    let seq_of = |sid: i64| {
+        located
+            .metadata
+            .snapshots()
+            .iter()
+            .find(|s| s.snapshot_id == sid)
+            .map(|s| s.sequence_number)
+            .unwrap()
+    };
+    let (start_seq, now_seq) = (seq_of(start), seq_of(now));
+    assert!(start_seq < now_seq, "{start_seq} < {now_seq}");
+    let snap = located.metadata.current_snapshot().unwrap();
+    assert_eq!(snap.snapshot_id, now);
+    let list_path = snap.manifest_list.clone().unwrap();
+    let list = read_manifest_list(&io.read(&list_path).await.unwrap(), &list_path).unwrap();
+    let mut seen = 0i64;
+    for m in list.iter().filter(|m| m.added_snapshot_id == now) {
+        let manifest = read_manifest(&io.read(&m.manifest_path).await.unwrap(), "m").unwrap();
+        for e in manifest.entries.iter().filter(|e| {
+            e.status == icetrim::internals::iceberg::spec::EntryStatus::Added
+                && e.data_file.content == DataContent::Data
+        }) {
+            assert_eq!(
+                e.sequence_number,
+                Some(start_seq),
+                "explicit data sequence number of {}",
+                e.data_file.file_path
+            );
+            assert_eq!(
+                e.file_sequence_number, None,
+                "file sequence number inherited"
+            );
+            seen += 1;
+        }
+        assert_eq!(m.sequence_number, now_seq);
+    }
+    assert_eq!(seen, added, "every added data file checked");
+}
+
+/// Data and delete files live in any snapshot of the newest metadata.
+async fn files_of_every_snapshot(dir: &Path) -> BTreeSet<String> {
+    let io = FileIO::local();
+    let located = locate(&io, dir.to_str().unwrap(), &MetadataSettings::default())
+        .await
+        .unwrap();
+    let mut out = BTreeSet::new();
+    for snap in located.metadata.snapshots() {
+        let Some(list_path) = snap.manifest_list.clone() else {
+            continue;
+        };
+        let list = read_manifest_list(&io.read(&list_path).await.unwrap(), &list_path).unwrap();
+        for m in &list {
+            let manifest = read_manifest(&io.read(&m.manifest_path).await.unwrap(), "m").unwrap();
+            for e in manifest.entries {
+                if e.status.is_live() {
+                    out.insert(local_path(&e.data_file.file_path));
+                }
+            }
+        }
+    }
+    out
+}
+
 async fn compact_and_check(
     dir: &Path,
     expected: &[String],
     pyiceberg_reads_before: bool,
-    clickhouse_before: Option<&Value>,
+    clickhouse_expected: &[String],
 ) -> CompactMetrics {
     let (before, before_errors) = py_rows(dir).await;
     let (data_before, deletes_before, _, start) = current_files(dir).await;
     if pyiceberg_reads_before {
         assert_eq!(before[&start.to_string()], expected, "the fixture's rows");
     }
+    let old: Vec<String> = before.keys().cloned().collect();
+    // ClickHouse reads every column of every snapshot (`chtyped`), in its own form: before
+    // compaction what pyiceberg reads (current = `clickhouse_expected`), after it the same as
+    // before, and after expire_snapshots the current rows.
+    let ch_before = chtyped(dir, &old).await;
+    check_typed(&ch_before, clickhouse_expected, "before OPTIMIZE");
+    assert_eq!(ch_before["snapshots"].as_object().unwrap().len(), old.len());
     let explain = engine_sql(dir, &["EXPLAIN OPTIMIZE TABLE t"]).await;
     assert!(!explain[0].rows.is_empty(), "EXPLAIN lists the file groups");
     let results = engine_sql(dir, &["OPTIMIZE TABLE t"]).await;
@@ -175,6 +294,7 @@ async fn compact_and_check(
         "delete files left: {deletes_after:?}"
     );
     assert_eq!(m.removed_delete_files_count as usize, deletes_before.len());
+    assert_explicit_sequence_numbers(dir, start, now, m.added_data_files_count).await;
     // Every output names field ids and carries complete metrics.
     for f in data_after
         .iter()
@@ -203,29 +323,20 @@ async fn compact_and_check(
         expected,
         "current rows after OPTIMIZE (pyiceberg)"
     );
-    // ClickHouse time travel to every old snapshot reads what it read before.
-    if let Some(ch_before) = clickhouse_before {
-        let old: Vec<String> = before.keys().cloned().collect();
-        let ch_after = chrows(dir, &old);
-        for sid in &old {
-            if let Some(rows) = ch_before["snapshots"].get(sid) {
-                assert_eq!(
-                    &ch_after["snapshots"][sid], rows,
-                    "ClickHouse, snapshot {sid}"
-                );
-            }
-        }
+    // ClickHouse reads every column of the current snapshot and, by time travel, of every old one
+    // exactly as it read them before.
+    let ch_after = chtyped(dir, &old).await;
+    check_typed(&ch_after, clickhouse_expected, "after OPTIMIZE");
+    for sid in &old {
         assert_eq!(
-            ch_after["current"], ch_before["current"],
-            "ClickHouse, current rows"
-        );
-        assert!(
-            ch_before["snapshots"]
-                .as_object()
-                .is_some_and(|o| o.len() >= 3),
-            "ClickHouse time travel read the old snapshots: {ch_before}"
+            ch_after["snapshots"][sid], ch_before["snapshots"][sid],
+            "ClickHouse, snapshot {sid}"
         );
     }
+    assert_eq!(
+        ch_after["current"], ch_before["current"],
+        "ClickHouse, current rows"
+    );
     // Expire everything but the current snapshot: the replaced files go, the rows stay.
     let replaced: Vec<String> = data_before
         .iter()
@@ -237,21 +348,26 @@ async fn compact_and_check(
         &["ALTER TABLE t EXECUTE expire_snapshots(retain_last = 1, retention_period = '0s')"],
     )
     .await;
-    let kept: BTreeSet<String> = data_after
-        .iter()
-        .map(|f| local_path(&f.file_path))
-        .collect();
+    // Files a retained snapshot (the current one, a tag, a branch) still lists stay.
+    let kept = files_of_every_snapshot(dir).await;
+    let mut expired = 0;
     for p in &replaced {
-        if !kept.contains(p) {
+        if kept.contains(p) {
+            assert!(Path::new(p).exists(), "{p} is still listed");
+        } else {
             assert!(!Path::new(p).exists(), "{p} should be expired");
+            expired += 1;
         }
     }
+    assert!(expired > 0, "expire_snapshots removed replaced files");
     let (final_rows, _) = py_rows(dir).await;
     assert_eq!(
         final_rows[&now.to_string()],
         expected,
         "rows after expire_snapshots"
     );
+    let ch = chtyped(dir, &[]).await;
+    check_typed(&ch, clickhouse_expected, "after expire_snapshots");
     m
 }
 
@@ -260,20 +376,24 @@ async fn pyiceberg_tables_of_every_type_compact_to_the_same_rows() {
     for partitioned in ["0", "1"] {
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path().join("t");
-        let fx = fixture(&["pyiceberg", dir.to_str().unwrap(), partitioned]);
+        // With a tag on an old snapshot and a branch that has a row of its own: every ref reads
+        // the same, by pyiceberg and by ClickHouse, every column.
+        let fx = fixture(&["pyiceberg", dir.to_str().unwrap(), partitioned, "refs"]);
         let expected = strings(&fx["expected"]);
-        let ch_before = fixture(&["chcount", dir.to_str().unwrap()]);
-        let m = compact_and_check(&dir, &expected, true, None).await;
+        let expected_ch = strings(&fx["expected_clickhouse"]);
+        let refs_before = refs_of(&dir).await;
+        assert_eq!(
+            refs_before.len(),
+            3,
+            "main, a tag, a branch: {refs_before:?}"
+        );
+        let m = compact_and_check(&dir, &expected, true, &expected_ch).await;
         assert_eq!(m.failed_data_files_count, 0);
-        // ClickHouse, where it can read the table: the same ids after.
-        if ch_before.get("ids").is_some() {
-            let ch_after = fixture(&["chcount", dir.to_str().unwrap()]);
-            assert_eq!(
-                ch_after["ids"], ch_before["ids"],
-                "ClickHouse ids ({ch_after})"
-            );
-        } else {
-            eprintln!("ClickHouse cannot read the pyiceberg table: {ch_before}");
+        let refs_after = refs_of(&dir).await;
+        for (name, sid) in &refs_before {
+            if name != "main" {
+                assert_eq!(refs_after.get(name), Some(sid), "ref {name} unchanged");
+            }
         }
         if partitioned == "1" {
             assert_eq!(
@@ -284,10 +404,21 @@ async fn pyiceberg_tables_of_every_type_compact_to_the_same_rows() {
     }
 }
 
-fn chrows(dir: &Path, snapshots: &[String]) -> Value {
-    let mut args = vec!["chrows", dir.to_str().unwrap()];
-    args.extend(snapshots.iter().map(String::as_str));
-    fixture(&args)
+/// Ref name → snapshot id of the newest metadata.
+async fn refs_of(dir: &Path) -> BTreeMap<String, i64> {
+    let located = locate(
+        &FileIO::local(),
+        dir.to_str().unwrap(),
+        &MetadataSettings::default(),
+    )
+    .await
+    .unwrap();
+    located
+        .metadata
+        .refs()
+        .iter()
+        .map(|r| (r.name.clone(), r.snapshot_id))
+        .collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -297,42 +428,70 @@ async fn clickhouse_position_deletes_are_applied_and_history_stays() {
         let dir = tmp.path().join("t");
         let fx = fixture(&["clickhouse", dir.to_str().unwrap(), version]);
         let expected = strings(&fx["expected"]);
-        let (before_py, _) = py_rows(&dir).await;
-        let snapshots: Vec<String> = before_py.keys().cloned().collect();
-        let ch_before = chrows(&dir, &snapshots);
         let (_, deletes, _, _) = current_files(&dir).await;
         assert!(!deletes.is_empty(), "ClickHouse wrote position deletes");
-        let m = compact_and_check_ch(&dir, &expected, &ch_before, version).await;
+        // ClickHouse's delete files name no referenced_data_file: they are partition-scoped (the
+        // table is unpartitioned), and the second one names rows of two data files.
+        assert!(deletes.iter().all(|d| d.referenced_data_file.is_none()));
+        let lineage_before = if version == "3" {
+            Some(row_lineage(&dir).await)
+        } else {
+            None
+        };
+        // (long, string, double): ClickHouse's form is the rows themselves.
+        let m = compact_and_check(&dir, &expected, true, &expected).await;
         assert!(m.removed_delete_files_count >= 2, "v{version}: {m:?}");
+        if let Some(before) = lineage_before {
+            assert_lineage_written(&dir).await;
+            let after = row_lineage(&dir).await;
+            for (id, lineage) in &after {
+                assert_eq!(before.get(id), Some(lineage), "row {id} keeps its _row_id");
+            }
+            assert_eq!(after.len(), expected.len());
+        }
     }
 }
 
-async fn compact_and_check_ch(
-    dir: &Path,
-    expected: &[String],
-    ch_before: &Value,
-    version: &str,
-) -> CompactMetrics {
-    let lineage_before = if version == "3" {
-        Some(row_lineage(dir).await)
-    } else {
-        None
-    };
-    let m = compact_and_check(dir, expected, true, Some(ch_before)).await;
-    // After the expiry too, ClickHouse reads the current rows.
-    let ch_after = chrows(dir, &[]);
-    assert_eq!(
-        ch_after["current"], ch_before["current"],
-        "v{version}: ClickHouse reads the same current rows ({ch_after})"
-    );
-    if let Some(before) = lineage_before {
-        let after = row_lineage(dir).await;
-        for (id, lineage) in &after {
-            assert_eq!(before.get(id), Some(lineage), "row {id} keeps its _row_id");
+/// Every compaction output of the current snapshot writes the v3 lineage columns explicitly:
+/// `_row_id` (field id 2147483540) and `_last_updated_sequence_number` (2147483539), never null.
+async fn assert_lineage_written(dir: &Path) {
+    let (data, _, _, _) = current_files(dir).await;
+    let outputs: Vec<&DataFile> = data
+        .iter()
+        .filter(|f| f.file_path.contains("-compacted-"))
+        .collect();
+    assert!(!outputs.is_empty());
+    for f in outputs {
+        let bytes = std::fs::read(local_path(&f.file_path)).unwrap();
+        let builder = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(
+            Bytes::from(bytes),
+        )
+        .unwrap();
+        let schema = builder.schema().clone();
+        for (name, id) in [
+            ("_row_id", "2147483540"),
+            ("_last_updated_sequence_number", "2147483539"),
+        ] {
+            let field = schema
+                .field_with_name(name)
+                .unwrap_or_else(|_| panic!("{name} in {}", f.file_path));
+            assert_eq!(
+                field
+                    .metadata()
+                    .get(PARQUET_FIELD_ID_META_KEY)
+                    .map(String::as_str),
+                Some(id),
+                "{name}'s field id"
+            );
         }
-        assert_eq!(after.len(), expected.len());
+        for batch in builder.build().unwrap() {
+            let batch = batch.unwrap();
+            for name in ["_row_id", "_last_updated_sequence_number"] {
+                let col = batch.column_by_name(name).unwrap();
+                assert_eq!(col.null_count(), 0, "{name} null in {}", f.file_path);
+            }
+        }
     }
-    m
 }
 
 /// id → (_row_id, _last_updated_sequence_number) of the live rows of the current snapshot
@@ -450,16 +609,95 @@ async fn equality_deletes_apply_only_to_older_data() {
     expected.sort();
     // pyiceberg cannot read equality deletes: only the expected multiset and, after compaction,
     // pyiceberg itself (no delete file is left).
-    let (_, deletes, _, _) = current_files(&dir).await;
+    let (_, deletes, _, start) = current_files(&dir).await;
     assert_eq!(deletes.len(), 1);
+    // ClickHouse applies equality deletes: it reads the expected rows before compaction.
+    let ch_before = chtyped(&dir, &[]).await;
+    assert_eq!(
+        ch_before["current"],
+        serde_json::json!(expected),
+        "ClickHouse before: {ch_before}"
+    );
     let results = engine_sql(&dir, &["OPTIMIZE TABLE t"]).await;
     let m = compact_metrics(&results[0]);
     assert_eq!(m.removed_delete_files_count, 1, "{m:?}");
     let (_, deletes, op, now) = current_files(&dir).await;
     assert_eq!(op, "replace");
     assert!(deletes.is_empty());
+    assert_explicit_sequence_numbers(&dir, start, now, m.added_data_files_count).await;
     let (rows, errors) = py_rows(&dir).await;
     assert_eq!(rows[&now.to_string()], expected, "errors: {errors}");
+    let ch_after = chtyped(&dir, &[]).await;
+    check_typed(&ch_after, &expected, "after OPTIMIZE");
+}
+
+/// A delete file that a remaining data file still needs stays; one no remaining file needs goes.
+/// Files A, B, C (ids 0..9), equality delete E1 (id 0), file D (id 7 again), equality delete E2
+/// (ids 1 and 7: it applies to A..C and to D). With `delete_file_threshold = 2` only A..C (two
+/// deletes each) are rewritten: E1 goes, E2 stays for D, and D's row 7 stays deleted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_delete_file_still_needed_stays() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("t");
+    fixture(&["simple", dir.to_str().unwrap(), "3"]);
+    commit_deletes(&dir, vec![equality_delete(&dir, "eq-1.parquet", &[0])]).await;
+    fixture(&["simple_append", dir.to_str().unwrap()]);
+    commit_deletes(&dir, vec![equality_delete(&dir, "eq-2.parquet", &[1, 7])]).await;
+    let mut expected: Vec<String> = [2, 3, 4, 5, 6, 8].into_iter().map(simple_row).collect();
+    expected.sort();
+    let (data_before, _, _, start) = current_files(&dir).await;
+    assert_eq!(data_before.len(), 4);
+    let ch_before = chtyped(&dir, &[]).await;
+    assert_eq!(
+        ch_before["current"],
+        serde_json::json!(expected),
+        "ClickHouse before: {ch_before}"
+    );
+    let r = engine_sql(
+        &dir,
+        &[
+            "ALTER TABLE t EXECUTE rewrite_data_files(delete_file_threshold = 2, \
+           min_file_size_bytes = 0, min_input_files = 1)",
+        ],
+    )
+    .await;
+    let m = compact_metrics(&r[0]);
+    assert_eq!(m.rewritten_data_files_count, 3, "{m:?}");
+    assert_eq!(m.removed_delete_files_count, 1, "{m:?}");
+    let (data, deletes, op, now) = current_files(&dir).await;
+    assert_eq!(op, "replace");
+    assert_eq!(data.len(), 2);
+    let kept: Vec<&str> = deletes.iter().map(|d| d.file_path.as_str()).collect();
+    assert_eq!(kept.len(), 1);
+    assert!(kept[0].ends_with("eq-2.parquet"), "{kept:?}");
+    assert_explicit_sequence_numbers(&dir, start, now, m.added_data_files_count).await;
+    // ClickHouse applies the delete left to D (and not to the new file).
+    let ch_after = chtyped(&dir, &[]).await;
+    assert_eq!(
+        ch_after["current"],
+        serde_json::json!(expected),
+        "ClickHouse after: {ch_after}"
+    );
+    // The new file holds exactly the rewritten rows, D still holds its row 7.
+    let new = data
+        .iter()
+        .find(|f| f.file_path.contains("-compacted-"))
+        .unwrap();
+    let out = fixture(&["parquet_rows", &local_path(&new.file_path), "id", "name"]);
+    assert_eq!(strings(&out["rows"]), expected);
+    // A plain OPTIMIZE then applies E2 to D: no delete file, rows equal (pyiceberg reads it now).
+    let r = engine_sql(&dir, &["OPTIMIZE TABLE t"]).await;
+    let m = compact_metrics(&r[0]);
+    assert_eq!(m.removed_delete_files_count, 1, "{m:?}");
+    let (_, deletes, _, now) = current_files(&dir).await;
+    assert!(deletes.is_empty());
+    let (rows, errors) = py_rows(&dir).await;
+    assert_eq!(rows[&now.to_string()], expected, "errors: {errors}");
+    check_typed(
+        &chtyped(&dir, &[]).await,
+        &expected,
+        "after the second OPTIMIZE",
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -509,13 +747,47 @@ async fn a_v3_deletion_vector_is_applied() {
     dv.content_offset = Some(4);
     dv.content_size_in_bytes = Some(blob.len() as i64);
     commit_deletes(&dir, vec![dv]).await;
+    let (_, _, _, start) = current_files(&dir).await;
+    let (py_before, _) = py_rows(&dir).await;
+    let snapshots: Vec<String> = py_before.keys().cloned().collect();
+    let ch_before = chtyped(&dir, &snapshots).await;
+    // ClickHouse 26.9 cannot read a table with a deletion vector (the snapshots before it it reads);
+    // should it learn to, it must read the expected rows.
+    match ch_before["errors"].get("current") {
+        Some(e) => assert!(
+            e.as_str()
+                .unwrap()
+                .contains("Position deletes are supported only for parquet format"),
+            "{e}"
+        ),
+        None => assert_eq!(strings(&ch_before["current"]), expected),
+    }
     let results = engine_sql(&dir, &["OPTIMIZE TABLE t"]).await;
     let m = compact_metrics(&results[0]);
     assert!(m.removed_delete_files_count >= 1, "{m:?}");
     let (_, deletes, _, now) = current_files(&dir).await;
     assert!(deletes.is_empty());
+    assert_explicit_sequence_numbers(&dir, start, now, m.added_data_files_count).await;
     let (rows, errors) = py_rows(&dir).await;
     assert_eq!(rows[&now.to_string()], expected, "errors: {errors}");
+    // Every old snapshot reads as before (pyiceberg; ClickHouse, the snapshots it could read).
+    for (sid, r) in &py_before {
+        assert_eq!(&rows[sid], r, "pyiceberg, snapshot {sid}");
+    }
+    let ch_after = chtyped(&dir, &snapshots).await;
+    assert_eq!(
+        strings(&ch_after["current"]),
+        expected,
+        "ClickHouse after: {ch_after}"
+    );
+    for sid in &snapshots {
+        if ch_before["errors"].get(sid).is_none() {
+            assert_eq!(
+                ch_after["snapshots"][sid], ch_before["snapshots"][sid],
+                "ClickHouse {sid}"
+            );
+        }
+    }
 }
 
 fn first_id(path: &str) -> i64 {
@@ -530,11 +802,14 @@ fn first_id(path: &str) -> i64 {
     ids.as_primitive::<Int64Type>().value(0)
 }
 
-/// Commits an equality delete of id 2 the first time compaction writes an output file.
+/// Commits an equality delete of `ids` (in `partition`, else unpartitioned) the first time
+/// compaction writes an output file.
 #[derive(Debug)]
 struct ConcurrentDelete {
     dir: PathBuf,
     fired: AtomicBool,
+    ids: Vec<i64>,
+    partition: Option<apache_avro::types::Value>,
 }
 
 #[async_trait::async_trait]
@@ -547,12 +822,16 @@ impl StoreHook for ConcurrentDelete {
         {
             // Another writer, on its own thread and runtime, commits while we wait.
             let dir = self.dir.clone();
+            let (ids, partition) = (self.ids.clone(), self.partition.clone());
             std::thread::spawn(move || {
                 let rt = tokio::runtime::Builder::new_current_thread()
                     .enable_all()
                     .build()
                     .unwrap();
-                let delete = equality_delete(&dir, "eq-late.parquet", &[2]);
+                let mut delete = equality_delete(&dir, "eq-late.parquet", &ids);
+                if let Some(p) = partition {
+                    delete.partition = p;
+                }
                 rt.block_on(commit_deletes(&dir, vec![delete]));
             })
             .join()
@@ -570,6 +849,8 @@ async fn a_delete_committed_during_compaction_is_not_lost() {
     let hook = Arc::new(ConcurrentDelete {
         dir: dir.clone(),
         fired: AtomicBool::new(false),
+        ids: vec![2],
+        partition: None,
     });
     let store = FaultyStore::hooked(Arc::new(LocalFileSystem::new()), hook.clone());
     let io = FileIO::from_store("/", Arc::new(store)).unwrap();
@@ -598,6 +879,78 @@ async fn a_delete_committed_during_compaction_is_not_lost() {
     let mut expected = expected;
     expected.sort();
     assert_eq!(rows[&now.to_string()], expected);
+}
+
+/// A delete committed during compaction that touches one partition fails that partition's group
+/// only: the other group commits, the deleted row stays deleted (ClickHouse reads the rows: the
+/// delete is an equality delete, which pyiceberg cannot read), and a re-run compacts the rest.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_concurrent_delete_fails_only_the_group_it_touches() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("t");
+    let fx = fixture(&["pyiceberg", dir.to_str().unwrap(), "1"]);
+    // Partition b holds the odd ids; the concurrent delete removes id 3 there.
+    let expected_ch: Vec<String> = strings(&fx["expected_clickhouse"])
+        .into_iter()
+        .filter(|r| !r.starts_with("[3,"))
+        .collect();
+    let expected: Vec<String> = strings(&fx["expected"])
+        .into_iter()
+        .filter(|r| !r.starts_with("[3,"))
+        .collect();
+    let (data, _, _, _) = current_files(&dir).await;
+    let in_b: Vec<&DataFile> = data
+        .iter()
+        .filter(|f| f.file_path.contains("part=b"))
+        .collect();
+    let in_a = data.len() - in_b.len();
+    assert!(in_a > 1 && in_b.len() > 1);
+    let hook = Arc::new(ConcurrentDelete {
+        dir: dir.clone(),
+        fired: AtomicBool::new(false),
+        ids: vec![3],
+        partition: Some(in_b[0].partition.clone()),
+    });
+    let store = FaultyStore::hooked(Arc::new(LocalFileSystem::new()), hook.clone());
+    let io = FileIO::from_store("/", Arc::new(store)).unwrap();
+    let table = Table::with_io(dir.to_str().unwrap(), io);
+    let outcome = table
+        .rewrite_data_files()
+        .optimize()
+        .min_input_files(2)
+        .execute()
+        .await
+        .unwrap();
+    assert!(hook.fired.load(Ordering::SeqCst));
+    let m = outcome.metrics;
+    assert_eq!(
+        m.failed_data_files_count as usize,
+        in_b.len(),
+        "{m:?} {:?}",
+        outcome.warnings
+    );
+    assert_eq!(m.rewritten_data_files_count as usize, in_a, "{m:?}");
+    let (after, deletes, op, _) = current_files(&dir).await;
+    assert_eq!(op, "replace");
+    assert_eq!(deletes.len(), 1, "the concurrent delete stands");
+    for f in &in_b {
+        assert!(
+            after.iter().any(|g| g.file_path == f.file_path),
+            "{} left as it was",
+            f.file_path
+        );
+    }
+    let ch = chtyped(&dir, &[]).await;
+    check_typed(&ch, &expected_ch, "after the partial compaction");
+    // A re-run compacts partition b with the delete applied; pyiceberg reads it again.
+    let r = engine_sql(&dir, &["OPTIMIZE TABLE t"]).await;
+    let m = compact_metrics(&r[0]);
+    assert_eq!(m.removed_delete_files_count, 1, "{m:?}");
+    let (_, deletes, _, now) = current_files(&dir).await;
+    assert!(deletes.is_empty());
+    let (rows, errors) = py_rows(&dir).await;
+    assert_eq!(rows[&now.to_string()], expected, "{errors}");
+    check_typed(&chtyped(&dir, &[]).await, &expected_ch, "after the re-run");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -685,6 +1038,51 @@ fn copy_dir(from: &Path, to: &Path) {
     }
 }
 
+/// v2 position deletes both ways: a file-scoped one (its `file_path` bounds name one data file,
+/// as Java writes them in v2; the v2 manifest schema has no `referenced_data_file`, a v3 field)
+/// and a partition-scoped one naming rows of two data files. pyiceberg and ClickHouse read them
+/// before; after compaction every snapshot reads as before, by both, every column.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn file_and_partition_scoped_position_deletes_are_applied() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("t");
+    fixture(&["simple", dir.to_str().unwrap(), "5"]);
+    let (data, _, _, _) = current_files(&dir).await;
+    let mut paths: Vec<String> = data.iter().map(|f| f.file_path.clone()).collect();
+    paths.sort();
+    let first: Vec<i64> = paths.iter().map(|p| first_id(p)).collect();
+    // File-scoped: row 1 of the first file.
+    let mut scoped = position_delete(&dir, "pos-file.parquet", &[(paths[0].clone(), 1)]);
+    let bound = BTreeMap::from([(2_147_483_546, paths[0].as_bytes().to_vec())]);
+    scoped.lower_bounds = Some(bound.clone().into_iter().collect());
+    scoped.upper_bounds = Some(bound.into_iter().collect());
+    // Partition-scoped: row 0 of the second file and row 2 of the third.
+    let wide = position_delete(
+        &dir,
+        "pos-part.parquet",
+        &[(paths[1].clone(), 0), (paths[2].clone(), 2)],
+    );
+    commit_deletes(&dir, vec![scoped]).await;
+    commit_deletes(&dir, vec![wide]).await;
+    let gone = [first[0] + 1, first[1], first[2] + 2];
+    let mut expected: Vec<String> = (0..15)
+        .filter(|i| !gone.contains(i))
+        .map(simple_row)
+        .collect();
+    expected.sort();
+    let (_, deletes, _, _) = current_files(&dir).await;
+    let file_scoped = deletes.iter().filter(|d| {
+        let (Some(lo), Some(hi)) = (&d.lower_bounds, &d.upper_bounds) else {
+            return false;
+        };
+        let key = 2_147_483_546;
+        lo.get(&key).is_some_and(|l| Some(l) == hi.get(&key))
+    });
+    assert_eq!(file_scoped.count(), 1, "{deletes:?}");
+    let m = compact_and_check(&dir, &expected, true, &expected).await;
+    assert_eq!(m.removed_delete_files_count, 2, "{m:?}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_crash_at_any_write_leaves_the_rows_and_a_rerun_converges() {
     use icetrim::internals::io::{Fault, FaultInjector};
@@ -704,7 +1102,7 @@ async fn a_crash_at_any_write_leaves_the_rows_and_a_rerun_converges() {
     expected.sort();
     let backup = tmp.path().join("backup");
     copy_dir(&dir, &backup);
-    for fault in [Fault::Crash, Fault::CrashAfterApplying] {
+    for fault in [Fault::Crash, Fault::CrashAfterApplying, Fault::FailOnce] {
         let mut completed = false;
         for k in 0..40u64 {
             std::fs::remove_dir_all(&dir).unwrap();
@@ -715,8 +1113,16 @@ async fn a_crash_at_any_write_leaves_the_rows_and_a_rerun_converges() {
             let io = FileIO::from_store("/", Arc::new(store)).unwrap();
             let table = Table::with_io(dir.to_str().unwrap(), io);
             let result = table.rewrite_data_files().optimize().execute().await;
-            let crashed = injector.crashed();
-            assert_eq!(result.is_err(), crashed, "{fault:?} k={k}: {result:?}");
+            let crashed = injector.crashed() || injector.failures() > 0;
+            if fault == Fault::FailOnce {
+                // One write fails and the process lives on: a clear error (or a retry that
+                // succeeds); either way the checks below hold.
+                if let Err(e) = &result {
+                    assert!(e.to_string().starts_with("Code: "), "k={k}: {e}");
+                }
+            } else {
+                assert_eq!(result.is_err(), crashed, "{fault:?} k={k}: {result:?}");
+            }
             // Readable, and the current rows are the expected ones.
             let (rows, errors) = py_rows(&dir).await;
             let (_, _, _, now) = current_files(&dir).await;
@@ -817,9 +1223,11 @@ async fn a_clickhouse_v3_table_of_many_types_reads_the_same() {
     fixture(&["clickhouse_types", dir.to_str().unwrap()]);
     let (py_before, py_errors) = py_rows(&dir).await;
     let snapshots: Vec<String> = py_before.keys().cloned().collect();
-    let mut args = vec!["chall", dir.to_str().unwrap()];
-    args.extend(snapshots.iter().map(String::as_str));
-    let ch_before = fixture(&args);
+    // Every column, by ClickHouse (its own table) and pyiceberg in ClickHouse's form.
+    let ch_before = chtyped(&dir, &snapshots).await;
+    let ch_rows = strings(&ch_before["py_current"]);
+    check_typed(&ch_before, &ch_rows, "before OPTIMIZE");
+    assert_eq!(ch_rows.len(), 10);
     let lineage = row_lineage(&dir).await;
     let (_, _, _, start) = current_files(&dir).await;
     let results = engine_sql(&dir, &["OPTIMIZE TABLE t"]).await;
@@ -829,12 +1237,8 @@ async fn a_clickhouse_v3_table_of_many_types_reads_the_same() {
     let (_, deletes, op, now) = current_files(&dir).await;
     assert_eq!(op, "replace");
     assert!(deletes.is_empty());
-    let ch_after = fixture(&args);
-    assert_eq!(
-        ch_after["current"], ch_before["current"],
-        "ClickHouse current rows"
-    );
-    assert_eq!(ch_before["current"].as_array().unwrap().len(), 10);
+    let ch_after = chtyped(&dir, &snapshots).await;
+    check_typed(&ch_after, &ch_rows, "after OPTIMIZE");
     for sid in &snapshots {
         assert_eq!(
             ch_after["snapshots"][sid], ch_before["snapshots"][sid],
@@ -848,6 +1252,7 @@ async fn a_clickhouse_v3_table_of_many_types_reads_the_same() {
     if let Some(rows) = py_before.get(&start.to_string()) {
         assert_eq!(&py_after[&now.to_string()], rows, "pyiceberg current");
     }
+    assert_lineage_written(&dir).await;
     let after = row_lineage(&dir).await;
     assert_eq!(after.len(), 10);
     for (id, l) in &after {
@@ -1125,7 +1530,7 @@ async fn a_generated_partitioned_table_compacts_into_partition_folders() {
         );
     }
 
-    compact_and_check(&dir, &expected, true, None).await;
+    compact_and_check(&dir, &expected, true, &expected).await;
     let (after, _, _, _) = current_files(&dir).await;
     let mut parts = BTreeSet::new();
     for f in after.iter().filter(|f| f.file_path.contains("-compacted-")) {
@@ -1144,5 +1549,228 @@ fn strip(v: &apache_avro::types::Value) -> &apache_avro::types::Value {
     match v {
         apache_avro::types::Value::Union(_, inner) => strip(inner),
         other => other,
+    }
+}
+
+/// timestamp_ns and timestamptz_ns (v3) written by another implementation: pyiceberg 0.12's own
+/// Parquet writer (`write_file` with v3 table metadata in memory; pyiceberg cannot write v3
+/// metadata, so the files are committed here, as the issue's generator does). pyiceberg reads
+/// the table before and after compaction to the nanosecond, pyarrow alone reads the output file
+/// (TIMESTAMP(NANOS) with field ids), and ClickHouse (chdb) reads it as it did before.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn v3_nanosecond_timestamps_written_by_pyiceberg_survive() {
+    use icetrim::internals::iceberg::metadata::TableMetadata;
+    use icetrim::internals::iceberg::spec::FormatVersion;
+    use icetrim::internals::iceberg::txn::create::new_table_json;
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("t");
+    let location = dir.to_str().unwrap().to_string();
+    let file = format!("{location}/metadata/v1.metadata.json");
+    let mut json = new_table_json(&location, FormatVersion::V3, &uuid::Uuid::new_v4(), 1_000);
+    json.insert(
+        "schemas".into(),
+        serde_json::json!([{"type": "struct", "schema-id": 0, "fields": [
+            {"id": 1, "name": "id", "required": false, "type": "long"},
+            {"id": 2, "name": "tns", "required": false, "type": "timestamp_ns"},
+            {"id": 3, "name": "tstzns", "required": false, "type": "timestamptz_ns"},
+            {"id": 4, "name": "s", "required": false, "type": "string"}]}]),
+    );
+    json.insert("last-column-id".into(), 4.into());
+    let md = TableMetadata::from_json(json, &file).unwrap();
+    FileIO::local()
+        .overwrite(&file, Bytes::from(md.to_json_bytes()))
+        .await
+        .unwrap();
+    let mut expected = Vec::new();
+    for f in 0..3i64 {
+        let first = (f * 5).to_string();
+        let task = f.to_string();
+        let out = fixture(&["nanos", &location, &first, "5", &task]);
+        expected.extend(strings(&out["rows"]));
+        let data = DataFile::new(
+            DataContent::Data,
+            out["path"].as_str().unwrap(),
+            out["record_count"].as_i64().unwrap(),
+            out["size"].as_i64().unwrap(),
+        );
+        let request = CommitRequest::new(
+            Operation::Append,
+            FileChanges {
+                added_data: vec![data],
+                ..Default::default()
+            },
+        );
+        commit_changes(
+            &FileIO::local(),
+            &location,
+            &MetadataSettings::default(),
+            3,
+            &request,
+        )
+        .await
+        .unwrap();
+    }
+    expected.sort();
+    assert_eq!(expected.len(), 15);
+    assert!(
+        expected
+            .iter()
+            .any(|r| r.contains("\"ns:1700000000123456789\"")),
+        "nanoseconds microseconds cannot hold: {expected:?}"
+    );
+    let (before, errors) = py_rows(&dir).await;
+    let (_, _, _, start) = current_files(&dir).await;
+    assert_eq!(before[&start.to_string()], expected, "pyiceberg: {errors}");
+    let snapshots: Vec<String> = before.keys().cloned().collect();
+    // ClickHouse reads both nanosecond columns to the nanosecond (DateTime64(9)).
+    let ch_before = chtyped(&dir, &snapshots).await;
+    check_typed(&ch_before, &expected, "ClickHouse before OPTIMIZE");
+
+    let r = engine_sql(
+        &dir,
+        &["ALTER TABLE t EXECUTE rewrite_data_files(min_input_files = 2)"],
+    )
+    .await;
+    let m = compact_metrics(&r[0]);
+    assert_eq!(m.rewritten_data_files_count, 3, "{m:?}");
+    let (data, _, op, now) = current_files(&dir).await;
+    assert_eq!(op, "replace");
+    assert_eq!(data.len(), 1);
+    let (after, errors) = py_rows(&dir).await;
+    for (sid, rows) in &before {
+        assert_eq!(&after[sid], rows, "pyiceberg, snapshot {sid}");
+    }
+    assert_eq!(after[&now.to_string()], expected, "pyiceberg: {errors}");
+    // pyarrow alone on the output file: the same rows, nanosecond units, the zone flag, field ids.
+    let out = fixture(&[
+        "parquet_rows",
+        &local_path(&data[0].file_path),
+        "id",
+        "tns",
+        "tstzns",
+        "s",
+    ]);
+    assert_eq!(strings(&out["rows"]), expected);
+    let schema = out["schema"].as_str().unwrap();
+    assert!(
+        schema.contains("field_id=2 tns (Timestamp(isAdjustedToUTC=false, timeUnit=nanoseconds"),
+        "{schema}"
+    );
+    assert!(
+        schema.contains("field_id=3 tstzns (Timestamp(isAdjustedToUTC=true, timeUnit=nanoseconds"),
+        "{schema}"
+    );
+    let ch_after = chtyped(&dir, &snapshots).await;
+    check_typed(&ch_after, &expected, "ClickHouse after OPTIMIZE");
+    for sid in &snapshots {
+        assert_eq!(
+            ch_after["snapshots"][sid], ch_before["snapshots"][sid],
+            "ClickHouse {sid}"
+        );
+    }
+}
+
+/// A v3 table with a column of a type compaction cannot rewrite (`variant`, `geometry`,
+/// `geography`, also nested in a struct) is refused with NOT_IMPLEMENTED, before anything is
+/// written: the metadata and the data files stay as they were.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn variant_geometry_geography_are_refused() {
+    use icetrim::internals::iceberg::metadata::TableMetadata;
+    use icetrim::internals::iceberg::spec::FormatVersion;
+    use icetrim::internals::iceberg::txn::create::new_table_json;
+    let cases = [
+        serde_json::json!("variant"),
+        serde_json::json!("geometry"),
+        serde_json::json!("geography"),
+        serde_json::json!({"type": "struct", "fields": [
+            {"id": 3, "name": "inner", "required": false, "type": "variant"}]}),
+    ];
+    for ty in cases {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("t");
+        let location = dir.to_str().unwrap().to_string();
+        let file = format!("{location}/metadata/v1.metadata.json");
+        let mut json = new_table_json(&location, FormatVersion::V3, &uuid::Uuid::new_v4(), 1_000);
+        json.insert(
+            "schemas".into(),
+            serde_json::json!([{"type": "struct", "schema-id": 0, "fields": [
+                {"id": 1, "name": "id", "required": false, "type": "long"},
+                {"id": 2, "name": "x", "required": false, "type": ty}]}]),
+        );
+        json.insert("last-column-id".into(), 3.into());
+        let md = TableMetadata::from_json(json, &file).unwrap();
+        FileIO::local()
+            .overwrite(&file, Bytes::from(md.to_json_bytes()))
+            .await
+            .unwrap();
+        // Two small data files holding `id` only (the other column is missing, i.e. null).
+        for f in 0..2 {
+            let schema = Arc::new(Schema::new(vec![with_id("id", DataType::Int64, 1)]));
+            let batch = RecordBatch::try_new(
+                schema.clone(),
+                vec![Arc::new(Int64Array::from(vec![f, f + 10])) as ArrayRef],
+            )
+            .unwrap();
+            let mut w = ArrowWriter::try_new(Vec::new(), schema, None).unwrap();
+            w.write(&batch).unwrap();
+            let bytes = w.into_inner().unwrap();
+            std::fs::create_dir_all(dir.join("data")).unwrap();
+            let path = dir.join("data").join(format!("f{f}.parquet"));
+            std::fs::write(&path, &bytes).unwrap();
+            let data = DataFile::new(
+                DataContent::Data,
+                path.to_str().unwrap(),
+                2,
+                bytes.len() as i64,
+            );
+            let request = CommitRequest::new(
+                Operation::Append,
+                FileChanges {
+                    added_data: vec![data],
+                    ..Default::default()
+                },
+            );
+            commit_changes(
+                &FileIO::local(),
+                &location,
+                &MetadataSettings::default(),
+                3,
+                &request,
+            )
+            .await
+            .unwrap();
+        }
+        let before = newest_metadata(&dir).await;
+        let files_before: Vec<_> = std::fs::read_dir(dir.join("data"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        let engine = Engine::builder().build().unwrap();
+        let mut s = engine.session();
+        s.execute(&format!(
+            "CREATE TABLE t ENGINE = IcebergLocal('{}')",
+            dir.display()
+        ))
+        .await
+        .unwrap();
+        for statement in [
+            "OPTIMIZE TABLE t",
+            "ALTER TABLE t EXECUTE rewrite_data_files(rewrite_all = 1)",
+        ] {
+            let e = s.execute(statement).await.unwrap_err();
+            assert_eq!(e.kind(), icetrim::ErrorKind::NotImplemented, "{ty}: {e}");
+            assert!(e.to_string().contains("NOT_IMPLEMENTED"), "{e}");
+            assert!(e.message().contains("cannot rewrite"), "{ty}: {e}");
+        }
+        assert_eq!(
+            newest_metadata(&dir).await,
+            before,
+            "{ty}: nothing committed"
+        );
+        let files_after: Vec<_> = std::fs::read_dir(dir.join("data"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(files_after, files_before, "{ty}: nothing written");
     }
 }

@@ -2,15 +2,22 @@
 """Fixture tables and row readers for the compaction tests (tests/interop/compaction.rs). JSON on stdout.
 
 usage:
-  compaction_fixture.py pyiceberg <dir> <partitioned 0|1>   every Iceberg type, 6 appends + a copy-on-write delete
+  compaction_fixture.py pyiceberg <dir> <partitioned 0|1> [refs]
+                                                            every Iceberg type, 6 appends + a copy-on-write delete
+                                                            (refs: a tag, and a branch with an append of its own)
+  compaction_fixture.py chtyped <dir> <metadata> [<snapshot_id> ...]
+                                                            every column as ClickHouse reads it, beside pyiceberg's
+                                                            rows in the form ClickHouse gives them (current, snapshots)
+  compaction_fixture.py nanos <dir> <first id> <count> <task>
+                                                            pyiceberg writes one v3 Parquet data file with
+                                                            timestamp_ns / timestamptz_ns (metadata is the caller's)
+  compaction_fixture.py parquet_rows <file> [<column> ...]  one Parquet file's rows by pyarrow alone
   compaction_fixture.py simple <dir> <files> [sorted]       (id long, name string), <files> appends of 3 rows
                                                             (sorted: sort order id DESC NULLS LAST)
   compaction_fixture.py simple_append <dir>                 one more append (id 7)
   compaction_fixture.py rows <metadata_json>                every snapshot's rows, read by pyiceberg
   compaction_fixture.py clickhouse <dir> <version>          ClickHouse writes: 5 INSERTs, then DELETEs (position deletes)
-  compaction_fixture.py chrows <dir> [<snapshot_id> ...]    rows as ClickHouse reads them (current, then each snapshot)
   compaction_fixture.py clickhouse_types <dir>              ClickHouse v3 table of many types, INSERTs and a DELETE
-  compaction_fixture.py chall <dir> [<snapshot_id> ...]     every column as ClickHouse reads it
   compaction_fixture.py chcount <dir>                       the ids ClickHouse reads, or its error
   compaction_fixture.py evolved <dir> split|derive|hour     partition spec evolution: 3 appends under spec 0,
                                                             update_spec, 3 appends under spec 1 (split: identity(cat)
@@ -76,11 +83,91 @@ def canon(v):
     return repr(v)
 
 
+def nanos_as_ints(table):
+    """Top-level timestamp[ns] columns as `ns:<integer>` text (pyarrow gives no Python value for them
+    without pandas, and datetime would drop the nanoseconds)."""
+    import pyarrow as pa
+
+    for i, field in enumerate(table.schema):
+        if pa.types.is_timestamp(field.type) and field.type.unit == "ns":
+            ints = table.column(i).cast(pa.int64())
+            text = pa.array([None if v is None else f"ns:{v}" for v in ints.to_pylist()], pa.string())
+            table = table.set_column(i, field.name, text)
+    return table
+
+
 def canon_rows(table):
+    table = nanos_as_ints(table)
     cols = table.column_names
     out = []
     for row in table.to_pylist():
         out.append(json.dumps([canon(row[c]) for c in cols], sort_keys=True))
+    return sorted(out)
+
+
+def ch_view(v, t):
+    """A value of Iceberg type `t` as ClickHouse 26.9 (chdb 4.4) reads it, where that differs from
+    the value itself (found with chdb, see notes/cinterop.md):
+    - struct, list and map columns are `Tuple`, `Array` and `Map`, never Nullable: a null struct reads
+      as a tuple of nulls (recursively), a null list or map as an empty one;
+    - `time` is `Nullable(Int64)` holding whole seconds since midnight (the microseconds are lost);
+    - timestamps come with the session zone (UTC), uuids as UUID values: compared by instant / bytes.
+    """
+    from pyiceberg import types as T
+
+    if isinstance(t, T.StructType):
+        v = v or {}
+        return {f.name: ch_view(v.get(f.name), f.field_type) for f in t.fields}
+    if isinstance(t, T.ListType):
+        return [] if v is None else [ch_view(x, t.element_type) for x in v]
+    if isinstance(t, T.MapType):
+        return [] if v is None else [(ch_view(k, t.key_type), ch_view(x, t.value_type)) for k, x in v]
+    if v is None:
+        return None
+    if isinstance(t, T.TimeType):
+        return v.hour * 3600 + v.minute * 60 + v.second
+    return same_form(v, t)
+
+
+def same_form(v, t):
+    """One Python form per Iceberg type for values read by pyiceberg and by chdb."""
+    from pyiceberg import types as T
+
+    if isinstance(t, T.StringType) and isinstance(v, (bytes, bytearray)):
+        return bytes(v).decode("utf-8")
+    if isinstance(t, T.TimestampType) and isinstance(v, datetime.datetime):
+        return v.astimezone(datetime.timezone.utc).replace(tzinfo=None) if v.tzinfo else v
+    if isinstance(t, T.TimestamptzType) and isinstance(v, datetime.datetime):
+        return v.astimezone(datetime.timezone.utc)
+    if isinstance(t, T.UUIDType):
+        return v.bytes if isinstance(v, uuid.UUID) else bytes(v)
+    if isinstance(t, (T.FixedType, T.BinaryType)) and isinstance(v, (bytes, bytearray)):
+        return bytes(v)
+    return v
+
+
+def from_ch(v, t):
+    """A value chdb returned (Arrow) in the form `ch_view` gives."""
+    from pyiceberg import types as T
+
+    if isinstance(t, T.StructType):
+        return None if v is None else {f.name: from_ch(v.get(f.name), f.field_type) for f in t.fields}
+    if isinstance(t, T.ListType):
+        return None if v is None else [from_ch(x, t.element_type) for x in v]
+    if isinstance(t, T.MapType):
+        return None if v is None else [(from_ch(k, t.key_type), from_ch(x, t.value_type)) for k, x in v]
+    if v is None:
+        return None
+    return same_form(v, t)
+
+
+def view_rows(table, schema, convert):
+    """Canonical rows of an Arrow table whose columns are `schema`'s, each value through `convert`."""
+    table = nanos_as_ints(table)
+    fields = {f.name: f.field_type for f in schema.fields}
+    out = []
+    for row in table.to_pylist():
+        out.append(json.dumps([canon(convert(row[c], fields[c])) for c in table.column_names], sort_keys=True))
     return sorted(out)
 
 
@@ -172,7 +259,7 @@ def newest_metadata(location_dir):
     return max(files, key=lambda p: os.path.basename(p))
 
 
-def cmd_pyiceberg(out_dir, partitioned):
+def cmd_pyiceberg(out_dir, partitioned, refs=False):
     out_dir = os.path.abspath(out_dir)
     os.makedirs(out_dir, exist_ok=True)
     location = "file://" + out_dir
@@ -190,8 +277,19 @@ def cmd_pyiceberg(out_dir, partitioned):
     table.delete("id = 5")
     expected = [r for r in expected if r["id"] != 5]
     table = catalog.load_table("fx.t")
-    exp = canon_rows(arrow_table(table.schema(), expected))
-    print(json.dumps({"metadata": newest_metadata(out_dir), "dir": out_dir, "expected": exp}))
+    if refs:
+        # A tag on the third snapshot and a branch from the fourth with a row of its own: refs whose
+        # snapshots are not the current one, read before and after compaction.
+        snaps = table.metadata.snapshots
+        table.manage_snapshots().create_tag(snaps[2].snapshot_id, "t1").create_branch(snaps[3].snapshot_id, "b1").commit()
+        table = catalog.load_table("fx.t")
+        table.append(arrow_table(table.schema(), every_type_rows(100, 3, parts)), branch="b1")
+        table = catalog.load_table("fx.t")
+    exp_table = arrow_table(table.schema(), expected)
+    exp = canon_rows(exp_table)
+    exp_ch = view_rows(exp_table, table.schema(), ch_view)
+    print(json.dumps({"metadata": newest_metadata(out_dir), "dir": out_dir, "expected": exp,
+                      "expected_clickhouse": exp_ch}))
 
 
 def cmd_simple(out_dir, files, sorted_desc=False):
@@ -304,65 +402,103 @@ def cmd_clickhouse_types(out_dir):
     print(json.dumps({"dir": out_dir}))
 
 
-def cmd_chall(table_dir, snapshot_ids):
-    """Every column as ClickHouse reads it (floats by their text), current and per snapshot."""
-    import chdb_session
+def arrow_query(sess, sql, settings=""):
+    """A query's result as an Arrow table (strings as bytes: binary columns need not be UTF-8)."""
+    import pyarrow as pa
 
-    sess = chdb_session.open_session()
-    out = {"current": None, "snapshots": {}, "errors": {}}
-    q = "SELECT * FROM t"
-    try:
+    result = sess.query(f"{sql} SETTINGS output_format_arrow_string_as_string = 0{settings}", "ArrowStream")
+    data = result.bytes() if result is not None else b""
+    return pa.ipc.open_stream(pa.BufferReader(data)).read_all()
+
+
+def cmd_chtyped(table_dir, metadata, snapshot_ids):
+    """Every column of the current snapshot and of `snapshot_ids` as ClickHouse reads it, next to
+    pyiceberg's rows of the same snapshot in the form ClickHouse gives (`ch_view`). Canonical rows."""
+    import chdb_session
+    from pyiceberg.table import StaticTable
+
+    table = StaticTable.from_metadata(metadata)
+    schemas = {s.schema_id: s for s in table.metadata.schemas}
+    out = {"current": None, "py_current": None, "snapshots": {}, "py_snapshots": {}, "errors": {}}
+    def attached():
+        sess = chdb_session.open_session()
         chdb_session.run(sess, chdb_session.attach_statement(os.path.abspath(table_dir)))
-        _, rows = chdb_session.run(sess, q)
-        out["current"] = sorted(json.dumps(r) for r in rows)
-        for sid in snapshot_ids:
+        return sess
+
+    sess = attached()
+    try:
+        targets = [("current", table.metadata.current_snapshot_id)] + [(sid, int(sid)) for sid in snapshot_ids]
+        for key, sid in targets:
+            snap = table.metadata.snapshot_by_id(sid)
+            schema = schemas.get(snap.schema_id, table.schema()) if snap is not None and snap.schema_id is not None else table.schema()
             try:
-                _, rows = chdb_session.run(sess, f"{q} SETTINGS iceberg_snapshot_id = {int(sid)}")
-                out["snapshots"][sid] = sorted(json.dumps(r) for r in rows)
-            except Exception as e:  # noqa: BLE001
-                out["errors"][sid] = str(e)
+                extra = "" if key == "current" else f", iceberg_snapshot_id = {sid}"
+                ch = arrow_query(sess, "SELECT * FROM t", extra)
+                ch_rows = view_rows(ch, schema, from_ch)
+            except Exception as e:  # noqa: BLE001 - reported, the test decides
+                out["errors"][key] = str(e)[:2000]
+                ch_rows = None
+                # chdb 4.4: after a query fails while executing, the next query's result carries
+                # the failed one's partial output (an Arrow stream reads as empty, JSON as "Extra
+                # data"). A fresh session reads correctly.
+                sess.close()
+                sess = attached()
+            try:
+                py = view_rows(table.scan(snapshot_id=sid).to_arrow(), schema, ch_view)
+            except Exception as e:  # noqa: BLE001 - pyiceberg cannot read equality deletes
+                out.setdefault("py_errors", {})[key] = f"{type(e).__name__}: {e}"[:2000]
+                py = None
+            if key == "current":
+                out["current"], out["py_current"] = ch_rows, py
+            else:
+                out["snapshots"][key], out["py_snapshots"][key] = ch_rows, py
     finally:
         sess.close()
     print(json.dumps(out))
 
 
-def cmd_chcount(table_dir):
-    """ClickHouse's row count and id multiset of the current snapshot, or its error."""
-    import chdb_session
+def cmd_nanos(out_dir, first, count, task):
+    """pyiceberg 0.12's own Parquet writer (`write_file`, table metadata v3 held in memory: pyiceberg
+    cannot serialise v3 metadata) writes one data file of (id long, tns timestamp_ns,
+    tstzns timestamptz_ns, s string) into <out_dir>/data. Prints the file and its canonical rows."""
+    import pyarrow as pa
+    from pyiceberg.io.pyarrow import PyArrowFileIO, schema_to_pyarrow, write_file
+    from pyiceberg.partitioning import PartitionSpec
+    from pyiceberg.schema import Schema
+    from pyiceberg.table import WriteTask
+    from pyiceberg.table.metadata import new_table_metadata
+    from pyiceberg.table.sorting import SortOrder
+    from pyiceberg.types import LongType, NestedField, StringType, TimestampNanoType, TimestamptzNanoType
 
-    sess = chdb_session.open_session()
-    try:
-        chdb_session.run(sess, chdb_session.attach_statement(os.path.abspath(table_dir)))
-        _, rows = chdb_session.run(sess, "SELECT id FROM t ORDER BY id")
-        print(json.dumps({"ids": [r[0] for r in rows]}))
-    except Exception as e:  # noqa: BLE001
-        print(json.dumps({"error": str(e)[:500]}))
-    finally:
-        sess.close()
+    out_dir = os.path.abspath(out_dir)
+    schema = Schema(NestedField(1, "id", LongType(), required=False),
+                    NestedField(2, "tns", TimestampNanoType(), required=False),
+                    NestedField(3, "tstzns", TimestamptzNanoType(), required=False),
+                    NestedField(4, "s", StringType(), required=False))
+    md = new_table_metadata(schema, PartitionSpec(), SortOrder(), "file://" + out_dir, {"format-version": "3"})
+    assert md.format_version == 3
+    ids = list(range(first, first + count))
+    # Nanoseconds that microseconds cannot hold, before and after 1970, and nulls.
+    tns = [[1_700_000_000_123_456_789 + n, -1_000_000_001 - n, None, 4_102_444_799_999_999_999 - n][n % 4] for n in ids]
+    tstz = [[None, 1_000_000_000_000_000_001 + n, -2_208_988_800_000_000_000 + n * 7, 1 + n][n % 4] for n in ids]
+    arrow = pa.Table.from_pydict({
+        "id": pa.array(ids, pa.int64()),
+        "tns": pa.array(tns, pa.timestamp("ns")),
+        "tstzns": pa.array(tstz, pa.timestamp("ns", tz="UTC")),
+        "s": pa.array([f"n{n}" for n in ids], pa.large_string()),
+    }, schema=schema_to_pyarrow(md.schema()))
+    task_ = WriteTask(uuid.uuid4(), int(task), md.schema(), arrow.to_batches())
+    [f] = list(write_file(PyArrowFileIO(), md, iter([task_])))
+    print(json.dumps({"path": f.file_path.removeprefix("file://"), "record_count": f.record_count,
+                      "size": f.file_size_in_bytes, "rows": canon_rows(arrow)}))
 
 
-def cmd_chrows(table_dir, snapshot_ids):
-    import chdb_session
+def cmd_parquet_rows(path, columns):
+    """The rows (of `columns`) of one Parquet file read by pyarrow alone, and its Parquet schema."""
+    import pyarrow.parquet as pq
 
-    sess = chdb_session.open_session()
-    out = {"current": None, "snapshots": {}, "errors": {}}
-    try:
-        chdb_session.run(sess, chdb_session.attach_statement(os.path.abspath(table_dir)))
-        q = "SELECT id, name, v FROM t"
-        try:
-            _, rows = chdb_session.run(sess, q)
-            out["current"] = sorted(json.dumps(r) for r in rows)
-        except Exception as e:  # noqa: BLE001
-            out["errors"]["current"] = str(e)
-        for sid in snapshot_ids:
-            try:
-                _, rows = chdb_session.run(sess, f"{q} SETTINGS iceberg_snapshot_id = {int(sid)}")
-                out["snapshots"][sid] = sorted(json.dumps(r) for r in rows)
-            except Exception as e:  # noqa: BLE001
-                out["errors"][sid] = str(e)
-    finally:
-        sess.close()
-    print(json.dumps(out))
+    pf = pq.ParquetFile(path)
+    print(json.dumps({"rows": canon_rows(pf.read(columns=columns or None)), "schema": str(pf.schema)}))
 
 
 def evolving_schema():
@@ -386,6 +522,21 @@ def evolving_rows(start, count):
             "cat": ["a", "b"][i % 2],
         })
     return rows
+
+
+def cmd_chcount(table_dir):
+    """ClickHouse's row count and id multiset of the current snapshot, or its error."""
+    import chdb_session
+
+    sess = chdb_session.open_session()
+    try:
+        chdb_session.run(sess, chdb_session.attach_statement(os.path.abspath(table_dir)))
+        _, rows = chdb_session.run(sess, "SELECT id FROM t ORDER BY id")
+        print(json.dumps({"ids": [r[0] for r in rows]}))
+    except Exception as e:  # noqa: BLE001
+        print(json.dumps({"error": str(e)[:500]}))
+    finally:
+        sess.close()
 
 
 def cmd_evolved(out_dir, kind):
@@ -632,7 +783,13 @@ def cmd_pruned(metadata):
 def main():
     cmd, args = sys.argv[1], sys.argv[2:]
     if cmd == "pyiceberg":
-        cmd_pyiceberg(args[0], args[1] == "1")
+        cmd_pyiceberg(args[0], args[1] == "1", len(args) > 2 and args[2] == "refs")
+    elif cmd == "chtyped":
+        cmd_chtyped(args[0], args[1], args[2:])
+    elif cmd == "nanos":
+        cmd_nanos(args[0], int(args[1]), int(args[2]), args[3])
+    elif cmd == "parquet_rows":
+        cmd_parquet_rows(args[0], args[1:])
     elif cmd == "simple":
         cmd_simple(args[0], int(args[1]), len(args) > 2 and args[2] == "sorted")
     elif cmd == "simple_append":
@@ -645,10 +802,6 @@ def main():
         cmd_clickhouse_types(args[0])
     elif cmd == "chcount":
         cmd_chcount(args[0])
-    elif cmd == "chall":
-        cmd_chall(args[0], args[1:])
-    elif cmd == "chrows":
-        cmd_chrows(args[0], args[1:])
     elif cmd == "evolved":
         cmd_evolved(args[0], args[1])
     elif cmd == "sorted_transforms":

@@ -1,6 +1,7 @@
 //! Compaction on the S3 (moto) and Azure (azurite) emulators: a pyiceberg table with a position
 //! delete, copied to each emulator, compacted there through SQL, read back by pyiceberg: the same
-//! rows, one data file, no delete file, a `replace` snapshot.
+//! rows, one data file, no delete file, a `replace` snapshot; every older snapshot reads as before
+//! (pyiceberg, and ClickHouse every column, on a local copy of what the emulator holds).
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -148,6 +149,24 @@ async fn compaction_on_both_emulators() {
         )
         .await
         .unwrap();
+        // Every snapshot as read before, from a local copy of what the emulator holds
+        // (pyiceberg; ClickHouse every column, by time travel too). The copy relocates metadata
+        // paths, not the paths inside the position delete file, so in the copy the delete
+        // snapshot reads without its delete: old snapshots are compared copy with copy.
+        let view_before = place.local_view(tmp.path()).await;
+        let md_before = newest(&view_before).await;
+        let snapshots: Vec<String> = md_before
+            .metadata
+            .snapshots()
+            .iter()
+            .map(|s| s.snapshot_id.to_string())
+            .collect();
+        let py_before = run_python_json(&script(), &["rows", &md_before.path]);
+        let ch_before = chtyped(&view_before, &md_before.path, &snapshots);
+        assert_eq!(
+            ch_before["snapshots"], ch_before["py_snapshots"],
+            "{backend:?}: ClickHouse and pyiceberg before"
+        );
         let engine = Engine::builder().build().unwrap();
         let mut s = engine.session();
         s.execute(&format!("CREATE TABLE t ENGINE = {}", place.engine))
@@ -173,5 +192,47 @@ async fn compaction_on_both_emulators() {
         assert_eq!(op.as_deref(), Some("replace"));
         let (rows, _) = rows_of(&md.path);
         assert_eq!(rows, expected, "{backend:?}");
+        let py_after = run_python_json(&script(), &["rows", &md.path]);
+        for sid in &snapshots {
+            assert_eq!(
+                py_after["snapshots"][sid], py_before["snapshots"][sid],
+                "{backend:?}: pyiceberg, snapshot {sid}"
+            );
+        }
+        let ch_after = chtyped(&view, &md.path, &snapshots);
+        assert_eq!(
+            strings(&ch_after["current"]),
+            expected,
+            "{backend:?}: ClickHouse after"
+        );
+        for sid in &snapshots {
+            assert_eq!(
+                ch_after["snapshots"][sid], ch_before["snapshots"][sid],
+                "{backend:?}: ClickHouse, snapshot {sid}"
+            );
+        }
+        assert!(
+            ch_after["errors"].as_object().is_some_and(|e| e.is_empty()),
+            "{backend:?}: {}",
+            ch_after["errors"]
+        );
     }
+}
+
+/// Every column as ClickHouse reads the local folder `dir` (current and `snapshots`).
+fn chtyped(dir: &Path, metadata: &str, snapshots: &[String]) -> Value {
+    let mut args = vec!["chtyped", dir.to_str().unwrap(), metadata];
+    args.extend(snapshots.iter().map(String::as_str));
+    run_python_json(&script(), &args)
+}
+
+fn strings(v: &Value) -> Vec<String> {
+    let mut out: Vec<String> = v
+        .as_array()
+        .unwrap_or_else(|| panic!("not an array: {v}"))
+        .iter()
+        .map(|s| s.as_str().unwrap().to_string())
+        .collect();
+    out.sort();
+    out
 }
