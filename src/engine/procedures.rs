@@ -81,19 +81,6 @@ pub async fn run_procedure_on(
     }
 }
 
-/// Run a ref or property DDL statement on `table` (`explain`: the plan, nothing changed).
-pub async fn run_table_change(
-    runtime: &Runtime,
-    settings: &Settings,
-    table: &TableDef,
-    change: &TableChange,
-    explain: bool,
-    progress: &Progress,
-) -> Result<QueryResult> {
-    let target = open_table(runtime, settings, table)?;
-    run_table_change_on(target, change, explain, progress).await
-}
-
 /// Run a ref or property DDL statement on an opened `target` (a path table or a catalog table).
 pub async fn run_table_change_on(
     mut target: MaintenanceTarget,
