@@ -211,7 +211,7 @@ async fn expiry_reads_with_a_conflict(
 ) -> (Vec<String>, icetrim::engine::QueryResult, RestTable) {
     use std::sync::{Arc, Mutex};
 
-    use icetrim::internals::engine::{DatabaseDef, Runtime, open_catalog_table, run_procedure_on};
+    use icetrim::internals::engine::{Runtime, run_procedure_on};
     use icetrim::internals::io::{FileIO, HookFn, Op};
     use icetrim::internals::plan::{ExpireOptions, ProcedureCall};
     use object_store::path::Path as ObjectPath;
@@ -232,24 +232,7 @@ async fn expiry_reads_with_a_conflict(
         clock: Arc::new(icetrim::SystemClock),
         io_override: Some(io),
     };
-    let create = table.create("vended_credentials = 0");
-    let settings_text = create.split(" SETTINGS ").nth(1).expect("settings");
-    let def = DatabaseDef {
-        name: "lake".into(),
-        engine: "DataLakeCatalog".into(),
-        args: vec![format!("{}/v1", rest_catalog::uri())],
-        settings: settings_text
-            .split(", ")
-            .map(|pair| {
-                let (k, v) = pair.split_once(" = ").expect("name = value");
-                (k.to_string(), v.trim_matches('\'').to_string())
-            })
-            .collect(),
-        setting_order: Vec::new(),
-    };
-    let target = open_catalog_table(&runtime, settings, &def, "ns.t")
-        .await
-        .expect("the table loads");
+    let target = table.open_target(&runtime, settings).await;
     rest_catalog::fail_next(table.warehouse(), &["ns"], "t", "append-first").await;
     let options = ExpireOptions {
         retention_period_ms: Some(0),

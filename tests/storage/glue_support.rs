@@ -7,11 +7,11 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 
 use futures::TryStreamExt;
-use icetrim::engine::{Engine, Session};
-use icetrim::format::OutputFormat;
+use icetrim::engine::Session;
 use icetrim::internals::io::FileIO;
 use serde_json::Value;
 
+pub use crate::support::catalog::{metric, rows, session, warnings};
 use crate::support::fixtures::{self, run_python_json};
 use crate::support::{emulator_var, s3_emulator_options, unique};
 
@@ -122,49 +122,6 @@ pub fn create_database(endpoint: &str, key: &str) -> String {
          '{SECRET}', storage_endpoint = '{}'",
         moto()
     )
-}
-
-pub fn session() -> Session {
-    Engine::builder()
-        .setting("session_timezone", "UTC")
-        .build()
-        .expect("engine")
-        .session()
-}
-
-pub async fn rows(session: &mut Session, sql: &str) -> Vec<String> {
-    let results = session
-        .execute(sql)
-        .await
-        .unwrap_or_else(|e| panic!("{sql}: {e}"));
-    let last = results.last().expect("a result");
-    OutputFormat::TabSeparated
-        .render(&last.columns, &last.rows, 0.0)
-        .lines()
-        .map(str::to_string)
-        .collect()
-}
-
-pub async fn warnings(session: &mut Session, sql: &str) -> (Vec<String>, Vec<String>) {
-    let results = session
-        .execute(sql)
-        .await
-        .unwrap_or_else(|e| panic!("{sql}: {e}"));
-    let last = results.last().expect("a result");
-    let lines = OutputFormat::TabSeparated
-        .render(&last.columns, &last.rows, 0.0)
-        .lines()
-        .map(str::to_string)
-        .collect();
-    (lines, last.warnings.clone())
-}
-
-pub fn metric(rows: &[String], name: &str) -> i64 {
-    rows.iter()
-        .find_map(|r| r.strip_prefix(&format!("{name}\t")))
-        .unwrap_or_else(|| panic!("no {name} in {rows:?}"))
-        .parse()
-        .expect("a count")
 }
 
 /// `tests/py/glue_proxy.py` in front of moto's Glue; stopped when dropped.
