@@ -162,4 +162,61 @@ mod tests {
         off.insert("a", None, &bytes(1));
         assert!(off.get("a", None).is_none());
     }
+
+    #[tokio::test]
+    async fn a_file_io_with_a_cache_reads_each_immutable_file_once() {
+        use std::sync::Arc;
+
+        use crate::io::{FileIO, RequestCounter};
+
+        let io = FileIO::memory();
+        io.overwrite("memory:///t/metadata/m1.avro", bytes(3))
+            .await
+            .unwrap();
+        let counter = RequestCounter::new();
+        let cache = Arc::new(ReadCache::new(1 << 20));
+        let cached = io
+            .with_request_counter(Arc::clone(&counter))
+            .with_read_cache(Arc::clone(&cache));
+        let len = |b: &[u8]| Ok(b.len());
+        for spelling in [
+            "memory:///t/metadata/m1.avro",
+            "memory:///t//metadata/m1.avro",
+        ] {
+            let (size, n) = cached
+                .read_immutable_and(spelling, Some(3), len)
+                .await
+                .unwrap();
+            assert_eq!((size, n), (3, 3));
+        }
+        assert_eq!(
+            cached
+                .read_immutable("memory:///t/metadata/m1.avro", None)
+                .await
+                .unwrap()
+                .len(),
+            3
+        );
+        assert_eq!(counter.snapshot().get, 1, "one GET for three reads");
+        // A length the file does not have: read again (and not kept).
+        cached
+            .read_immutable("memory:///t/metadata/m1.avro", Some(9))
+            .await
+            .unwrap();
+        assert_eq!(counter.snapshot().get, 2);
+        // Without a cache every read goes to storage; a gone file is an error, never cached.
+        let plain = io.with_request_counter(Arc::clone(&counter));
+        plain
+            .read_immutable("memory:///t/metadata/m1.avro", None)
+            .await
+            .unwrap();
+        assert_eq!(counter.snapshot().get, 3);
+        assert!(
+            cached
+                .read_immutable("memory:///t/gone.avro", None)
+                .await
+                .is_err()
+        );
+        assert!(cache.get(&crate::io::path_key("memory:///t/gone.avro"), None).is_none());
+    }
 }
