@@ -51,13 +51,9 @@ fn unknown_database(database: &str) -> Error {
     )
 }
 
-/// Where a statement's table is: a catalog database's table (and the session's catalog of it),
-/// or a registered path table.
+/// Where a statement's table is: a catalog database's table, or a registered path table.
 enum TablePlace {
-    Catalog(
-        super::registry::DatabaseDef,
-        Arc<dyn crate::catalog::Catalog>,
-    ),
+    Catalog(super::registry::DatabaseDef),
     Path(super::registry::TableDef),
 }
 
@@ -842,14 +838,13 @@ impl Session {
     }
 
     /// Where the table `name` is, the one routing of every statement on a table: a catalog
-    /// database's table (with the session's catalog of it), or a registered path table
+    /// database's table (its catalog is the session's, see [`Self::run_at`]), or a registered path table
     /// (`UNKNOWN_DATABASE` for a named database that does not exist, `UNKNOWN_TABLE` when there
     /// is no such table).
     async fn place_of(&self, name: &TableName) -> Result<TablePlace> {
         let database = self.database_of(name);
         if let Some(def) = self.catalog_database(&database).await {
-            let catalog = self.catalogs.get(&def)?;
-            return Ok(TablePlace::Catalog(def, catalog));
+            return Ok(TablePlace::Catalog(def));
         }
         if name.database.is_some() {
             self.check_database(&database).await?;
@@ -872,8 +867,8 @@ impl Session {
         let progress = Progress::new(self.progress.0.clone(), self.cancel.clone());
         let runtime = &self.shared.runtime;
         let target = match place {
-            TablePlace::Catalog(def, catalog) => {
-                let catalog = Arc::clone(catalog);
+            TablePlace::Catalog(def) => {
+                let catalog = self.catalogs.get(def)?;
                 let open = catalog_db::open_table_in(runtime, &self.settings, def, catalog, table);
                 // Loading the table is cancellable too (the catalog may be slow).
                 catalog_db::cancellable(&progress, open).await?
@@ -887,7 +882,7 @@ impl Session {
             }
         };
         match place {
-            TablePlace::Catalog(def, _) => result.map_err(|e| catalog_db::scrub(e, def)),
+            TablePlace::Catalog(def) => result.map_err(|e| catalog_db::scrub(e, def)),
             TablePlace::Path(_) => result,
         }
     }

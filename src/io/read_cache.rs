@@ -217,6 +217,10 @@ mod tests {
                 .await
                 .is_err()
         );
-        assert!(cache.get(&crate::io::path_key("memory:///t/gone.avro"), None).is_none());
+        assert!(
+            cache
+                .get(&crate::io::path_key("memory:///t/gone.avro"), None)
+                .is_none()
+        );
     }
 }

@@ -192,6 +192,31 @@ pub fn same_rows(before: &Value, after: &Value) {
     }
 }
 
+/// A fresh fixture, `tests/py/glue_proxy.py` in front of moto's Glue in `mode`, and a session
+/// whose database `glue` reaches Glue through the proxy.
+pub async fn behind_proxy(mode: Value) -> (GlueFixture, Proxy, Session) {
+    let fx = GlueFixture::build();
+    let proxy = Proxy::start();
+    proxy.mode(mode).await;
+    let mut s = session();
+    rows(&mut s, &create_database(&proxy.url, "testing")).await;
+    (fx, proxy, s)
+}
+
+/// `EXPIRE` on the fixture, expecting no data file deleted: its rows and warnings.
+pub async fn expire_deleting_nothing(
+    s: &mut Session,
+    fx: &GlueFixture,
+) -> (Vec<String>, Vec<String>) {
+    let (expired, warned) = warnings(s, &format!("ALTER TABLE {} {EXPIRE}", fx.sql_name())).await;
+    assert_eq!(
+        metric(&expired, "deleted_data_files_count"),
+        0,
+        "{expired:?} {warned:?}"
+    );
+    (expired, warned)
+}
+
 pub async fn error_of(session: &mut Session, sql: &str) -> icetrim::error::Error {
     match session.execute(sql).await {
         Ok(r) => panic!("{sql} succeeded: {:?}", r.last().map(|r| &r.rows)),
