@@ -66,15 +66,7 @@ impl RestTable {
             self.warehouse()
         );
         run(s, &create).await;
-        let expired = rows(
-            s,
-            "ALTER TABLE lake.`ns.t` EXECUTE expire_snapshots(retention_period = '0s', retain_last = 1)",
-        )
-        .await;
-        assert!(
-            metric(&expired, "deleted_manifest_lists_count") > 0,
-            "{expired:?}"
-        );
+        expire_deleting_lists(s, 1).await;
     }
 
     /// pyiceberg (every ref) and chdb (current rows) reading through the catalog.
@@ -114,6 +106,21 @@ impl RestTable {
         files.sort();
         files
     }
+}
+
+/// `expire_snapshots(retention_period = '0s', retain_last = N)` on `lake.ns.t`, which must delete
+/// manifest lists: its rows.
+pub(crate) async fn expire_deleting_lists(s: &mut Session, retain_last: u32) -> Vec<String> {
+    let sql = format!(
+        "ALTER TABLE lake.`ns.t` EXECUTE expire_snapshots(retention_period = '0s', retain_last = \
+         {retain_last})"
+    );
+    let expired = rows(s, &sql).await;
+    assert!(
+        metric(&expired, "deleted_manifest_lists_count") > 0,
+        "{expired:?}"
+    );
+    expired
 }
 
 /// The refs both reads share must have the same rows before and after.
@@ -241,15 +248,7 @@ async fn a_concurrent_append_through_the_catalog_makes_expiry_replan_and_both_co
     let mut s = session();
     run(&mut s, &table.create("vended_credentials = 0")).await;
     rest_catalog::fail_next(table.warehouse(), &["ns"], "t", "append-first").await;
-    let expired = rows(
-        &mut s,
-        "ALTER TABLE lake.`ns.t` EXECUTE expire_snapshots(retention_period = '0s', retain_last = 2)",
-    )
-    .await;
-    assert!(
-        metric(&expired, "deleted_manifest_lists_count") > 0,
-        "{expired:?}"
-    );
+    expire_deleting_lists(&mut s, 2).await;
     // The 409 and the re-planned commit are both in the log.
     let log = rest_catalog::log().await;
     let commits = log
@@ -432,15 +431,7 @@ async fn oauth2_client_credentials_and_vended_storage_credentials() {
     let shown = rows(&mut s, "SHOW CREATE DATABASE lake").await.join("\n");
     assert!(!shown.contains("S3CR3T-CLIENT"), "{shown}");
     assert!(shown.contains("[HIDDEN]"), "{shown}");
-    let expired = rows(
-        &mut s,
-        "ALTER TABLE lake.`ns.t` EXECUTE expire_snapshots(retention_period = '0s', retain_last = 1)",
-    )
-    .await;
-    assert!(
-        metric(&expired, "deleted_manifest_lists_count") > 0,
-        "{expired:?}"
-    );
+    expire_deleting_lists(&mut s, 1).await;
     let log = rest_catalog::log().await;
     let ours: Vec<&Value> = log[seen_before..]
         .iter()
