@@ -89,7 +89,10 @@ pub fn open_catalog(def: &DatabaseDef) -> Result<Arc<dyn Catalog>> {
 /// definition stays the one it was opened from (a database dropped and created again with other
 /// settings is opened anew).
 #[derive(Default)]
-pub struct OpenCatalogs(Mutex<HashMap<String, (DatabaseDef, Arc<dyn Catalog>)>>);
+pub struct OpenCatalogs(Mutex<HashMap<String, OpenCatalog>>);
+
+/// A catalog and the database definition it was opened from.
+type OpenCatalog = (DatabaseDef, Arc<dyn Catalog>);
 
 impl fmt::Debug for OpenCatalogs {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
