@@ -158,7 +158,9 @@ pub mod internals {
     pub mod engine {
         pub use crate::engine::catalog_db::open_table as open_catalog_table;
         pub use crate::engine::params::{setting_value_text, substitute};
-        pub use crate::engine::procedures::{check_gates, run_procedure, run_procedure_with};
+        pub use crate::engine::procedures::{
+            check_gates, run_procedure, run_procedure_on, run_procedure_with,
+        };
         pub use crate::engine::registry::{DatabaseDef, EngineArg, TableDef};
         pub use crate::engine::render::{compact_result, expire_result, orphan_result};
         pub use crate::engine::runtime::Runtime;
@@ -179,8 +181,8 @@ pub mod internals {
     pub mod io {
         pub use crate::io::{
             AZURE_EMULATOR_ACCOUNT, AZURE_EMULATOR_KEY, AzureOptions, Fault, FaultInjector,
-            FaultyStore, FileIO, HookFn, Op, RequestCounter, RequestCounts, S3Options,
-            StorageOptions, StoreHook, WriteOutcome, is_under, path_key,
+            FaultyStore, FileIO, HookFn, Op, ReadCache, ReadCacheStats, RequestCounter,
+            RequestCounts, S3Options, StorageOptions, StoreHook, WriteOutcome, is_under, path_key,
         };
     }
     /// See `src/maintain/`.

@@ -142,6 +142,13 @@ pub const SESSION_SETTINGS: &[SettingDef] = &[
         default: SettingValue::UInt(4),
         doc: "metadata commit attempts before LIMIT_EXCEEDED",
     },
+    SettingDef {
+        name: "iceberg_statement_cache_max_bytes",
+        ty: SettingType::UInt,
+        default: SettingValue::UInt(256 * 1024 * 1024),
+        doc: "manifest lists and manifests a statement keeps, so a re-plan after a commit \
+              conflict reads only new files (0: none kept)",
+    },
 ];
 
 /// Counts for which 0 makes no sense (nothing would be read, deleted or committed; a branch must
@@ -375,6 +382,11 @@ impl Settings {
 
     pub fn allow_database_glue_catalog(&self) -> bool {
         self.get_bool("allow_database_glue_catalog")
+    }
+
+    /// `iceberg_statement_cache_max_bytes` (0: no statement read cache).
+    pub fn statement_cache_max_bytes(&self) -> u64 {
+        self.get_uint("iceberg_statement_cache_max_bytes")
     }
 
     /// `iceberg_compaction_max_memory_bytes`.

@@ -1,13 +1,16 @@
 //! Catalog databases (`CREATE DATABASE … ENGINE = DataLakeCatalog(…)`): their definitions, their
 //! `SHOW CREATE DATABASE` text, and opening one of their tables for maintenance.
 //!
-//! The engine builds the catalog ([`crate::catalog::open`]) from the stored definition for each
-//! statement; a table name of such a database is `namespace.table`. Secrets (the password
+//! A session opens each catalog database's catalog ([`crate::catalog::open`]) once, from the
+//! stored definition, and keeps it for its later statements ([`OpenCatalogs`]: `GET /v1/config`
+//! and an OAuth2 token are fetched once per database and session, not per statement); a table
+//! name of such a database is `namespace.table`. Secrets (the password
 //! argument, `catalog_credential`, `auth_header`, `aws_secret_access_key`, …) are `[HIDDEN]` in
 //! `SHOW CREATE DATABASE`, and [`scrub`] removes them from any message a catalog error carries.
 
-use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::collections::{BTreeMap, HashMap};
+use std::fmt;
+use std::sync::{Arc, Mutex};
 
 use super::registry::DatabaseDef;
 use super::runtime::Runtime;
@@ -82,6 +85,50 @@ pub fn open_catalog(def: &DatabaseDef) -> Result<Arc<dyn Catalog>> {
     catalog::open(&config(def)?).map_err(|e| scrub(e, def))
 }
 
+/// The catalogs a session opened, one per catalog database, each kept while the database's
+/// definition stays the one it was opened from (a database dropped and created again with other
+/// settings is opened anew).
+#[derive(Default)]
+pub struct OpenCatalogs(Mutex<HashMap<String, OpenCatalog>>);
+
+/// A catalog and the database definition it was opened from.
+type OpenCatalog = (DatabaseDef, Arc<dyn Catalog>);
+
+impl fmt::Debug for OpenCatalogs {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // Database names only: a definition holds secrets.
+        let names: Vec<String> = match self.0.lock() {
+            Ok(open) => open.keys().cloned().collect(),
+            Err(_) => Vec::new(),
+        };
+        f.debug_tuple("OpenCatalogs").field(&names).finish()
+    }
+}
+
+impl OpenCatalogs {
+    /// The catalog of `def`: the one opened before for this definition, else a new one (kept).
+    pub fn get(&self, def: &DatabaseDef) -> Result<Arc<dyn Catalog>> {
+        if let Ok(open) = self.0.lock()
+            && let Some((held, catalog)) = open.get(&def.name)
+            && held == def
+        {
+            return Ok(Arc::clone(catalog));
+        }
+        let catalog = open_catalog(def)?;
+        if let Ok(mut open) = self.0.lock() {
+            open.insert(def.name.clone(), (def.clone(), Arc::clone(&catalog)));
+        }
+        Ok(catalog)
+    }
+
+    /// Forget the catalog of database `name` (dropped).
+    pub fn forget(&self, name: &str) {
+        if let Ok(mut open) = self.0.lock() {
+            open.remove(name);
+        }
+    }
+}
+
 /// The `SHOW CREATE DATABASE` text, secrets `[HIDDEN]`.
 pub fn show_create(def: &DatabaseDef) -> String {
     let args: Vec<String> = def
@@ -142,15 +189,26 @@ pub fn scrub(e: Error, def: &DatabaseDef) -> Error {
 }
 
 /// The table `name` (`namespace.table`) of the catalog database `def`, loaded once (its storage
-/// and location), ready for a procedure run with the session's `settings`.
+/// and location) through a catalog opened for it alone, ready for a procedure run with
+/// `settings` (the typed API's [`super::api::Table::open_catalog`]).
 pub async fn open_table(
     runtime: &Runtime,
     settings: &Settings,
     def: &DatabaseDef,
     name: &str,
 ) -> Result<MaintenanceTarget> {
+    open_table_in(runtime, settings, def, open_catalog(def)?, name).await
+}
+
+/// [`open_table`] through `catalog`, the catalog of `def` a session keeps ([`OpenCatalogs`]).
+pub async fn open_table_in(
+    runtime: &Runtime,
+    settings: &Settings,
+    def: &DatabaseDef,
+    catalog: Arc<dyn Catalog>,
+    name: &str,
+) -> Result<MaintenanceTarget> {
     let ident = TableIdent::parse(name, &def.name)?;
-    let catalog = open_catalog(def)?;
     let loaded = catalog
         .load_table(&ident)
         .await
@@ -183,9 +241,8 @@ pub async fn cancellable<T>(
     }
 }
 
-/// The tables of the catalog database `def`, as `namespace.table` names, sorted.
-pub async fn table_names(def: &DatabaseDef) -> Result<Vec<String>> {
-    let catalog = open_catalog(def)?;
+/// The tables of the catalog database `def` (its `catalog`), as `namespace.table` names, sorted.
+pub async fn table_names(def: &DatabaseDef, catalog: &dyn Catalog) -> Result<Vec<String>> {
     let mut names: Vec<String> = catalog
         .list_tables()
         .await
@@ -199,8 +256,7 @@ pub async fn table_names(def: &DatabaseDef) -> Result<Vec<String>> {
 
 /// What `CREATE DATABASE` checks by reaching the catalog (as ClickHouse does): its config
 /// endpoint answers with these credentials.
-pub async fn check_reachable(def: &DatabaseDef) -> Result<()> {
-    let catalog = open_catalog(def)?;
+pub async fn check_reachable(def: &DatabaseDef, catalog: &dyn Catalog) -> Result<()> {
     catalog.check().await.map_err(|e| scrub(e, def))
 }
 

@@ -2,6 +2,9 @@
 //! `remove_orphan_files`, for real, as a dry run, or as `EXPLAIN`, within the statement's
 //! [`Progress`] scope (progress events, cancellation).
 
+use std::future::Future;
+use std::pin::Pin;
+
 use super::registry::TableDef;
 use super::render::{
     change_result, compact_result, expire_result, orphan_result, rewrite_manifests_result,
@@ -78,19 +81,6 @@ pub async fn run_procedure_on(
     }
 }
 
-/// Run a ref or property DDL statement on `table` (`explain`: the plan, nothing changed).
-pub async fn run_table_change(
-    runtime: &Runtime,
-    settings: &Settings,
-    table: &TableDef,
-    change: &TableChange,
-    explain: bool,
-    progress: &Progress,
-) -> Result<QueryResult> {
-    let target = open_table(runtime, settings, table)?;
-    run_table_change_on(target, change, explain, progress).await
-}
-
 /// Run a ref or property DDL statement on an opened `target` (a path table or a catalog table).
 pub async fn run_table_change_on(
     mut target: MaintenanceTarget,
@@ -104,6 +94,33 @@ pub async fn run_table_change_on(
         .map(change_result)
 }
 
+/// One procedure statement, the one shape every procedure runs in: `run` (the executor's future
+/// on `target`, a statement target from [`MaintenanceTarget::for_statement`] with its own read
+/// cache, so a re-plan after a commit conflict reads only new files) within the progress scope
+/// (events, cancellation), after refusing a location that holds a second table
+/// ([`MaintenanceTarget::check_single_table`]; `even_when_chosen` for procedures that delete by
+/// listing). `run` is boxed: the executors' futures are large and stay off the stack.
+async fn statement<T, F>(
+    target: &MaintenanceTarget,
+    procedure: &str,
+    even_when_chosen: bool,
+    run: Pin<Box<F>>,
+) -> Result<T>
+where
+    F: Future<Output = Result<T>>,
+{
+    target
+        .progress
+        .scope(async move {
+            // Two tables written to one location: "this table" must be named first.
+            target
+                .check_single_table(procedure, even_when_chosen)
+                .await?;
+            run.await
+        })
+        .await
+}
+
 /// A snapshot-management procedure on an opened `target`: the one path of the SQL statement and
 /// the typed API.
 pub(crate) async fn run_snapshots(
@@ -111,15 +128,9 @@ pub(crate) async fn run_snapshots(
     call: &SnapshotProcedure,
     explain: bool,
 ) -> Result<SnapshotOutcome> {
-    target
-        .progress
-        .scope(async move {
-            target
-                .check_single_table(call.procedure_name(), false)
-                .await?;
-            manage_snapshots::execute_procedure(target, call, explain).await
-        })
-        .await
+    let target = &target.for_statement();
+    let run = Box::pin(manage_snapshots::execute_procedure(target, call, explain));
+    statement(target, call.procedure_name(), false, run).await
 }
 
 /// A ref or property DDL statement on an opened `target`: the one path of the SQL statement and
@@ -129,68 +140,45 @@ pub(crate) async fn run_change(
     change: &TableChange,
     explain: bool,
 ) -> Result<SnapshotOutcome> {
-    target
-        .progress
-        .scope(async move {
-            target
-                .check_single_table(&change.statement_name(), false)
-                .await?;
-            manage_snapshots::execute_change(target, change, explain).await
-        })
-        .await
+    let target = &target.for_statement();
+    let run = Box::pin(manage_snapshots::execute_change(target, change, explain));
+    statement(target, &change.statement_name(), false, run).await
 }
 
-/// `rewrite_manifests` (and `OPTIMIZE TABLE t MANIFEST`) on an opened `target`, within its
-/// progress scope: the one path of SQL and the typed API ([`super::api::RewriteManifests`]).
+/// `rewrite_manifests` (and `OPTIMIZE TABLE t MANIFEST`) on an opened `target`: the one path of
+/// SQL and the typed API ([`super::api::RewriteManifests`]).
 pub(crate) async fn run_rewrite_manifests(
     target: &MaintenanceTarget,
     options: &RewriteManifestsOptions,
     explain: bool,
 ) -> Result<RewriteManifestsOutcome> {
-    target
-        .progress
-        .scope(async move {
-            target
-                .check_single_table("rewrite_manifests", false)
-                .await?;
-            rewrite_manifests::execute(target, options, explain).await
-        })
-        .await
+    let target = &target.for_statement();
+    let run = Box::pin(rewrite_manifests::execute(target, options, explain));
+    statement(target, "rewrite_manifests", false, run).await
 }
 
-/// `expire_snapshots` on an opened `target`, within its progress scope: the one path of both the
-/// SQL statement and the typed API ([`super::api::ExpireSnapshots`]).
+/// `expire_snapshots` on an opened `target`: the one path of both the SQL statement and the
+/// typed API ([`super::api::ExpireSnapshots`]).
 pub(crate) async fn run_expire(
     target: &MaintenanceTarget,
     options: &ExpireOptions,
     explain: bool,
 ) -> Result<ExpireOutcome> {
-    target
-        .progress
-        .scope(async move {
-            // Two tables written to one location: "this table" must be named first.
-            target.check_single_table("expire_snapshots", false).await?;
-            expire::execute(target, options, explain).await
-        })
-        .await
+    let target = &target.for_statement();
+    let run = Box::pin(expire::execute(target, options, explain));
+    statement(target, "expire_snapshots", false, run).await
 }
 
-/// `remove_orphan_files` on an opened `target`, within its progress scope: the one path of both
-/// the SQL statement and the typed API ([`super::api::RemoveOrphanFiles`]).
+/// `remove_orphan_files` on an opened `target`: the one path of both the SQL statement and the
+/// typed API ([`super::api::RemoveOrphanFiles`]).
 pub(crate) async fn run_orphans(
     target: &MaintenanceTarget,
     options: &OrphanOptions,
     explain: bool,
 ) -> Result<OrphanOutcome> {
-    target
-        .progress
-        .scope(async move {
-            target
-                .check_single_table("remove_orphan_files", true)
-                .await?;
-            orphans::execute(target, options, explain).await
-        })
-        .await
+    let target = &target.for_statement();
+    let run = Box::pin(orphans::execute(target, options, explain));
+    statement(target, "remove_orphan_files", true, run).await
 }
 
 /// ClickHouse 26.9's refusal of `OPTIMIZE TABLE ... MANIFEST` while its gate is off (code 36,
@@ -198,22 +186,16 @@ pub(crate) async fn run_orphans(
 pub const OPTIMIZE_DISABLED: &str = "Enable 'allow_experimental_iceberg_compaction' setting to \
      call OPTIMIZE TABLE ... MANIFEST for iceberg tables";
 
-/// `rewrite_data_files` / `OPTIMIZE TABLE` on an opened `target`, within its progress scope: the
-/// one path of both SQL and the typed API ([`super::api::RewriteDataFiles`]).
+/// `rewrite_data_files` / `OPTIMIZE TABLE` on an opened `target`: the one path of both SQL and
+/// the typed API ([`super::api::RewriteDataFiles`]).
 pub(crate) async fn run_compact(
     target: &MaintenanceTarget,
     options: &CompactOptions,
     explain: bool,
 ) -> Result<CompactOutcome> {
-    target
-        .progress
-        .scope(async move {
-            target
-                .check_single_table("rewrite_data_files", false)
-                .await?;
-            compact::execute(target, options, explain).await
-        })
-        .await
+    let target = &target.for_statement();
+    let run = Box::pin(compact::execute(target, options, explain));
+    statement(target, "rewrite_data_files", false, run).await
 }
 
 /// Refuses a procedure whose ClickHouse gate setting is off (`SUPPORT_IS_DISABLED`). Unknown

@@ -25,19 +25,17 @@ use super::catalog_db;
 use super::ddl;
 use super::introspect::system_table_rows;
 use super::params::{PARAM_SETTING_PREFIX, setting_value_text, substitute};
-use super::procedures::{
-    OPTIMIZE_DISABLED, check_gates, run_procedure_on, run_procedure_with, run_table_change,
-    run_table_change_on,
-};
+use super::procedures::{OPTIMIZE_DISABLED, check_gates, run_procedure_on, run_table_change_on};
 use super::progress::{CancelToken, Progress, ProgressSink, cancelled_error};
 use super::registry::Registry;
 use super::result::QueryResult;
 use super::runtime::Runtime;
 use super::select_eval;
+use super::table::open_table;
 use crate::clock::Clock;
 use crate::error::{Error, ErrorKind, Result};
 use crate::format::{Column, OutputFormat, Value};
-use crate::plan::{CompactOptions, ProcedureCall, RewriteManifestsOptions};
+use crate::plan::{CompactOptions, ProcedureCall, RewriteManifestsOptions, TableChange};
 use crate::settings::Settings;
 use crate::sql::ast::OptimizeTable;
 use crate::sql::bind_snapshots::bind_alter;
@@ -57,6 +55,12 @@ fn unknown_database(database: &str) -> Error {
 enum TablePlace {
     Catalog(super::registry::DatabaseDef),
     Path(super::registry::TableDef),
+}
+
+/// What a statement runs on its table.
+enum TableWork {
+    Procedure(ProcedureCall),
+    Change(TableChange),
 }
 
 /// The database a session starts in.
@@ -200,6 +204,7 @@ impl Engine {
             progress: self.shared.progress.clone(),
             cancel: None,
             params: BTreeMap::new(),
+            catalogs: catalog_db::OpenCatalogs::default(),
         }
     }
 
@@ -292,6 +297,8 @@ pub struct Session {
     /// The token of the running [`Session::execute_with`], if any.
     cancel: Option<CancelToken>,
     params: BTreeMap<String, String>,
+    /// The catalog of each catalog database, opened once for the session.
+    catalogs: catalog_db::OpenCatalogs,
 }
 
 impl Session {
@@ -568,7 +575,9 @@ impl Session {
                 if !exists {
                     // As ClickHouse: the catalog must answer with these credentials.
                     let progress = Progress::new(None, self.cancel.clone());
-                    catalog_db::cancellable(&progress, catalog_db::check_reachable(&def)).await?;
+                    let catalog = self.catalogs.get(&def)?;
+                    let check = catalog_db::check_reachable(&def, catalog.as_ref());
+                    catalog_db::cancellable(&progress, check).await?;
                 }
                 self.shared
                     .registry
@@ -580,6 +589,7 @@ impl Session {
             Statement::DropDatabase { if_exists, name } => {
                 let mut registry = self.shared.registry.lock().await;
                 let dropped = registry.drop_database(name)?;
+                self.catalogs.forget(name);
                 let tables: Vec<String> = registry
                     .tables_in(name)
                     .into_iter()
@@ -679,7 +689,9 @@ impl Session {
         self.check_database(database).await?;
         if let Some(def) = self.catalog_database(database).await {
             let progress = Progress::new(None, self.cancel.clone());
-            let names = catalog_db::cancellable(&progress, catalog_db::table_names(&def)).await?;
+            let catalog = self.catalogs.get(&def)?;
+            let listed = catalog_db::table_names(&def, catalog.as_ref());
+            let names = catalog_db::cancellable(&progress, listed).await?;
             return Ok(QueryResult::table(
                 vec![Column::new("name", "String")],
                 names.into_iter().map(|n| vec![Value::Str(n)]).collect(),
@@ -728,16 +740,19 @@ impl Session {
             system_table_rows(&self.shared.runtime, &self.settings, select.table, &defs).await?;
         let progress = Progress::new(None, self.cancel.clone());
         for def in &catalogs {
+            let catalog = self.catalogs.get(def)?;
             let names = match &only_table {
                 Some(name) => vec![name.clone()],
-                None => catalog_db::cancellable(&progress, catalog_db::table_names(def)).await?,
+                None => {
+                    let listed = catalog_db::table_names(def, catalog.as_ref());
+                    catalog_db::cancellable(&progress, listed).await?
+                }
             };
             for name in names {
-                let target = catalog_db::cancellable(
-                    &progress,
-                    catalog_db::open_table(&self.shared.runtime, &self.settings, def, &name),
-                )
-                .await?;
+                let runtime = &self.shared.runtime;
+                let catalog = Arc::clone(&catalog);
+                let open = catalog_db::open_table_in(runtime, &self.settings, def, catalog, &name);
+                let target = catalog_db::cancellable(&progress, open).await?;
                 super::introspect::target_rows(
                     &self.settings,
                     select.table,
@@ -756,42 +771,14 @@ impl Session {
     /// `ALTER TABLE` on refs or properties (or its `EXPLAIN`): table, gate and statement are
     /// checked before storage is touched.
     async fn alter_table(&self, alter: &AlterTable, explain: bool) -> Result<QueryResult> {
-        let database = self.database_of(&alter.table);
-        if let Some(def) = self.catalog_database(&database).await {
-            check_gates("ALTER TABLE", &self.settings)?;
-            let change = bind_alter(&alter.action)?;
-            let progress = Progress::new(self.progress.0.clone(), self.cancel.clone());
-            let target = catalog_db::cancellable(
-                &progress,
-                catalog_db::open_table(
-                    &self.shared.runtime,
-                    &self.settings,
-                    &def,
-                    &alter.table.table,
-                ),
-            )
-            .await?;
-            return run_table_change_on(target, &change, explain, &progress)
-                .await
-                .map_err(|e| catalog_db::scrub(e, &def));
-        }
-        let def = self
-            .shared
-            .registry
-            .lock()
-            .await
-            .get(&self.database_of(&alter.table), &alter.table.table)?
-            .clone();
+        let place = self.place_of(&alter.table).await?;
         check_gates("ALTER TABLE", &self.settings)?;
         let change = bind_alter(&alter.action)?;
-        let progress = Progress::new(self.progress.0.clone(), self.cancel.clone());
-        run_table_change(
-            &self.shared.runtime,
-            &self.settings,
-            &def,
-            &change,
+        self.run_at(
+            &place,
+            &alter.table.table,
+            TableWork::Change(change),
             explain,
-            &progress,
         )
         .await
     }
@@ -802,7 +789,7 @@ impl Session {
         let place = self.place_of(&o.table).await?;
         check_gates("rewrite_data_files", &self.settings)?;
         let call = ProcedureCall::Compact(CompactOptions::optimize());
-        self.run_call_at(&place, &o.table.table, call, explain)
+        self.run_at(&place, &o.table.table, TableWork::Procedure(call), explain)
             .await
     }
 
@@ -818,8 +805,9 @@ impl Session {
             min_manifest_count: Some(self.settings.manifest_min_count_to_compact()),
             ..Default::default()
         });
+        let work = TableWork::Procedure(call);
         let result = self
-            .run_call_at(&place, &optimize.table.table, call, optimize.explain)
+            .run_at(&place, &optimize.table.table, work, optimize.explain)
             .await?;
         if optimize.explain {
             return Ok(result);
@@ -830,12 +818,36 @@ impl Session {
         })
     }
 
-    /// Where the table `name` is: a catalog database's table, or a registered path table
-    /// (`UNKNOWN_TABLE` when there is none).
+    /// `ALTER TABLE … EXECUTE` (or its `EXPLAIN`): table, gates and arguments are checked before the
+    /// procedure touches storage.
+    async fn alter_execute(&self, alter: &AlterExecute, explain: bool) -> Result<QueryResult> {
+        let place = self.place_of(&alter.table).await?;
+        check_gates(&alter.procedure, &self.settings)?;
+        let context = BindContext {
+            now_ms: self.shared.runtime.clock.now_ms(),
+            time_zone: self.settings.session_time_zone(),
+        };
+        let (call, notes) = bind_noted(&alter.procedure, &alter.args, &context)?;
+        let work = TableWork::Procedure(call);
+        let mut result = self
+            .run_at(&place, &alter.table.table, work, explain)
+            .await?;
+        // The arguments' warnings (a DST gap or fold) come before the run's own.
+        result.warnings.splice(0..0, notes);
+        Ok(result)
+    }
+
+    /// Where the table `name` is, the one routing of every statement on a table: a catalog
+    /// database's table (its catalog is the session's, see [`Self::run_at`]), or a registered path table
+    /// (`UNKNOWN_DATABASE` for a named database that does not exist, `UNKNOWN_TABLE` when there
+    /// is no such table).
     async fn place_of(&self, name: &TableName) -> Result<TablePlace> {
         let database = self.database_of(name);
-        if let Some(catalog) = self.catalog_database(&database).await {
-            return Ok(TablePlace::Catalog(catalog));
+        if let Some(def) = self.catalog_database(&database).await {
+            return Ok(TablePlace::Catalog(def));
+        }
+        if name.database.is_some() {
+            self.check_database(&database).await?;
         }
         let registry = self.shared.registry.lock().await;
         Ok(TablePlace::Path(
@@ -843,89 +855,35 @@ impl Session {
         ))
     }
 
-    /// Runs `call` on `table` at `place` within the statement's progress scope: a catalog table is
+    /// Runs `work` on `table` at `place` within the statement's progress scope: a catalog table is
     /// loaded through its catalog (cancellable; errors scrubbed of the catalog's secrets).
-    async fn run_call_at(
+    async fn run_at(
         &self,
         place: &TablePlace,
         table: &str,
-        call: ProcedureCall,
+        work: TableWork,
         explain: bool,
     ) -> Result<QueryResult> {
         let progress = Progress::new(self.progress.0.clone(), self.cancel.clone());
-        match place {
-            TablePlace::Catalog(catalog) => {
-                let runtime = &self.shared.runtime;
-                let open = catalog_db::open_table(runtime, &self.settings, catalog, table);
-                let target = catalog_db::cancellable(&progress, open).await?;
-                run_procedure_on(target, call, explain, &progress)
-                    .await
-                    .map_err(|e| catalog_db::scrub(e, catalog))
+        let runtime = &self.shared.runtime;
+        let target = match place {
+            TablePlace::Catalog(def) => {
+                let catalog = self.catalogs.get(def)?;
+                let open = catalog_db::open_table_in(runtime, &self.settings, def, catalog, table);
+                // Loading the table is cancellable too (the catalog may be slow).
+                catalog_db::cancellable(&progress, open).await?
             }
-            TablePlace::Path(def) => {
-                let runtime = &self.shared.runtime;
-                run_procedure_with(runtime, &self.settings, def, call, explain, &progress).await
-            }
-        }
-    }
-
-    /// `ALTER TABLE … EXECUTE` (or its `EXPLAIN`): table, gates and arguments are checked before the
-    /// procedure touches storage.
-    async fn alter_execute(&self, alter: &AlterExecute, explain: bool) -> Result<QueryResult> {
-        let database = self.database_of(&alter.table);
-        if let Some(def) = self.catalog_database(&database).await {
-            check_gates(&alter.procedure, &self.settings)?;
-            let context = BindContext {
-                now_ms: self.shared.runtime.clock.now_ms(),
-                time_zone: self.settings.session_time_zone(),
-            };
-            let (call, notes) = bind_noted(&alter.procedure, &alter.args, &context)?;
-            let progress = Progress::new(self.progress.0.clone(), self.cancel.clone());
-            // Loading the table is cancellable too (the catalog may be slow).
-            let target = catalog_db::cancellable(
-                &progress,
-                catalog_db::open_table(
-                    &self.shared.runtime,
-                    &self.settings,
-                    &def,
-                    &alter.table.table,
-                ),
-            )
-            .await?;
-            let mut result = run_procedure_on(target, call, explain, &progress)
-                .await
-                .map_err(|e| catalog_db::scrub(e, &def))?;
-            result.warnings.splice(0..0, notes);
-            return Ok(result);
-        }
-        if alter.table.database.is_some() {
-            self.check_database(&database).await?;
-        }
-        let def = self
-            .shared
-            .registry
-            .lock()
-            .await
-            .get(&self.database_of(&alter.table), &alter.table.table)?
-            .clone();
-        check_gates(&alter.procedure, &self.settings)?;
-        let context = BindContext {
-            now_ms: self.shared.runtime.clock.now_ms(),
-            time_zone: self.settings.session_time_zone(),
+            TablePlace::Path(def) => open_table(runtime, &self.settings, def)?,
         };
-        let (call, notes) = bind_noted(&alter.procedure, &alter.args, &context)?;
-        let progress = Progress::new(self.progress.0.clone(), self.cancel.clone());
-        let mut result = run_procedure_with(
-            &self.shared.runtime,
-            &self.settings,
-            &def,
-            call,
-            explain,
-            &progress,
-        )
-        .await?;
-        // The arguments' warnings (a DST gap or fold) come before the run's own.
-        result.warnings.splice(0..0, notes);
-        Ok(result)
+        let result = match work {
+            TableWork::Procedure(call) => run_procedure_on(target, call, explain, &progress).await,
+            TableWork::Change(change) => {
+                run_table_change_on(target, &change, explain, &progress).await
+            }
+        };
+        match place {
+            TablePlace::Catalog(def) => result.map_err(|e| catalog_db::scrub(e, def)),
+            TablePlace::Path(_) => result,
+        }
     }
 }

@@ -57,6 +57,13 @@ pub struct ManifestFile {
     pub first_row_id: Option<i64>,
 }
 
+impl ManifestFile {
+    /// `manifest_length` when the list gives one (a cached read is checked against it).
+    pub fn length(&self) -> Option<u64> {
+        u64::try_from(self.manifest_length).ok().filter(|n| *n > 0)
+    }
+}
+
 /// Reads every entry of a manifest list; `file_name` names the file in errors.
 pub fn read_manifest_list(bytes: &[u8], file_name: &str) -> Result<Vec<ManifestFile>> {
     let container = Container::open(bytes, file_name)?;

@@ -23,6 +23,7 @@ mod location;
 mod ops;
 mod options;
 mod path_key;
+mod read_cache;
 mod vended;
 mod vended_store;
 
@@ -40,6 +41,7 @@ pub use options::{
     StorageOptions, check_engine_urls, mask_target, refuse_url_credentials,
 };
 pub use path_key::{is_under, path_key, path_key_into};
+pub use read_cache::{ReadCache, ReadCacheStats};
 pub use vended::{
     AzureSas, CredentialRefresh, REFRESH_MARGIN_MS, S3Credential, VendedCredentials, VendedSource,
     sas_expiry_ms,
@@ -51,6 +53,8 @@ use crate::error::{Error, Result};
 #[derive(Clone)]
 pub struct FileIO {
     inner: Arc<Inner>,
+    /// The statement's cache of immutable files ([`FileIO::with_read_cache`]), if any.
+    cache: Option<Arc<ReadCache>>,
 }
 
 struct Inner {
@@ -67,6 +71,7 @@ struct Inner {
 enum Layer {
     Count(Arc<RequestCounter>),
     Faults(Arc<FaultInjector>),
+    Hook(Arc<dyn StoreHook>),
 }
 
 impl Layer {
@@ -78,6 +83,7 @@ impl Layer {
                 ops::list_page_size(key.family),
             )),
             Layer::Faults(injector) => Arc::new(FaultyStore::new(store, Arc::clone(injector))),
+            Layer::Hook(hook) => Arc::new(FaultyStore::hooked(store, Arc::clone(hook))),
         }
     }
 }
@@ -109,6 +115,7 @@ impl FileIO {
                 stores: Mutex::new(stores),
                 layers: Vec::new(),
             }),
+            cache: None,
         }
     }
 
@@ -166,6 +173,12 @@ impl FileIO {
         self.with_layer(Layer::Faults(injector))
     }
 
+    /// The same stores, running `hook` around every call (through the returned `FileIO`): for
+    /// tests that watch or steer requests on stores the `FileIO` builds itself.
+    pub fn with_hook(&self, hook: Arc<dyn StoreHook>) -> Self {
+        self.with_layer(Layer::Hook(hook))
+    }
+
     fn with_layer(&self, layer: Layer) -> Self {
         let stores = match self.inner.stores.lock() {
             Ok(stores) => stores
@@ -183,7 +196,22 @@ impl FileIO {
                 stores: Mutex::new(stores),
                 layers,
             }),
+            cache: self.cache.clone(),
         }
+    }
+
+    /// The same stores, reading manifest lists and manifests ([`FileIO::read_immutable_and`])
+    /// through `cache`: one statement's reads, so that a re-plan reads only new files.
+    pub fn with_read_cache(&self, cache: Arc<ReadCache>) -> Self {
+        FileIO {
+            inner: Arc::clone(&self.inner),
+            cache: Some(cache),
+        }
+    }
+
+    /// The read cache, if this `FileIO` has one.
+    pub fn read_cache(&self) -> Option<&Arc<ReadCache>> {
+        self.cache.as_ref()
     }
 
     /// The counts of the last request counter added, when counting.
@@ -194,7 +222,7 @@ impl FileIO {
             .rev()
             .find_map(|layer| match layer {
                 Layer::Count(counter) => Some(counter.snapshot()),
-                Layer::Faults(_) => None,
+                Layer::Faults(_) | Layer::Hook(_) => None,
             })
     }
 

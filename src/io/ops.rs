@@ -249,6 +249,64 @@ impl FileIO {
         crate::pool::off_task(move || Ok((bytes.len(), work(&bytes)?))).await
     }
 
+    /// [`FileIO::read_and`] for a file that never changes once written (a manifest list or a
+    /// manifest), `length` bytes long when the caller knows it: answered from the statement's
+    /// [`super::ReadCache`] when it holds the file, else read and kept there (after `work`
+    /// succeeded). Without a cache, exactly [`FileIO::read_and`].
+    pub async fn read_immutable_and<T, W>(
+        &self,
+        uri: &str,
+        length: Option<u64>,
+        work: W,
+    ) -> Result<(usize, T)>
+    where
+        T: Send + 'static,
+        W: FnOnce(&[u8]) -> Result<T> + Send + 'static,
+    {
+        let Some(cache) = &self.cache else {
+            return self.read_and(uri, work).await;
+        };
+        let key = super::path_key(uri);
+        if let Some(bytes) = cache.get(&key, length) {
+            return crate::pool::off_task(move || Ok((bytes.len(), work(&bytes)?))).await;
+        }
+        let location = Location::parse(uri)?;
+        let (bytes, answer) = if self.reads_local_directly(&location) {
+            let file = format!("/{}", location.path);
+            let uri = uri.to_string();
+            crate::pool::off_task(move || {
+                let bytes = super::local_fs::read_blocking(&uri, &file)?;
+                let answer = work(&bytes)?;
+                Ok((bytes, answer))
+            })
+            .await?
+        } else {
+            let bytes = self.read(uri).await?;
+            crate::pool::off_task(move || {
+                let answer = work(&bytes)?;
+                Ok((bytes, answer))
+            })
+            .await?
+        };
+        cache.insert(&key, length, &bytes);
+        Ok((bytes.len(), answer))
+    }
+
+    /// [`FileIO::read`] of a file that never changes once written, through the statement's cache
+    /// as [`FileIO::read_immutable_and`] reads.
+    pub async fn read_immutable(&self, uri: &str, length: Option<u64>) -> Result<Bytes> {
+        let Some(cache) = &self.cache else {
+            return self.read(uri).await;
+        };
+        let key = super::path_key(uri);
+        if let Some(bytes) = cache.get(&key, length) {
+            return Ok(bytes);
+        }
+        let bytes = self.read(uri).await?;
+        cache.insert(&key, length, &bytes);
+        Ok(bytes)
+    }
+
     /// Read bytes `range` of a file (the range must lie within the file).
     pub async fn read_range(&self, uri: &str, range: Range<u64>) -> Result<Bytes> {
         let (_, path, store) = self.resolve(uri)?;

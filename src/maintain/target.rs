@@ -23,7 +23,9 @@ use crate::iceberg::commit::{CommitOptions, CommitOutcome, Committed, commit, un
 use crate::iceberg::guard::{check_single_table_uuid, locate_newest};
 use crate::iceberg::locate::{LocatedMetadata, MetadataSettings, parse_file_name};
 use crate::iceberg::metadata::TableMetadata;
-use crate::io::FileIO;
+use std::sync::Arc;
+
+use crate::io::{FileIO, ReadCache};
 use crate::progress::Progress;
 use crate::settings::Settings;
 
@@ -60,6 +62,20 @@ pub struct MaintenanceTarget {
 }
 
 impl MaintenanceTarget {
+    /// This target for one statement: its storage reads manifest lists and manifests through a
+    /// fresh [`ReadCache`] of `iceberg_statement_cache_max_bytes` (none when 0), so that every
+    /// re-plan after a commit conflict (a taken version, a catalog's 409 or concurrent
+    /// modification) reads only the files the first plan did not. The engine gives every
+    /// procedure its statement target this way (`engine::procedures`).
+    pub fn for_statement(&self) -> MaintenanceTarget {
+        let budget = self.settings.statement_cache_max_bytes();
+        let mut target = self.clone();
+        if budget > 0 {
+            target.io = self.io.with_read_cache(Arc::new(ReadCache::new(budget)));
+        }
+        target
+    }
+
     /// Refuse when our own `metadata/` holds a second `table-uuid` and the table settings do not
     /// pick one (see [`check_single_table_uuid`]); `even_when_chosen` for procedures that delete
     /// by listing. `procedure` names the statement in the error.

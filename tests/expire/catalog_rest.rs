@@ -6,10 +6,10 @@
 use std::path::PathBuf;
 
 use icetrim::engine::{Engine, Session};
-use icetrim::format::OutputFormat;
 use serde_json::Value;
 
 use crate::support::backends::{Backend, Place};
+pub(crate) use crate::support::catalog::{metric, rows, run, session};
 use crate::support::fixtures::{self, Fixture};
 use crate::support::rest_catalog;
 
@@ -37,6 +37,36 @@ impl RestTable {
     /// `CREATE DATABASE lake …` on this table's warehouse with `extra` settings.
     pub(crate) fn create(&self, extra: &str) -> String {
         rest_catalog::create_database("lake", self.warehouse(), extra)
+    }
+
+    /// The table opened for maintenance through its warehouse (database `lake`, the database's
+    /// storage settings, no vended credentials) on `runtime` with `settings`.
+    pub(crate) async fn open_target(
+        &self,
+        runtime: &icetrim::internals::engine::Runtime,
+        settings: &icetrim::Settings,
+    ) -> icetrim::internals::maintain::target::MaintenanceTarget {
+        let endpoint = format!("{}/v1", rest_catalog::uri());
+        let rest = [
+            ("catalog_type", "rest"),
+            ("warehouse", self.warehouse()),
+            ("vended_credentials", "0"),
+        ];
+        let def = crate::support::catalog::catalog_database("lake", &endpoint, &rest);
+        crate::support::catalog::open_target(runtime, settings, &def, "ns.t").await
+    }
+
+    /// `CREATE DATABASE lake` on this warehouse with no storage settings at all (storage comes
+    /// from the catalog: vended or its config), then an expiry that must delete manifest lists.
+    async fn expire_without_storage_settings(&self, s: &mut Session) {
+        let create = format!(
+            "CREATE DATABASE lake ENGINE = DataLakeCatalog('{}/v1') SETTINGS catalog_type = \
+             'rest', warehouse = '{}'",
+            rest_catalog::uri(),
+            self.warehouse()
+        );
+        run(s, &create).await;
+        expire_deleting_lists(s, 1).await;
     }
 
     /// pyiceberg (every ref) and chdb (current rows) reading through the catalog.
@@ -78,42 +108,19 @@ impl RestTable {
     }
 }
 
-pub(crate) fn session() -> Session {
-    Engine::builder()
-        .setting("session_timezone", "UTC")
-        .build()
-        .expect("engine")
-        .session()
-}
-
-pub(crate) async fn rows(session: &mut Session, sql: &str) -> Vec<String> {
-    let results = session
-        .execute(sql)
-        .await
-        .unwrap_or_else(|e| panic!("{sql}: {e}"));
-    let last = results.last().expect("a result");
-    OutputFormat::TabSeparated
-        .render(&last.columns, &last.rows, 0.0)
-        .lines()
-        .map(str::to_string)
-        .collect()
-}
-
-pub(crate) async fn run(session: &mut Session, sql: &str) -> icetrim::engine::QueryResult {
-    session
-        .execute(sql)
-        .await
-        .unwrap_or_else(|e| panic!("{sql}: {e}"))
-        .pop()
-        .expect("a result")
-}
-
-pub(crate) fn metric(rows: &[String], name: &str) -> i64 {
-    rows.iter()
-        .find_map(|r| r.strip_prefix(&format!("{name}\t")))
-        .unwrap_or_else(|| panic!("no {name} in {rows:?}"))
-        .parse()
-        .expect("a count")
+/// `expire_snapshots(retention_period = '0s', retain_last = N)` on `lake.ns.t`, which must delete
+/// manifest lists: its rows.
+pub(crate) async fn expire_deleting_lists(s: &mut Session, retain_last: u32) -> Vec<String> {
+    let sql = format!(
+        "ALTER TABLE lake.`ns.t` EXECUTE expire_snapshots(retention_period = '0s', retain_last = \
+         {retain_last})"
+    );
+    let expired = rows(s, &sql).await;
+    assert!(
+        metric(&expired, "deleted_manifest_lists_count") > 0,
+        "{expired:?}"
+    );
+    expired
 }
 
 /// The refs both reads share must have the same rows before and after.
@@ -241,15 +248,7 @@ async fn a_concurrent_append_through_the_catalog_makes_expiry_replan_and_both_co
     let mut s = session();
     run(&mut s, &table.create("vended_credentials = 0")).await;
     rest_catalog::fail_next(table.warehouse(), &["ns"], "t", "append-first").await;
-    let expired = rows(
-        &mut s,
-        "ALTER TABLE lake.`ns.t` EXECUTE expire_snapshots(retention_period = '0s', retain_last = 2)",
-    )
-    .await;
-    assert!(
-        metric(&expired, "deleted_manifest_lists_count") > 0,
-        "{expired:?}"
-    );
+    expire_deleting_lists(&mut s, 2).await;
     // The 409 and the re-planned commit are both in the log.
     let log = rest_catalog::log().await;
     let commits = log
@@ -432,15 +431,7 @@ async fn oauth2_client_credentials_and_vended_storage_credentials() {
     let shown = rows(&mut s, "SHOW CREATE DATABASE lake").await.join("\n");
     assert!(!shown.contains("S3CR3T-CLIENT"), "{shown}");
     assert!(shown.contains("[HIDDEN]"), "{shown}");
-    let expired = rows(
-        &mut s,
-        "ALTER TABLE lake.`ns.t` EXECUTE expire_snapshots(retention_period = '0s', retain_last = 1)",
-    )
-    .await;
-    assert!(
-        metric(&expired, "deleted_manifest_lists_count") > 0,
-        "{expired:?}"
-    );
+    expire_deleting_lists(&mut s, 1).await;
     let log = rest_catalog::log().await;
     let ours: Vec<&Value> = log[seen_before..]
         .iter()
@@ -671,23 +662,8 @@ async fn vended_credentials_about_to_expire_are_fetched_anew() {
     )
     .await;
     let seen_before = rest_catalog::log().await.len();
-    let create = format!(
-        "CREATE DATABASE lake ENGINE = DataLakeCatalog('{}/v1') SETTINGS catalog_type = 'rest', \
-         warehouse = '{}'",
-        rest_catalog::uri(),
-        table.warehouse()
-    );
     let mut s = session();
-    run(&mut s, &create).await;
-    let expired = rows(
-        &mut s,
-        "ALTER TABLE lake.`ns.t` EXECUTE expire_snapshots(retention_period = '0s', retain_last = 1)",
-    )
-    .await;
-    assert!(
-        metric(&expired, "deleted_manifest_lists_count") > 0,
-        "{expired:?}"
-    );
+    table.expire_without_storage_settings(&mut s).await;
     let log = rest_catalog::log().await;
     assert!(
         log[seen_before..].iter().any(|e| e["path"]
@@ -702,7 +678,7 @@ async fn vended_credentials_about_to_expire_are_fetched_anew() {
 /// ClickHouse read the new main.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_new_snapshot_commits_through_the_catalog() {
-    use icetrim::internals::engine::{DatabaseDef, Runtime, open_catalog_table};
+    use icetrim::internals::engine::Runtime;
     use icetrim::internals::iceberg::commit::{CommitOptions, CommitOutcome};
     use icetrim::internals::iceberg::txn::{
         FileChanges, Operation, PrepareOptions, Summary, prepare_commit_with,
@@ -710,30 +686,9 @@ async fn a_new_snapshot_commits_through_the_catalog() {
 
     let table = RestTable::new("py_v2_linear").await;
     let before = table.read(None);
-    let def = DatabaseDef {
-        name: "lake".into(),
-        engine: "DataLakeCatalog".into(),
-        args: vec![format!("{}/v1", rest_catalog::uri())],
-        settings: [
-            ("catalog_type", "rest"),
-            ("warehouse", table.warehouse()),
-            ("vended_credentials", "0"),
-            (
-                "storage_endpoint",
-                &crate::support::emulator_var("ICETRIM_S3_ENDPOINT"),
-            ),
-            ("aws_access_key_id", "testing"),
-            ("aws_secret_access_key", "testing"),
-            ("region", "us-east-1"),
-        ]
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect(),
-        setting_order: Vec::new(),
-    };
-    let target = open_catalog_table(&Runtime::default(), &icetrim::Settings::new(), &def, "ns.t")
-        .await
-        .expect("open the catalog table");
+    let target = table
+        .open_target(&Runtime::default(), &icetrim::Settings::new())
+        .await;
     let local = table._fixture.facts["data_files"]["a1"]
         .as_str()
         .expect("data file a1");
@@ -774,58 +729,17 @@ async fn a_new_snapshot_commits_through_the_catalog() {
 /// set and one removed; a conflict-free edit commits once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn commit_edit_sends_refs_and_properties_through_the_catalog() {
-    use icetrim::internals::engine::{DatabaseDef, Runtime, open_catalog_table};
-    use icetrim::internals::iceberg::spec::{RefKind, SnapshotRef};
+    use crate::support::catalog::{tag_branch_and_property, untag_and_unset};
+    use icetrim::internals::engine::Runtime;
 
     let table = RestTable::new("py_v2_linear").await;
     let before = table.read(None);
-    let def = DatabaseDef {
-        name: "lake".into(),
-        engine: "DataLakeCatalog".into(),
-        args: vec![format!("{}/v1", rest_catalog::uri())],
-        settings: [
-            ("catalog_type", "rest"),
-            ("warehouse", table.warehouse()),
-            ("vended_credentials", "0"),
-            (
-                "storage_endpoint",
-                &crate::support::emulator_var("ICETRIM_S3_ENDPOINT"),
-            ),
-            ("aws_access_key_id", "testing"),
-            ("aws_secret_access_key", "testing"),
-            ("region", "us-east-1"),
-        ]
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect(),
-        setting_order: Vec::new(),
-    };
-    let target = open_catalog_table(&Runtime::default(), &icetrim::Settings::new(), &def, "ns.t")
-        .await
-        .expect("open the catalog table");
+    let target = table
+        .open_target(&Runtime::default(), &icetrim::Settings::new())
+        .await;
     let committed = target
         .commit_edit("test", |m| {
-            let mut next = m.clone();
-            let head = m.current_snapshot_id().expect("a current snapshot");
-            let first = m.snapshots()[0].snapshot_id;
-            next.set_ref(&SnapshotRef {
-                name: "audit_tag".into(),
-                kind: RefKind::Tag,
-                snapshot_id: first,
-                min_snapshots_to_keep: None,
-                max_snapshot_age_ms: None,
-                max_ref_age_ms: Some(86_400_000),
-            })?;
-            next.set_ref(&SnapshotRef {
-                name: "dev".into(),
-                kind: RefKind::Branch,
-                snapshot_id: head,
-                min_snapshots_to_keep: Some(3),
-                max_snapshot_age_ms: None,
-                max_ref_age_ms: None,
-            })?;
-            next.set_property("icetrim.test", "yes")?;
-            Ok(Some(next))
+            tag_branch_and_property(m, m.snapshots()[0].snapshot_id)
         })
         .await
         .expect("commit_edit")
@@ -833,12 +747,7 @@ async fn commit_edit_sends_refs_and_properties_through_the_catalog() {
     assert!(committed.metadata.ref_named("audit_tag").is_some());
     // A second edit: drop the property and the tag, move nothing else.
     target
-        .commit_edit("test", |m| {
-            let mut next = m.clone();
-            next.remove_property("icetrim.test")?;
-            next.remove_refs(&["audit_tag"])?;
-            Ok(Some(next))
-        })
+        .commit_edit("test", untag_and_unset)
         .await
         .expect("second commit_edit");
     let after = table.read(None);
@@ -951,23 +860,8 @@ async fn storage_properties_from_the_catalog_config() {
         serde_json::json!({"config_storage": true}),
     )
     .await;
-    let create = format!(
-        "CREATE DATABASE lake ENGINE = DataLakeCatalog('{}/v1') SETTINGS catalog_type = 'rest', \
-         warehouse = '{}'",
-        rest_catalog::uri(),
-        table.warehouse()
-    );
     let mut s = session();
-    run(&mut s, &create).await;
-    let expired = rows(
-        &mut s,
-        "ALTER TABLE lake.`ns.t` EXECUTE expire_snapshots(retention_period = '0s', retain_last = 1)",
-    )
-    .await;
-    assert!(
-        metric(&expired, "deleted_manifest_lists_count") > 0,
-        "{expired:?}"
-    );
+    table.expire_without_storage_settings(&mut s).await;
 }
 
 /// The typed API reaches catalog tables too: `Table::open_catalog` and the same builders.
@@ -1024,4 +918,73 @@ async fn typed_api_on_a_catalog_table() {
     .expect_err("an unknown setting");
     assert_eq!(e.code(), 115);
     same_rows_for_kept_refs(&before, &table.read(None));
+}
+
+/// A session opens a catalog database's catalog once: `GET /v1/config` and the OAuth2 token are
+/// fetched by `CREATE DATABASE` and kept for every later statement (listing, system tables,
+/// EXPLAIN, procedures, ref DDL, OPTIMIZE); a revoked token is fetched again once (401), the
+/// configuration is not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_fetches_the_catalog_config_and_token_once() {
+    let table = RestTable::new("py_v2_linear").await;
+    let client = crate::support::unique("client");
+    rest_catalog::warehouse(
+        table.warehouse(),
+        serde_json::json!({"client_id": client, "client_secret": "ONCE-S3CR3T"}),
+    )
+    .await;
+    let counts = || async {
+        let log = rest_catalog::log().await;
+        let config = log
+            .iter()
+            .filter(|e| {
+                e["path"] == "/v1/config"
+                    && e["query"]
+                        .as_str()
+                        .is_some_and(|q| q.contains(&format!("warehouse={}", table.warehouse())))
+            })
+            .count();
+        let tokens = log
+            .iter()
+            .filter(|e| {
+                e["path"] == "/v1/oauth/tokens"
+                    && e["body"]
+                        .as_str()
+                        .is_some_and(|b| b.contains(&format!("client_id={client}&")))
+            })
+            .count();
+        (config, tokens)
+    };
+    let mut s = session();
+    let credential = format!("vended_credentials = 0, catalog_credential = '{client}:ONCE-S3CR3T'");
+    run(&mut s, &table.create(&credential)).await;
+    assert_eq!(
+        counts().await,
+        (1, 1),
+        "CREATE DATABASE reaches the catalog"
+    );
+    for sql in [
+        "SHOW TABLES FROM lake",
+        "SELECT snapshot_id FROM system.iceberg_snapshots WHERE database = 'lake' AND table = 'ns.t'",
+        "EXPLAIN ALTER TABLE lake.`ns.t` EXECUTE expire_snapshots(retain_last = 1)",
+        "ALTER TABLE lake.`ns.t` EXECUTE expire_snapshots(retention_period = '0s', retain_last = 2)",
+        "ALTER TABLE lake.`ns.t` CREATE TAG once",
+        "OPTIMIZE TABLE lake.`ns.t` MANIFEST",
+        "USE lake",
+        "ALTER TABLE `ns.t` EXECUTE remove_orphan_files(dry_run = 1)",
+    ] {
+        run(&mut s, sql).await;
+    }
+    assert_eq!(
+        counts().await,
+        (1, 1),
+        "one config and one token for the whole session"
+    );
+    rest_catalog::expire_tokens().await;
+    assert_eq!(rows(&mut s, "SHOW TABLES FROM lake").await, ["ns.t"]);
+    assert_eq!(counts().await, (1, 2), "a 401 fetches one new token");
+    // Another session opens its own.
+    let mut other = session();
+    run(&mut other, &table.create(&credential)).await;
+    assert_eq!(counts().await, (2, 3));
 }

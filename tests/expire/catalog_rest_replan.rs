@@ -202,3 +202,125 @@ async fn cherry_pick_and_rewrite_manifests_replan_on_a_concurrent_append() {
         );
     }
 }
+
+/// The storage GETs of one `expire_snapshots` on a REST table (`settings` for the statement)
+/// whose first commit meets a concurrent append through the catalog (409, re-plan): the paths in
+/// request order, the expiry's result, and the table.
+async fn expiry_reads_with_a_conflict(
+    settings: &icetrim::Settings,
+) -> (Vec<String>, icetrim::engine::QueryResult, RestTable) {
+    use std::sync::{Arc, Mutex};
+
+    use icetrim::internals::engine::{Runtime, run_procedure_on};
+    use icetrim::internals::io::{FileIO, HookFn, Op};
+    use icetrim::internals::plan::{ExpireOptions, ProcedureCall};
+    use object_store::path::Path as ObjectPath;
+
+    let table = RestTable::new("py_v2_linear").await;
+    let gets = Arc::new(Mutex::new(Vec::new()));
+    let seen = Arc::clone(&gets);
+    let hook = HookFn(
+        move |op: Op, path: Option<&ObjectPath>| -> object_store::Result<()> {
+            if let (Op::Get, Some(path)) = (op, path) {
+                seen.lock().expect("log").push(path.to_string());
+            }
+            Ok(())
+        },
+    );
+    let io = FileIO::new(crate::support::s3_emulator_options()).with_hook(Arc::new(hook));
+    let runtime = Runtime {
+        clock: Arc::new(icetrim::SystemClock),
+        io_override: Some(io),
+    };
+    let target = table.open_target(&runtime, settings).await;
+    rest_catalog::fail_next(table.warehouse(), &["ns"], "t", "append-first").await;
+    let options = ExpireOptions {
+        retention_period_ms: Some(0),
+        retain_last: Some(2),
+        ..ExpireOptions::default()
+    };
+    let progress = icetrim::Progress::default();
+    let result = run_procedure_on(target, ProcedureCall::Expire(options), false, &progress)
+        .await
+        .expect("the expiry re-plans and commits");
+    assert_eq!(commits(&table).await.len(), 2, "a 409, then the re-plan");
+    let gets = gets.lock().expect("log").clone();
+    (gets, result, table)
+}
+
+/// A 409 re-plans on the new metadata reading only what the first plan had not: every manifest
+/// list and manifest is read once over both attempts, the appended snapshot's list and manifest
+/// included; both commits stay and every engine reads the rows. With the cache off
+/// (`iceberg_statement_cache_max_bytes = 0`) the second attempt reads the old files again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replan_after_a_409_reads_only_the_new_files() {
+    let (gets, result, table) = expiry_reads_with_a_conflict(&icetrim::Settings::new()).await;
+    let mut distinct = gets.clone();
+    distinct.sort();
+    distinct.dedup();
+    assert_eq!(distinct.len(), gets.len(), "a file read twice: {gets:#?}");
+    let session_rows = |r: &icetrim::engine::QueryResult| -> Vec<String> {
+        r.rows
+            .iter()
+            .map(|row| {
+                row.iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join("\t")
+            })
+            .collect()
+    };
+    let metrics = session_rows(&result);
+    assert!(
+        metrics
+            .iter()
+            .any(|r| r.starts_with("deleted_manifest_lists_count\t") && !r.ends_with("\t0")),
+        "{metrics:?}"
+    );
+    let mut s = session();
+    run(&mut s, &table.create("vended_credentials = 0")).await;
+    let lists = rows(
+        &mut s,
+        "SELECT manifest_list FROM system.iceberg_snapshots WHERE database = 'lake' AND \
+         table = 'ns.t' ORDER BY timestamp",
+    )
+    .await;
+    // Both commits stay (the append and its parent); the re-plan read the appended list.
+    assert_eq!(lists.len(), 2, "the append and its parent stay: {lists:?}");
+    for list in &lists {
+        let key = list
+            .split_once("://")
+            .map_or(list.as_str(), |(_, rest)| rest);
+        let key = key.split_once('/').map_or(key, |(_, k)| k);
+        assert!(
+            gets.iter().any(|g| g == key),
+            "the retained list {list} was read: {gets:#?}"
+        );
+    }
+    let read = table.read(None);
+    assert_eq!(
+        read["pyiceberg"]["main"][0].as_i64(),
+        read["clickhouse"][0].as_i64(),
+        "{read}"
+    );
+    // The same statement without the cache reads files again: what the cache saves.
+    let mut off = icetrim::Settings::new();
+    off.set(
+        "iceberg_statement_cache_max_bytes",
+        &icetrim::internals::sql::Literal::Number("0".into()),
+    )
+    .expect("a setting");
+    let (again, _, _) = expiry_reads_with_a_conflict(&off).await;
+    let mut distinct = again.clone();
+    distinct.sort();
+    distinct.dedup();
+    assert!(
+        again.len() > distinct.len(),
+        "without the cache the re-plan reads old files again: {again:#?}"
+    );
+    assert_eq!(
+        distinct.len(),
+        gets.len(),
+        "with the cache the statement reads exactly the files it reads without, each once"
+    );
+}

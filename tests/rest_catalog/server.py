@@ -41,7 +41,7 @@ own behaviour, so concurrent tests do not see each other's tables. Test hooks (n
        "commit-then-drop-blind" (applied, connection closed, and the next load of the table
        answers 503), "truncate-load" (the next load answers half a JSON document).
   POST /admin/expire-tokens: every token issued so far stops working (401 → the client refreshes).
-  GET  /admin/log: the requests seen: [{"method", "path", "auth", "delegation", "body"}].
+  GET  /admin/log: the requests seen: [{"method", "path", "query", "auth", "delegation", "body"}].
 
 Usage: server.py --port P --db /path/catalog.db --warehouse s3://bucket/prefix --s3-endpoint URL
 Prints "ready <port>" on stdout once listening.
@@ -159,6 +159,7 @@ class Handler(BaseHTTPRequestHandler):
                 {
                     "method": method,
                     "path": url.path,
+                    "query": url.query,
                     "auth": self.headers.get("Authorization"),
                     "delegation": self.headers.get("X-Iceberg-Access-Delegation"),
                     "body": raw.decode("utf-8", "replace") if raw else None,

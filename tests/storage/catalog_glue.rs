@@ -296,56 +296,20 @@ async fn a_glue_database_persists_with_its_secret_hidden() {
 /// pointer moved twice.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn commit_edit_of_refs_and_properties_goes_through_glue() {
-    use icetrim::internals::engine::{DatabaseDef, Runtime, open_catalog_table};
-    use icetrim::internals::iceberg::spec::{RefKind, SnapshotRef};
+    use crate::support::catalog::{
+        catalog_database, open_target, tag_branch_and_property, untag_and_unset,
+    };
+    use icetrim::internals::engine::Runtime;
 
     let fx = GlueFixture::build();
     let before = fx.read();
     let endpoint = moto();
-    let def = DatabaseDef {
-        name: "glue".into(),
-        engine: "DataLakeCatalog".into(),
-        args: vec![endpoint.clone()],
-        settings: [
-            ("catalog_type", "glue"),
-            ("storage_endpoint", endpoint.as_str()),
-            ("aws_access_key_id", "testing"),
-            ("aws_secret_access_key", "testing"),
-            ("region", "us-east-1"),
-        ]
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect(),
-        setting_order: Vec::new(),
-    };
+    let def = catalog_database("glue", &endpoint, &[("catalog_type", "glue")]);
     let name = format!("{}.{}", fx.database, fx.table);
-    let target = open_catalog_table(&Runtime::default(), &icetrim::Settings::new(), &def, &name)
-        .await
-        .expect("open the Glue table");
+    let target = open_target(&Runtime::default(), &icetrim::Settings::new(), &def, &name).await;
     let a2 = fx.snapshot("a2");
     target
-        .commit_edit("test", |m| {
-            let mut next = m.clone();
-            let head = m.current_snapshot_id().expect("a current snapshot");
-            next.set_ref(&SnapshotRef {
-                name: "audit_tag".into(),
-                kind: RefKind::Tag,
-                snapshot_id: a2,
-                min_snapshots_to_keep: None,
-                max_snapshot_age_ms: None,
-                max_ref_age_ms: Some(86_400_000),
-            })?;
-            next.set_ref(&SnapshotRef {
-                name: "dev".into(),
-                kind: RefKind::Branch,
-                snapshot_id: head,
-                min_snapshots_to_keep: Some(3),
-                max_snapshot_age_ms: None,
-                max_ref_age_ms: None,
-            })?;
-            next.set_property("icetrim.test", "yes")?;
-            Ok(Some(next))
-        })
+        .commit_edit("test", |m| tag_branch_and_property(m, a2))
         .await
         .expect("commit_edit")
         .expect("a commit");
@@ -359,12 +323,7 @@ async fn commit_edit_of_refs_and_properties_goes_through_glue() {
         before["metadata_location"]
     );
     target
-        .commit_edit("test", |m| {
-            let mut next = m.clone();
-            next.remove_property("icetrim.test")?;
-            next.remove_refs(&["audit_tag"])?;
-            Ok(Some(next))
-        })
+        .commit_edit("test", untag_and_unset)
         .await
         .expect("second commit_edit");
     let after = fx.read();

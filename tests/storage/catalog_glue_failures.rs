@@ -11,12 +11,8 @@ use crate::support::fixtures::run_python_json;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_concurrent_commit_between_get_table_and_update_table_is_a_conflict_and_both_stay() {
-    let fx = GlueFixture::build();
+    let (fx, proxy, mut s) = behind_proxy(json!({"conflicts": 1})).await;
     let before = fx.read();
-    let proxy = Proxy::start();
-    proxy.mode(json!({"conflicts": 1})).await;
-    let mut s = session();
-    rows(&mut s, &create_database(&proxy.url, "testing")).await;
     let expired = rows(&mut s, &format!("ALTER TABLE {} {EXPIRE}", fx.sql_name())).await;
     assert_eq!(
         metric(&expired, "deleted_data_files_count"),
@@ -61,12 +57,8 @@ async fn a_concurrent_commit_between_get_table_and_update_table_is_a_conflict_an
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn conflicts_on_every_attempt_stop_at_iceberg_commit_max_attempts_with_nothing_deleted() {
-    let fx = GlueFixture::build();
-    let proxy = Proxy::start();
     // Someone edits the Glue table before each of our UpdateTables: VersionId moves every time.
-    proxy.mode(json!({"bumps": 5})).await;
-    let mut s = session();
-    rows(&mut s, &create_database(&proxy.url, "testing")).await;
+    let (fx, proxy, mut s) = behind_proxy(json!({"bumps": 5})).await;
     rows(&mut s, "SET iceberg_commit_max_attempts = 2").await;
     let files_before = fx.files().await;
     let e = error_of(&mut s, &format!("ALTER TABLE {} {EXPIRE}", fx.sql_name())).await;
@@ -84,12 +76,8 @@ async fn conflicts_on_every_attempt_stop_at_iceberg_commit_max_attempts_with_not
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lost_update_answer_is_settled_by_get_table() {
-    let fx = GlueFixture::build();
+    let (fx, proxy, mut s) = behind_proxy(json!({"drop_update_response": 1})).await;
     let before = fx.read();
-    let proxy = Proxy::start();
-    proxy.mode(json!({"drop_update_response": 1})).await;
-    let mut s = session();
-    rows(&mut s, &create_database(&proxy.url, "testing")).await;
     let (expired, warned) =
         warnings(&mut s, &format!("ALTER TABLE {} {EXPIRE}", fx.sql_name())).await;
     assert_eq!(proxy.stats().await["updates_dropped"], 1);
@@ -104,23 +92,12 @@ async fn a_lost_update_answer_is_settled_by_get_table() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unknown_outcome_deletes_nothing_and_the_next_run_finishes() {
-    let fx = GlueFixture::build();
-    let before = fx.read();
-    let proxy = Proxy::start();
     // The update is lost on the way, and Glue then fails every confirming GetTable.
-    proxy
-        .mode(json!({"swallow_update": 1, "fail_get_table_after_loss": 20}))
-        .await;
-    let mut s = session();
-    rows(&mut s, &create_database(&proxy.url, "testing")).await;
+    let (fx, proxy, mut s) =
+        behind_proxy(json!({"swallow_update": 1, "fail_get_table_after_loss": 20})).await;
+    let before = fx.read();
     let files_before = fx.files().await;
-    let (expired, warned) =
-        warnings(&mut s, &format!("ALTER TABLE {} {EXPIRE}", fx.sql_name())).await;
-    assert_eq!(
-        metric(&expired, "deleted_data_files_count"),
-        0,
-        "{expired:?}"
-    );
+    let (expired, warned) = expire_deleting_nothing(&mut s, &fx).await;
     assert_eq!(metric(&expired, "deleted_manifest_lists_count"), 0);
     let text = warned.join("\n");
     assert!(text.contains("no file was deleted"), "{text}");
@@ -140,23 +117,12 @@ async fn an_unknown_outcome_deletes_nothing_and_the_next_run_finishes() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_commit_that_landed_unseen_is_finished_by_the_next_run_from_the_journal() {
-    let fx = GlueFixture::build();
-    let before = fx.read();
-    let proxy = Proxy::start();
     // The update lands, its answer is lost, and the confirming GetTables fail.
-    proxy
-        .mode(json!({"drop_update_response": 1, "fail_get_table_after_loss": 20}))
-        .await;
-    let mut s = session();
-    rows(&mut s, &create_database(&proxy.url, "testing")).await;
+    let (fx, proxy, mut s) =
+        behind_proxy(json!({"drop_update_response": 1, "fail_get_table_after_loss": 20})).await;
+    let before = fx.read();
     let files_before = fx.files().await;
-    let (expired, warned) =
-        warnings(&mut s, &format!("ALTER TABLE {} {EXPIRE}", fx.sql_name())).await;
-    assert_eq!(
-        metric(&expired, "deleted_data_files_count"),
-        0,
-        "{expired:?}"
-    );
+    let (_, warned) = expire_deleting_nothing(&mut s, &fx).await;
     assert!(warned.join("\n").contains("unknown outcome"), "{warned:?}");
     let files_during = fx.files().await;
     for f in &files_before {

@@ -7,11 +7,11 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 
 use futures::TryStreamExt;
-use icetrim::engine::{Engine, Session};
-use icetrim::format::OutputFormat;
+use icetrim::engine::Session;
 use icetrim::internals::io::FileIO;
 use serde_json::Value;
 
+pub use crate::support::catalog::{metric, rows, session, warnings};
 use crate::support::fixtures::{self, run_python_json};
 use crate::support::{emulator_var, s3_emulator_options, unique};
 
@@ -124,49 +124,6 @@ pub fn create_database(endpoint: &str, key: &str) -> String {
     )
 }
 
-pub fn session() -> Session {
-    Engine::builder()
-        .setting("session_timezone", "UTC")
-        .build()
-        .expect("engine")
-        .session()
-}
-
-pub async fn rows(session: &mut Session, sql: &str) -> Vec<String> {
-    let results = session
-        .execute(sql)
-        .await
-        .unwrap_or_else(|e| panic!("{sql}: {e}"));
-    let last = results.last().expect("a result");
-    OutputFormat::TabSeparated
-        .render(&last.columns, &last.rows, 0.0)
-        .lines()
-        .map(str::to_string)
-        .collect()
-}
-
-pub async fn warnings(session: &mut Session, sql: &str) -> (Vec<String>, Vec<String>) {
-    let results = session
-        .execute(sql)
-        .await
-        .unwrap_or_else(|e| panic!("{sql}: {e}"));
-    let last = results.last().expect("a result");
-    let lines = OutputFormat::TabSeparated
-        .render(&last.columns, &last.rows, 0.0)
-        .lines()
-        .map(str::to_string)
-        .collect();
-    (lines, last.warnings.clone())
-}
-
-pub fn metric(rows: &[String], name: &str) -> i64 {
-    rows.iter()
-        .find_map(|r| r.strip_prefix(&format!("{name}\t")))
-        .unwrap_or_else(|| panic!("no {name} in {rows:?}"))
-        .parse()
-        .expect("a count")
-}
-
 /// `tests/py/glue_proxy.py` in front of moto's Glue; stopped when dropped.
 pub struct Proxy {
     child: Child,
@@ -233,6 +190,31 @@ pub fn same_rows(before: &Value, after: &Value) {
             "ref {name} changed"
         );
     }
+}
+
+/// A fresh fixture, `tests/py/glue_proxy.py` in front of moto's Glue in `mode`, and a session
+/// whose database `glue` reaches Glue through the proxy.
+pub async fn behind_proxy(mode: Value) -> (GlueFixture, Proxy, Session) {
+    let fx = GlueFixture::build();
+    let proxy = Proxy::start();
+    proxy.mode(mode).await;
+    let mut s = session();
+    rows(&mut s, &create_database(&proxy.url, "testing")).await;
+    (fx, proxy, s)
+}
+
+/// `EXPIRE` on the fixture, expecting no data file deleted: its rows and warnings.
+pub async fn expire_deleting_nothing(
+    s: &mut Session,
+    fx: &GlueFixture,
+) -> (Vec<String>, Vec<String>) {
+    let (expired, warned) = warnings(s, &format!("ALTER TABLE {} {EXPIRE}", fx.sql_name())).await;
+    assert_eq!(
+        metric(&expired, "deleted_data_files_count"),
+        0,
+        "{expired:?} {warned:?}"
+    );
+    (expired, warned)
 }
 
 pub async fn error_of(session: &mut Session, sql: &str) -> icetrim::error::Error {

@@ -10,6 +10,7 @@
 #![allow(dead_code)]
 
 pub mod backends;
+pub mod catalog;
 pub mod expire;
 pub mod fixtures;
 pub mod glue_catalog;

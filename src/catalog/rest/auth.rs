@@ -1,8 +1,11 @@
 //! REST catalog authentication: a raw `auth_header`, OAuth2 client credentials from
 //! `catalog_credential` (`client_id:client_secret`, or a secret alone), or HTTP basic auth from the
-//! engine's user and password. Tokens are cached and fetched again once after a 401.
+//! engine's user and password. A token is kept for as long as the catalog is (one per database
+//! and session) and fetched again once after a 401, or before it is used when less than
+//! [`EXPIRY_MARGIN`] (at most half its life) of its `expires_in` is left.
 
 use std::fmt;
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use tokio::sync::Mutex;
@@ -12,6 +15,32 @@ use crate::error::{Error, ErrorKind, Result};
 
 /// ClickHouse's default `auth_scope`.
 pub const DEFAULT_SCOPE: &str = "PRINCIPAL_ROLE:ALL";
+
+/// A token is fetched anew when less than this (at most half its life) is left of it.
+pub const EXPIRY_MARGIN: Duration = Duration::from_secs(60);
+
+/// An OAuth2 access token and when it is to be fetched anew (`None`: when refused).
+#[derive(Clone)]
+pub struct Token {
+    pub bearer: String,
+    pub renew_at: Option<Instant>,
+}
+
+impl Token {
+    /// A token answered at `now` that lives `expires_in` seconds when the answer says so.
+    pub fn new(bearer: String, expires_in: Option<u64>, now: Instant) -> Token {
+        let renew_at = expires_in.map(|secs| {
+            let life = Duration::from_secs(secs);
+            now + life - EXPIRY_MARGIN.min(life / 2)
+        });
+        Token { bearer, renew_at }
+    }
+
+    /// Whether the token is still good to send at `now`.
+    pub fn fresh(&self, now: Instant) -> bool {
+        self.renew_at.is_none_or(|at| now < at)
+    }
+}
 
 /// How requests authenticate.
 pub enum Auth {
@@ -29,7 +58,7 @@ pub enum Auth {
         client_id: Option<String>,
         client_secret: String,
         scope: String,
-        token: Mutex<Option<String>>,
+        token: Mutex<Option<Token>>,
     },
 }
 
@@ -90,7 +119,8 @@ impl Auth {
         matches!(self, Auth::OAuth2 { .. })
     }
 
-    /// Add the credentials to `request`; `refresh` fetches a new OAuth token first.
+    /// Add the credentials to `request`; `refresh` (after a 401), no token yet, or a token near
+    /// its expiry fetches a new OAuth token first.
     pub async fn apply(
         &self,
         http: &reqwest::Client,
@@ -103,16 +133,22 @@ impl Auth {
             Auth::Basic { user, password } => request.basic_auth(user, Some(password)),
             Auth::OAuth2 { token, .. } => {
                 let mut slot = token.lock().await;
-                if refresh || slot.is_none() {
-                    *slot = Some(self.fetch_token(http).await?);
-                }
-                let bearer = slot.clone().unwrap_or_default();
+                let now = Instant::now();
+                let bearer = match slot.as_ref() {
+                    Some(held) if !refresh && held.fresh(now) => held.bearer.clone(),
+                    _ => {
+                        let fetched = self.fetch_token(http).await?;
+                        let bearer = fetched.bearer.clone();
+                        *slot = Some(fetched);
+                        bearer
+                    }
+                };
                 request.bearer_auth(bearer)
             }
         })
     }
 
-    async fn fetch_token(&self, http: &reqwest::Client) -> Result<String> {
+    async fn fetch_token(&self, http: &reqwest::Client) -> Result<Token> {
         let Auth::OAuth2 {
             token_url,
             client_id,
@@ -176,13 +212,37 @@ impl Auth {
                 "The OAuth2 token endpoint '{token_url}' answered with malformed JSON: {e}"
             ))
         })?;
+        let expires_in = json.get("expires_in").and_then(|v| {
+            v.as_u64()
+                .or_else(|| v.as_str().and_then(|s| s.trim().parse().ok()))
+        });
         json.get("access_token")
             .and_then(Value::as_str)
-            .map(str::to_string)
+            .map(|bearer| Token::new(bearer.to_string(), expires_in, Instant::now()))
             .ok_or_else(|| {
                 Error::incorrect_data(format!(
                     "The OAuth2 token endpoint '{token_url}' answered without an access_token"
                 ))
             })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_token_is_renewed_before_its_expiry() {
+        let now = Instant::now();
+        let hour = Token::new("t".into(), Some(3600), now);
+        assert!(hour.fresh(now + Duration::from_secs(3539)));
+        assert!(!hour.fresh(now + Duration::from_secs(3540)), "60 s before");
+        // A short-lived token is renewed after half its life, not after it expired.
+        let short = Token::new("t".into(), Some(10), now);
+        assert!(short.fresh(now + Duration::from_secs(4)));
+        assert!(!short.fresh(now + Duration::from_secs(5)));
+        // No `expires_in`: kept until refused (a 401 fetches a new one).
+        let open = Token::new("t".into(), None, now);
+        assert!(open.fresh(now + Duration::from_secs(1_000_000)));
     }
 }

@@ -223,7 +223,7 @@ async fn read_parent_list(io: &FileIO, parent: &Snapshot) -> Result<Vec<Manifest
             parent.snapshot_id
         )));
     };
-    let bytes = io.read(path).await?;
+    let bytes = io.read_immutable(path, None).await?;
     read_manifest_list(&bytes, path)
 }
 
@@ -244,7 +244,11 @@ async fn scan_parent(io: &FileIO, list: &[ManifestFile], removed: &HashSet<&str>
         return Ok(scan);
     }
     let mut reads = futures::stream::iter(list.iter().enumerate())
-        .map(|(i, m)| async move { io.read(&m.manifest_path).await.map(|b| (i, b)) })
+        .map(|(i, m)| async move {
+            io.read_immutable(&m.manifest_path, m.length())
+                .await
+                .map(|b| (i, b))
+        })
         .buffered(CONCURRENCY);
     while let Some((i, bytes)) = reads.try_next().await? {
         let path = &list[i].manifest_path;

@@ -32,10 +32,14 @@ pub async fn read_state(
             snapshot.snapshot_id
         )));
     };
-    let bytes = io.read(list_path).await?;
+    let bytes = io.read_immutable(list_path, None).await?;
     let list = read_manifest_list(&bytes, list_path)?;
     let manifests: Vec<_> = futures::stream::iter(list.iter())
-        .map(|m| async move { io.read(&m.manifest_path).await.map(|b| (m, b)) })
+        .map(|m| async move {
+            io.read_immutable(&m.manifest_path, m.length())
+                .await
+                .map(|b| (m, b))
+        })
         .buffered(concurrency.max(1))
         .try_collect()
         .await?;

@@ -93,7 +93,7 @@ pub async fn specs_in_use(
     let io = &target.io;
     let specs: Vec<Vec<i32>> = futures::stream::iter(lists)
         .map(|path| async move {
-            let bytes = io.read(&path).await?;
+            let bytes = io.read_immutable(&path, None).await?;
             let list = read_manifest_list(&bytes, &path)?;
             Ok::<_, crate::error::Error>(list.iter().map(|m| m.partition_spec_id).collect())
         })

@@ -52,6 +52,9 @@ pub struct TableFiles {
     /// (500,000 times over 1,000 fast appends), so the identity key is computed once per spelling.
     /// Manifests only: content files are too many to hold twice.
     manifest_spellings: HashMap<Box<str>, PathId, foldhash::fast::RandomState>,
+    /// Each manifest's `manifest_length` as its list names it (a cached read is checked
+    /// against it).
+    manifest_lengths: HashMap<PathId, u64>,
 }
 
 impl TableFiles {
@@ -166,8 +169,14 @@ impl TableFiles {
         };
         let mut refs = Vec::with_capacity(list.len());
         for (path, item) in list.iter() {
+            let id = self.intern_manifest(path)?;
+            if let Ok(length) = u64::try_from(item.length)
+                && length > 0
+            {
+                self.manifest_lengths.insert(id, length);
+            }
             refs.push(ManifestRef {
-                path: self.intern_manifest(path)?,
+                path: id,
                 length: item.length,
                 content: item.content,
             });
@@ -259,13 +268,18 @@ impl TableFiles {
         Ok(contents)
     }
 
-    /// `(id, required, uri)` for each file; an id this graph did not intern is a logic error
+    /// A [`ReadJob`] for each file; an id this graph did not intern is a logic error
     /// (never silently skipped: a required file must not go unread).
-    fn jobs(&self, files: &[(PathId, bool)]) -> Result<Vec<(PathId, bool, String)>> {
+    fn jobs(&self, files: &[(PathId, bool)]) -> Result<Vec<ReadJob<PathId>>> {
         files
             .iter()
             .map(|(id, needed)| match self.uri(*id) {
-                Some(uri) => Ok((*id, *needed, uri.to_string())),
+                Some(uri) => Ok(ReadJob {
+                    id: *id,
+                    required: *needed,
+                    uri: uri.to_string(),
+                    length: self.manifest_lengths.get(id).copied(),
+                }),
                 None => Err(Error::logical(format!(
                     "path #{} was not interned by this file graph",
                     id.index()
@@ -318,12 +332,22 @@ impl TableFiles {
     }
 }
 
-/// Read each job's file and decode it off the async task (CPU work: files decode in parallel),
+/// One file to read: `id` identifies it to the caller; a gone file that is not `required` comes
+/// back as `None`; `length`, when known, checks a cached copy ([`FileIO::read_immutable_and`]).
+pub(super) struct ReadJob<I> {
+    pub id: I,
+    pub required: bool,
+    pub uri: String,
+    pub length: Option<u64>,
+}
+
+/// Read each job's file (manifest lists and manifests: immutable, so through the statement's
+/// read cache) and decode it off the async task (CPU work: files decode in parallel),
 /// `concurrency` reads at once, in completion order; a gone file that is not required comes back
-/// as `None`. `progress` counts each file as it is read. `I` identifies each job to the caller.
+/// as `None`. `progress` counts each file as it is read.
 pub(super) fn read_decoded<'a, I, T, D>(
     io: &'a FileIO,
-    jobs: Vec<(I, bool, String)>,
+    jobs: Vec<ReadJob<I>>,
     concurrency: usize,
     decode: Arc<D>,
     progress: &'a Progress,
@@ -334,17 +358,25 @@ where
     D: Fn(&[u8], &str) -> Result<T> + Send + Sync + 'static,
 {
     futures::stream::iter(jobs)
-        .map(move |(id, needed, uri)| {
+        .map(move |job| {
             let decode = Arc::clone(&decode);
             async move {
+                let ReadJob {
+                    id,
+                    required,
+                    uri,
+                    length,
+                } = job;
                 let name = uri.clone();
-                let read = io.read_and(&uri, move |bytes| decode(bytes, &name)).await;
+                let read = io
+                    .read_immutable_and(&uri, length, move |bytes| decode(bytes, &name))
+                    .await;
                 match read {
                     Ok((size, decoded)) => {
                         progress.file_done(size);
                         Ok((id, Some(decoded)))
                     }
-                    Err(e) if !needed && e.kind() == ErrorKind::FileDoesntExist => {
+                    Err(e) if !required && e.kind() == ErrorKind::FileDoesntExist => {
                         progress.file_done(0);
                         Ok((id, None))
                     }

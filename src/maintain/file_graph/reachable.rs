@@ -37,7 +37,7 @@ use std::sync::Arc;
 use futures::TryStreamExt;
 
 use super::decoded::{decode_list, for_each_live_path};
-use super::graph::read_decoded;
+use super::graph::{ReadJob, read_decoded};
 use super::paths::{Fingerprint, FingerprintSet};
 use crate::error::{Error, Result};
 use crate::iceberg::locate::version_hint_path;
@@ -347,7 +347,12 @@ impl References {
         }
         drop(singles);
         progress.phase(Phase::ReadingManifestLists, Some(lists.len()))?;
-        let jobs = lists.into_values().map(|list| (list.clone(), true, list));
+        let jobs = lists.into_values().map(|list| ReadJob {
+            id: list.clone(),
+            required: true,
+            uri: list,
+            length: None,
+        });
         let mut decoded = read_decoded(
             io,
             jobs.collect(),
@@ -358,18 +363,23 @@ impl References {
         while let Some((list, decoded_list)) = decoded.try_next().await? {
             reachable.insert(&list);
             let decoded_list = decoded_list.ok_or_else(|| unread("manifest list", &list))?;
-            for (manifest, _) in decoded_list.iter() {
-                manifests.add(manifest);
+            for (manifest, item) in decoded_list.iter() {
+                manifests.add_listed(manifest, item.length);
             }
             decoded_list.recycle();
         }
         drop(decoded);
         let root = Arc::clone(&reachable.root);
-        let Manifests { uris, .. } = manifests;
-        let jobs: Vec<(usize, bool, String)> = uris
+        let Manifests { uris, lengths, .. } = manifests;
+        let jobs: Vec<ReadJob<usize>> = uris
             .iter()
             .enumerate()
-            .map(|(index, uri)| (index, true, uri.clone()))
+            .map(|(index, uri)| ReadJob {
+                id: index,
+                required: true,
+                uri: uri.clone(),
+                length: lengths.get(index).copied().flatten(),
+            })
             .collect();
         progress.phase(Phase::ReadingManifests, Some(jobs.len()))?;
         let place = Arc::new(move |bytes: &[u8], uri: &str| place_manifest(bytes, uri, &root));
@@ -396,16 +406,26 @@ struct Manifests {
     spellings: HashSet<Box<str>, foldhash::fast::RandomState>,
     keys: HashSet<String, foldhash::fast::RandomState>,
     uris: Vec<String>,
+    /// Each of `uris`' `manifest_length` as the first list naming it gives it (v1 inline
+    /// manifests: unknown).
+    lengths: Vec<Option<u64>>,
 }
 
 impl Manifests {
     fn add(&mut self, uri: &str) {
+        self.add_listed(uri, 0);
+    }
+
+    /// A manifest a list names with `length` (0 or less: unknown).
+    fn add_listed(&mut self, uri: &str, length: i64) {
         if self.spellings.contains(uri) {
             return;
         }
         self.spellings.insert(uri.into());
         if self.keys.insert(path_key(uri)) {
             self.uris.push(uri.to_string());
+            self.lengths
+                .push(u64::try_from(length).ok().filter(|n| *n > 0));
         }
     }
 }

@@ -346,7 +346,7 @@ async fn live_data_paths(io: &FileIO, snapshot: &Snapshot) -> Result<Vec<String>
         .filter(|m| m.content == ManifestContent::Data)
         .collect();
     let read = futures::stream::iter(data.into_iter().map(|m| async move {
-        let bytes = io.read(&m.manifest_path).await?;
+        let bytes = io.read_immutable(&m.manifest_path, m.length()).await?;
         read_manifest(&bytes, &m.manifest_path).map(|manifest| manifest.entries)
     }))
     .buffered(READ_CONCURRENCY)
@@ -373,7 +373,7 @@ async fn manifest_list(
             snapshot.snapshot_id
         )));
     };
-    let bytes = io.read(list_path).await?;
+    let bytes = io.read_immutable(list_path, None).await?;
     read_manifest_list(&bytes, list_path)
 }
 
@@ -391,7 +391,7 @@ async fn own_entries(
         .filter(|m| m.added_snapshot_id == id)
         .collect();
     let read = futures::stream::iter(own.into_iter().map(|m| async move {
-        let bytes = io.read(&m.manifest_path).await?;
+        let bytes = io.read_immutable(&m.manifest_path, m.length()).await?;
         let mut manifest = read_manifest(&bytes, &m.manifest_path)?;
         inherit(&mut manifest.entries, &m);
         Ok::<_, Error>((m, manifest.entries))

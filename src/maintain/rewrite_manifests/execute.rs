@@ -203,7 +203,7 @@ async fn read_list(io: &FileIO, snapshot: &Snapshot) -> Result<Vec<ManifestFile>
             snapshot.snapshot_id
         )));
     };
-    let bytes = io.read(path).await?;
+    let bytes = io.read_immutable(path, None).await?;
     read_manifest_list(&bytes, path)
 }
 
@@ -285,7 +285,7 @@ async fn read_manifests(
     let mut reads = futures::stream::iter(wanted)
         .map(|i| async move {
             let m = &list[i];
-            let bytes = io.read(&m.manifest_path).await?;
+            let bytes = io.read_immutable(&m.manifest_path, m.length()).await?;
             let mut manifest = read_manifest(&bytes, &m.manifest_path)?;
             inherit(&mut manifest.entries, m);
             Ok::<_, Error>((i, bytes.len(), manifest))
