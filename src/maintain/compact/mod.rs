@@ -36,6 +36,7 @@ pub mod deletes;
 pub mod execute;
 pub mod explain;
 pub mod filter;
+pub mod memory;
 pub mod metrics;
 pub mod model;
 pub mod path;
