@@ -239,7 +239,7 @@ async fn optimize_stays_under_the_memory_setting_on_inputs_far_larger() {
     // Sorted: every output file sorted by id descending, several of them (the sort buffer is a
     // share of the setting), the same rows, the same bound.
     let sorted_dir = tmp.path().join("sorted");
-    generate(&sorted_dir, 4, 100_000);
+    generate(&sorted_dir, 6, 100_000);
     sort_by_id_descending(&sorted_dir);
     let before = live_files(&sorted_dir).await;
     let (rows_before, sorted_before) = rows(&before);
