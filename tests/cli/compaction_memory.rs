@@ -202,7 +202,7 @@ fn optimize(dir: &Path) -> (String, u64) {
 }
 
 /// 16 files of 100,000 rows (about 300 MiB of Parquet, 440 MB decoded) compacted under a 64 MiB
-/// setting: peak RSS under setting + baseline, same rows; then a sorted table (6 files) whose
+/// setting: peak RSS under setting + baseline, same rows; then a sorted table (6 files of 50,000 rows) whose
 /// rows cannot be sorted in one buffer: several output files, each sorted, same bound.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn optimize_stays_under_the_memory_setting_on_inputs_far_larger() {
@@ -239,7 +239,7 @@ async fn optimize_stays_under_the_memory_setting_on_inputs_far_larger() {
     // Sorted: every output file sorted by id descending, several of them (the sort buffer is a
     // share of the setting), the same rows, the same bound.
     let sorted_dir = tmp.path().join("sorted");
-    generate(&sorted_dir, 6, 100_000);
+    generate(&sorted_dir, 6, 50_000);
     sort_by_id_descending(&sorted_dir);
     let before = live_files(&sorted_dir).await;
     let (rows_before, sorted_before) = rows(&before);
