@@ -15,16 +15,16 @@
 //! 4. A group is rewritten when `rewrite_all`, or it has more than one file and at least
 //!    `min_input_files`, or more than one file and more bytes than `target`, or more bytes than
 //!    `max`, or a file with at least `delete_file_threshold` deletes.
-//! 5. Expected output files (Java's `numOutputFiles`): 1 below `target`; else `ceil(size/target)`
-//!    when the remainder is above `min`, else `floor(size/target)` when that average stays under
-//!    `min(1.1 × target, write_max)`, else `ceil`. Writers roll at
-//!    `write_max = target + 0.5 × (max − target)`.
-//! 4a. Memory: a group's delete files must fit the share of `iceberg_compaction_max_memory_bytes`
+//! 5. Memory: a group's delete files must fit the share of `iceberg_compaction_max_memory_bytes`
 //!    a group gets for them (`memory.rs`, [`Resolved::delete_memory`]). A bin whose inputs' delete
 //!    files would need more is split, in path order, into groups that fit (each then judged by
 //!    rule 4 on its own); a single file whose delete files alone need more is not rewritten, and
 //!    the reason says so.
-//! 6. Output files go to the default spec. A group of another spec is rewritten only when the
+//! 6. Expected output files (Java's `numOutputFiles`): 1 below `target`; else `ceil(size/target)`
+//!    when the remainder is above `min`, else `floor(size/target)` when that average stays under
+//!    `min(1.1 × target, write_max)`, else `ceil`. Writers roll at
+//!    `write_max = target + 0.5 × (max − target)`.
+//! 7. Output files go to the default spec. A group of another spec is rewritten only when the
 //!    default spec is unpartitioned (icetrim does not re-partition rows yet); otherwise it is
 //!    left and EXPLAIN says why.
 
@@ -220,8 +220,7 @@ pub fn plan(
                 index,
                 data,
                 deletes,
-                spec_id,
-                &partition,
+                (spec_id, &partition),
                 bin,
                 options,
                 default_spec,
@@ -263,8 +262,7 @@ fn group(
     index: usize,
     data: &[LiveFile],
     all_deletes: &[LiveFile],
-    spec_id: i32,
-    partition: &str,
+    (spec_id, partition): (i32, &str),
     bin: Vec<Selected>,
     options: &Resolved,
     default_spec: (i32, bool),
