@@ -44,6 +44,8 @@ pub enum ErrorKind {
     IncorrectData,
     /// 290: a bounded loop ran out (commit retries).
     LimitExceeded,
+    /// 241: a memory bound (`iceberg_compaction_max_memory_bytes`) cannot be kept.
+    MemoryLimitExceeded,
     /// 344: a ClickHouse gate setting is off.
     SupportIsDisabled,
     /// 392: the statement is not allowed in this form.
@@ -94,6 +96,7 @@ impl ErrorKind {
             ErrorKind::UnknownSetting => 115,
             ErrorKind::IncorrectData => 117,
             ErrorKind::LimitExceeded => 290,
+            ErrorKind::MemoryLimitExceeded => 241,
             ErrorKind::SupportIsDisabled => 344,
             ErrorKind::QueryIsProhibited => 392,
             ErrorKind::QueryWasCancelled => 394,
@@ -130,6 +133,7 @@ impl ErrorKind {
             ErrorKind::UnknownSetting => "UNKNOWN_SETTING",
             ErrorKind::IncorrectData => "INCORRECT_DATA",
             ErrorKind::LimitExceeded => "LIMIT_EXCEEDED",
+            ErrorKind::MemoryLimitExceeded => "MEMORY_LIMIT_EXCEEDED",
             ErrorKind::SupportIsDisabled => "SUPPORT_IS_DISABLED",
             ErrorKind::QueryIsProhibited => "QUERY_IS_PROHIBITED",
             ErrorKind::QueryWasCancelled => "QUERY_WAS_CANCELLED",

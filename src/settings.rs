@@ -80,7 +80,7 @@ pub const SESSION_SETTINGS: &[SettingDef] = &[
         name: "iceberg_compaction_max_memory_bytes",
         ty: SettingType::UInt,
         default: SettingValue::UInt(2 * 1024 * 1024 * 1024),
-        doc: "memory compaction may hold at once (decoded row groups, output buffers, sorting)",
+        doc: "memory compaction may hold at once (inputs, decoded batches, output row groups and uploads, sorting, delete files); at least 32 MiB",
     },
     SettingDef {
         name: "iceberg_manifest_min_count_to_compact",

@@ -3,8 +3,12 @@
 //! with `allow_experimental_iceberg_compaction = 1` on an identical copy, row counts compared.
 //!
 //! ```text
-//! cargo bench --bench compaction -- [--files N] [--per-snapshot K] [--partitions P] [--dir DIR] [--keep]
+//! cargo bench --bench compaction -- [--files N] [--per-snapshot K] [--partitions P]
+//!     [--rows-per-file R] [--row-bytes B] [--dir DIR] [--keep]
 //! ```
+//!
+//! `--rows-per-file R --row-bytes B`: every data file holds R rows whose `data` is padded to B
+//! bytes of incompressible text (large real files instead of the default 1 to 1,000 short rows).
 //!
 //! `--partitions P` partitions the table by `identity(part)` with the files spread evenly
 //! (`--files 10000 --partitions 100`: 100 partitions × 100 files).
@@ -35,6 +39,8 @@ struct Args {
     files: usize,
     per_snapshot: usize,
     partitions: usize,
+    rows_per_file: Option<i64>,
+    row_bytes: usize,
     dir: PathBuf,
     keep: bool,
 }
@@ -44,6 +50,8 @@ fn parse_args() -> Result<Args, String> {
         files: 10_000,
         per_snapshot: 100,
         partitions: 0,
+        rows_per_file: None,
+        row_bytes: 0,
         dir: std::env::temp_dir().join("icetrim-bench-compaction"),
         keep: false,
     };
@@ -59,6 +67,16 @@ fn parse_args() -> Result<Args, String> {
             }
             "--partitions" => {
                 args.partitions = value()?.parse().map_err(|e| format!("--partitions: {e}"))?
+            }
+            "--rows-per-file" => {
+                args.rows_per_file = Some(
+                    value()?
+                        .parse()
+                        .map_err(|e| format!("--rows-per-file: {e}"))?,
+                )
+            }
+            "--row-bytes" => {
+                args.row_bytes = value()?.parse().map_err(|e| format!("--row-bytes: {e}"))?
             }
             "--dir" => args.dir = PathBuf::from(value()?),
             "--keep" => args.keep = true,
@@ -86,6 +104,8 @@ fn options(location: &str, args: &Args) -> GenerateOptions {
     o.mix = Mix::parse("append=90,delete=10").expect("a mix");
     o.parquet_data = true;
     o.partitions = args.partitions;
+    o.rows_per_file = args.rows_per_file;
+    o.row_bytes = args.row_bytes;
     o
 }
 

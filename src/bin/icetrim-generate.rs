@@ -92,6 +92,15 @@ struct Args {
     #[arg(long, value_name = "N", default_value_t = 0)]
     partitions: usize,
 
+    /// Parquet mode: every new data file holds N rows (default: 1 to 1,000, drawn per file).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(i64).range(1..))]
+    rows_per_file: Option<i64>,
+
+    /// Parquet mode: the `data` values are padded to B bytes with incompressible characters
+    /// (default: `row-<id>`), for large real files.
+    #[arg(long, value_name = "B", default_value_t = 0)]
+    row_bytes: usize,
+
     /// Snapshot timestamps are spread over [now - span, now) (humantime: 30d, 12h, 90s).
     #[arg(long, value_name = "DURATION", default_value = "30d", value_parser = parse_span)]
     span: Duration,
@@ -139,6 +148,8 @@ impl Args {
         opts.write_data_files = !self.no_data_files;
         opts.parquet_data = self.parquet;
         opts.partitions = self.partitions;
+        opts.rows_per_file = self.rows_per_file;
+        opts.row_bytes = self.row_bytes;
         opts.span_ms =
             i64::try_from(self.span.as_millis()).map_err(|_| "--span is too long".to_string())?;
         opts.codec = self.codec;

@@ -63,6 +63,10 @@ pub(crate) struct History {
     /// the values `0..partitions` in turn.
     pub partitions: usize,
     next_partition: usize,
+    /// Parquet mode: rows of every new data file (`None`: 1 to 1,000, drawn).
+    pub rows_per_file: Option<i64>,
+    /// Parquet mode: `data` values padded to this many bytes (0: `row-<id>`).
+    pub row_bytes: usize,
 }
 
 /// A manifest of the list being laid out: carried, or to be written.
@@ -122,6 +126,8 @@ impl History {
             next_value: 0,
             partitions: 0,
             next_partition: 0,
+            rows_per_file: None,
+            row_bytes: 0,
         }
     }
 
@@ -189,7 +195,9 @@ impl History {
         {
             // Parquet mode: generation cannot fail on data we make ourselves; a placeholder
             // stays if it ever did.
-            if let Ok(bytes) = super::parquet::data_file(self.next_value, records, part) {
+            if let Ok(bytes) =
+                super::parquet::data_file(self.next_value, records, part, self.row_bytes)
+            {
                 rec.size = bytes.len() as i64;
                 files.insert(rec.id, bytes);
             }
@@ -215,7 +223,8 @@ impl History {
     fn new_data_files(&mut self, n: usize, seq: i64) -> Vec<FileRec> {
         (0..n)
             .map(|_| {
-                let records = self.rng.random_range(1..=1000);
+                let drawn = self.rng.random_range(1..=1000);
+                let records = self.rows_per_file.unwrap_or(drawn);
                 self.new_file(DataContent::Data, records, seq)
             })
             .collect()

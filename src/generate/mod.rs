@@ -160,6 +160,11 @@ pub struct GenerateOptions {
     /// 3) and the partition spec `identity(part)`, new data files taking `part` = 0, 1, …, N - 1
     /// in turn (files under `data/part=<value>/`; Parquet rows hold the value).
     pub partitions: usize,
+    /// Parquet mode: rows of every new data file (`None`: 1 to 1,000, drawn per file).
+    pub rows_per_file: Option<i64>,
+    /// Parquet mode: `data` values padded to this many bytes with incompressible characters
+    /// (0: `row-<id>`): large real files, for memory and throughput measurements.
+    pub row_bytes: usize,
     /// Snapshot timestamps are spread over `[now - span, now)`.
     pub span_ms: i64,
     pub now_ms: i64,
@@ -205,6 +210,8 @@ impl GenerateOptions {
             write_data_files: true,
             parquet_data: false,
             partitions: 0,
+            rows_per_file: None,
+            row_bytes: 0,
             span_ms: 30 * 86_400_000,
             now_ms,
             codec: Codec::Deflate,

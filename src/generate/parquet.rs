@@ -39,11 +39,40 @@ fn write(schema: Schema, columns: Vec<ArrayRef>) -> Result<Bytes> {
         .map_err(|e| err(e.to_string()))
 }
 
-/// A data file with ids `first..first + records`, `data` = `row-<id>`, and, given a partition
-/// value, the column `part` holding it in every row.
-pub fn data_file(first: i64, records: i64, part: Option<i32>) -> Result<Bytes> {
+/// The `data` value of row `id`: `row-<id>`, padded to `row_bytes` bytes (when longer) with
+/// characters drawn from the id (64 letters, so about 6 bits of entropy each: the files do not
+/// compress away, as real payloads do not).
+pub fn data_value(id: i64, row_bytes: usize) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut text = format!("row-{id}");
+    if row_bytes <= text.len() {
+        return text;
+    }
+    let mut bytes = std::mem::take(&mut text).into_bytes();
+    bytes.push(b'-');
+    let mut state = (id as u64) ^ 0x9E37_79B9_7F4A_7C15;
+    while bytes.len() < row_bytes {
+        // splitmix64
+        state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^= z >> 31;
+        for k in 0..8 {
+            if bytes.len() == row_bytes {
+                break;
+            }
+            bytes.push(ALPHABET[((z >> (k * 8)) & 63) as usize]);
+        }
+    }
+    String::from_utf8(bytes).unwrap_or_default()
+}
+
+/// A data file with ids `first..first + records`, `data` = [`data_value`] (`row-<id>` when
+/// `row_bytes` is 0), and, given a partition value, the column `part` holding it in every row.
+pub fn data_file(first: i64, records: i64, part: Option<i32>, row_bytes: usize) -> Result<Bytes> {
     let ids: Vec<i64> = (first..first + records).collect();
-    let data: Vec<String> = ids.iter().map(|i| format!("row-{i}")).collect();
+    let data: Vec<String> = ids.iter().map(|i| data_value(*i, row_bytes)).collect();
     let mut fields = vec![
         field("id", DataType::Int64, 1),
         field("data", DataType::Utf8, 2),
@@ -79,10 +108,10 @@ mod tests {
 
     #[test]
     fn files_are_parquet_and_deterministic() {
-        let a = data_file(10, 5, None).unwrap();
+        let a = data_file(10, 5, None, 0).unwrap();
         assert_eq!(&a[..4], b"PAR1");
-        assert_eq!(a, data_file(10, 5, None).unwrap());
-        let p = data_file(10, 5, Some(7)).unwrap();
+        assert_eq!(a, data_file(10, 5, None, 0).unwrap());
+        let p = data_file(10, 5, Some(7), 0).unwrap();
         let reader =
             ::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(p).unwrap();
         let fields = reader.schema().fields().clone();
@@ -96,6 +125,22 @@ mod tests {
             .unwrap();
         assert!(part.iter().all(|v| v == Some(7)));
         assert_eq!(batch.num_rows(), 5);
+        assert_eq!(data_value(12, 0), "row-12");
+        let padded = data_value(12, 100);
+        assert_eq!(padded.len(), 100);
+        assert!(padded.starts_with("row-12-"));
+        assert_ne!(
+            padded[7..],
+            data_value(13, 100)[7..],
+            "padding differs by row"
+        );
+        assert_eq!(padded, data_value(12, 100), "and is deterministic");
+        let big = data_file(0, 2000, None, 200).unwrap();
+        assert!(
+            big.len() > 2000 * 100,
+            "padding does not compress away: {}",
+            big.len()
+        );
         let d = position_deletes("s3://b/t/data/x.parquet", &[0, 2]).unwrap();
         assert_eq!(&d[d.len() - 4..], b"PAR1");
     }

@@ -55,6 +55,8 @@ pub async fn generate(io: &FileIO, opts: &GenerateOptions) -> Result<Generated> 
     let mut history = History::new(rng, sink, layout);
     history.write_data = opts.write_data_files;
     history.partitions = opts.partitions;
+    history.rows_per_file = opts.rows_per_file;
+    history.row_bytes = opts.row_bytes;
     if opts.parquet_data {
         history.parquet = Some(Default::default());
     }

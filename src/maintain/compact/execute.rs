@@ -13,6 +13,7 @@ use super::conflicts::group_conflict;
 use super::deletes::droppable;
 use super::explain::explain_rows;
 use super::filter::PartitionFilter;
+use super::memory::MemoryPlan;
 use super::metrics::CompactMetrics;
 use super::model::LiveFile;
 use super::path::{PathField, partition_path};
@@ -77,8 +78,22 @@ pub async fn execute(
         .map(|p| PartitionFilter::new(p, &schema_json, md.partition_specs()))
         .transpose()?;
     let concurrency = target.settings.metadata_read_concurrency();
+    let (sort, unsorted) = sort_keys(md, &schema);
     let state = read_state(&target.io, md, &snapshot, concurrency).await?;
     let default_spec = default_spec(md);
+    // Memory: the budget's split between groups and inside one (`memory.rs`); the planner splits
+    // groups whose delete files would not fit. Rows are buffered (the sort buffer) when the table
+    // has a sort order, or when rows of older specs may be split by the default spec.
+    let may_split = !default_spec.1 && state.data.iter().any(|f| f.spec_id != default_spec.0);
+    let memory = MemoryPlan::new(
+        target.settings.compaction_max_memory_bytes(),
+        resolved.max_concurrent,
+        !sort.is_empty() || may_split,
+    )?;
+    let resolved = Resolved {
+        delete_memory: memory.deletes,
+        ..resolved
+    };
     // Rows of older specs are re-partitioned by the default spec, when icetrim can compute it.
     let output_spec: Option<std::result::Result<Arc<OutputSpec>, String>> =
         (!default_spec.1).then(|| {
@@ -126,6 +141,12 @@ pub async fn execute(
             warnings,
         });
     }
+    for g in plan.groups.iter().filter(|g| g.over_memory) {
+        warnings.push(format!(
+            "{}: a data file in partition '{}' is not rewritten: {}",
+            target.table_name, g.partition, g.reason
+        ));
+    }
     let groups: Vec<(usize, &Group)> = plan.rewritten().map(|g| (g.index, g)).collect();
     if dry_run || groups.is_empty() {
         let rewritten: Vec<&LiveFile> = groups
@@ -150,12 +171,13 @@ pub async fn execute(
     }
     located.check_writable()?;
     let (properties, row_group_bytes) = writer_properties(md.properties())?;
-    let (sort, unsorted) = sort_keys(md, &schema);
     let config = WriteConfig {
         schema,
         leaves: Arc::new(leaf_infos(&schema_json, md.properties())?),
         properties,
-        row_group_bytes,
+        // Row groups are flushed at the table's size or the group's share, whichever is less.
+        row_group_bytes: row_group_bytes
+            .min(usize::try_from(memory.output_row_group).unwrap_or(usize::MAX)),
         roll_bytes: resolved.write_max_file_size(),
         data_dir: format!("{}/data", md.location().trim_end_matches('/')),
         // The order the rows follow: none when the table's order cannot be applied.
@@ -167,43 +189,6 @@ pub async fn execute(
     if let Some(why) = unsorted {
         warnings.push(format!(
             "{}: the table's sort order is not applied ({why}); rows keep their input order",
-            target.table_name
-        ));
-    }
-    // Memory: each group in flight holds one input file (or one row group of a large one), the
-    // output row group being encoded, its upload parts in flight, and the sort buffer; groups in
-    // flight are limited so that the estimate fits the setting.
-    let budget = target.settings.compaction_max_memory_bytes();
-    let largest_input = state
-        .data
-        .iter()
-        .map(|f| f.file.file_size_in_bytes.max(0) as u64)
-        .max()
-        .unwrap_or(0);
-    // A sorted group also holds its sort buffer (decoded rows) and the sorted copy.
-    let splits = groups
-        .iter()
-        .any(|(_, g)| matches!(g.output, Output::Split));
-    let sort_buffer = if sort.is_empty() && !splits {
-        0
-    } else {
-        (budget / resolved.max_concurrent.max(1) / 4).clamp(16 << 20, 1 << 30)
-    };
-    // Inputs above the whole-file size are streamed: a row group at most (estimated by the
-    // table's row-group size) instead of the file.
-    let whole_file_bytes = (budget / 64).min(32 << 20);
-    let input_held = if largest_input <= whole_file_bytes {
-        largest_input
-    } else {
-        row_group_bytes as u64
-    };
-    // Output: the row group being encoded plus the upload parts in flight (3 × 8 MiB).
-    let per_group = input_held + row_group_bytes as u64 + (24 << 20) + 2 * sort_buffer;
-    let in_flight = (budget / per_group.max(1)).clamp(1, resolved.max_concurrent.max(1));
-    if per_group > budget {
-        warnings.push(format!(
-            "{}: one file group may need about {per_group} bytes of memory, more than \
-             iceberg_compaction_max_memory_bytes = {budget}",
             target.table_name
         ));
     }
@@ -237,16 +222,9 @@ pub async fn execute(
             Output::Split => split_spec.clone(),
             Output::Partition(_) => None,
         };
-        let writer = GroupWriter::new(
-            config.clone(),
-            dir,
-            partition,
-            sort.clone(),
-            split,
-            sort_buffer as usize,
-        );
+        let writer = GroupWriter::new(config.clone(), dir, partition, sort.clone(), split, memory);
         async move {
-            rewrite_group(target, config, writer, inputs, deletes, row_lineage)
+            rewrite_group(target, config, writer, inputs, deletes, row_lineage, memory)
                 .await
                 .map(|(outputs, mentions)| Rewritten {
                     group: index,
@@ -255,7 +233,7 @@ pub async fn execute(
                 })
         }
     }))
-    .buffer_unordered(in_flight as usize)
+    .buffer_unordered(usize::try_from(memory.in_flight).unwrap_or(1))
     .try_collect()
     .await?;
     commit_loop(
@@ -437,9 +415,10 @@ async fn rewrite_group(
     inputs: Vec<LiveFile>,
     deletes: Vec<LiveFile>,
     row_lineage: bool,
+    memory: MemoryPlan,
 ) -> Result<(Vec<DataFile>, HashMap<String, HashSet<String>>)> {
     // Inputs up to this size are read whole (one request); larger ones by ranges.
-    let whole_file_bytes = (target.settings.compaction_max_memory_bytes() / 64).min(32 << 20);
+    let whole_file_bytes = memory.whole_file;
     let io = &target.io;
     let input_refs: Vec<&LiveFile> = inputs.iter().collect();
     let delete_refs: Vec<&LiveFile> = deletes.iter().collect();

@@ -13,12 +13,15 @@
 //!    Java's rules; the deletes applying to each input follow the spec's sequence-number rules
 //!    (`deletes.rs`). `EXPLAIN` and `dry_run` stop here.
 //! 4. Rewrite each group (at most `max_concurrent_file_group_rewrites` at once, fewer when
-//!    `iceberg_compaction_max_memory_bytes` says so): inputs streamed batch by batch (large ones
-//!    read by ranges, row group by row group: `source.rs`), outputs streamed to storage as
-//!    multipart uploads, deletes (equality deletes also on struct fields)
-//!    applied, v3 row lineage written explicitly, rows sorted by the default sort order (any
-//!    transform: `transform.rs`) and split by partition where needed, Parquet written with field
-//!    ids, the table's
+//!    `iceberg_compaction_max_memory_bytes` says so: `memory.rs` splits the budget between the
+//!    groups in flight and, inside one, between input, decoded batches, output row group, upload
+//!    parts, sort buffer and delete files; the planner has already split groups whose delete files
+//!    would not fit): inputs streamed batch by batch (batches sized to the budget; large inputs
+//!    read by ranges, page by page: `source.rs`), outputs streamed to storage as multipart uploads
+//!    with row groups flushed when their buffered memory reaches the group's share, deletes
+//!    (equality deletes also on struct fields) applied, v3 row lineage written explicitly, rows
+//!    sorted by the default sort order (any transform: `transform.rs`) and split by partition
+//!    where needed, Parquet written with field ids, the table's
 //!    codec and row-group size, complete Iceberg metrics (`rewrite.rs`, `writer.rs`,
 //!    `stats.rs`, `schema.rs`).
 //! 5. Commit a `replace` snapshot through [`MaintenanceTarget::commit`]: inputs become DELETED
@@ -40,6 +43,7 @@ pub mod deletes;
 pub mod execute;
 pub mod explain;
 pub mod filter;
+pub mod memory;
 pub mod metrics;
 pub mod model;
 pub mod path;

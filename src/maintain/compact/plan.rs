@@ -15,11 +15,16 @@
 //! 4. A group is rewritten when `rewrite_all`, or it has more than one file and at least
 //!    `min_input_files`, or more than one file and more bytes than `target`, or more bytes than
 //!    `max`, or a file with at least `delete_file_threshold` deletes.
-//! 5. Expected output files (Java's `numOutputFiles`): 1 below `target`; else `ceil(size/target)`
+//! 5. Memory: a group's delete files must fit the share of `iceberg_compaction_max_memory_bytes`
+//!    a group gets for them (`memory.rs`, [`Resolved::delete_memory`]). A bin whose inputs' delete
+//!    files would need more is split, in path order, into groups that fit (each then judged by
+//!    rule 4 on its own); a single file whose delete files alone need more is not rewritten, and
+//!    the reason says so.
+//! 6. Expected output files (Java's `numOutputFiles`): 1 below `target`; else `ceil(size/target)`
 //!    when the remainder is above `min`, else `floor(size/target)` when that average stays under
 //!    `min(1.1 × target, write_max)`, else `ceil`. Writers roll at
 //!    `write_max = target + 0.5 × (max − target)`.
-//! 6. Output files go to the default spec (Java's `RewriteDataFiles`). Files are grouped by the
+//! 7. Output files go to the default spec (Java's `RewriteDataFiles`). Files are grouped by the
 //!    partition their rows take under the default spec: a file of the default spec by its own
 //!    partition; a file of an older spec whose partition tuple decides the new one (the new
 //!    fields are the same transforms of the same columns, coarser time transforms of them,
@@ -35,6 +40,7 @@ use std::collections::BTreeMap;
 use apache_avro::types::Value;
 
 use super::deletes::applicable;
+use super::memory::deletes_estimate;
 use super::model::{LiveFile, partition_text};
 use crate::error::{Error, Result};
 use crate::plan::CompactOptions;
@@ -56,6 +62,8 @@ pub struct Resolved {
     pub rewrite_all: bool,
     pub max_group_size: u64,
     pub max_concurrent: u64,
+    /// Memory the delete files of one group may take (`memory.rs`); `u64::MAX`: unbounded.
+    pub delete_memory: u64,
 }
 
 impl Resolved {
@@ -99,6 +107,7 @@ impl Resolved {
                 .max_file_group_size_bytes
                 .unwrap_or(DEFAULT_MAX_GROUP_SIZE),
             max_concurrent: options.max_concurrent_file_group_rewrites.unwrap_or(5),
+            delete_memory: u64::MAX,
         })
     }
 
@@ -167,6 +176,8 @@ pub struct Group {
     /// Why it is rewritten, or (when `rewrite` is false) why not.
     pub reason: String,
     pub rewrite: bool,
+    /// Not rewritten because its delete files need more memory than a group may take.
+    pub over_memory: bool,
 }
 
 /// The plan over the starting snapshot.
@@ -280,9 +291,20 @@ pub fn plan(
             }
             _ => (default_spec, "*".to_string(), Output::Split, None),
         };
-        for bin in bins {
+        for bin in bins
+            .into_iter()
+            .flat_map(|b| split_by_memory(b, deletes, options))
+        {
             let index = groups.len();
-            let mut g = group(index, data, spec_id, &partition, bin, options, default_spec);
+            let mut g = group(
+                index,
+                data,
+                deletes,
+                (spec_id, &partition),
+                bin,
+                options,
+                default_spec,
+            );
             g.output = output.clone();
             if let (Some(why), true) = (&blocked, g.rewrite) {
                 g.rewrite = false;
@@ -294,11 +316,39 @@ pub fn plan(
     Plan { groups }
 }
 
+/// Splits `bin` (in its order) into runs whose delete files fit `options.delete_memory`; a file
+/// whose delete files alone do not fit stays alone (and is not rewritten: see [`group`]).
+fn split_by_memory(
+    bin: Vec<Selected>,
+    deletes: &[LiveFile],
+    options: &Resolved,
+) -> Vec<Vec<Selected>> {
+    let estimate =
+        |ds: &std::collections::BTreeSet<usize>| deletes_estimate(ds.iter().map(|d| &deletes[*d]));
+    let mut out: Vec<Vec<Selected>> = Vec::new();
+    let mut open: Vec<Selected> = Vec::new();
+    let mut open_deletes = std::collections::BTreeSet::new();
+    for (i, applying) in bin {
+        let mut with = open_deletes.clone();
+        with.extend(applying.iter().copied());
+        if !open.is_empty() && estimate(&with) > options.delete_memory {
+            out.push(std::mem::take(&mut open));
+            with = applying.iter().copied().collect();
+        }
+        open.push((i, applying));
+        open_deletes = with;
+    }
+    if !open.is_empty() {
+        out.push(open);
+    }
+    out
+}
+
 fn group(
     index: usize,
     data: &[LiveFile],
-    spec_id: i32,
-    partition: &str,
+    all_deletes: &[LiveFile],
+    (spec_id, partition): (i32, &str),
     bin: Vec<Selected>,
     options: &Resolved,
     default_spec: i32,
@@ -318,7 +368,10 @@ fn group(
     deletes.sort_unstable();
     deletes.dedup();
     let n = bin.len() as u64;
-    let reason = if options.rewrite_all {
+    let delete_bytes = deletes_estimate(deletes.iter().map(|d| &all_deletes[*d]));
+    let reason = if delete_bytes > options.delete_memory {
+        None
+    } else if options.rewrite_all {
         Some("rewrite_all")
     } else if n > 1 && n >= options.min_input_files {
         Some("enough input files")
@@ -351,6 +404,14 @@ fn group(
                     .join(", ")
             ),
         ),
+        None if delete_bytes > options.delete_memory => (
+            false,
+            format!(
+                "its delete files need about {delete_bytes} bytes of memory, more than the \
+                 {} a file group may give them under iceberg_compaction_max_memory_bytes",
+                options.delete_memory
+            ),
+        ),
         None => (
             false,
             format!(
@@ -371,6 +432,7 @@ fn group(
         expected_outputs: options.expected_outputs(input_bytes),
         reason,
         rewrite,
+        over_memory: delete_bytes > options.delete_memory,
     }
 }
 
@@ -482,6 +544,57 @@ mod tests {
         let p = plan(&files, &[], &r, |_| true, 0, by_spec((0, false)));
         let sizes: Vec<usize> = p.groups.iter().map(|g| g.inputs.len()).collect();
         assert_eq!(sizes, [2, 2, 1]);
+    }
+
+    #[test]
+    fn groups_split_so_their_delete_files_fit_memory() {
+        let files: Vec<LiveFile> = (0..4).map(|i| data(&format!("a{i}"), "p=1", 10)).collect();
+        // One position delete file per data file, 1,000 rows: 8,000 bytes kept + 20,000 loading.
+        let deletes: Vec<LiveFile> = (0..4)
+            .map(|i| {
+                let mut d = data(&format!("d{i}"), "p=1", 10_000);
+                d.file.content = DataContent::PositionDeletes;
+                d.file.record_count = 1000;
+                d.file.referenced_data_file = Some(format!("a{i}"));
+                d
+            })
+            .collect();
+        let o = CompactOptions {
+            delete_file_threshold: Some(1),
+            min_input_files: Some(2),
+            ..Default::default()
+        };
+        let r = Resolved::new(&o, Some("1000")).unwrap();
+        let sizes = |r: &Resolved| -> Vec<(usize, bool)> {
+            plan(&files, &deletes, r, |_| true, 0, by_spec((0, false)))
+                .groups
+                .iter()
+                .map(|g| (g.inputs.len(), g.rewrite))
+                .collect()
+        };
+        assert_eq!(sizes(&r), [(4, true)]);
+        // Two files' deletes: 16,000 + 20,000.
+        let two = Resolved {
+            delete_memory: 36_000,
+            ..r.clone()
+        };
+        assert_eq!(sizes(&two), [(2, true), (2, true)]);
+        let three = Resolved {
+            delete_memory: 44_000,
+            ..r.clone()
+        };
+        assert_eq!(sizes(&three), [(3, true), (1, true)]);
+        // Not even one file's deletes fit: each file alone, not rewritten, and the reason says why.
+        let none = Resolved {
+            delete_memory: 27_999,
+            ..r.clone()
+        };
+        let p = plan(&files, &deletes, &none, |_| true, 0, by_spec((0, false)));
+        assert_eq!(p.groups.len(), 4);
+        for g in &p.groups {
+            assert!(!g.rewrite && g.over_memory, "{g:?}");
+            assert!(g.reason.contains("28000 bytes of memory"), "{}", g.reason);
+        }
     }
 
     #[test]

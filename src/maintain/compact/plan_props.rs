@@ -8,6 +8,7 @@ use std::collections::{HashMap, HashSet};
 use proptest::prelude::*;
 
 use super::deletes::{applies, droppable};
+use super::memory::deletes_estimate;
 use super::model::LiveFile;
 use super::plan::{Resolved, by_spec, plan};
 use crate::iceberg::manifest::DataFile;
@@ -36,6 +37,7 @@ fn files() -> impl Strategy<Value = (Vec<LiveFile>, Vec<LiveFile>)> {
             prop::sample::select(vec![0u8, 1, 2, 9]),
             1i64..7,
             prop::option::of(0usize..30),
+            1i64..400,
         ),
         0..8,
     );
@@ -49,13 +51,13 @@ fn files() -> impl Strategy<Value = (Vec<LiveFile>, Vec<LiveFile>)> {
         let deletes = deletes
             .into_iter()
             .enumerate()
-            .map(|(i, (eq, p, seq, referenced))| {
+            .map(|(i, (eq, p, seq, referenced, size))| {
                 let content = if eq {
                     DataContent::EqualityDeletes
                 } else {
                     DataContent::PositionDeletes
                 };
-                let mut d = live(content, 100 + i, p, seq, 10);
+                let mut d = live(content, 100 + i, p, seq, size);
                 if !eq && n > 0 {
                     d.file.referenced_data_file = referenced.map(|r| format!("f{}", r % n));
                 }
@@ -83,6 +85,7 @@ fn options() -> impl Strategy<Value = Resolved> {
             rewrite_all: all,
             max_group_size: group,
             max_concurrent: 5,
+            delete_memory: u64::MAX,
         })
 }
 
@@ -111,6 +114,57 @@ proptest! {
             let listed: HashSet<usize> = g.deletes.iter().copied().collect();
             prop_assert_eq!(listed, want);
         }
+    }
+
+    /// Memory: with a bound on what a group's delete files may take, the same files are grouped
+    /// (each group of the unbounded plan is cut into consecutive runs), every group that is
+    /// rewritten fits the bound, and a group that does not fit is a single file left alone.
+    #[test]
+    fn groups_split_to_fit_the_delete_memory(
+        (data, deletes) in files(),
+        o in options(),
+        bound in 0u64..6000,
+    ) {
+        let unbounded = plan(&data, &deletes, &o, |_| true, 1, by_spec((1, false)));
+        let bounded_options = Resolved { delete_memory: bound, ..o.clone() };
+        let bounded = plan(&data, &deletes, &bounded_options, |_| true, 1, by_spec((1, false)));
+        let flat = |p: &super::plan::Plan| -> Vec<usize> {
+            p.groups.iter().flat_map(|g| g.inputs.iter().copied()).collect()
+        };
+        prop_assert_eq!(flat(&unbounded), flat(&bounded));
+        // Every bounded group lies inside one unbounded group.
+        let owner: HashMap<usize, usize> = unbounded
+            .groups
+            .iter()
+            .flat_map(|g| g.inputs.iter().map(move |i| (*i, g.index)))
+            .collect();
+        for g in &bounded.groups {
+            let owners: HashSet<usize> = g.inputs.iter().map(|i| owner[i]).collect();
+            prop_assert_eq!(owners.len(), 1);
+            let need = deletes_estimate(g.deletes.iter().map(|d| &deletes[*d]));
+            if need > bound {
+                prop_assert_eq!(g.inputs.len(), 1);
+                prop_assert!(!g.rewrite);
+                prop_assert!(g.reason.contains("iceberg_compaction_max_memory_bytes"));
+            }
+            if g.rewrite {
+                prop_assert!(need <= bound);
+            }
+            // Groups are maximal: the next file of the same unbounded group would not fit.
+        }
+        for pair in bounded.groups.windows(2) {
+            let (a, b) = (&pair[0], &pair[1]);
+            if owner[&a.inputs[0]] != owner[&b.inputs[0]] {
+                continue;
+            }
+            let mut with: HashSet<usize> = a.deletes.iter().copied().collect();
+            with.extend(deletes.iter().enumerate()
+                .filter(|(_, d)| applies(d, &data[b.inputs[0]]))
+                .map(|(i, _)| i));
+            prop_assert!(deletes_estimate(with.iter().map(|d| &deletes[*d])) > bound);
+        }
+        // Unbounded, nothing is refused for memory.
+        prop_assert!(unbounded.groups.iter().all(|g| !g.reason.contains("memory")));
     }
 
     #[test]

@@ -27,6 +27,7 @@ use parquet::file::reader::ChunkReader;
 use roaring::RoaringTreemap;
 
 use super::deletes::applies;
+use super::memory::MemoryPlan;
 use super::model::LiveFile;
 use super::path::partition_path;
 use super::repartition::OutputSpec;
@@ -35,7 +36,7 @@ use super::schema::{
 };
 use super::transform::Transform;
 use super::writer::{Finished, OutputFile, WriteConfig};
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::io::FileIO;
 
 /// `file_path` of a position delete file.
@@ -71,6 +72,48 @@ fn parquet_reader<R: ChunkReader + 'static>(
     ParquetRecordBatchReaderBuilder::try_new_with_options(bytes, options)
         .and_then(|b| b.with_batch_size(BATCH_ROWS).build())
         .map_err(|e| Error::incorrect_data(format!("reading Parquet file '{path}': {e}")))
+}
+
+/// A reader over an input data file whose batches aim at `memory.batch` decoded bytes: rows per
+/// batch from the footer's uncompressed size per row (at least the schema's fixed widths).
+fn data_reader<R: ChunkReader + 'static>(
+    path: &str,
+    bytes: R,
+    schema: &SchemaRef,
+    memory: &MemoryPlan,
+) -> Result<parquet::arrow::arrow_reader::ParquetRecordBatchReader> {
+    let bad = |e: parquet::errors::ParquetError| {
+        Error::incorrect_data(format!("reading Parquet file '{path}': {e}"))
+    };
+    let options = ArrowReaderOptions::new().with_skip_arrow_metadata(true);
+    let builder =
+        ParquetRecordBatchReaderBuilder::try_new_with_options(bytes, options).map_err(bad)?;
+    let fixed: u64 = schema
+        .fields()
+        .iter()
+        .map(|f| f.data_type().primitive_width().unwrap_or(8) as u64 + 1)
+        .sum();
+    let row_bytes = builder
+        .metadata()
+        .row_groups()
+        .iter()
+        .filter(|rg| rg.num_rows() > 0)
+        .map(|rg| (rg.total_byte_size().max(0) as u64).div_ceil(rg.num_rows() as u64))
+        .max()
+        .unwrap_or(0)
+        .max(fixed);
+    let Some(rows) = memory.batch_rows(row_bytes) else {
+        return Err(Error::new(
+            ErrorKind::MemoryLimitExceeded,
+            format!(
+                "compaction cannot read '{path}' within iceberg_compaction_max_memory_bytes = {}: \
+                 its rows take about {row_bytes} bytes each decoded, more than the {} bytes a \
+                 decoded batch may take; raise the setting",
+                memory.budget, memory.batch
+            ),
+        ));
+    };
+    builder.with_batch_size(rows).build().map_err(bad)
 }
 
 fn column_by_id(batch: &RecordBatch, id: i32) -> Option<ArrayRef> {
@@ -282,16 +325,17 @@ pub struct SortKey {
 }
 
 /// The group's output files as they are written. With a sort order, or when rows are split by
-/// the default spec (`split`), rows are buffered up to `sort_buffer_bytes` (decoded), sorted by
-/// their partition under the default spec, then by the sort order (each key's transform of its
-/// column, its direction and null order; floats as the spec orders them: -NaN < -Infinity <
-/// ... < -0 < 0 < ... < NaN), and written as one output file per partition: every output file is
-/// sorted and holds one partition, and a group larger than the buffer gives several files rather
-/// than more memory.
+/// the default spec (`split`), rows are buffered up to the memory plan's sort buffer (decoded),
+/// sorted by their partition under the default spec, then by the sort order (each key's transform
+/// of its column, its direction and null order; floats as the spec orders them: -NaN < -Infinity
+/// < ... < -0 < 0 < ... < NaN), and written as one output file per partition: every output file
+/// is sorted and holds one partition, and a group larger than the buffer gives several files
+/// rather than more memory.
 pub struct GroupWriter {
     config: WriteConfig,
     sort: Vec<SortKey>,
     split: Option<Arc<OutputSpec>>,
+    memory: MemoryPlan,
     sort_buffer_bytes: usize,
     pending: Vec<RecordBatch>,
     pending_bytes: usize,
@@ -314,13 +358,14 @@ impl GroupWriter {
         partition: Value,
         sort: Vec<SortKey>,
         split: Option<Arc<OutputSpec>>,
-        sort_buffer_bytes: usize,
+        memory: MemoryPlan,
     ) -> Self {
         GroupWriter {
             config,
             sort,
             split,
-            sort_buffer_bytes,
+            sort_buffer_bytes: usize::try_from(memory.sort_buffer).unwrap_or(usize::MAX),
+            memory,
             pending: Vec::new(),
             pending_bytes: 0,
             handle: tokio::runtime::Handle::current(),
@@ -488,7 +533,7 @@ impl GroupWriter {
         };
         let schema = self.config.schema.clone();
         let mut offset: u64 = 0;
-        for batch in parquet_reader(path, bytes)? {
+        for batch in data_reader(path, bytes, &schema, &self.memory)? {
             let batch = batch.map_err(|e| {
                 Error::incorrect_data(format!("reading Parquet file '{path}': {e}"))
             })?;

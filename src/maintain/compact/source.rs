@@ -13,8 +13,9 @@ use parquet::file::reader::{ChunkReader, Length};
 
 use crate::io::FileIO;
 
-/// Bytes fetched per request when the reader streams (page headers and pages).
-pub const BLOCK: u64 = 1 << 20;
+/// Bytes fetched per request when the reader reads sequentially (page headers; the pages
+/// themselves are fetched whole, one at a time).
+pub const BLOCK: u64 = 64 << 10;
 
 /// A file read by ranges.
 #[derive(Clone)]

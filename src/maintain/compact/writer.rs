@@ -1,6 +1,7 @@
 //! Writing the output Parquet files of one file group, streamed to storage as multipart uploads
 //! (a file is visible only once complete): the table's writer properties, rolling at the target
-//! size, row groups flushed at `write.parquet.row-group-size-bytes`, NaN counts
+//! size, row groups flushed at `write.parquet.row-group-size-bytes` or when their buffered memory
+//! reaches the group's share (`memory.rs`), whichever comes first, NaN counts
 //! gathered for the metrics, and the manifest's `DataFile` built from the footer.
 //!
 //! Table properties honoured (Iceberg Java's names and defaults):
@@ -116,8 +117,10 @@ pub fn writer_properties(props: &BTreeMap<String, String>) -> Result<(WriterProp
     Ok((properties, row_group_bytes as usize))
 }
 
-/// Uploads parts beyond this many bytes in flight wait (bounds what an output file holds).
-const PARTS_IN_FLIGHT: usize = 2;
+/// After each 8 MiB written, the writer waits until at most this many part uploads are in flight:
+/// an output file holds at most this part, one more started since and one filling
+/// (`memory::UPLOAD_BYTES`).
+const PARTS_IN_FLIGHT: usize = 1;
 
 /// The Parquet writer's sink: a streamed upload ([`FileIO::start_upload`]), written from the
 /// blocking thread that encodes, its part uploads run on the statement's runtime.
@@ -204,7 +207,9 @@ impl OutputFile {
             .write(batch)
             .map_err(|e| parquet_error(&self.path, e))?;
         self.rows += batch.num_rows() as u64;
-        if self.writer.in_progress_size() >= config.row_group_bytes {
+        // The buffered row group's memory (encoded pages, encoders, dictionaries) is what
+        // counts against the memory plan, not its estimated size on disk.
+        if self.writer.memory_size() >= config.row_group_bytes {
             self.writer
                 .flush()
                 .map_err(|e| parquet_error(&self.path, e))?;
