@@ -1397,50 +1397,62 @@ fn v3_nanos_file(dir: &Path, name: &str, ids: &[i64]) -> DataFile {
     )
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn v3_timestamp_ns_and_row_lineage_survive() {
+/// Writes `v1.metadata.json` of an empty v3 table at `location` with `schemas`.
+async fn new_v3_table(location: &str, schemas: serde_json::Value, last_column_id: i32) {
     use icetrim::internals::iceberg::metadata::TableMetadata;
     use icetrim::internals::iceberg::spec::FormatVersion;
     use icetrim::internals::iceberg::txn::create::new_table_json;
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join("t");
-    let location = dir.to_str().unwrap().to_string();
     let file = format!("{location}/metadata/v1.metadata.json");
-    let mut json = new_table_json(&location, FormatVersion::V3, &uuid::Uuid::new_v4(), 1_000);
-    json.insert(
-        "schemas".into(),
-        serde_json::json!([{"type": "struct", "schema-id": 0, "fields": [
-            {"id": 1, "name": "id", "required": false, "type": "long"},
-            {"id": 2, "name": "data", "required": false, "type": "string"},
-            {"id": 3, "name": "tns", "required": false, "type": "timestamp_ns"}]}]),
-    );
-    json.insert("last-column-id".into(), 3.into());
+    let mut json = new_table_json(location, FormatVersion::V3, &uuid::Uuid::new_v4(), 1_000);
+    json.insert("schemas".into(), schemas);
+    json.insert("last-column-id".into(), last_column_id.into());
     let md = TableMetadata::from_json(json, &file).unwrap();
     FileIO::local()
         .overwrite(&file, Bytes::from(md.to_json_bytes()))
         .await
         .unwrap();
+}
+
+/// Commits an append of `data` to the table at `location`.
+async fn append_file(location: &str, data: DataFile) {
+    let request = CommitRequest::new(
+        Operation::Append,
+        FileChanges {
+            added_data: vec![data],
+            ..Default::default()
+        },
+    );
+    commit_changes(
+        &FileIO::local(),
+        location,
+        &MetadataSettings::default(),
+        3,
+        &request,
+    )
+    .await
+    .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn v3_timestamp_ns_and_row_lineage_survive() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("t");
+    let location = dir.to_str().unwrap().to_string();
+    new_v3_table(
+        &location,
+        serde_json::json!([{"type": "struct", "schema-id": 0, "fields": [
+            {"id": 1, "name": "id", "required": false, "type": "long"},
+            {"id": 2, "name": "data", "required": false, "type": "string"},
+            {"id": 3, "name": "tns", "required": false, "type": "timestamp_ns"}]}]),
+        3,
+    )
+    .await;
     let mut all = Vec::new();
     for f in 0..3 {
         let ids: Vec<i64> = (f * 4..f * 4 + 4).collect();
         all.extend(ids.iter().copied());
         let data = v3_nanos_file(&dir, &format!("f{f}.parquet"), &ids);
-        let request = CommitRequest::new(
-            Operation::Append,
-            FileChanges {
-                added_data: vec![data],
-                ..Default::default()
-            },
-        );
-        commit_changes(
-            &FileIO::local(),
-            &location,
-            &MetadataSettings::default(),
-            3,
-            &request,
-        )
-        .await
-        .unwrap();
+        append_file(&location, data).await;
     }
     let before = row_lineage(&dir).await;
     let r = engine_sql(
@@ -1593,28 +1605,19 @@ fn strip(v: &apache_avro::types::Value) -> &apache_avro::types::Value {
 /// (TIMESTAMP(NANOS) with field ids), and ClickHouse (chdb) reads it as it did before.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn v3_nanosecond_timestamps_written_by_pyiceberg_survive() {
-    use icetrim::internals::iceberg::metadata::TableMetadata;
-    use icetrim::internals::iceberg::spec::FormatVersion;
-    use icetrim::internals::iceberg::txn::create::new_table_json;
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("t");
     let location = dir.to_str().unwrap().to_string();
-    let file = format!("{location}/metadata/v1.metadata.json");
-    let mut json = new_table_json(&location, FormatVersion::V3, &uuid::Uuid::new_v4(), 1_000);
-    json.insert(
-        "schemas".into(),
+    new_v3_table(
+        &location,
         serde_json::json!([{"type": "struct", "schema-id": 0, "fields": [
             {"id": 1, "name": "id", "required": false, "type": "long"},
             {"id": 2, "name": "tns", "required": false, "type": "timestamp_ns"},
             {"id": 3, "name": "tstzns", "required": false, "type": "timestamptz_ns"},
             {"id": 4, "name": "s", "required": false, "type": "string"}]}]),
-    );
-    json.insert("last-column-id".into(), 4.into());
-    let md = TableMetadata::from_json(json, &file).unwrap();
-    FileIO::local()
-        .overwrite(&file, Bytes::from(md.to_json_bytes()))
-        .await
-        .unwrap();
+        4,
+    )
+    .await;
     let mut expected = Vec::new();
     for f in 0..3i64 {
         let first = (f * 5).to_string();
@@ -1627,22 +1630,7 @@ async fn v3_nanosecond_timestamps_written_by_pyiceberg_survive() {
             out["record_count"].as_i64().unwrap(),
             out["size"].as_i64().unwrap(),
         );
-        let request = CommitRequest::new(
-            Operation::Append,
-            FileChanges {
-                added_data: vec![data],
-                ..Default::default()
-            },
-        );
-        commit_changes(
-            &FileIO::local(),
-            &location,
-            &MetadataSettings::default(),
-            3,
-            &request,
-        )
-        .await
-        .unwrap();
+        append_file(&location, data).await;
     }
     expected.sort();
     assert_eq!(expected.len(), 15);
