@@ -1697,9 +1697,6 @@ async fn v3_nanosecond_timestamps_written_by_pyiceberg_survive() {
 /// written: the metadata and the data files stay as they were.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn variant_geometry_geography_are_refused() {
-    use icetrim::internals::iceberg::metadata::TableMetadata;
-    use icetrim::internals::iceberg::spec::FormatVersion;
-    use icetrim::internals::iceberg::txn::create::new_table_json;
     let cases = [
         serde_json::json!("variant"),
         serde_json::json!("geometry"),
@@ -1711,20 +1708,14 @@ async fn variant_geometry_geography_are_refused() {
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path().join("t");
         let location = dir.to_str().unwrap().to_string();
-        let file = format!("{location}/metadata/v1.metadata.json");
-        let mut json = new_table_json(&location, FormatVersion::V3, &uuid::Uuid::new_v4(), 1_000);
-        json.insert(
-            "schemas".into(),
+        new_v3_table(
+            &location,
             serde_json::json!([{"type": "struct", "schema-id": 0, "fields": [
                 {"id": 1, "name": "id", "required": false, "type": "long"},
                 {"id": 2, "name": "x", "required": false, "type": ty}]}]),
-        );
-        json.insert("last-column-id".into(), 3.into());
-        let md = TableMetadata::from_json(json, &file).unwrap();
-        FileIO::local()
-            .overwrite(&file, Bytes::from(md.to_json_bytes()))
-            .await
-            .unwrap();
+            3,
+        )
+        .await;
         // Two small data files holding `id` only (the other column is missing, i.e. null).
         for f in 0..2 {
             let schema = Arc::new(Schema::new(vec![with_id("id", DataType::Int64, 1)]));
@@ -1745,22 +1736,7 @@ async fn variant_geometry_geography_are_refused() {
                 2,
                 bytes.len() as i64,
             );
-            let request = CommitRequest::new(
-                Operation::Append,
-                FileChanges {
-                    added_data: vec![data],
-                    ..Default::default()
-                },
-            );
-            commit_changes(
-                &FileIO::local(),
-                &location,
-                &MetadataSettings::default(),
-                3,
-                &request,
-            )
-            .await
-            .unwrap();
+            append_file(&location, data).await;
         }
         let before = newest_metadata(&dir).await;
         let files_before: Vec<_> = std::fs::read_dir(dir.join("data"))
