@@ -216,14 +216,10 @@ async fn expire_and_orphans_commit_through_the_catalog_and_every_engine_reads_af
         "{body}"
     );
     // Orphans: a stray under data/ goes; nothing the catalog's metadata reaches does.
-    let stray = table.place.root.uri("data/stray-orphan.parquet");
-    table
+    let stray = table
         .place
-        .root
-        .io
-        .write_if_absent(&stray, bytes::Bytes::from_static(b"stray"))
-        .await
-        .expect("write a stray");
+        .write_stray("data/stray-orphan.parquet", b"stray")
+        .await;
     let now = chrono_now_text();
     let removed = rows(
         &mut s,

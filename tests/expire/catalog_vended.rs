@@ -364,14 +364,7 @@ async fn azure_sas_tokens_are_renewed_when_refused_and_delete_with_the_sas() {
     let (refreshes, _) = catalog_calls(&table.warehouse, from).await;
     assert_eq!(refreshes, 2, "one at load, one after azurite refused");
     // An orphan, older than the cut-off, goes with the SAS.
-    let stray = table.place.root.uri("data/stray.parquet");
-    table
-        .place
-        .root
-        .io
-        .write_if_absent(&stray, bytes::Bytes::from_static(b"x"))
-        .await
-        .expect("write");
+    let stray = table.place.write_stray("data/stray.parquet", b"x").await;
     let now = chrono_now_text();
     let removed = rows(
         &mut s,

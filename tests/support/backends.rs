@@ -198,6 +198,17 @@ impl Place {
             .unwrap_or_else(|| panic!("{local} is not in the fixture table {}", self.source_dir))
     }
 
+    /// Writes a stray file at `relative` under the table (an orphan to be): its URI.
+    pub async fn write_stray(&self, relative: &str, content: &'static [u8]) -> String {
+        let uri = self.root.uri(relative);
+        self.root
+            .io
+            .write_if_absent(&uri, bytes::Bytes::from_static(content))
+            .await
+            .unwrap_or_else(|e| panic!("write {uri}: {e}"));
+        uri
+    }
+
     /// Whether the file exists here.
     pub async fn exists(&self, path: &str) -> bool {
         self.root.io.head(path).await.is_ok()
