@@ -51,6 +51,7 @@ fn target(io: FileIO, location: &str, now_ms: i64) -> MaintenanceTarget {
         settings: Settings::new(),
         now_ms,
         progress: Default::default(),
+        before_commit: None,
     }
 }
 

@@ -20,7 +20,7 @@ use crate::error::{Error, Result};
 use crate::iceberg::locate::MetadataSettings;
 use crate::io::{FileIO, StorageOptions, refuse_url_credentials};
 use crate::literal::Literal;
-use crate::maintain::target::{MaintenanceTarget, TableSource};
+use crate::maintain::target::{BeforeCommit, MaintenanceTarget, TableSource};
 use crate::maintain::{CompactOutcome, ExpireOutcome, OrphanOutcome, RewriteManifestsOutcome};
 use crate::plan::{
     CompactOptions, ExpireOptions, OrphanOptions, RewriteManifestsOptions, normalize_location,
@@ -44,6 +44,7 @@ pub struct Table {
     clock: Arc<dyn Clock>,
     /// A path table, or a catalog table ([`Table::open_catalog`]).
     source: TableSource,
+    before_commit: Option<BeforeCommit>,
 }
 
 impl Table {
@@ -96,6 +97,7 @@ impl Table {
             settings: Settings::new(),
             clock: Arc::new(SystemClock),
             source: target.source,
+            before_commit: None,
         })
     }
 
@@ -133,6 +135,7 @@ impl Table {
             settings: Settings::new(),
             clock: Arc::new(SystemClock),
             source: TableSource::Path,
+            before_commit: None,
         }
     }
 
@@ -158,6 +161,14 @@ impl Table {
     /// The clock "now" is read from (default: the system clock).
     pub fn clock(mut self, clock: Arc<dyn Clock>) -> Table {
         self.clock = clock;
+        self
+    }
+
+    /// Code run right before every commit attempt of every procedure run on this table: tests put
+    /// another writer's commit between a plan and its commit with it. Not part of the API.
+    #[doc(hidden)]
+    pub fn before_commit(mut self, hook: BeforeCommit) -> Table {
+        self.before_commit = Some(hook);
         self
     }
 
@@ -286,6 +297,7 @@ impl<'t> Run<'t> {
             settings: self.settings.clone(),
             now_ms: table.clock.now_ms(),
             progress: Progress::new(self.sink.clone(), self.cancel.clone()),
+            before_commit: table.before_commit.clone(),
         })
     }
 

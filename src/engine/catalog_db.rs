@@ -223,6 +223,7 @@ pub async fn open_table_in(
         settings: settings.clone(),
         now_ms: runtime.clock.now_ms(),
         progress: Default::default(),
+        before_commit: runtime.before_commit.clone(),
     })
 }
 

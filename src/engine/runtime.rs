@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use crate::clock::{Clock, SystemClock};
 use crate::io::FileIO;
+use crate::maintain::target::BeforeCommit;
 
 /// Shared services for executing statements.
 #[derive(Debug, Clone)]
@@ -14,6 +15,9 @@ pub struct Runtime {
     /// Storage to use for every table instead of the one its engine names (embedders that bring
     /// their own object store; tests that inject faults).
     pub io_override: Option<FileIO>,
+    /// Run before every commit attempt of every statement (tests that put another writer's
+    /// commit between a plan and its commit; see [`BeforeCommit`]).
+    pub before_commit: Option<BeforeCommit>,
 }
 
 impl Runtime {
@@ -22,6 +26,7 @@ impl Runtime {
         Runtime {
             clock,
             io_override: None,
+            before_commit: None,
         }
     }
 }

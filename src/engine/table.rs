@@ -54,6 +54,7 @@ pub fn open_table(
         settings: settings.clone(),
         now_ms: runtime.clock.now_ms(),
         progress: Default::default(),
+        before_commit: runtime.before_commit.clone(),
     })
 }
 

@@ -29,6 +29,20 @@ use crate::io::{FileIO, ReadCache};
 use crate::progress::Progress;
 use crate::settings::Settings;
 
+/// Code run right before every commit attempt of a statement, after the statement planned: the
+/// seam through which tests put another writer's commit between a plan and its commit (no
+/// sleeps). Not for production use; `None` everywhere outside tests.
+#[derive(Clone)]
+pub struct BeforeCommit(
+    pub Arc<dyn Fn() -> futures::future::BoxFuture<'static, ()> + Send + Sync>,
+);
+
+impl std::fmt::Debug for BeforeCommit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("BeforeCommit(..)")
+    }
+}
+
 /// Where a table's current metadata pointer lives.
 #[derive(Debug, Clone, Default)]
 pub enum TableSource {
@@ -59,6 +73,8 @@ pub struct MaintenanceTarget {
     /// Where the statement reports progress and learns it was cancelled (see [`crate::progress`]):
     /// the one way progress reaches maintenance; executors pass it on to what they call.
     pub progress: Progress,
+    /// Run before every commit attempt ([`BeforeCommit`]; tests only).
+    pub before_commit: Option<BeforeCommit>,
 }
 
 impl MaintenanceTarget {
@@ -127,6 +143,9 @@ impl MaintenanceTarget {
         new_metadata: TableMetadata,
         options: &CommitOptions,
     ) -> Result<CommitOutcome> {
+        if let Some(hook) = &self.before_commit {
+            (hook.0)().await;
+        }
         let TableSource::Catalog(table) = &self.source else {
             // Path tables: `write.metadata.delete-after-commit.enabled` after a confirmed commit
             // (never on catalog tables: the catalog owns their metadata files).

@@ -231,6 +231,7 @@ async fn expiry_reads_with_a_conflict(
     let runtime = Runtime {
         clock: Arc::new(icetrim::SystemClock),
         io_override: Some(io),
+        before_commit: None,
     };
     let target = table.open_target(&runtime, settings).await;
     rest_catalog::fail_next(table.warehouse(), &["ns"], "t", "append-first").await;

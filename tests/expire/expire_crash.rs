@@ -346,6 +346,7 @@ async fn expire_def(
     let runtime = icetrim::engine::Runtime {
         clock: icetrim::FixedClock::new(NOW),
         io_override: io,
+        before_commit: None,
     };
     icetrim::internals::engine::run_procedure(
         &runtime,

@@ -69,6 +69,7 @@ pub(crate) async fn rewrite_with(
     let runtime = Runtime {
         clock: FixedClock::new(NOW),
         io_override: io,
+        before_commit: None,
     };
     run_procedure(
         &runtime,

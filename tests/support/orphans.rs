@@ -41,6 +41,7 @@ pub fn runtime(now_ms: i64, io: Option<FileIO>) -> Runtime {
     Runtime {
         clock: FixedClock::new(now_ms),
         io_override: io,
+        before_commit: None,
     }
 }
 
