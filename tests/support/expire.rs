@@ -59,6 +59,7 @@ pub async fn expire_with(
     let runtime = Runtime {
         clock: FixedClock::new(now),
         io_override: io,
+        before_commit: None,
     };
     run_procedure(
         &runtime,
