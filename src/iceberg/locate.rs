@@ -460,7 +460,8 @@ pub fn hint_warning(
         "metadata/version-hint.text of the Iceberg table at '{location}' holds {shown:?}, which"
     );
     let tail = format!(
-        "; it is ignored and the newest metadata file '{}' is used (readers that follow the          hint may see another version)",
+        "; it is ignored and the newest metadata file '{}' is used (readers that follow the \
+         hint may see another version)",
         file_name(newest)
     );
     let hinted = hinted_file_name(trimmed);
@@ -620,6 +621,30 @@ mod tests {
             hinted_file_name(&format!("00003-{UUID}")),
             format!("00003-{UUID}.metadata.json")
         );
+    }
+
+    /// Every kind of hint warning reads as one sentence: no run of spaces (a line continuation
+    /// that kept its indentation once put ten spaces into each of them).
+    #[test]
+    fn hint_warnings_have_no_runs_of_spaces() {
+        let listing: Vec<String> = ["v1.metadata.json", "v2.metadata.json"]
+            .map(String::from)
+            .to_vec();
+        let newest = "/t/metadata/v2.metadata.json";
+        let warn = |hint: &str| hint_warning(hint, "/t", newest, 2, &listing);
+        let cases = [
+            ("garbage text", "names no metadata file"),
+            ("/elsewhere/metadata/v2.metadata.json", "points outside"),
+            ("7", "does not exist"),
+            ("1", "older than the newest metadata file"),
+        ];
+        for (hint, says) in cases {
+            let w = warn(hint).unwrap_or_else(|| panic!("no warning for {hint:?}"));
+            assert!(w.contains(says), "{hint:?}: {w}");
+            assert!(w.contains("readers that follow the hint may see"), "{w}");
+            assert!(!w.contains("  "), "a run of spaces in {w:?}");
+        }
+        assert_eq!(warn("2"), None);
     }
 
     #[test]

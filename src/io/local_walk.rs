@@ -14,10 +14,16 @@
 //! **What the walk cannot vouch for** is skipped, reported as [`Listed::Skipped`] and never
 //! listed as a file: a name that is not UTF-8 or holds an ASCII control character (object_store
 //! refuses such names, and a URI cannot carry them), a folder that cannot be opened or read (its
-//! files stay unlisted), and a folder met again below itself (a bind-mount loop). Names
-//! object_store hides (`<name>#<digits>`, its unfinished local uploads) stay hidden; sockets, pipes
+//! files stay unlisted), and a folder met again below itself (a bind-mount loop). Sockets, pipes
 //! and devices are not files and are not listed. Nothing here aborts a listing except a table
 //! location that exists but cannot be opened.
+//!
+//! **Unfinished uploads.** object_store's local multipart upload writes `<name>` as
+//! `<name>#<digits>` and renames it when the upload completes; a writer killed meanwhile leaves
+//! that file behind. object_store hides such names (its listing skips them, its reads and deletes
+//! refuse them). The walk reports them as [`Listed::UnfinishedUpload`], so `remove_orphan_files`
+//! can find what a killed compaction left; [`FileIO::list`](super::FileIO::list) and
+//! `list_concurrent` leave them out, as object_store does.
 //!
 //! **Names.** A listed file's URI is the location's base, then its path: object_store maps a
 //! local object path to the file of the same name (its URL round trip percent-encodes `%` too),
@@ -160,12 +166,17 @@ fn stat_parts(st: &rustix::fs::Stat) -> (u64, Option<i64>, (u64, u64)) {
     (size, ms, (st.st_dev as u64, st.st_ino as u64))
 }
 
-/// A name object_store lists as a file: not `<name>#<digits>` (its unfinished local uploads).
+/// Whether the file name `name` is `<name>#<digits>`: what object_store's local multipart upload
+/// writes while it uploads `<name>` (and leaves behind when the writer is killed). object_store
+/// neither lists, reads nor deletes such names. `name` is a file name, not a path.
+pub(super) fn is_unfinished_upload(name: &str) -> bool {
+    name.split_once('#')
+        .is_some_and(|(_, suffix)| !suffix.is_empty() && suffix.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// A name object_store lists as a file: not an unfinished upload.
 pub(super) fn object_store_lists(name: &str) -> bool {
-    match name.split_once('#') {
-        Some((_, suffix)) => suffix.is_empty() || !suffix.bytes().all(|b| b.is_ascii_digit()),
-        None => true,
-    }
+    !is_unfinished_upload(name)
 }
 
 /// A name as it can be shown: UTF-8 as it is; other bytes and control characters escaped.
@@ -491,7 +502,7 @@ impl Walk {
             }
         };
         match FileType::from_raw_mode(st.st_mode) {
-            FileType::RegularFile if object_store_lists(text) => {}
+            FileType::RegularFile => {}
             FileType::Symlink => {
                 return Some(Listed::Link {
                     uri: self.uri(&rel),
@@ -500,11 +511,15 @@ impl Walk {
             _ => return None,
         }
         let (size, last_modified_ms, _) = stat_parts(&st);
-        Some(Listed::File(FileInfo {
+        let info = FileInfo {
             uri: self.uri(&rel),
             size,
             last_modified_ms,
-        }))
+        };
+        Some(match object_store_lists(text) {
+            true => Listed::File(info),
+            false => Listed::UnfinishedUpload(info),
+        })
     }
 }
 

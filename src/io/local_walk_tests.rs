@@ -59,7 +59,7 @@ async fn entries(
     let (mut files, mut links, mut skipped) = (Vec::new(), Vec::new(), Vec::new());
     for entry in listed {
         match entry {
-            Listed::File(f) => files.push(f.uri),
+            Listed::File(f) | Listed::UnfinishedUpload(f) => files.push(f.uri),
             Listed::Link { uri } => links.push(uri),
             Listed::Skipped { uri, reason } => skipped.push((uri, reason)),
         }
@@ -152,6 +152,71 @@ async fn odd_names_list_as_object_store_spells_them() {
     assert!(out[0].result.is_ok(), "{:?}", out[0].result);
     assert!(!root.join("data/odd/a%20b.parquet").exists());
     assert!(root.join("data/odd/a b.parquet").exists());
+}
+
+#[test]
+fn unfinished_upload_names() {
+    for name in ["x.parquet#1", "x-compacted-00001.parquet#12", "#7", "a#b#3"] {
+        assert!(is_unfinished_upload(name), "{name}");
+        assert!(!object_store_lists(name), "{name}");
+    }
+    for name in ["x.parquet", "x.parquet#", "x.parquet#ab", "x#1a", "x#-1", "x#1.tmp"] {
+        assert!(!is_unfinished_upload(name), "{name}");
+        assert!(object_store_lists(name), "{name}");
+    }
+}
+
+/// What a writer killed in the middle of an upload leaves (`<name>#<digits>`) is reported as an
+/// unfinished upload by the walk (with its size and time), left out of `list_concurrent` as
+/// object_store leaves it out, and removed by `delete_below`; a link of such a name stays a link.
+#[tokio::test]
+async fn unfinished_uploads_are_reported_apart_and_deletable() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("t");
+    plain_tree(&root);
+    write(&root, "data/00000-0-compacted-00001.parquet#1", 9, 1_700_000_010_000);
+    write(&root, "data/a=1/y.parquet#ab", 3, 1_700_000_011_000);
+    link(&root.join("top.txt"), &root.join("data/l.parquet#2"));
+    let path = root.to_str().unwrap();
+    let listed: Vec<Listed> = FileIO::local()
+        .list_entries(path, path, 2)
+        .try_collect()
+        .await
+        .unwrap();
+    let unfinished: Vec<&FileInfo> = listed
+        .iter()
+        .filter_map(|e| match e {
+            Listed::UnfinishedUpload(f) => Some(f),
+            _ => None,
+        })
+        .collect();
+    let staged = format!("{path}/data/00000-0-compacted-00001.parquet#1");
+    assert_eq!(
+        unfinished,
+        [&FileInfo {
+            uri: staged.clone(),
+            size: 9,
+            last_modified_ms: Some(1_700_000_010_000)
+        }]
+    );
+    assert!(listed.contains(&Listed::Link {
+        uri: format!("{path}/data/l.parquet#2")
+    }));
+    assert!(listed.iter().any(
+        |e| matches!(e, Listed::File(f) if f.uri == format!("{path}/data/a=1/y.parquet#ab"))
+    ));
+    let (direct, store) = both(path).await;
+    let direct = direct.unwrap();
+    assert_eq!(direct, store.unwrap(), "as object_store lists");
+    assert!(!direct.iter().any(|f| f.uri == staged));
+    // object_store itself refuses the name; the walk's delete removes it.
+    assert!(FileIO::local().delete(&staged).await.is_err());
+    let out = FileIO::local()
+        .delete_below(path, std::slice::from_ref(&staged), 2)
+        .await;
+    assert!(out[0].result.is_ok(), "{:?}", out[0].result);
+    assert!(!root.join("data/00000-0-compacted-00001.parquet#1").exists());
+    assert!(root.join("data/l.parquet#2").is_symlink());
 }
 
 #[tokio::test]

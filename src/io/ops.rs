@@ -103,6 +103,12 @@ pub enum Listed {
     Link { uri: String },
     /// Something the listing cannot vouch for: not listed (so never deleted).
     Skipped { uri: String, reason: SkipReason },
+    /// A regular local file named `<name>#<digits>`: object_store's multipart upload of
+    /// `<name>`, still running or left by a killed writer. object_store neither lists, reads nor
+    /// deletes it; [`FileIO::delete_below`] removes it on the local store a `FileIO` builds
+    /// itself, the only store that reports it (object_store's own local listing hides it; on
+    /// object stores such a name is a plain object, a [`Listed::File`]).
+    UnfinishedUpload(FileInfo),
 }
 
 /// Why a listing skipped an entry.
@@ -519,7 +525,9 @@ impl FileIO {
             .try_filter_map(|entry| async move {
                 Ok(match entry {
                     Listed::File(file) => Some(file),
-                    Listed::Link { .. } | Listed::Skipped { .. } => None,
+                    Listed::Link { .. } | Listed::Skipped { .. } | Listed::UnfinishedUpload(_) => {
+                        None
+                    }
                 })
             })
             .boxed()
@@ -532,7 +540,8 @@ impl FileIO {
     /// each is a [`Listed::Link`], and nothing behind it is listed. `root_uri` itself is opened as
     /// the path it is (a link there is the caller's choice). Names and folders the listing cannot
     /// vouch for are [`Listed::Skipped`]. The local store a `FileIO` builds itself is walked
-    /// directly (`local_walk`); an injected or layered local store is listed by object_store,
+    /// directly (`local_walk`; it also reports object_store's unfinished local uploads,
+    /// [`Listed::UnfinishedUpload`]); an injected or layered local store is listed by object_store,
     /// which follows links: every file whose path below `root_uri` passes through a link is
     /// reported as that link instead (a link loop still fails that listing). Object stores have
     /// no links: every entry is a file.

@@ -30,7 +30,7 @@ const BASELINE: u64 = 48 * MIB;
 
 /// Generates a v2 table of `files` Parquet data files of `rows` rows each (`data` padded to 256
 /// bytes of incompressible text), appends only.
-fn generate(dir: &Path, files: usize, rows: i64) {
+pub(super) fn generate(dir: &Path, files: usize, rows: i64) {
     let out = Command::new(GENERATE)
         .args(["--location", dir.to_str().unwrap(), "--parquet"])
         .args([
@@ -51,7 +51,7 @@ fn generate(dir: &Path, files: usize, rows: i64) {
 }
 
 /// The live data files of the current snapshot: (path, bytes).
-async fn live_files(dir: &Path) -> Vec<(String, i64)> {
+pub(super) async fn live_files(dir: &Path) -> Vec<(String, i64)> {
     let io = FileIO::local();
     let location = dir.to_str().unwrap();
     let located = locate(&io, location, &MetadataSettings::default())
@@ -167,7 +167,7 @@ fn icetrim(sql: &str) -> (String, u64) {
     (out, u64::try_from(usage.ru_maxrss).unwrap() * 1024)
 }
 
-fn metric(out: &str, name: &str) -> i64 {
+pub(super) fn metric(out: &str, name: &str) -> i64 {
     out.lines()
         .find_map(|l| l.strip_prefix(&format!("{name}\t")))
         .and_then(|v| v.trim().parse().ok())

@@ -7,6 +7,7 @@ mod support;
 
 mod cli_script;
 mod cli_tty;
+mod compaction_killed;
 mod compaction_memory;
 mod embed_example;
 mod engine_progress;

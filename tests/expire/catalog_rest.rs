@@ -275,6 +275,24 @@ async fn a_concurrent_append_through_the_catalog_makes_expiry_replan_and_both_co
     assert_eq!(after["clickhouse"][0].as_i64(), Some(rows_before + 1));
 }
 
+/// An unknown commit outcome ends the statement with an error saying what was and was not done
+/// (the rule of every procedure), and deletes nothing.
+async fn unknown_outcome_error(s: &mut Session, sql: &str) -> String {
+    let e = match s.execute(sql).await {
+        Ok(r) => panic!("{sql} succeeded on an unknown outcome: {:?}", r.last().map(|r| &r.rows)),
+        Err(e) => e,
+    };
+    assert_eq!(e.code(), 210, "NETWORK_ERROR: {e}");
+    let m = e.message().to_string();
+    assert!(m.contains("unknown outcome"), "{m}");
+    assert!(m.contains("the commit may or may not have landed"), "{m}");
+    assert!(
+        m.contains("no file was deleted; the next expire_snapshots finishes the deletes"),
+        "{m}"
+    );
+    m
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_500_on_commit_deletes_nothing_and_the_next_run_expires() {
     let table = RestTable::new("py_v2_linear").await;
@@ -283,15 +301,8 @@ async fn a_500_on_commit_deletes_nothing_and_the_next_run_expires() {
     let files = table.files().await;
     rest_catalog::fail_next(table.warehouse(), &["ns"], "t", "500").await;
     let sql = "ALTER TABLE lake.`ns.t` EXECUTE expire_snapshots(retention_period = '0s', retain_last = 1)";
-    let result = run(&mut s, sql).await;
-    assert!(
-        result
-            .warnings
-            .iter()
-            .any(|w| w.contains("unknown outcome") && w.contains("HTTP 500")),
-        "{:?}",
-        result.warnings
-    );
+    let message = unknown_outcome_error(&mut s, sql).await;
+    assert!(message.contains("HTTP 500"), "{message}");
     let now: Vec<String> = table
         .files()
         .await
@@ -326,22 +337,15 @@ async fn a_lost_answer_settles_by_reloading_or_deletes_nothing() {
     same_rows_for_kept_refs(&before, &table.read(None));
 
     // Commits, drops the connection, and the reloads fail: the outcome cannot be known, nothing
-    // is deleted, a warning says so, and the next run finishes the deletes from the journal.
+    // is deleted, the statement fails saying so, and the next run finishes the deletes from the
+    // journal.
     let table = RestTable::new("py_v2_linear").await;
     let before = table.read(None);
     let mut s = session();
     run(&mut s, &table.create("vended_credentials = 0")).await;
     let files = table.files().await;
     rest_catalog::fail_next(table.warehouse(), &["ns"], "t", "commit-then-drop-blind").await;
-    let result = run(&mut s, sql).await;
-    assert!(
-        result
-            .warnings
-            .iter()
-            .any(|w| w.contains("unknown outcome")),
-        "{:?}",
-        result.warnings
-    );
+    unknown_outcome_error(&mut s, sql).await;
     let during: Vec<String> = table
         .files()
         .await

@@ -201,7 +201,7 @@ impl Runner<'_> {
             }
             ["statement", "ok"] => match self.session.execute(&sql).await {
                 Ok(results) => {
-                    self.note_warnings(&results);
+                    self.note_warnings(&at, &results);
                     self.catalog_read(&at, &sql).await;
                 }
                 Err(e) => panic!("{at}: expected success, got {e}\n{sql}"),
@@ -225,7 +225,7 @@ impl Runner<'_> {
                     Ok(r) => r,
                     Err(e) => panic!("{at}: query failed: {e}\n{sql}"),
                 };
-                self.note_warnings(&results);
+                self.note_warnings(&at, &results);
                 self.catalog_read(&at, &sql).await;
                 let last = results.last().unwrap_or_else(|| panic!("{at}: no result"));
                 let text = OutputFormat::TabSeparated.render(&last.columns, &last.rows, 0.0);
@@ -299,8 +299,13 @@ impl Runner<'_> {
         sql
     }
 
-    fn note_warnings(&mut self, results: &[icetrim::engine::QueryResult]) {
+    /// Keeps the statement's warnings for `warning` blocks. Every warning of every session reads
+    /// as plain text: no run of spaces (a string continued without `\` keeps its indentation).
+    fn note_warnings(&mut self, at: &str, results: &[icetrim::engine::QueryResult]) {
         self.warnings = results.iter().flat_map(|r| r.warnings.clone()).collect();
+        for w in &self.warnings {
+            assert!(!w.contains("  "), "{at}: a run of spaces in the warning {w:?}");
+        }
     }
 
     fn compare(
@@ -570,5 +575,6 @@ sessions! {
     snapshots_cherrypick => "snapshots_cherrypick.test",
     snapshots_rollback => "snapshots_rollback.test",
     snapshots_v1 => "snapshots_v1.test",
+    table_properties => "table_properties.test",
     tables_and_settings => "tables_and_settings.test",
 }

@@ -203,18 +203,17 @@ pub async fn behind_proxy(mode: Value) -> (GlueFixture, Proxy, Session) {
     (fx, proxy, s)
 }
 
-/// `EXPIRE` on the fixture, expecting no data file deleted: its rows and warnings.
-pub async fn expire_deleting_nothing(
-    s: &mut Session,
-    fx: &GlueFixture,
-) -> (Vec<String>, Vec<String>) {
-    let (expired, warned) = warnings(s, &format!("ALTER TABLE {} {EXPIRE}", fx.sql_name())).await;
-    assert_eq!(
-        metric(&expired, "deleted_data_files_count"),
-        0,
-        "{expired:?} {warned:?}"
-    );
-    (expired, warned)
+/// `EXPIRE` on the fixture when the commit's outcome cannot be known: the statement fails
+/// (`NETWORK_ERROR`) saying the commit may or may not have landed and no file was deleted; the
+/// error's message.
+pub async fn expire_of_unknown_outcome(s: &mut Session, fx: &GlueFixture) -> String {
+    let e = error_of(s, &format!("ALTER TABLE {} {EXPIRE}", fx.sql_name())).await;
+    assert_eq!(e.code(), 210, "NETWORK_ERROR: {e}");
+    let m = e.message().to_string();
+    assert!(m.contains("unknown outcome"), "{m}");
+    assert!(m.contains("the commit may or may not have landed"), "{m}");
+    assert!(m.contains("no file was deleted"), "{m}");
+    m
 }
 
 pub async fn error_of(session: &mut Session, sql: &str) -> icetrim::error::Error {

@@ -209,8 +209,14 @@ impl Place {
         uri
     }
 
-    /// Whether the file exists here.
+    /// Whether the file exists here. On local disk the file system says: object_store refuses
+    /// the names it keeps for its own unfinished uploads (`<name>#<digits>`), which orphan
+    /// tests look for.
     pub async fn exists(&self, path: &str) -> bool {
+        let local = path.strip_prefix("file://").unwrap_or(path);
+        if self.backend == Backend::Local && local.starts_with('/') {
+            return std::fs::symlink_metadata(local).is_ok();
+        }
         self.root.io.head(path).await.is_ok()
     }
 

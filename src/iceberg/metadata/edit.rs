@@ -28,6 +28,18 @@ const PREVIOUS_VERSIONS_MAX_DEFAULT: usize = 100;
 
 type Json = Map<String, Value>;
 
+/// The value of `write.metadata.previous-versions-max` as every commit reads it (and as
+/// `SET TBLPROPERTIES` checks it): a non-negative integer (0 keeps one entry, as Java does),
+/// else `BAD_ARGUMENTS` naming the property.
+pub fn parse_previous_versions_max(text: &str) -> Result<usize> {
+    text.trim().parse::<usize>().map_err(|_| {
+        Error::bad_arguments(format!(
+            "Invalid value '{text}' of table property '{PREVIOUS_VERSIONS_MAX_PROPERTY}': \
+             expected a non-negative integer"
+        ))
+    })
+}
+
 impl TableMetadata {
     /// Apply `change` to a copy of the members (the snapshots' contents are not among them: see
     /// [`Self::members`]); keep it only when the result validates.
@@ -316,12 +328,7 @@ impl TableMetadata {
     pub fn previous_versions_max(&self) -> Result<usize> {
         match self.property(PREVIOUS_VERSIONS_MAX_PROPERTY) {
             None => Ok(PREVIOUS_VERSIONS_MAX_DEFAULT),
-            Some(text) => text.trim().parse::<usize>().map_err(|_| {
-                Error::bad_arguments(format!(
-                    "Invalid value '{text}' of table property '{PREVIOUS_VERSIONS_MAX_PROPERTY}': \
-                     expected a non-negative integer"
-                ))
-            }),
+            Some(text) => parse_previous_versions_max(text),
         }
     }
 

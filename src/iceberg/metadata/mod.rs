@@ -20,7 +20,7 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 
 pub use codec::{MetadataCompression, decode};
-pub use edit::PREVIOUS_VERSIONS_MAX_PROPERTY;
+pub use edit::{PREVIOUS_VERSIONS_MAX_PROPERTY, parse_previous_versions_max};
 pub use view::{PartitionField, PartitionSpec};
 
 use crate::error::Result;

@@ -126,23 +126,15 @@ pub async fn execute(
                 last_conflict = path;
                 continue;
             }
+            // An outcome that is not known ends the statement with an error, as in every
+            // procedure; the journal stays, so the next run settles it and finishes the deletes.
             CommitOutcome::Unconfirmed { path, rival, why } => {
-                warnings.push(
-                    unconfirmed(target, &located, &plan, journal_uri, (&path, &rival, &why)).await,
-                );
-                return Ok(outcome(ExpiryFileCounts::default(), false, warnings));
+                let journaled =
+                    unconfirmed(target, &located, &plan, journal_uri, (&path, &rival, &why));
+                return Err(Error::new(ErrorKind::StorageError, journaled.await));
             }
             CommitOutcome::Unknown { why } => {
-                // The journal stays: the next run finishes the deletes if the commit landed.
-                warnings.push(format!(
-                    "{why}; no file was deleted; the next expire_snapshots finishes the deletes \
-                     if the commit landed{}",
-                    journal_uri
-                        .as_deref()
-                        .map(|uri| format!(" (journal '{uri}')"))
-                        .unwrap_or_default()
-                ));
-                return Ok(outcome(ExpiryFileCounts::default(), false, warnings));
+                return Err(unknown_outcome(&why, journal_uri.as_deref()));
             }
             CommitOutcome::Committed(done) => {
                 // A catalog may merge our commit after another writer's: then the returned
@@ -191,8 +183,24 @@ async fn newer_metadata_path(
     (crate::io::path_key(&now.path) != crate::io::path_key(&located.path)).then_some(now.path)
 }
 
+/// The error of a commit whose outcome is unknown (a catalog's 5xx, a timeout, a lost answer):
+/// what was and was not done, and what the next run does (the journal stays).
+fn unknown_outcome(why: &str, journal_uri: Option<&str>) -> Error {
+    let next = match journal_uri {
+        Some(uri) => format!(
+            "no file was deleted; the next expire_snapshots finishes the deletes if it landed \
+             (journal '{uri}')"
+        ),
+        None => "no file was deleted (the plan deleted none)".to_string(),
+    };
+    Error::new(
+        ErrorKind::NetworkError,
+        format!("{why}; the commit may or may not have landed; {next}"),
+    )
+}
+
 /// An unconfirmed commit: nothing is deleted; the journal (written now if the plan had none) is
-/// marked so the next run retracts our file when it can. Returns the warning.
+/// marked so the next run retracts our file when it can. Returns the error's message.
 async fn unconfirmed(
     target: &MaintenanceTarget,
     located: &LocatedMetadata,

@@ -23,9 +23,15 @@
 //!    snapshots dropped; the commit appends to and trims metadata-log and sets last-updated-ms.
 //!    On [`CommitOutcome::Conflict`](crate::iceberg::commit::CommitOutcome::Conflict) go back to 1 (another writer may have added snapshots and
 //!    files: nothing of the old plan is reused), at most `iceberg_commit_max_attempts` times, then
-//!    `LIMIT_EXCEEDED`. On [`CommitOutcome::Unconfirmed`](crate::iceberg::commit::CommitOutcome::Unconfirmed) (another file of our version appeared
-//!    after we wrote and ours could not be taken back) nothing is deleted, the journal is marked
-//!    and a warning says so; the next run retracts our file and plans again.
+//!    `LIMIT_EXCEEDED`. An outcome that is not known ends the statement with an error (one rule
+//!    for every procedure) saying what was and was not done: on
+//!    [`CommitOutcome::Unconfirmed`](crate::iceberg::commit::CommitOutcome::Unconfirmed) (another
+//!    file of our version appeared after we wrote and ours could not be taken back; `S3_ERROR`)
+//!    nothing is deleted and the journal is marked, so the next run retracts our file and plans
+//!    again; on [`CommitOutcome::Unknown`](crate::iceberg::commit::CommitOutcome::Unknown) (a
+//!    catalog's 5xx, a timeout or a lost answer that a reload does not settle; `NETWORK_ERROR`)
+//!    nothing is deleted and the journal stays, so the next run finishes the deletes if the
+//!    commit landed.
 //!    Before the commit, when the plan has files to delete, a journal records the base metadata
 //!    and the expired snapshot ids ([`journal`]); it is removed after a conflict and after the
 //!    deletes. The first attempt of every real run first finishes what earlier, interrupted runs

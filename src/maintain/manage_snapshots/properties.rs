@@ -1,27 +1,28 @@
 //! `SET TBLPROPERTIES` / `UNSET TBLPROPERTIES` decisions. Pure.
 //!
-//! - Values the maintenance code reads are validated on the way in (`BAD_ARGUMENTS` naming the
-//!   property): `history.expire.min-snapshots-to-keep` (integer ≥ 1),
-//!   `history.expire.max-snapshot-age-ms` and `history.expire.max-ref-age-ms` (integer ms ≥ 0),
-//!   exactly as expiry reads them; `write.metadata.previous-versions-max` (integer ≥ 1);
-//!   `commit.retry.num-retries`, `commit.retry.min-wait-ms`, `commit.retry.max-wait-ms`,
-//!   `commit.retry.total-timeout-ms`, `commit.manifest.min-count-to-merge` (integer ≥ 0);
-//!   `commit.manifest.target-size-bytes` (integer ≥ 1); `gc.enabled`,
-//!   `write.metadata.delete-after-commit.enabled`, `commit.manifest-merge.enabled` (`true` or
-//!   `false`, any case).
+//! - Every property icetrim itself reads is checked on the way in with the function that reads
+//!   it, on the properties as the statement leaves them ([`values`]: the table of properties,
+//!   readers and accepted values): a value `SET` accepts is never refused later, and a refusal is
+//!   `BAD_ARGUMENTS` naming the property and the accepted values. Properties icetrim does not
+//!   read are accepted (other engines own them).
 //! - Java's reserved properties (`format-version`, `uuid`, `snapshot-count`,
 //!   `current-snapshot-id`, `current-snapshot-summary`, `current-snapshot-timestamp-ms`,
 //!   `current-schema`, `default-partition-spec`, `default-sort-order`) are refused: they describe
 //!   the metadata, they do not configure it.
-//! - `UNSET` of a key that is not set is an error unless `IF EXISTS` (Spark 3's rule).
+//! - `UNSET` of a key that is not set is an error unless `IF EXISTS` (Spark 3's rule); unsetting
+//!   the Parquet codec or level is refused when the other would then be refused.
 //! - Setting a property to the value it has, or unsetting absent keys with `IF EXISTS`, writes
-//!   nothing.
+//!   nothing. A refused statement writes nothing.
+
+use std::collections::BTreeMap;
 
 use super::Change;
 use super::explain::ExplainRow;
 use crate::error::{Error, Result};
 use crate::iceberg::metadata::TableMetadata;
-use crate::maintain::expire::retention::{TablePolicy, effective_policy};
+
+#[path = "property_values.rs"]
+pub mod values;
 
 const RESERVED: [&str; 9] = [
     "format-version",
@@ -35,31 +36,6 @@ const RESERVED: [&str; 9] = [
     "default-sort-order",
 ];
 
-const BOOLEANS: [&str; 3] = [
-    "gc.enabled",
-    "write.metadata.delete-after-commit.enabled",
-    "commit.manifest-merge.enabled",
-];
-
-const NON_NEGATIVE: [&str; 5] = [
-    "commit.retry.num-retries",
-    "commit.retry.min-wait-ms",
-    "commit.retry.max-wait-ms",
-    "commit.retry.total-timeout-ms",
-    "commit.manifest.min-count-to-merge",
-];
-
-const POSITIVE: [&str; 2] = [
-    "write.metadata.previous-versions-max",
-    "commit.manifest.target-size-bytes",
-];
-
-fn invalid(key: &str, value: &str, expected: &str) -> Error {
-    Error::bad_arguments(format!(
-        "Invalid value '{value}' of table property '{key}': expected {expected}"
-    ))
-}
-
 fn reserved(key: &str) -> Result<()> {
     if RESERVED.contains(&key) {
         return Err(Error::bad_arguments(format!(
@@ -70,45 +46,22 @@ fn reserved(key: &str) -> Result<()> {
     Ok(())
 }
 
-/// Check one property value (see the module comment).
+/// Check one property value on its own (see [`values`]).
 pub fn validate_property(key: &str, value: &str) -> Result<()> {
     reserved(key)?;
-    if BOOLEANS.contains(&key) {
-        let v = value.trim();
-        if !(v.eq_ignore_ascii_case("true") || v.eq_ignore_ascii_case("false")) {
-            return Err(invalid(key, value, "true or false"));
-        }
-    }
-    let integer = || value.parse::<i64>().ok();
-    if NON_NEGATIVE.contains(&key) && integer().is_none_or(|n| n < 0) {
-        return Err(invalid(
-            key,
-            value,
-            &format!("an integer in range [0, {}]", i64::MAX),
-        ));
-    }
-    if POSITIVE.contains(&key) && integer().is_none_or(|n| n < 1) {
-        return Err(invalid(
-            key,
-            value,
-            &format!("an integer in range [1, {}]", i64::MAX),
-        ));
-    }
-    // The retention properties, read exactly as expiry reads them.
-    let one = [(key.to_string(), value.to_string())];
-    effective_policy(
-        TablePolicy::default(),
-        one.iter().map(|(k, v)| (k, v)),
-        None,
-        None,
-    )?;
-    Ok(())
+    let one = BTreeMap::from([(key.to_string(), value.to_string())]);
+    values::check_set(key, &one)
 }
 
 /// `SET TBLPROPERTIES (pairs)`.
 pub fn set_properties(metadata: &TableMetadata, pairs: &[(String, String)]) -> Result<Change> {
+    let mut after = metadata.properties().clone();
     for (key, value) in pairs {
-        validate_property(key, value)?;
+        reserved(key)?;
+        after.insert(key.clone(), value.clone());
+    }
+    for (key, _) in pairs {
+        values::check_set(key, &after)?;
     }
     let mut md = metadata.clone();
     let mut rows = Vec::new();
@@ -135,6 +88,8 @@ pub fn unset_properties(
     keys: &[String],
     if_exists: bool,
 ) -> Result<Change> {
+    let before = metadata.properties();
+    let mut after = before.clone();
     for key in keys {
         reserved(key)?;
         if !if_exists && metadata.property(key).is_none() {
@@ -143,6 +98,10 @@ pub fn unset_properties(
                  EXISTS)"
             )));
         }
+        after.remove(key);
+    }
+    for key in keys {
+        values::check_unset(key, before, &after)?;
     }
     let mut md = metadata.clone();
     let mut rows = Vec::new();

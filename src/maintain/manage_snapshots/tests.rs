@@ -580,7 +580,7 @@ fn properties_are_validated_and_diffed() {
         ("history.expire.max-snapshot-age-ms", "-1"),
         ("history.expire.min-snapshots-to-keep", "0"),
         ("history.expire.max-ref-age-ms", "12abc"),
-        ("write.metadata.previous-versions-max", "0"),
+        ("write.metadata.previous-versions-max", "-1"),
         ("commit.retry.num-retries", "-3"),
         ("commit.manifest.target-size-bytes", "big"),
         ("gc.enabled", "yes"),

@@ -116,6 +116,7 @@ mod tests {
             category,
             size: 1,
             last_modified_ms: 0,
+            reason: Default::default(),
         }
     }
 

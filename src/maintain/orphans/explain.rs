@@ -74,7 +74,7 @@ pub fn explain_rows(
             "orphan",
             &o.uri,
             category,
-            "unreachable",
+            o.reason.as_str(),
             1,
             bytes(o.size),
             timestamp(ms, zone),
@@ -235,8 +235,30 @@ pub fn add_other_tables(
 
 #[cfg(test)]
 mod tests {
-    use super::super::scan::{KeepReason, Kept, Orphan};
+    use super::super::scan::{KeepReason, Kept, Orphan, OrphanReason};
     use super::*;
+
+    /// An unfinished upload is an orphan row that says so; it counts in its category.
+    #[test]
+    fn an_unfinished_upload_says_so() {
+        let outcome = ScanOutcome {
+            orphans: vec![Orphan {
+                uri: "/t/data/00000-0-compacted-00001.parquet#1".into(),
+                category: OrphanCategory::Data,
+                size: 4096,
+                last_modified_ms: 0,
+                reason: OrphanReason::UnfinishedUpload,
+            }],
+            ..Default::default()
+        };
+        let utc = SessionTimeZone::Named(chrono_tz::UTC);
+        let r = explain_rows(&outcome, 1, &utc);
+        assert_eq!(
+            (r[0].item.as_str(), r[0].category.as_str(), r[0].reason.as_str()),
+            ("orphan", "data", "unfinished_upload")
+        );
+        assert_eq!((r[1].path.as_str(), r[1].files), ("deleted_data_files_count", 1));
+    }
 
     #[test]
     fn rows_and_totals() {
@@ -246,6 +268,7 @@ mod tests {
                 category: OrphanCategory::Data,
                 size: 10,
                 last_modified_ms: 0,
+                reason: OrphanReason::Unreachable,
             }],
             kept: vec![Kept {
                 uri: "s3://b/t/_tmp/y".into(),

@@ -20,6 +20,14 @@
 //!    (no file, link or skipped entry) is `BAD_ARGUMENTS` "Scan path '<path>' does not exist". A listed
 //!    file whose path matches a reachable one except for scheme or authority fails the statement
 //!    (`INCORRECT_DATA`; Java's `PrefixMismatchMode.ERROR`) before anything is deleted.
+//!    **Unfinished uploads**: on local disk, object_store's multipart upload writes `<name>` as
+//!    `<name>#<digits>` until it completes, and a writer killed meanwhile (`kill -9` during a
+//!    compaction) leaves that file. The walk lists it ([`crate::io::Listed::UnfinishedUpload`])
+//!    and it is judged like any file: unreachable and older than `older_than`, it is an orphan
+//!    (EXPLAIN reason `unfinished_upload`, counted in its category by name); a young one may
+//!    still be written and is too young. No other procedure deletes them (the next compaction
+//!    must not: another may be writing). Object stores keep an unfinished multipart upload's
+//!    parts out of every listing: a bucket lifecycle rule removes them (see the README).
 //!    **Other tables** ([`other_tables`], [`protect`]): files that metadata resolution takes for table
 //!    metadata (every `*.metadata.json` spelling, `version-hint.text`) outside our own
 //!    `metadata/` folder belong to other tables. A whole-table scan finds them in its own listing;
@@ -59,7 +67,7 @@
 //! | `item`          | String | `orphan`              | `kept`                                    | `link`          | `skipped`        | `total`                 |
 //! | `path`          | String | the file's URI        | the file's URI                            | the link's URI  | the entry's URI (bytes that are not UTF-8 or control characters escaped, `\xff`) | metric name (see below) |
 //! | `category`      | String | by name: `data`, `position_delete`, `equality_delete`, `manifest`, `manifest_list`, `metadata`, `statistics` | `''` | `''` | `''` | `''` |
-//! | `reason`        | String | `unreachable`         | `too_young`, `hidden`, `no_last_modified`, `other_table` | `symlink`       | `not_utf8_name`, `control_character_name`, `unreadable`, `folder_loop` | `''` |
+//! | `reason`        | String | `unreachable`, `unfinished_upload` | `too_young`, `hidden`, `no_last_modified`, `other_table` | `symlink`       | `not_utf8_name`, `control_character_name`, `unreadable`, `folder_loop` | `''` |
 //! | `files`         | Int64  | 1                     | 1                                         | 0               | 0                | how many files          |
 //! | `size_bytes`    | Int64  | the file's size       | the file's size                           | 0               | 0                | their total size        |
 //! | `last_modified` | String | `YYYY-MM-DD hh:mm:ss` in the session time zone | same, `''` when the store gave none | `''`            | `''`             | `''`                    |
@@ -120,7 +128,7 @@ pub use crate::io::SkipReason;
 pub use execute::{OrphanOutcome, execute};
 pub use explain::ExplainRow;
 pub use metrics::OrphanMetrics;
-pub use scan::KeepReason;
+pub use scan::{KeepReason, OrphanReason};
 
 /// Whether `uri` may be deleted: strictly inside the table location.
 pub(crate) fn deletable(location: &str, uri: &str) -> bool {

@@ -160,6 +160,7 @@ mod tests {
             category: crate::maintain::orphans::classify::OrphanCategory::Metadata,
             size: 1,
             last_modified_ms: 0,
+            reason: Default::default(),
         }
     }
 

@@ -3,7 +3,10 @@
 //! unreachable files). Symbolic links (local disk) are never followed below the table location
 //! and never listed as files: they are collected for EXPLAIN and a warning, as are the entries
 //! the listing could not vouch for (a name that is not UTF-8, an unreadable folder); neither is
-//! ever deleted, and no metric counts them.
+//! ever deleted, and no metric counts them. Unfinished local uploads (`<name>#<digits>`, what
+//! object_store's multipart upload writes until it completes; a killed writer leaves them) are
+//! judged like any file: unreachable and older than `older_than`, they are orphans (reason
+//! `unfinished_upload`); a young one, possibly still being written, is too young.
 
 use futures::TryStreamExt;
 
@@ -39,6 +42,28 @@ pub struct Orphan {
     pub category: OrphanCategory,
     pub size: u64,
     pub last_modified_ms: i64,
+    pub reason: OrphanReason,
+}
+
+/// Why a file is an orphan.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum OrphanReason {
+    /// No metadata of the table reaches it.
+    #[default]
+    Unreachable,
+    /// Unreachable, and an upload that never completed (`Listed::UnfinishedUpload`): a writer
+    /// was killed while writing it (one still writing is kept by `older_than`).
+    UnfinishedUpload,
+}
+
+impl OrphanReason {
+    /// The EXPLAIN spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OrphanReason::Unreachable => "unreachable",
+            OrphanReason::UnfinishedUpload => "unfinished_upload",
+        }
+    }
 }
 
 /// Why an unreachable file is kept.
@@ -141,7 +166,8 @@ impl ScanOutcome {
         tally
     }
 
-    fn record(&mut self, file: &FileInfo, verdict: OrphanVerdict, keep_rows: bool) {
+    fn record(&mut self, listed: (&FileInfo, OrphanReason), verdict: OrphanVerdict, keep_rows: bool) {
+        let (file, orphan_reason) = listed;
         let reason = match verdict {
             OrphanVerdict::Reachable => {
                 self.reachable_listed += 1;
@@ -156,6 +182,7 @@ impl ScanOutcome {
                         category,
                         size: file.size,
                         last_modified_ms,
+                        reason: orphan_reason,
                     });
                 }
                 return;
@@ -211,8 +238,9 @@ pub async fn scan(
     progress.phase(Phase::ListingFiles, None)?;
     let mut listing = io.list_entries(request.location, &scan_uri, request.concurrency);
     loop {
-        let file = match listing.try_next().await {
-            Ok(Some(Listed::File(file))) => file,
+        let (file, orphan_reason) = match listing.try_next().await {
+            Ok(Some(Listed::File(file))) => (file, OrphanReason::Unreachable),
+            Ok(Some(Listed::UnfinishedUpload(file))) => (file, OrphanReason::UnfinishedUpload),
             Ok(Some(Listed::Link { uri })) => {
                 outcome.links.push(uri);
                 continue;
@@ -242,7 +270,7 @@ pub async fn scan(
             last_modified_ms: file.last_modified_ms,
         };
         let verdict = classify(&listed, &|_| reachable_now, &rules);
-        outcome.record(&file, verdict, request.keep_kept_rows);
+        outcome.record((&file, orphan_reason), verdict, request.keep_kept_rows);
     }
     let seen = outcome.listed > 0 || !outcome.links.is_empty() || !outcome.skipped.is_empty();
     if request.scan_rel.is_some() && !seen {
@@ -337,6 +365,63 @@ mod tests {
         .unwrap();
         assert!(young.orphans.is_empty());
         assert_eq!(young.too_young, 3);
+    }
+
+    /// A killed writer's unfinished local upload (`<name>#<digits>`) is judged like any file:
+    /// old and unreachable, an orphan that says what it is; young, too young; hidden, hidden.
+    #[tokio::test]
+    async fn unfinished_uploads_are_judged_like_any_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("t");
+        let now = chrono::Utc::now().timestamp_millis();
+        let write = |rel: &str, mtime_ms: i64| {
+            let path = root.join(rel);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(&path, b"part of a file").unwrap();
+            let at = std::time::UNIX_EPOCH
+                + std::time::Duration::from_millis(u64::try_from(mtime_ms).unwrap());
+            let file = std::fs::File::options().write(true).open(&path).unwrap();
+            file.set_modified(at).unwrap();
+        };
+        write("data/live.parquet", now - 10 * DAY);
+        write("data/live.parquet#1", now - 10 * DAY);
+        write("data/00000-0-compacted-00002.parquet#1", now);
+        write("data/_tmp/00000-0-compacted-00003.parquet#1", now - 10 * DAY);
+        write("data/odd.parquet#ab", now - 10 * DAY);
+        let location = root.to_str().unwrap();
+        let mut reachable = ReachableFiles::new(location);
+        reachable.insert(&format!("{location}/data/live.parquet"));
+        let names: Vec<String> = Vec::new();
+        let request = ScanRequest {
+            location,
+            ..request(None, &names, now - DAY)
+        };
+        let io = FileIO::local();
+        let out = scan(&io, &request, &reachable, &Progress::default())
+            .await
+            .unwrap();
+        let mut orphans: Vec<(String, OrphanReason)> = out
+            .orphans
+            .iter()
+            .map(|o| (o.uri.clone(), o.reason))
+            .collect();
+        orphans.sort();
+        assert_eq!(
+            orphans,
+            [
+                (
+                    format!("{location}/data/live.parquet#1"),
+                    OrphanReason::UnfinishedUpload
+                ),
+                (
+                    format!("{location}/data/odd.parquet#ab"),
+                    OrphanReason::Unreachable
+                ),
+            ]
+        );
+        assert_eq!(out.orphans[0].category, OrphanCategory::Data);
+        assert_eq!((out.listed, out.reachable_listed), (5, 1));
+        assert_eq!((out.too_young, out.hidden), (1, 1));
     }
 
     #[tokio::test]
