@@ -30,7 +30,8 @@ fn unfinished_uploads(dir: &Path) -> Vec<PathBuf> {
                 Ok(t) if t.is_file() => {
                     let name = entry.file_name().to_string_lossy().to_string();
                     let digits = name.rsplit_once('#').map(|(_, d)| d);
-                    if digits.is_some_and(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))
+                    if digits
+                        .is_some_and(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))
                     {
                         found.push(path);
                     }
@@ -83,16 +84,16 @@ async fn a_killed_compaction_leaves_uploads_that_remove_orphan_files_finds_and_d
         if let Some(status) = child.try_wait().unwrap() {
             panic!("the compaction ended ({status}) before it was seen writing");
         }
-        assert!(started.elapsed() < START_LIMIT, "no upload after {START_LIMIT:?}");
+        assert!(
+            started.elapsed() < START_LIMIT,
+            "no upload after {START_LIMIT:?}"
+        );
         std::thread::sleep(Duration::from_millis(5));
     };
     child.kill().expect("SIGKILL");
     let status = child.wait().unwrap();
     assert_eq!(status.signal(), Some(libc::SIGKILL), "{status}");
-    eprintln!(
-        "killed after {:?}, writing {seen:?}",
-        started.elapsed()
-    );
+    eprintln!("killed after {:?}, writing {seen:?}", started.elapsed());
     let left = unfinished_uploads(&dir);
     assert!(!left.is_empty(), "the killed upload stays: {seen:?}");
     assert_eq!(live_files(&dir).await, before, "nothing was committed");
@@ -120,13 +121,21 @@ async fn a_killed_compaction_leaves_uploads_that_remove_orphan_files_finds_and_d
     let deleted = metric(&removed, "deleted_data_files_count");
     assert!(deleted >= left.len() as i64, "{removed}");
     assert_eq!(metric(&removed, "failed_deletions_count"), 0, "{removed}");
-    assert!(unfinished_uploads(&dir).is_empty(), "{:?}", unfinished_uploads(&dir));
+    assert!(
+        unfinished_uploads(&dir).is_empty(),
+        "{:?}",
+        unfinished_uploads(&dir)
+    );
     let after = live_files(&dir).await;
     assert_eq!(after, before, "the table's files are untouched");
     assert!(after.iter().all(|(p, _)| Path::new(p).exists()));
 
     // The table compacts as if nothing had happened.
     let optimized = icetrim(&format!("{table} OPTIMIZE TABLE t"));
-    assert_eq!(metric(&optimized, "rewritten_data_files_count"), 8, "{optimized}");
+    assert_eq!(
+        metric(&optimized, "rewritten_data_files_count"),
+        8,
+        "{optimized}"
+    );
     assert!(unfinished_uploads(&dir).is_empty());
 }

@@ -279,7 +279,10 @@ async fn a_concurrent_append_through_the_catalog_makes_expiry_replan_and_both_co
 /// (the rule of every procedure), and deletes nothing.
 async fn unknown_outcome_error(s: &mut Session, sql: &str) -> String {
     let e = match s.execute(sql).await {
-        Ok(r) => panic!("{sql} succeeded on an unknown outcome: {:?}", r.last().map(|r| &r.rows)),
+        Ok(r) => panic!(
+            "{sql} succeeded on an unknown outcome: {:?}",
+            r.last().map(|r| &r.rows)
+        ),
         Err(e) => e,
     };
     assert_eq!(e.code(), 210, "NETWORK_ERROR: {e}");

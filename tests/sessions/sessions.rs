@@ -304,7 +304,10 @@ impl Runner<'_> {
     fn note_warnings(&mut self, at: &str, results: &[icetrim::engine::QueryResult]) {
         self.warnings = results.iter().flat_map(|r| r.warnings.clone()).collect();
         for w in &self.warnings {
-            assert!(!w.contains("  "), "{at}: a run of spaces in the warning {w:?}");
+            assert!(
+                !w.contains("  "),
+                "{at}: a run of spaces in the warning {w:?}"
+            );
         }
     }
 

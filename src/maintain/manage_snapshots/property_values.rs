@@ -74,9 +74,8 @@ const fn rule(
 }
 
 const RETENTION_MIN: &str = "an integer in range [1, 2147483647]";
-const RETENTION_AGE: &str =
-    "an integer number of milliseconds in range [0, 9223372036854775807]";
-const CODECS: &str = "zstd, snappy, gzip or uncompressed (compaction writes no other codec)";
+const RETENTION_AGE: &str = "an integer number of milliseconds in range [0, 9223372036854775807]";
+const CODECS: &str = "zstd, snappy, gzip or uncompressed";
 const LEVELS: &str = "an integer the codec takes (zstd: 1 to 22, gzip: up to 9)";
 const POSITIVE: &str = "an integer in range [1, 18446744073709551615]";
 const METRICS: &str = "none, counts, full or truncate(N) with N >= 1";
@@ -84,8 +83,16 @@ const BOOLEAN: &str = "true or false";
 const NON_NEGATIVE: &str = "an integer in range [0, 9223372036854775807]";
 
 const RULES: &[Rule] = &[
-    rule("history.expire.min-snapshots-to-keep", RETENTION_MIN, retention),
-    rule("history.expire.max-snapshot-age-ms", RETENTION_AGE, retention),
+    rule(
+        "history.expire.min-snapshots-to-keep",
+        RETENTION_MIN,
+        retention,
+    ),
+    rule(
+        "history.expire.max-snapshot-age-ms",
+        RETENTION_AGE,
+        retention,
+    ),
     rule("history.expire.max-ref-age-ms", RETENTION_AGE, retention),
     rule(
         "write.metadata.previous-versions-max",
@@ -127,7 +134,11 @@ const RULES: &[Rule] = &[
     rule("commit.retry.min-wait-ms", NON_NEGATIVE, non_negative),
     rule("commit.retry.max-wait-ms", NON_NEGATIVE, non_negative),
     rule("commit.retry.total-timeout-ms", NON_NEGATIVE, non_negative),
-    rule("commit.manifest.min-count-to-merge", NON_NEGATIVE, non_negative),
+    rule(
+        "commit.manifest.min-count-to-merge",
+        NON_NEGATIVE,
+        non_negative,
+    ),
 ];
 
 fn value<'a>(key: &str, properties: &'a Properties) -> &'a str {
@@ -144,7 +155,11 @@ fn previous_versions(key: &str, properties: &Properties) -> Result<()> {
 }
 
 fn manifest_target(key: &str, properties: &Properties) -> Result<()> {
-    let one: Properties = properties.get_key_value(key).map(clone_pair).into_iter().collect();
+    let one: Properties = properties
+        .get_key_value(key)
+        .map(clone_pair)
+        .into_iter()
+        .collect();
     target_size(None, &one).map(drop)
 }
 
@@ -163,7 +178,11 @@ fn codec_and_level(_key: &str, properties: &Properties) -> Result<()> {
 }
 
 fn parquet_size(key: &str, properties: &Properties) -> Result<()> {
-    let one: Properties = properties.get_key_value(key).map(clone_pair).into_iter().collect();
+    let one: Properties = properties
+        .get_key_value(key)
+        .map(clone_pair)
+        .into_iter()
+        .collect();
     writer_properties(&one).map(drop)
 }
 
@@ -192,7 +211,7 @@ fn clone_pair((k, v): (&String, &String)) -> (String, String) {
 }
 
 /// The refusal of `value` for `key`: the reader's own message when it already names the property
-/// and the accepted values, else one that does, with the reader's reason.
+/// and the accepted values, else one that does, followed by the reader's reason.
 fn refusal(key: &str, value: &str, accepted: &str, reason: &Error) -> Error {
     let standard = format!("Invalid value '{value}' of table property '{key}'");
     if reason.message().starts_with(&standard) {
@@ -200,7 +219,7 @@ fn refusal(key: &str, value: &str, accepted: &str, reason: &Error) -> Error {
     }
     let why = match reason.message() {
         "not a boolean" | "not a non-negative integer" => String::new(),
-        other => format!(" ({other})"),
+        other => format!("; {other}"),
     };
     Error::bad_arguments(format!("{standard}: expected {accepted}{why}"))
 }

@@ -32,9 +32,15 @@ fn read_all(md: &TableMetadata) -> Result<()> {
     effective_policy(TablePolicy::default(), props, None, None)?;
     md.previous_versions_max()?;
     target_size(None, props)?;
-    Resolved::new(&CompactOptions::optimize(), md.property("write.target-file-size-bytes"))?;
+    Resolved::new(
+        &CompactOptions::optimize(),
+        md.property("write.target-file-size-bytes"),
+    )?;
     writer_properties(props)?;
-    leaf_infos(&json!({"fields": [{"id": 1, "name": "s", "type": "string"}]}), props)?;
+    leaf_infos(
+        &json!({"fields": [{"id": 1, "name": "s", "type": "string"}]}),
+        props,
+    )?;
     Ok(())
 }
 
@@ -46,23 +52,55 @@ fn values_icetrim_would_refuse_later_are_refused_now() {
     let refused = [
         ("write.target-file-size-bytes", "-1", "at least 2"),
         ("write.target-file-size-bytes", "1", "at least 2"),
-        ("write.parquet.compression-codec", "lz4", "zstd, snappy, gzip or uncompressed"),
-        ("write.parquet.compression-codec", "brotli", "zstd, snappy, gzip or uncompressed"),
+        (
+            "write.parquet.compression-codec",
+            "lz4",
+            "zstd, snappy, gzip or uncompressed",
+        ),
+        (
+            "write.parquet.compression-codec",
+            "brotli",
+            "zstd, snappy, gzip or uncompressed",
+        ),
         ("write.parquet.compression-level", "23", "zstd: 1 to 22"),
         ("write.parquet.compression-level", "high", "zstd: 1 to 22"),
         ("write.parquet.row-group-size-bytes", "0", "[1, "),
         ("write.parquet.page-size-bytes", "-5", "[1, "),
         ("write.parquet.page-row-limit", "many", "[1, "),
         ("write.parquet.dict-size-bytes", "1.5", "[1, "),
-        ("write.metadata.metrics.default", "truncate(0)", "truncate(N)"),
+        (
+            "write.metadata.metrics.default",
+            "truncate(0)",
+            "truncate(N)",
+        ),
         ("write.metadata.metrics.column.s", "some", "truncate(N)"),
-        ("write.metadata.previous-versions-max", "-1", "non-negative integer"),
+        (
+            "write.metadata.previous-versions-max",
+            "-1",
+            "non-negative integer",
+        ),
         ("commit.manifest.target-size-bytes", "0", "positive integer"),
-        ("history.expire.min-snapshots-to-keep", "0", "[1, 2147483647]"),
-        ("history.expire.max-snapshot-age-ms", "-1", "[0, 9223372036854775807]"),
-        ("history.expire.max-ref-age-ms", "1d", "[0, 9223372036854775807]"),
+        (
+            "history.expire.min-snapshots-to-keep",
+            "0",
+            "[1, 2147483647]",
+        ),
+        (
+            "history.expire.max-snapshot-age-ms",
+            "-1",
+            "[0, 9223372036854775807]",
+        ),
+        (
+            "history.expire.max-ref-age-ms",
+            "1d",
+            "[0, 9223372036854775807]",
+        ),
         ("gc.enabled", "yes", "true or false"),
-        ("write.metadata.delete-after-commit.enabled", "1", "true or false"),
+        (
+            "write.metadata.delete-after-commit.enabled",
+            "1",
+            "true or false",
+        ),
         ("commit.retry.num-retries", "-3", "[0, "),
     ];
     for (key, bad, accepted) in refused {
@@ -70,7 +108,9 @@ fn values_icetrim_would_refuse_later_are_refused_now() {
         assert_eq!(e.kind(), ErrorKind::BadArguments, "{key} = {bad}: {e}");
         let m = e.message();
         assert!(
-            m.starts_with(&format!("Invalid value '{bad}' of table property '{key}': expected")),
+            m.starts_with(&format!(
+                "Invalid value '{bad}' of table property '{key}': expected"
+            )),
             "{m}"
         );
         assert!(m.contains(accepted), "{key} = {bad}: {m}");
@@ -108,10 +148,16 @@ fn codec_and_level_are_checked_together() {
     let gzip = table(json!({"write.parquet.compression-codec": "gzip"}));
     assert!(set(&gzip, LEVEL, "9").is_ok());
     let e = set(&gzip, LEVEL, "12").unwrap_err();
-    assert!(e.message().contains(LEVEL) && e.message().contains("12"), "{e}");
+    assert!(
+        e.message().contains(LEVEL) && e.message().contains("12"),
+        "{e}"
+    );
     let zstd_15 = table(json!({"write.parquet.compression-level": "15"}));
     let e = set(&zstd_15, CODEC, "gzip").unwrap_err();
-    assert!(e.message().contains(&format!("table property '{CODEC}'")), "{e}");
+    assert!(
+        e.message().contains(&format!("table property '{CODEC}'")),
+        "{e}"
+    );
     assert!(
         set_properties(
             &zstd_15,
@@ -120,14 +166,22 @@ fn codec_and_level_are_checked_together() {
         .is_ok()
     );
     // gzip level 0 is no zstd level: the codec cannot go alone; the level can.
-    let gzip_0 = table(json!({"write.parquet.compression-codec": "gzip", "write.parquet.compression-level": "0"}));
+    let gzip_0 = table(
+        json!({"write.parquet.compression-codec": "gzip", "write.parquet.compression-level": "0"}),
+    );
     let e = unset_properties(&gzip_0, &[CODEC.into()], false).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::BadArguments);
-    assert!(e.message().starts_with(&format!("Cannot unset table property '{CODEC}'")), "{e}");
+    assert!(
+        e.message()
+            .starts_with(&format!("Cannot unset table property '{CODEC}'")),
+        "{e}"
+    );
     assert!(unset_properties(&gzip_0, &[LEVEL.into()], false).is_ok());
     assert!(unset_properties(&gzip_0, &[CODEC.into(), LEVEL.into()], false).is_ok());
     // A pair already refused (another engine set it) can always be cleaned up.
-    let lz4 = table(json!({"write.parquet.compression-codec": "lz4", "write.parquet.compression-level": "0"}));
+    let lz4 = table(
+        json!({"write.parquet.compression-codec": "lz4", "write.parquet.compression-level": "0"}),
+    );
     assert!(unset_properties(&lz4, &[CODEC.into()], false).is_ok());
 }
 

@@ -254,10 +254,17 @@ mod tests {
         let utc = SessionTimeZone::Named(chrono_tz::UTC);
         let r = explain_rows(&outcome, 1, &utc);
         assert_eq!(
-            (r[0].item.as_str(), r[0].category.as_str(), r[0].reason.as_str()),
+            (
+                r[0].item.as_str(),
+                r[0].category.as_str(),
+                r[0].reason.as_str()
+            ),
             ("orphan", "data", "unfinished_upload")
         );
-        assert_eq!((r[1].path.as_str(), r[1].files), ("deleted_data_files_count", 1));
+        assert_eq!(
+            (r[1].path.as_str(), r[1].files),
+            ("deleted_data_files_count", 1)
+        );
     }
 
     #[test]

@@ -128,7 +128,7 @@ pub use crate::io::SkipReason;
 pub use execute::{OrphanOutcome, execute};
 pub use explain::ExplainRow;
 pub use metrics::OrphanMetrics;
-pub use scan::{KeepReason, OrphanReason};
+pub use scan::KeepReason;
 
 /// Whether `uri` may be deleted: strictly inside the table location.
 pub(crate) fn deletable(location: &str, uri: &str) -> bool {

@@ -46,7 +46,7 @@ pub struct Orphan {
 }
 
 /// Why a file is an orphan.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
 pub enum OrphanReason {
     /// No metadata of the table reaches it.
     #[default]
@@ -166,7 +166,12 @@ impl ScanOutcome {
         tally
     }
 
-    fn record(&mut self, listed: (&FileInfo, OrphanReason), verdict: OrphanVerdict, keep_rows: bool) {
+    fn record(
+        &mut self,
+        listed: (&FileInfo, OrphanReason),
+        verdict: OrphanVerdict,
+        keep_rows: bool,
+    ) {
         let (file, orphan_reason) = listed;
         let reason = match verdict {
             OrphanVerdict::Reachable => {
@@ -386,7 +391,10 @@ mod tests {
         write("data/live.parquet", now - 10 * DAY);
         write("data/live.parquet#1", now - 10 * DAY);
         write("data/00000-0-compacted-00002.parquet#1", now);
-        write("data/_tmp/00000-0-compacted-00003.parquet#1", now - 10 * DAY);
+        write(
+            "data/_tmp/00000-0-compacted-00003.parquet#1",
+            now - 10 * DAY,
+        );
         write("data/odd.parquet#ab", now - 10 * DAY);
         let location = root.to_str().unwrap();
         let mut reachable = ReachableFiles::new(location);
