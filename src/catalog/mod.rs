@@ -230,12 +230,14 @@ impl CatalogType {
 }
 
 /// A database setting of `DataLakeCatalog`: name, whether its value is a secret, whether it is
-/// a boolean.
+/// a boolean, whether it is a URL (shown masked by [`crate::io::mask_url`], and refused with
+/// credentials, a query or a fragment in it).
 #[derive(Debug, Clone, Copy)]
 pub struct DatabaseSetting {
     pub name: &'static str,
     pub secret: bool,
     pub boolean: bool,
+    pub url: bool,
 }
 
 const fn text(name: &'static str) -> DatabaseSetting {
@@ -243,6 +245,7 @@ const fn text(name: &'static str) -> DatabaseSetting {
         name,
         secret: false,
         boolean: false,
+        url: false,
     }
 }
 
@@ -251,6 +254,7 @@ const fn secret(name: &'static str) -> DatabaseSetting {
         name,
         secret: true,
         boolean: false,
+        url: false,
     }
 }
 
@@ -259,6 +263,16 @@ const fn flag(name: &'static str) -> DatabaseSetting {
         name,
         secret: false,
         boolean: true,
+        url: false,
+    }
+}
+
+const fn url(name: &'static str) -> DatabaseSetting {
+    DatabaseSetting {
+        name,
+        secret: false,
+        boolean: false,
+        url: true,
     }
 }
 
@@ -270,10 +284,10 @@ pub const DATABASE_SETTINGS: &[DatabaseSetting] = &[
     secret("catalog_credential"),
     secret("auth_header"),
     text("auth_scope"),
-    text("oauth_server_uri"),
+    url("oauth_server_uri"),
     flag("oauth_server_use_request_body"),
     flag("vended_credentials"),
-    text("storage_endpoint"),
+    url("storage_endpoint"),
     // ClickHouse hides the key id too in SHOW CREATE DATABASE.
     secret("aws_access_key_id"),
     secret("aws_secret_access_key"),
@@ -291,6 +305,29 @@ pub const DATABASE_SETTINGS: &[DatabaseSetting] = &[
 /// The setting `name`, if `DataLakeCatalog` has it.
 pub fn database_setting(name: &str) -> Option<&'static DatabaseSetting> {
     DATABASE_SETTINGS.iter().find(|s| s.name == name)
+}
+
+/// The value of setting `name` as statements show it (`SHOW CREATE DATABASE`, the shell's
+/// history): `[HIDDEN]` for a secret, a URL masked by [`crate::io::mask_url`], else as given.
+pub fn shown_setting(name: &str, value: &str) -> String {
+    match database_setting(name) {
+        Some(s) if s.secret => crate::io::HIDDEN.to_string(),
+        Some(s) if s.url => crate::io::mask_url(value),
+        _ => value.to_string(),
+    }
+}
+
+/// Refuses a catalog URL (the engine's first argument, `oauth_server_uri`, `storage_endpoint`)
+/// with credentials, a query string or a fragment in it, shown masked: the catalog URL is the
+/// root request paths are appended to (a query would land inside each path), and a secret there
+/// would be kept and shown in clear.
+fn check_catalog_url(what: &str, url: &str) -> Result<()> {
+    crate::io::refuse_url_credentials(what, url)?;
+    crate::io::refuse_url_query(
+        what,
+        url,
+        "give credentials as catalog_credential, auth_header or the engine's user and password",
+    )
 }
 
 /// Validate `name = value` and return the value as stored (`1`/`0` for booleans).
@@ -337,25 +374,18 @@ pub struct CatalogConfig {
 
 impl fmt::Debug for CatalogConfig {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let masked: BTreeMap<&str, &str> = self
+        let masked: BTreeMap<&str, String> = self
             .settings
             .iter()
-            .map(|(k, v)| {
-                let hidden = database_setting(k).is_some_and(|s| s.secret);
-                (
-                    k.as_str(),
-                    if hidden {
-                        crate::io::HIDDEN
-                    } else {
-                        v.as_str()
-                    },
-                )
-            })
+            .map(|(k, v)| (k.as_str(), shown_setting(k, v)))
             .collect();
         f.debug_struct("CatalogConfig")
             .field("database", &self.database)
             .field("catalog_type", &self.catalog_type)
-            .field("endpoint", &self.endpoint)
+            .field(
+                "endpoint",
+                &self.endpoint.as_deref().map(crate::io::mask_url),
+            )
             .field("user", &self.user)
             .field("settings", &masked)
             .finish()
@@ -399,7 +429,12 @@ impl CatalogConfig {
             ));
         }
         if let Some(endpoint) = args.first() {
-            crate::io::check_engine_urls("DataLakeCatalog", &[endpoint.as_str()])?;
+            check_catalog_url(ENGINE, endpoint)?;
+        }
+        for setting in DATABASE_SETTINGS.iter().filter(|s| s.url) {
+            if let Some(value) = normalized.get(setting.name) {
+                check_catalog_url(&format!("{ENGINE} setting {}", setting.name), value)?;
+            }
         }
         Ok(CatalogConfig {
             database: database.to_string(),
@@ -549,5 +584,76 @@ mod tests {
         let s3 = config.storage_options().s3;
         assert_eq!(s3.endpoint.as_deref(), Some("http://127.0.0.1:9000"));
         assert!(s3.allow_http);
+    }
+
+    /// A query string, a fragment or credentials in any catalog URL are refused before anything
+    /// is stored, the URL shown masked; the secret is never repeated.
+    #[test]
+    fn catalog_urls_carry_no_secret() {
+        let rest = |pairs: &[(&str, &str)]| {
+            let mut settings: BTreeMap<String, String> =
+                [("catalog_type", "rest"), ("warehouse", "w")]
+                    .iter()
+                    .chain(pairs)
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .collect();
+            settings.retain(|_, v| !v.is_empty());
+            settings
+        };
+        let ok = vec!["http://127.0.0.1:8181/v1".to_string()];
+        for (url, pairs, shown) in [
+            ("http://h/v1?token=S3CR3T", vec![], "'http://h/v1?[HIDDEN]'"),
+            (
+                "http://h/v1?api_key=S3CR3T",
+                vec![],
+                "'http://h/v1?[HIDDEN]'",
+            ),
+            ("http://h/v1#S3CR3T", vec![], "'http://h/v1#[HIDDEN]'"),
+            ("http://u:S3CR3T@h/v1", vec![], "'http://[HIDDEN]@h/v1'"),
+            (
+                "",
+                vec![("oauth_server_uri", "http://h/token?client_secret=S3CR3T")],
+                "setting oauth_server_uri: the url 'http://h/token?[HIDDEN]'",
+            ),
+            (
+                "",
+                vec![("storage_endpoint", "http://k:S3CR3T@minio:9000/b")],
+                "setting storage_endpoint: the url 'http://[HIDDEN]@minio:9000/b'",
+            ),
+            (
+                "",
+                vec![(
+                    "storage_endpoint",
+                    "http://minio:9000/b?X-Amz-Signature=S3CR3T",
+                )],
+                "'http://minio:9000/b?[HIDDEN]'",
+            ),
+        ] {
+            let args = if url.is_empty() {
+                ok.clone()
+            } else {
+                vec![url.to_string()]
+            };
+            let e = CatalogConfig::from_definition("lake", &args, &rest(&pairs)).unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::BadArguments, "{e}");
+            assert!(!e.to_string().contains("S3CR3T"), "{e}");
+            assert!(e.message().contains(shown), "{e}");
+        }
+        let config = CatalogConfig::from_definition(
+            "lake",
+            &ok,
+            &rest(&[
+                ("oauth_server_uri", "http://h/token"),
+                ("storage_endpoint", "http://m:9/b"),
+            ]),
+        )
+        .unwrap();
+        assert_eq!(config.get("oauth_server_uri"), Some("http://h/token"));
+        assert_eq!(shown_setting("catalog_credential", "id:S3CR3T"), "[HIDDEN]");
+        assert_eq!(
+            shown_setting("storage_endpoint", "http://m:9/b?x=S3CR3T"),
+            "http://m:9/b?[HIDDEN]"
+        );
+        assert_eq!(shown_setting("warehouse", "w"), "w");
     }
 }

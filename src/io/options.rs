@@ -2,23 +2,23 @@
 //! them: `IcebergS3(url [, NOSIGN | access_key_id, secret_access_key [, session_token]])` and
 //! `IcebergAzure(connection_string|storage_account_url, container, blobpath [, account_name,
 //! account_key])`. Each engine constructor returns the table location as a URI this module's
-//! `Location` parses, plus the options that reach it.
+//! `Location` parses, plus the options that reach it. A storage account URL may carry a SAS token
+//! as its query (`https://acct.blob.core.windows.net/?sv=…&sig=…`, as ClickHouse takes it): the
+//! token signs the requests, the URL without it is the endpoint.
 //!
 //! Secrets never appear in `Debug` output, nor in error messages: a URL with credentials in it
-//! (`http://key:secret@host/...`) is refused (ClickHouse's engines take credentials as
-//! arguments, and a URL's `user:password@` would be printed by `SHOW CREATE TABLE`); a malformed
-//! account key is named, never quoted; a URL or connection string quoted in a message has its
-//! `AccountKey`, `SharedAccessSignature`, `user:password@` and SAS query masked by [`mask_target`],
-//! the one function that also masks them in `SHOW CREATE TABLE` and the shell's history.
+//! (`http://key:secret@host/...`) or an S3 url with a query is refused (see `mask`); a malformed
+//! account key is named, never quoted; a URL or connection string quoted in a message is masked
+//! by [`mask_target`], the one rule `SHOW CREATE TABLE` and the shell's history use too.
 
 use std::fmt;
 
 use url::Url;
 
+use super::mask::{
+    looks_like_connection_string, mask_target, mask_url, refuse_url_credentials, refuse_url_query,
+};
 use crate::error::{Error, Result};
-
-/// The text ClickHouse prints in place of a secret.
-pub const HIDDEN: &str = "[HIDDEN]";
 
 /// The Azurite / Azure Storage Emulator development account.
 pub const AZURE_EMULATOR_ACCOUNT: &str = "devstoreaccount1";
@@ -112,7 +112,7 @@ impl fmt::Debug for S3Options {
             .field("session_token", &mask(&self.session_token))
             .field("no_sign", &self.no_sign)
             .field("region", &self.region)
-            .field("endpoint", &self.endpoint)
+            .field("endpoint", &self.endpoint.as_deref().map(mask_url))
             .field("allow_http", &self.allow_http)
             .field("virtual_hosted_style", &self.virtual_hosted_style)
             .finish()
@@ -125,7 +125,7 @@ impl fmt::Debug for AzureOptions {
             .field("account", &self.account)
             .field("access_key", &mask(&self.access_key))
             .field("sas_token", &mask(&self.sas_token))
-            .field("endpoint", &self.endpoint)
+            .field("endpoint", &self.endpoint.as_deref().map(mask_url))
             .field("use_emulator", &self.use_emulator)
             .field("allow_http", &self.allow_http)
             .finish()
@@ -226,9 +226,15 @@ impl StorageOptions {
 }
 
 /// `s3://bucket/key` (also `s3a`, `s3n`), virtual-hosted and path-style AWS URLs, and
-/// path-style URLs of other servers (`http://127.0.0.1:9000/bucket/key`: endpoint).
+/// path-style URLs of other servers (`http://127.0.0.1:9000/bucket/key`: endpoint). A URL with
+/// credentials or a query (a presigned `X-Amz-*` query signs one object, not a table) is refused.
 fn parse_s3_url(url: &str) -> Result<(String, S3Options)> {
     refuse_url_credentials("IcebergS3", url)?;
+    refuse_url_query(
+        "IcebergS3",
+        url,
+        "give credentials as engine arguments (access_key_id, secret_access_key)",
+    )?;
     let lower = url.to_ascii_lowercase();
     if ["s3://", "s3a://", "s3n://"]
         .iter()
@@ -236,12 +242,13 @@ fn parse_s3_url(url: &str) -> Result<(String, S3Options)> {
     {
         return Ok((url.to_string(), S3Options::default()));
     }
+    let shown = mask_url(url);
     let parsed = Url::parse(url)
-        .map_err(|e| Error::bad_arguments(format!("IcebergS3: cannot parse url '{url}': {e}")))?;
+        .map_err(|e| Error::bad_arguments(format!("IcebergS3: cannot parse url '{shown}': {e}")))?;
     let host = parsed.host_str().unwrap_or_default().to_ascii_lowercase();
     if !matches!(parsed.scheme(), "http" | "https") || host.is_empty() {
         return Err(Error::bad_arguments(format!(
-            "IcebergS3: url '{url}' is neither s3:// nor http(s)://host/..."
+            "IcebergS3: url '{shown}' is neither s3:// nor http(s)://host/..."
         )));
     }
     let path = parsed.path().trim_start_matches('/');
@@ -255,14 +262,14 @@ fn parse_s3_url(url: &str) -> Result<(String, S3Options)> {
             }
             _ => {
                 s3.region = aws_region(aws.strip_prefix("s3").unwrap_or(aws));
-                split_bucket(url, path)?
+                split_bucket(&shown, path)?
             }
         }
     } else {
         let port = parsed.port().map(|p| format!(":{p}")).unwrap_or_default();
         s3.endpoint = Some(format!("{}://{host}{port}", parsed.scheme()));
         s3.allow_http = parsed.scheme() == "http";
-        split_bucket(url, path)?
+        split_bucket(&shown, path)?
     };
     Ok((format!("s3://{bucket}/{key}"), s3))
 }
@@ -282,97 +289,6 @@ fn split_bucket(url: &str, path: &str) -> Result<(String, String)> {
         )));
     }
     Ok((bucket.to_string(), key.to_string()))
-}
-
-fn looks_like_connection_string(target: &str) -> bool {
-    target.contains('=') && !target.starts_with("http://") && !target.starts_with("https://")
-}
-
-/// A connection string (`Key=Value;...`) with the values of `AccountKey` and
-/// `SharedAccessSignature` replaced by [`HIDDEN`], as ClickHouse prints them (and the
-/// credentials of an endpoint URL masked); any other text is returned as it is.
-pub fn mask_connection_string(target: &str) -> String {
-    if !looks_like_connection_string(target) {
-        return target.to_string();
-    }
-    target
-        .split(';')
-        .map(|pair| match pair.split_once('=') {
-            Some((key, _)) if is_secret_key(key.trim()) => format!("{key}={HIDDEN}"),
-            Some((key, url)) => format!("{key}={}", mask_url_credentials(url)),
-            None => pair.to_string(),
-        })
-        .collect::<Vec<_>>()
-        .join(";")
-}
-
-/// An engine's first argument (a URL or a connection string) with every secret masked: the one
-/// function `SHOW CREATE TABLE`, the shell's history and error messages use.
-pub fn mask_target(text: &str) -> String {
-    mask_url_credentials(&mask_connection_string(text))
-}
-
-fn is_secret_key(key: &str) -> bool {
-    key.eq_ignore_ascii_case("AccountKey") || key.eq_ignore_ascii_case("SharedAccessSignature")
-}
-
-/// The `user[:password]@` of a `http(s)://`, `s3://` (`s3a`, `s3n`), `gs://` or `file://` URL.
-/// (Azure's `abfss://container@account...` names a container, not a user.)
-fn userinfo_range(url: &str) -> Option<std::ops::Range<usize>> {
-    let (scheme, rest) = url.split_once("://")?;
-    let scheme = scheme.to_ascii_lowercase();
-    if !["http", "https", "s3", "s3a", "s3n", "gs", "gcs", "file"].contains(&scheme.as_str()) {
-        return None;
-    }
-    let start = scheme.len() + 3;
-    let authority_len = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-    let at = rest[..authority_len].rfind('@')?;
-    Some(start..start + at + 1)
-}
-
-/// `url` with its `user:password@` replaced by `[HIDDEN]@` and a query that carries a signature
-/// (a SAS token: `?sv=...&sig=...`) replaced by `?[HIDDEN]`; other text unchanged.
-pub fn mask_url_credentials(url: &str) -> String {
-    let url = match userinfo_range(url) {
-        Some(range) => format!("{}{HIDDEN}@{}", &url[..range.start], &url[range.end..]),
-        None => url.to_string(),
-    };
-    match url.split_once('?') {
-        Some((base, query))
-            if url.contains("://") && query.to_ascii_lowercase().contains("sig=") =>
-        {
-            format!("{base}?{HIDDEN}")
-        }
-        _ => url,
-    }
-}
-
-/// Refuses a URL that carries credentials (`scheme://user:password@host/...`), without repeating
-/// them: icetrim never uses them, and the table definition would keep them in clear.
-pub fn refuse_url_credentials(engine: &str, url: &str) -> Result<()> {
-    if userinfo_range(url).is_none() {
-        return Ok(());
-    }
-    Err(Error::bad_arguments(format!(
-        "{engine}: the url '{}' must not carry credentials (user:password@); give them as engine \
-         arguments instead",
-        mask_url_credentials(url)
-    )))
-}
-
-/// The check `CREATE TABLE` makes on an engine's URL arguments (before any I/O): no credentials
-/// inside a URL (the S3 url, the Azure storage account url or a connection string's
-/// `BlobEndpoint`, a local `file://` URL).
-pub fn check_engine_urls(engine: &str, args: &[&str]) -> Result<()> {
-    match (engine, args.first()) {
-        ("IcebergAzure", Some(target)) if looks_like_connection_string(target) => target
-            .split(';')
-            .filter_map(|pair| pair.split_once('='))
-            .filter(|(key, _)| key.trim().eq_ignore_ascii_case("BlobEndpoint"))
-            .try_for_each(|(_, url)| refuse_url_credentials(engine, url.trim())),
-        (_, Some(url)) => refuse_url_credentials(engine, url),
-        (_, None) => Ok(()),
-    }
 }
 
 /// Refuses an account key that is not standard base64 (padded), without quoting it: the
@@ -479,10 +395,22 @@ pub fn parse_connection_string(text: &str) -> Result<AzureOptions> {
 }
 
 /// `https://account.blob.core.windows.net[/]` or a path-style emulator URL
-/// (`http://127.0.0.1:10000/devstoreaccount1`).
+/// (`http://127.0.0.1:10000/devstoreaccount1`), optionally with a SAS token as its query (as
+/// ClickHouse splits it: the URL before `?` is the endpoint, the rest the token).
 fn parse_account_url(target: &str) -> Result<AzureOptions> {
     refuse_url_credentials("IcebergAzure", target)?;
-    let parsed = Url::parse(target).map_err(|e| {
+    let (url, sas) = match target.split_once('?') {
+        Some((url, sas)) => (url, Some(sas).filter(|s| !s.is_empty())),
+        None => (target, None),
+    };
+    if url.contains('#') || sas.is_some_and(|s| s.contains('#')) {
+        refuse_url_query(
+            "IcebergAzure",
+            target,
+            "give a SAS token as the url's query, without a fragment",
+        )?;
+    }
+    let parsed = Url::parse(url).map_err(|e| {
         Error::bad_arguments(format!(
             "IcebergAzure: cannot parse storage account url '{}': {e}",
             mask_target(target)
@@ -494,11 +422,12 @@ fn parse_account_url(target: &str) -> Result<AzureOptions> {
             mask_target(target)
         )));
     }
-    let endpoint = target.trim_end_matches('/').to_string();
+    let endpoint = url.trim_end_matches('/').to_string();
     Ok(AzureOptions {
         account: account_of_endpoint(&endpoint),
         allow_http: parsed.scheme() == "http",
         endpoint: Some(endpoint),
+        sas_token: sas.map(str::to_string),
         ..Default::default()
     })
 }
@@ -650,31 +579,62 @@ mod tests {
     }
 
     #[test]
-    fn url_secrets_are_masked() {
-        assert_eq!(
-            mask_url_credentials("http://k:s@h:9/b/t?x=1"),
-            "http://[HIDDEN]@h:9/b/t?x=1"
-        );
-        assert_eq!(
-            mask_url_credentials("https://a.blob.core.windows.net/?sv=2022&sig=S3CR3T"),
-            "https://a.blob.core.windows.net/?[HIDDEN]"
-        );
-        assert_eq!(
-            mask_url_credentials("abfss://c@a.dfs.core.windows.net/t"),
-            "abfss://c@a.dfs.core.windows.net/t"
-        );
-        assert_eq!(
-            mask_connection_string(
-                "BlobEndpoint=http://u:p@h/a;AccountKey=k;SharedAccessSignature=s"
-            ),
-            "BlobEndpoint=http://[HIDDEN]@h/a;AccountKey=[HIDDEN];SharedAccessSignature=[HIDDEN]"
-        );
+    fn url_secrets_are_never_quoted() {
         let err = StorageOptions::from_azure_engine_args(&args(&[
             "ftp://a.blob.core.windows.net/?sv=1&sig=S3CR3T",
             "c",
             "t",
         ]))
         .expect_err("ftp");
+        assert!(!err.message().contains("S3CR3T"), "{}", err.message());
+        for url in [
+            "https://b.s3.amazonaws.com/t?X-Amz-Signature=S3CR3T",
+            "http://127.0.0.1:9000/b/t?token=S3CR3T",
+            "s3://b/t?S3CR3T",
+        ] {
+            let err = StorageOptions::from_s3_engine_args(&args(&[url])).expect_err(url);
+            assert_eq!(err.kind(), crate::ErrorKind::BadArguments, "{url}");
+            assert!(!err.message().contains("S3CR3T"), "{}", err.message());
+            assert!(err.message().contains("?[HIDDEN]"), "{}", err.message());
+        }
+    }
+
+    /// A storage account URL with a SAS token as its query: the token signs the requests, the
+    /// URL before it is the endpoint (path-style for azurite), and neither `Debug` nor a message
+    /// repeats it.
+    #[test]
+    fn azure_account_url_with_a_sas_token() {
+        let (location, options) = azure(&[
+            "http://127.0.0.1:10000/devstoreaccount1?sv=2022-11-02&ss=b&sig=S3CR3T%3D",
+            "cont",
+            "w/t",
+        ]);
+        assert_eq!(
+            location,
+            "abfss://cont@devstoreaccount1.dfs.core.windows.net/w/t"
+        );
+        assert_eq!(
+            options.endpoint.as_deref(),
+            Some("http://127.0.0.1:10000/devstoreaccount1")
+        );
+        assert_eq!(
+            options.sas_token.as_deref(),
+            Some("sv=2022-11-02&ss=b&sig=S3CR3T%3D")
+        );
+        assert!(!format!("{options:?}").contains("S3CR3T"));
+        let (_, options) = azure(&["https://acct.blob.core.windows.net/?sv=1&sig=S", "c", "t"]);
+        assert_eq!(options.account.as_deref(), Some("acct"));
+        assert_eq!(
+            options.endpoint.as_deref(),
+            Some("https://acct.blob.core.windows.net")
+        );
+        assert_eq!(options.sas_token.as_deref(), Some("sv=1&sig=S"));
+        let err = StorageOptions::from_azure_engine_args(&args(&[
+            "https://acct.blob.core.windows.net/?sv=1&sig=S3CR3T#x",
+            "c",
+            "t",
+        ]))
+        .expect_err("a fragment");
         assert!(!err.message().contains("S3CR3T"), "{}", err.message());
     }
 
