@@ -41,8 +41,9 @@ impl SasStore {
 
 impl fmt::Debug for SasStore {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // The inner store's `Debug` may show its credentials: its `Display` names the container.
         f.debug_struct("SasStore")
-            .field("inner", &self.inner)
+            .field("inner", &self.inner.to_string())
             .field("token", &super::HIDDEN)
             .finish()
     }
