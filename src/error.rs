@@ -60,14 +60,18 @@ pub enum ErrorKind {
     UnknownType,
     /// 74: a local file or folder was opened but could not be read.
     CannotReadFromFileDescriptor,
+    /// 75: a local file was opened but could not be written (or renamed into place).
+    CannotWriteToFileDescriptor,
     /// 76: a local file or folder could not be opened (permissions, a link loop, not a folder).
     CannotOpenFile,
     /// 172: a local folder could not be created (e.g. the data path is a file).
     CannotCreateDirectory,
     /// 458: a local file could not be deleted.
     CannotUnlink,
-    /// 499: object storage answered with an error.
+    /// 499: S3 (or another object store but Azure) answered with an error.
     StorageError,
+    /// 500: Azure Blob Storage answered with an error.
+    AzureBlobStorageError,
     /// 504: a file that must be new already exists (commit conflict).
     FileAlreadyExists,
     /// 49: an internal invariant broke; a bug in icetrim.
@@ -104,12 +108,30 @@ impl ErrorKind {
             ErrorKind::BadQueryParameter => 457,
             ErrorKind::UnknownType => 50,
             ErrorKind::CannotReadFromFileDescriptor => 74,
+            ErrorKind::CannotWriteToFileDescriptor => 75,
             ErrorKind::CannotOpenFile => 76,
             ErrorKind::CannotCreateDirectory => 172,
             ErrorKind::CannotUnlink => 458,
             ErrorKind::StorageError => 499,
+            ErrorKind::AzureBlobStorageError => 500,
             ErrorKind::FileAlreadyExists => 504,
         }
+    }
+
+    /// Whether storage failed to carry out a request (object storage answered with an error, or a
+    /// local file or folder could not be opened, read, written, created or removed), as opposed
+    /// to a file that is missing or malformed: the caller cannot tell what the file holds.
+    pub fn is_storage_failure(self) -> bool {
+        matches!(
+            self,
+            ErrorKind::StorageError
+                | ErrorKind::AzureBlobStorageError
+                | ErrorKind::CannotOpenFile
+                | ErrorKind::CannotReadFromFileDescriptor
+                | ErrorKind::CannotWriteToFileDescriptor
+                | ErrorKind::CannotCreateDirectory
+                | ErrorKind::CannotUnlink
+        )
     }
 
     /// The ClickHouse error name, e.g. `BAD_ARGUMENTS`.
@@ -141,10 +163,12 @@ impl ErrorKind {
             ErrorKind::BadQueryParameter => "BAD_QUERY_PARAMETER",
             ErrorKind::UnknownType => "UNKNOWN_TYPE",
             ErrorKind::CannotReadFromFileDescriptor => "CANNOT_READ_FROM_FILE_DESCRIPTOR",
+            ErrorKind::CannotWriteToFileDescriptor => "CANNOT_WRITE_TO_FILE_DESCRIPTOR",
             ErrorKind::CannotOpenFile => "CANNOT_OPEN_FILE",
             ErrorKind::CannotCreateDirectory => "CANNOT_CREATE_DIRECTORY",
             ErrorKind::CannotUnlink => "CANNOT_UNLINK",
             ErrorKind::StorageError => "S3_ERROR",
+            ErrorKind::AzureBlobStorageError => "AZURE_BLOB_STORAGE_ERROR",
             ErrorKind::FileAlreadyExists => "FILE_ALREADY_EXISTS",
         }
     }
@@ -251,6 +275,41 @@ mod tests {
             e.to_string(),
             "Code: 62. DB::Exception: Syntax error at end. (SYNTAX_ERROR)"
         );
+    }
+
+    /// The storage codes as ClickHouse 26.9 names them (`errorCodeToName`).
+    #[test]
+    fn storage_codes_are_clickhouses() {
+        for (kind, code, name) in [
+            (
+                ErrorKind::CannotReadFromFileDescriptor,
+                74,
+                "CANNOT_READ_FROM_FILE_DESCRIPTOR",
+            ),
+            (
+                ErrorKind::CannotWriteToFileDescriptor,
+                75,
+                "CANNOT_WRITE_TO_FILE_DESCRIPTOR",
+            ),
+            (ErrorKind::CannotOpenFile, 76, "CANNOT_OPEN_FILE"),
+            (
+                ErrorKind::CannotCreateDirectory,
+                172,
+                "CANNOT_CREATE_DIRECTORY",
+            ),
+            (ErrorKind::CannotUnlink, 458, "CANNOT_UNLINK"),
+            (ErrorKind::StorageError, 499, "S3_ERROR"),
+            (
+                ErrorKind::AzureBlobStorageError,
+                500,
+                "AZURE_BLOB_STORAGE_ERROR",
+            ),
+        ] {
+            assert_eq!((kind.code(), kind.name()), (code, name));
+            assert!(kind.is_storage_failure(), "{name}");
+        }
+        assert!(!ErrorKind::FileDoesntExist.is_storage_failure());
+        assert!(!ErrorKind::IncorrectData.is_storage_failure());
     }
 
     #[test]

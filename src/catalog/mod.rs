@@ -34,6 +34,10 @@
 #[cfg(feature = "glue")]
 pub mod glue;
 pub mod rest;
+mod settings;
+
+use settings::check_catalog_url;
+pub use settings::{DATABASE_SETTINGS, database_setting, normalize_setting, shown_setting};
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -229,93 +233,6 @@ impl CatalogType {
     }
 }
 
-/// A database setting of `DataLakeCatalog`: name, whether its value is a secret, whether it is
-/// a boolean.
-#[derive(Debug, Clone, Copy)]
-pub struct DatabaseSetting {
-    pub name: &'static str,
-    pub secret: bool,
-    pub boolean: bool,
-}
-
-const fn text(name: &'static str) -> DatabaseSetting {
-    DatabaseSetting {
-        name,
-        secret: false,
-        boolean: false,
-    }
-}
-
-const fn secret(name: &'static str) -> DatabaseSetting {
-    DatabaseSetting {
-        name,
-        secret: true,
-        boolean: false,
-    }
-}
-
-const fn flag(name: &'static str) -> DatabaseSetting {
-    DatabaseSetting {
-        name,
-        secret: false,
-        boolean: true,
-    }
-}
-
-/// The settings `CREATE DATABASE … ENGINE = DataLakeCatalog(…) SETTINGS …` accepts (ClickHouse's
-/// names); any other is `UNKNOWN_SETTING`.
-pub const DATABASE_SETTINGS: &[DatabaseSetting] = &[
-    text("catalog_type"),
-    text("warehouse"),
-    secret("catalog_credential"),
-    secret("auth_header"),
-    text("auth_scope"),
-    text("oauth_server_uri"),
-    flag("oauth_server_use_request_body"),
-    flag("vended_credentials"),
-    text("storage_endpoint"),
-    // ClickHouse hides the key id too in SHOW CREATE DATABASE.
-    secret("aws_access_key_id"),
-    secret("aws_secret_access_key"),
-    secret("aws_session_token"),
-    text("region"),
-    text("aws_role_arn"),
-    text("aws_role_session_name"),
-    text("dlf_access_key_id"),
-    secret("dlf_access_key_secret"),
-    text("namespaces"),
-    flag("force_add_bucket"),
-    text("vended_credentials_cache_ttl"),
-];
-
-/// The setting `name`, if `DataLakeCatalog` has it.
-pub fn database_setting(name: &str) -> Option<&'static DatabaseSetting> {
-    DATABASE_SETTINGS.iter().find(|s| s.name == name)
-}
-
-/// Validate `name = value` and return the value as stored (`1`/`0` for booleans).
-pub fn normalize_setting(name: &str, value: &str) -> Result<String> {
-    let setting = database_setting(name).ok_or_else(|| {
-        Error::new(
-            ErrorKind::UnknownSetting,
-            format!("Unknown setting '{name}': for database engine {ENGINE}"),
-        )
-    })?;
-    if setting.boolean {
-        return match value.trim().to_ascii_lowercase().as_str() {
-            "1" | "true" => Ok("1".into()),
-            "0" | "false" => Ok("0".into()),
-            _ => Err(Error::bad_arguments(format!(
-                "Cannot parse bool from string '{value}' (setting {name})"
-            ))),
-        };
-    }
-    if name == "catalog_type" {
-        CatalogType::parse(value)?;
-    }
-    Ok(value.to_string())
-}
-
 /// The default timeouts of catalog requests.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
@@ -337,25 +254,18 @@ pub struct CatalogConfig {
 
 impl fmt::Debug for CatalogConfig {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let masked: BTreeMap<&str, &str> = self
+        let masked: BTreeMap<&str, String> = self
             .settings
             .iter()
-            .map(|(k, v)| {
-                let hidden = database_setting(k).is_some_and(|s| s.secret);
-                (
-                    k.as_str(),
-                    if hidden {
-                        crate::io::HIDDEN
-                    } else {
-                        v.as_str()
-                    },
-                )
-            })
+            .map(|(k, v)| (k.as_str(), shown_setting(k, v)))
             .collect();
         f.debug_struct("CatalogConfig")
             .field("database", &self.database)
             .field("catalog_type", &self.catalog_type)
-            .field("endpoint", &self.endpoint)
+            .field(
+                "endpoint",
+                &self.endpoint.as_deref().map(crate::io::mask_url),
+            )
             .field("user", &self.user)
             .field("settings", &masked)
             .finish()
@@ -399,7 +309,12 @@ impl CatalogConfig {
             ));
         }
         if let Some(endpoint) = args.first() {
-            crate::io::check_engine_urls("DataLakeCatalog", &[endpoint.as_str()])?;
+            check_catalog_url(ENGINE, endpoint)?;
+        }
+        for setting in DATABASE_SETTINGS.iter().filter(|s| s.url) {
+            if let Some(value) = normalized.get(setting.name) {
+                check_catalog_url(&format!("{ENGINE} setting {}", setting.name), value)?;
+            }
         }
         Ok(CatalogConfig {
             database: database.to_string(),
@@ -497,22 +412,6 @@ mod tests {
     }
 
     #[test]
-    fn settings_are_clickhouses() {
-        assert_eq!(
-            normalize_setting("nope", "1").unwrap_err().message(),
-            "Unknown setting 'nope': for database engine DataLakeCatalog"
-        );
-        assert_eq!(
-            normalize_setting("vended_credentials", "true").unwrap(),
-            "1"
-        );
-        assert!(normalize_setting("vended_credentials", "maybe").is_err());
-        let e = normalize_setting("catalog_type", "bogus").unwrap_err();
-        assert_eq!(e.kind(), ErrorKind::BadArguments);
-        assert!(e.message().contains("'rest'"), "{e}");
-    }
-
-    #[test]
     fn definitions_check_like_clickhouse() {
         let settings = |pairs: &[(&str, &str)]| {
             pairs
@@ -549,5 +448,76 @@ mod tests {
         let s3 = config.storage_options().s3;
         assert_eq!(s3.endpoint.as_deref(), Some("http://127.0.0.1:9000"));
         assert!(s3.allow_http);
+    }
+
+    /// A query string, a fragment or credentials in any catalog URL are refused before anything
+    /// is stored, the URL shown masked; the secret is never repeated.
+    #[test]
+    fn catalog_urls_carry_no_secret() {
+        let rest = |pairs: &[(&str, &str)]| {
+            let mut settings: BTreeMap<String, String> =
+                [("catalog_type", "rest"), ("warehouse", "w")]
+                    .iter()
+                    .chain(pairs)
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .collect();
+            settings.retain(|_, v| !v.is_empty());
+            settings
+        };
+        let ok = vec!["http://127.0.0.1:8181/v1".to_string()];
+        for (url, pairs, shown) in [
+            ("http://h/v1?token=S3CR3T", vec![], "'http://h/v1?[HIDDEN]'"),
+            (
+                "http://h/v1?api_key=S3CR3T",
+                vec![],
+                "'http://h/v1?[HIDDEN]'",
+            ),
+            ("http://h/v1#S3CR3T", vec![], "'http://h/v1#[HIDDEN]'"),
+            ("http://u:S3CR3T@h/v1", vec![], "'http://[HIDDEN]@h/v1'"),
+            (
+                "",
+                vec![("oauth_server_uri", "http://h/token?client_secret=S3CR3T")],
+                "setting oauth_server_uri: the url 'http://h/token?[HIDDEN]'",
+            ),
+            (
+                "",
+                vec![("storage_endpoint", "http://k:S3CR3T@minio:9000/b")],
+                "setting storage_endpoint: the url 'http://[HIDDEN]@minio:9000/b'",
+            ),
+            (
+                "",
+                vec![(
+                    "storage_endpoint",
+                    "http://minio:9000/b?X-Amz-Signature=S3CR3T",
+                )],
+                "'http://minio:9000/b?[HIDDEN]'",
+            ),
+        ] {
+            let args = if url.is_empty() {
+                ok.clone()
+            } else {
+                vec![url.to_string()]
+            };
+            let e = CatalogConfig::from_definition("lake", &args, &rest(&pairs)).unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::BadArguments, "{e}");
+            assert!(!e.to_string().contains("S3CR3T"), "{e}");
+            assert!(e.message().contains(shown), "{e}");
+        }
+        let config = CatalogConfig::from_definition(
+            "lake",
+            &ok,
+            &rest(&[
+                ("oauth_server_uri", "http://h/token"),
+                ("storage_endpoint", "http://m:9/b"),
+            ]),
+        )
+        .unwrap();
+        assert_eq!(config.get("oauth_server_uri"), Some("http://h/token"));
+        assert_eq!(shown_setting("catalog_credential", "id:S3CR3T"), "[HIDDEN]");
+        assert_eq!(
+            shown_setting("storage_endpoint", "http://m:9/b?x=S3CR3T"),
+            "http://m:9/b?[HIDDEN]"
+        );
+        assert_eq!(shown_setting("warehouse", "w"), "w");
     }
 }

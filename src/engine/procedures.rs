@@ -119,6 +119,22 @@ where
             run.await
         })
         .await
+        .map_err(|e| name_the_table(e, target))
+}
+
+/// A storage failure (S3, Azure, local disk) of a procedure names the table and its location
+/// first: the file that failed may be one of icetrim's own (the expiry journal's hidden folder)
+/// rather than one the user knows.
+fn name_the_table(e: Error, target: &MaintenanceTarget) -> Error {
+    if !e.kind().is_storage_failure() {
+        return e;
+    }
+    let location = crate::io::mask_url(&target.location);
+    if target.table_name == target.location {
+        e.context(format!("Table at '{location}'"))
+    } else {
+        e.context(format!("Table {} at '{location}'", target.table_name))
+    }
 }
 
 /// A snapshot-management procedure on an opened `target`: the one path of the SQL statement and

@@ -52,8 +52,8 @@ impl TableDef {
 
 /// Engine argument `index` (0-based) of `engine` as `SHOW CREATE TABLE` and the shell's history
 /// show it: the S3 secret key and session token and the Azure account key become `[HIDDEN]`, as do
-/// `AccountKey=` / `SharedAccessSignature=` in a connection string and the `user:password@` of a
-/// URL. The one masking rule of icetrim.
+/// `AccountKey=` / `SharedAccessSignature=` in a connection string, and a URL's `user:password@`
+/// and its whole query and fragment (a SAS token, a presigned query; [`crate::io::mask_url`]).
 pub fn mask_engine_arg(engine: &str, index: usize, arg: &str) -> String {
     let engine = engine.to_ascii_lowercase();
     match (engine.as_str(), index) {
@@ -94,21 +94,11 @@ impl DatabaseDef {
             .collect()
     }
 
-    /// The settings with secret values `[HIDDEN]`.
+    /// The settings with secret values `[HIDDEN]` and URLs masked.
     pub fn masked_settings(&self) -> BTreeMap<String, String> {
         self.settings
             .iter()
-            .map(|(k, v)| {
-                let secret = crate::catalog::database_setting(k).is_some_and(|s| s.secret);
-                (
-                    k.clone(),
-                    if secret {
-                        HIDDEN.to_string()
-                    } else {
-                        v.clone()
-                    },
-                )
-            })
+            .map(|(k, v)| (k.clone(), crate::catalog::shown_setting(k, v)))
             .collect()
     }
 
@@ -146,10 +136,11 @@ impl DatabaseDef {
     }
 }
 
-/// Whether the database setting `name` holds a secret (`catalog_credential`, `auth_header`,
-/// `aws_secret_access_key`, …): its value is masked wherever statements are shown.
-pub fn is_secret_setting(name: &str) -> bool {
-    crate::catalog::database_setting(name).is_some_and(|s| s.secret)
+/// Whether the database setting `name` is masked wherever statements are shown: a secret
+/// (`catalog_credential`, `auth_header`, `aws_secret_access_key`, …) or a URL
+/// (`oauth_server_uri`, `storage_endpoint`); [`crate::catalog::shown_setting`] masks it.
+pub fn is_masked_setting(name: &str) -> bool {
+    crate::catalog::database_setting(name).is_some_and(|s| s.secret || s.url)
 }
 
 /// Where tables are remembered.

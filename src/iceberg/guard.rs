@@ -105,7 +105,7 @@ pub async fn table_uuids(
         let head = match head {
             Ok(head) => head,
             // A storage failure leaves the question open: refuse rather than guess.
-            Err(e) if e.kind() == ErrorKind::StorageError => return Err(e),
+            Err(e) if e.kind().is_storage_failure() => return Err(e),
             // Gone since the listing (a concurrent cleanup), or not metadata at all (a torn
             // write): it names no table.
             Err(_) => continue,

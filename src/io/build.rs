@@ -3,7 +3,8 @@
 //! S3: explicit keys or `NOSIGN` win; otherwise the `AWS_*` environment. Conditional create uses
 //! `If-None-Match: *` (object_store's default), which AWS, moto and MinIO honour.
 //! Azure: an explicit endpoint is used path-style (emulators) or as given; the emulator defaults
-//! to azurite's development account. GCS: service account options or the environment.
+//! to azurite's development account; an account key wins over a SAS token, which
+//! `sas_store::SasStore` also uses for deletes. GCS: service account options or the environment.
 
 use std::sync::Arc;
 
@@ -49,6 +50,34 @@ pub(crate) fn vended_for(key: &StoreKey, options: &StorageOptions) -> Option<Arc
     covered.then(|| Arc::clone(source))
 }
 
+/// Azure signed with a SAS token given with the table (not vended): the blob deleter and the
+/// token, for `sas_store::SasStore`.
+pub(crate) fn static_sas(
+    key: &StoreKey,
+    options: &StorageOptions,
+) -> Option<(super::vended_store::AzureBlobs, String)> {
+    if key.family != Family::Azure || vended_for(key, options).is_some() {
+        return None;
+    }
+    let account = key.account.as_deref().or(options.azure.account.as_deref());
+    let token = sas_of(account, &options.azure)?.to_string();
+    Some((azure_blobs(key, options)?, token))
+}
+
+/// The SAS token `build_azure` signs requests to `account` with: the options' token when they
+/// describe that account and hold no account key (a key wins) and no emulator.
+fn sas_of<'a>(account: Option<&str>, options: &'a AzureOptions) -> Option<&'a str> {
+    let applies = match (account, &options.account) {
+        (Some(named), Some(configured)) => named.eq_ignore_ascii_case(configured),
+        _ => true,
+    };
+    let keyed = options.access_key.is_some() || options.use_emulator;
+    (applies && !keyed)
+        .then_some(options.sas_token.as_deref())
+        .flatten()
+        .filter(|sas| !sas.trim_start_matches('?').is_empty())
+}
+
 /// Azure with vended SAS tokens: the container's blob URL for blob-by-blob deletes.
 pub(crate) fn azure_blobs(
     key: &StoreKey,
@@ -74,11 +103,13 @@ pub(crate) fn azure_blobs(
 }
 
 #[cfg(any(feature = "s3", feature = "azure", feature = "gcs"))]
-fn build_failed(key: impl std::fmt::Display, e: object_store::Error) -> Error {
-    Error::new(
-        crate::error::ErrorKind::StorageError,
-        format!("Cannot configure storage for {key}: {e}"),
-    )
+fn build_failed(family: Family, key: impl std::fmt::Display, e: object_store::Error) -> Error {
+    let kind = match family {
+        Family::Azure => crate::error::ErrorKind::AzureBlobStorageError,
+        _ => crate::error::ErrorKind::StorageError,
+    };
+    let why = super::mask::mask_urls_in(&e.to_string());
+    Error::new(kind, format!("Cannot configure storage for {key}: {why}"))
 }
 
 #[cfg(feature = "s3")]
@@ -122,7 +153,7 @@ fn build_s3(
     }
     let store = builder
         .build()
-        .map_err(|e| build_failed(format!("s3://{bucket}"), e))?;
+        .map_err(|e| build_failed(Family::S3, format!("s3://{bucket}"), e))?;
     Ok(Arc::new(store))
 }
 
@@ -185,7 +216,7 @@ fn build_azure(
         }));
     } else if let Some(key) = key {
         builder = builder.with_access_key(key);
-    } else if let Some(sas) = &options.sas_token {
+    } else if let Some(sas) = sas_of(Some(&account), options) {
         builder = builder.with_config(
             object_store::azure::AzureConfigKey::SasKey,
             sas.trim_start_matches('?'),
@@ -208,7 +239,7 @@ fn build_azure(
                 describe()
             ))
         } else {
-            build_failed(describe(), e)
+            build_failed(Family::Azure, describe(), e)
         }
     })?;
     Ok(Arc::new(store))
@@ -241,7 +272,7 @@ fn build_gcs(bucket: &str, options: &GcsOptions) -> Result<Arc<dyn ObjectStore>>
     }
     let store = builder
         .build()
-        .map_err(|e| build_failed(format!("gs://{bucket}"), e))?;
+        .map_err(|e| build_failed(Family::Gcs, format!("gs://{bucket}"), e))?;
     Ok(Arc::new(store))
 }
 

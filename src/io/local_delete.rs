@@ -108,7 +108,7 @@ impl FileIO {
         for (index, outcome) in through_store.into_iter().zip(deleted) {
             results[index] = Some(outcome.result);
         }
-        DeleteOutcome::for_each(uris, results, ErrorKind::CannotUnlink, "no answer")
+        DeleteOutcome::for_each(uris, results, "no answer")
     }
 }
 

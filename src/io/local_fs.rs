@@ -227,7 +227,7 @@ pub(super) fn unlink_in_chunks<'a>(
                     .into_iter()
                     .map(|index| {
                         let message = format!("Cannot delete '{}': {e}", uri_of(index));
-                        (index, Err(Error::new(ErrorKind::StorageError, message)))
+                        (index, Err(Error::new(ErrorKind::CannotUnlink, message)))
                     })
                     .collect(),
             }

@@ -8,22 +8,26 @@
 //! A [`FileIO`] serves the URIs of the store families it was configured for and keeps one client
 //! per store (bucket, or account and container), built on first use. Path identity
 //! ([`path_key`], [`is_under`]), credentials ([`StorageOptions`]), request counting
-//! ([`RequestCounter`]) and fault injection ([`FaultyStore`]) live in the submodules.
+//! ([`RequestCounter`]) and fault injection ([`FaultyStore`]) live in the submodules, as does the
+//! one rule that masks secrets in every URL icetrim prints ([`mask_url`]).
 //!
 //! Everything above this module speaks full URIs (strings, as written in metadata); only tests
 //! and embedders that inject a store see `object_store` types.
 
 mod build;
 mod counting;
+mod errors;
 mod faulty;
 mod local_delete;
 mod local_fs;
 mod local_walk;
 mod location;
+mod mask;
 mod ops;
 mod options;
 mod path_key;
 mod read_cache;
+mod sas_store;
 mod vended;
 mod vended_store;
 
@@ -35,10 +39,13 @@ use object_store::{ObjectStore, path::Path as ObjectPath};
 pub use counting::{CountingStore, RequestCounter, RequestCounts};
 pub use faulty::{Fault, FaultInjector, FaultyStore, HookFn, Op, StoreHook};
 pub use location::{Family, Location, StoreKey};
+pub use mask::{
+    HIDDEN, check_engine_urls, mask_target, mask_url, mask_urls_in, refuse_url_credentials,
+    refuse_url_query,
+};
 pub use ops::{FileInfo, Listed, SkipReason, Upload, WriteOutcome};
 pub use options::{
-    AZURE_EMULATOR_ACCOUNT, AZURE_EMULATOR_KEY, AzureOptions, GcsOptions, HIDDEN, S3Options,
-    StorageOptions, check_engine_urls, mask_target, refuse_url_credentials,
+    AZURE_EMULATOR_ACCOUNT, AZURE_EMULATOR_KEY, AzureOptions, GcsOptions, S3Options, StorageOptions,
 };
 pub use path_key::{is_under, path_key, path_key_into};
 pub use read_cache::{ReadCache, ReadCacheStats};
@@ -289,6 +296,8 @@ impl FileIO {
             store = Arc::new(vended_store::VendedStore::new(
                 store, source, key.family, blobs,
             ));
+        } else if let Some((blobs, token)) = build::static_sas(&key, &self.inner.options) {
+            store = Arc::new(sas_store::SasStore::new(store, blobs, &token));
         }
         for layer in &self.inner.layers {
             store = layer.wrap(&key, store);

@@ -1,8 +1,9 @@
 //! The operations of [`FileIO`] on URIs: read, range read, head, create-if-absent write,
 //! overwrite, delete, bulk delete, and streaming listings.
 //!
-//! Errors name the URI; not found → `FILE_DOESNT_EXIST`, anything else → `S3_ERROR`
-//! (`StorageError`). Deleting a missing object succeeds everywhere (S3 says so itself; Azure and
+//! Errors name the URI and carry ClickHouse's code for the store (`errors`: not found →
+//! `FILE_DOESNT_EXIST`; S3 `S3_ERROR`, Azure `AZURE_BLOB_STORAGE_ERROR`, local disk the code of the
+//! step that failed). Deleting a missing object succeeds everywhere (S3 says so itself; Azure and
 //! local disk answer NotFound, which is mapped to success). Bulk deletes go out in the service's
 //! batch size (S3 1000 keys a request, Azure 256) with several batches in flight.
 
@@ -19,6 +20,7 @@ use object_store::{
 };
 
 use super::FileIO;
+use super::errors::storage_error;
 use super::location::{Family, Location, StoreKey};
 use crate::error::{Error, ErrorKind, Result};
 
@@ -163,12 +165,11 @@ pub struct DeleteOutcome {
 }
 
 impl DeleteOutcome {
-    /// One outcome per uri, in order: its answer, or `kind` "Cannot delete '<uri>': <why>" when
-    /// none came.
+    /// One outcome per uri, in order: its answer, or "Cannot delete '<uri>': <why>" (the store's
+    /// code for a failed delete) when none came.
     pub(crate) fn for_each(
         uris: &[String],
         results: Vec<Option<Result<()>>>,
-        kind: ErrorKind,
         why: &str,
     ) -> Vec<DeleteOutcome> {
         uris.iter()
@@ -176,6 +177,7 @@ impl DeleteOutcome {
             .map(|(uri, result)| DeleteOutcome {
                 uri: uri.clone(),
                 result: result.unwrap_or_else(|| {
+                    let kind = super::errors::delete_failure_kind(uri);
                     Err(Error::new(kind, format!("Cannot delete '{uri}': {why}")))
                 }),
             })
@@ -199,15 +201,6 @@ pub(crate) fn list_page_size(family: Family) -> u64 {
         Family::Azure => 5000,
         Family::File | Family::Memory => u64::MAX,
     }
-}
-
-pub(crate) fn storage_error(op: &str, uri: &str, e: object_store::Error) -> Error {
-    let kind = match e {
-        object_store::Error::NotFound { .. } => ErrorKind::FileDoesntExist,
-        object_store::Error::AlreadyExists { .. } => ErrorKind::FileAlreadyExists,
-        _ => ErrorKind::StorageError,
-    };
-    Error::new(kind, format!("Cannot {op} '{uri}': {e}"))
 }
 
 fn file_info(location: &Location, meta: &ObjectMeta) -> FileInfo {
@@ -446,12 +439,7 @@ impl FileIO {
                 }
             }
         }
-        DeleteOutcome::for_each(
-            uris,
-            results,
-            ErrorKind::StorageError,
-            "the store gave no answer",
-        )
+        DeleteOutcome::for_each(uris, results, "the store gave no answer")
     }
 
     /// Every file under the directory `prefix_uri`, recursively, as one streaming listing. On a

@@ -2,23 +2,23 @@
 //! them: `IcebergS3(url [, NOSIGN | access_key_id, secret_access_key [, session_token]])` and
 //! `IcebergAzure(connection_string|storage_account_url, container, blobpath [, account_name,
 //! account_key])`. Each engine constructor returns the table location as a URI this module's
-//! `Location` parses, plus the options that reach it.
+//! `Location` parses, plus the options that reach it. A storage account URL may carry a SAS token
+//! as its query (`https://acct.blob.core.windows.net/?sv=…&sig=…`, as ClickHouse takes it): the
+//! token signs the requests, the URL without it is the endpoint.
 //!
 //! Secrets never appear in `Debug` output, nor in error messages: a URL with credentials in it
-//! (`http://key:secret@host/...`) is refused (ClickHouse's engines take credentials as
-//! arguments, and a URL's `user:password@` would be printed by `SHOW CREATE TABLE`); a malformed
-//! account key is named, never quoted; a URL or connection string quoted in a message has its
-//! `AccountKey`, `SharedAccessSignature`, `user:password@` and SAS query masked by [`mask_target`],
-//! the one function that also masks them in `SHOW CREATE TABLE` and the shell's history.
+//! (`http://key:secret@host/...`) or an S3 url with a query is refused (see `mask`); a malformed
+//! account key is named, never quoted; a URL or connection string quoted in a message is masked
+//! by [`mask_target`], the one rule `SHOW CREATE TABLE` and the shell's history use too.
 
 use std::fmt;
 
 use url::Url;
 
+use super::mask::{
+    looks_like_connection_string, mask_target, mask_url, refuse_url_credentials, refuse_url_query,
+};
 use crate::error::{Error, Result};
-
-/// The text ClickHouse prints in place of a secret.
-pub const HIDDEN: &str = "[HIDDEN]";
 
 /// The Azurite / Azure Storage Emulator development account.
 pub const AZURE_EMULATOR_ACCOUNT: &str = "devstoreaccount1";
@@ -112,7 +112,7 @@ impl fmt::Debug for S3Options {
             .field("session_token", &mask(&self.session_token))
             .field("no_sign", &self.no_sign)
             .field("region", &self.region)
-            .field("endpoint", &self.endpoint)
+            .field("endpoint", &self.endpoint.as_deref().map(mask_url))
             .field("allow_http", &self.allow_http)
             .field("virtual_hosted_style", &self.virtual_hosted_style)
             .finish()
@@ -125,7 +125,7 @@ impl fmt::Debug for AzureOptions {
             .field("account", &self.account)
             .field("access_key", &mask(&self.access_key))
             .field("sas_token", &mask(&self.sas_token))
-            .field("endpoint", &self.endpoint)
+            .field("endpoint", &self.endpoint.as_deref().map(mask_url))
             .field("use_emulator", &self.use_emulator)
             .field("allow_http", &self.allow_http)
             .finish()
@@ -226,9 +226,15 @@ impl StorageOptions {
 }
 
 /// `s3://bucket/key` (also `s3a`, `s3n`), virtual-hosted and path-style AWS URLs, and
-/// path-style URLs of other servers (`http://127.0.0.1:9000/bucket/key`: endpoint).
+/// path-style URLs of other servers (`http://127.0.0.1:9000/bucket/key`: endpoint). A URL with
+/// credentials or a query (a presigned `X-Amz-*` query signs one object, not a table) is refused.
 fn parse_s3_url(url: &str) -> Result<(String, S3Options)> {
     refuse_url_credentials("IcebergS3", url)?;
+    refuse_url_query(
+        "IcebergS3",
+        url,
+        "give credentials as engine arguments (access_key_id, secret_access_key)",
+    )?;
     let lower = url.to_ascii_lowercase();
     if ["s3://", "s3a://", "s3n://"]
         .iter()
@@ -236,12 +242,13 @@ fn parse_s3_url(url: &str) -> Result<(String, S3Options)> {
     {
         return Ok((url.to_string(), S3Options::default()));
     }
+    let shown = mask_url(url);
     let parsed = Url::parse(url)
-        .map_err(|e| Error::bad_arguments(format!("IcebergS3: cannot parse url '{url}': {e}")))?;
+        .map_err(|e| Error::bad_arguments(format!("IcebergS3: cannot parse url '{shown}': {e}")))?;
     let host = parsed.host_str().unwrap_or_default().to_ascii_lowercase();
     if !matches!(parsed.scheme(), "http" | "https") || host.is_empty() {
         return Err(Error::bad_arguments(format!(
-            "IcebergS3: url '{url}' is neither s3:// nor http(s)://host/..."
+            "IcebergS3: url '{shown}' is neither s3:// nor http(s)://host/..."
         )));
     }
     let path = parsed.path().trim_start_matches('/');
@@ -255,14 +262,14 @@ fn parse_s3_url(url: &str) -> Result<(String, S3Options)> {
             }
             _ => {
                 s3.region = aws_region(aws.strip_prefix("s3").unwrap_or(aws));
-                split_bucket(url, path)?
+                split_bucket(&shown, path)?
             }
         }
     } else {
         let port = parsed.port().map(|p| format!(":{p}")).unwrap_or_default();
         s3.endpoint = Some(format!("{}://{host}{port}", parsed.scheme()));
         s3.allow_http = parsed.scheme() == "http";
-        split_bucket(url, path)?
+        split_bucket(&shown, path)?
     };
     Ok((format!("s3://{bucket}/{key}"), s3))
 }
@@ -282,97 +289,6 @@ fn split_bucket(url: &str, path: &str) -> Result<(String, String)> {
         )));
     }
     Ok((bucket.to_string(), key.to_string()))
-}
-
-fn looks_like_connection_string(target: &str) -> bool {
-    target.contains('=') && !target.starts_with("http://") && !target.starts_with("https://")
-}
-
-/// A connection string (`Key=Value;...`) with the values of `AccountKey` and
-/// `SharedAccessSignature` replaced by [`HIDDEN`], as ClickHouse prints them (and the
-/// credentials of an endpoint URL masked); any other text is returned as it is.
-pub fn mask_connection_string(target: &str) -> String {
-    if !looks_like_connection_string(target) {
-        return target.to_string();
-    }
-    target
-        .split(';')
-        .map(|pair| match pair.split_once('=') {
-            Some((key, _)) if is_secret_key(key.trim()) => format!("{key}={HIDDEN}"),
-            Some((key, url)) => format!("{key}={}", mask_url_credentials(url)),
-            None => pair.to_string(),
-        })
-        .collect::<Vec<_>>()
-        .join(";")
-}
-
-/// An engine's first argument (a URL or a connection string) with every secret masked: the one
-/// function `SHOW CREATE TABLE`, the shell's history and error messages use.
-pub fn mask_target(text: &str) -> String {
-    mask_url_credentials(&mask_connection_string(text))
-}
-
-fn is_secret_key(key: &str) -> bool {
-    key.eq_ignore_ascii_case("AccountKey") || key.eq_ignore_ascii_case("SharedAccessSignature")
-}
-
-/// The `user[:password]@` of a `http(s)://`, `s3://` (`s3a`, `s3n`), `gs://` or `file://` URL.
-/// (Azure's `abfss://container@account...` names a container, not a user.)
-fn userinfo_range(url: &str) -> Option<std::ops::Range<usize>> {
-    let (scheme, rest) = url.split_once("://")?;
-    let scheme = scheme.to_ascii_lowercase();
-    if !["http", "https", "s3", "s3a", "s3n", "gs", "gcs", "file"].contains(&scheme.as_str()) {
-        return None;
-    }
-    let start = scheme.len() + 3;
-    let authority_len = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-    let at = rest[..authority_len].rfind('@')?;
-    Some(start..start + at + 1)
-}
-
-/// `url` with its `user:password@` replaced by `[HIDDEN]@` and a query that carries a signature
-/// (a SAS token: `?sv=...&sig=...`) replaced by `?[HIDDEN]`; other text unchanged.
-pub fn mask_url_credentials(url: &str) -> String {
-    let url = match userinfo_range(url) {
-        Some(range) => format!("{}{HIDDEN}@{}", &url[..range.start], &url[range.end..]),
-        None => url.to_string(),
-    };
-    match url.split_once('?') {
-        Some((base, query))
-            if url.contains("://") && query.to_ascii_lowercase().contains("sig=") =>
-        {
-            format!("{base}?{HIDDEN}")
-        }
-        _ => url,
-    }
-}
-
-/// Refuses a URL that carries credentials (`scheme://user:password@host/...`), without repeating
-/// them: icetrim never uses them, and the table definition would keep them in clear.
-pub fn refuse_url_credentials(engine: &str, url: &str) -> Result<()> {
-    if userinfo_range(url).is_none() {
-        return Ok(());
-    }
-    Err(Error::bad_arguments(format!(
-        "{engine}: the url '{}' must not carry credentials (user:password@); give them as engine \
-         arguments instead",
-        mask_url_credentials(url)
-    )))
-}
-
-/// The check `CREATE TABLE` makes on an engine's URL arguments (before any I/O): no credentials
-/// inside a URL (the S3 url, the Azure storage account url or a connection string's
-/// `BlobEndpoint`, a local `file://` URL).
-pub fn check_engine_urls(engine: &str, args: &[&str]) -> Result<()> {
-    match (engine, args.first()) {
-        ("IcebergAzure", Some(target)) if looks_like_connection_string(target) => target
-            .split(';')
-            .filter_map(|pair| pair.split_once('='))
-            .filter(|(key, _)| key.trim().eq_ignore_ascii_case("BlobEndpoint"))
-            .try_for_each(|(_, url)| refuse_url_credentials(engine, url.trim())),
-        (_, Some(url)) => refuse_url_credentials(engine, url),
-        (_, None) => Ok(()),
-    }
 }
 
 /// Refuses an account key that is not standard base64 (padded), without quoting it: the
@@ -479,10 +395,22 @@ pub fn parse_connection_string(text: &str) -> Result<AzureOptions> {
 }
 
 /// `https://account.blob.core.windows.net[/]` or a path-style emulator URL
-/// (`http://127.0.0.1:10000/devstoreaccount1`).
+/// (`http://127.0.0.1:10000/devstoreaccount1`), optionally with a SAS token as its query (as
+/// ClickHouse splits it: the URL before `?` is the endpoint, the rest the token).
 fn parse_account_url(target: &str) -> Result<AzureOptions> {
     refuse_url_credentials("IcebergAzure", target)?;
-    let parsed = Url::parse(target).map_err(|e| {
+    let (url, sas) = match target.split_once('?') {
+        Some((url, sas)) => (url, Some(sas).filter(|s| !s.is_empty())),
+        None => (target, None),
+    };
+    if url.contains('#') || sas.is_some_and(|s| s.contains('#')) {
+        refuse_url_query(
+            "IcebergAzure",
+            target,
+            "give a SAS token as the url's query, without a fragment",
+        )?;
+    }
+    let parsed = Url::parse(url).map_err(|e| {
         Error::bad_arguments(format!(
             "IcebergAzure: cannot parse storage account url '{}': {e}",
             mask_target(target)
@@ -494,11 +422,12 @@ fn parse_account_url(target: &str) -> Result<AzureOptions> {
             mask_target(target)
         )));
     }
-    let endpoint = target.trim_end_matches('/').to_string();
+    let endpoint = url.trim_end_matches('/').to_string();
     Ok(AzureOptions {
         account: account_of_endpoint(&endpoint),
         allow_http: parsed.scheme() == "http",
         endpoint: Some(endpoint),
+        sas_token: sas.map(str::to_string),
         ..Default::default()
     })
 }
@@ -520,217 +449,5 @@ fn account_of_endpoint(endpoint: &str) -> Option<String> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn args(items: &[&str]) -> Vec<String> {
-        items.iter().map(|s| s.to_string()).collect()
-    }
-
-    fn s3(items: &[&str]) -> (String, S3Options) {
-        match StorageOptions::from_s3_engine_args(&args(items)) {
-            Ok((location, options)) => (location, options.s3),
-            Err(e) => panic!("{items:?}: {e}"),
-        }
-    }
-
-    fn azure(items: &[&str]) -> (String, AzureOptions) {
-        match StorageOptions::from_azure_engine_args(&args(items)) {
-            Ok((location, options)) => (location, options.azure),
-            Err(e) => panic!("{items:?}: {e}"),
-        }
-    }
-
-    #[test]
-    fn s3_urls() {
-        let (location, options) = s3(&["s3a://bucket/warehouse/t/"]);
-        assert_eq!(location, "s3a://bucket/warehouse/t/");
-        assert_eq!(options.endpoint, None);
-
-        let (location, options) = s3(&["https://bucket.s3.us-west-2.amazonaws.com/t"]);
-        assert_eq!(location, "s3://bucket/t");
-        assert_eq!(options.region.as_deref(), Some("us-west-2"));
-
-        let (location, options) = s3(&["https://s3.eu-central-1.amazonaws.com/bucket/w/t"]);
-        assert_eq!(location, "s3://bucket/w/t");
-        assert_eq!(options.region.as_deref(), Some("eu-central-1"));
-
-        let (location, options) = s3(&["https://bucket.s3.amazonaws.com/t"]);
-        assert_eq!(location, "s3://bucket/t");
-        assert_eq!(options.region, None);
-
-        let (location, options) = s3(&["http://127.0.0.1:9000/bucket/w/t/"]);
-        assert_eq!(location, "s3://bucket/w/t/");
-        assert_eq!(options.endpoint.as_deref(), Some("http://127.0.0.1:9000"));
-        assert!(options.allow_http);
-    }
-
-    #[test]
-    fn s3_credentials() {
-        let (_, options) = s3(&["s3://b/t", "nosign"]);
-        assert!(options.no_sign);
-        let (_, options) = s3(&["s3://b/t", "AKID", "SECRET"]);
-        assert_eq!(options.access_key_id.as_deref(), Some("AKID"));
-        assert_eq!(options.secret_access_key.as_deref(), Some("SECRET"));
-        assert_eq!(options.session_token, None);
-        let (_, options) = s3(&["s3://b/t", "AKID", "SECRET", "TOKEN"]);
-        assert_eq!(options.session_token.as_deref(), Some("TOKEN"));
-        assert!(!format!("{options:?}").contains("SECRET"));
-        assert!(!format!("{options:?}").contains("TOKEN"));
-    }
-
-    #[test]
-    fn s3_rejects() {
-        for bad in [
-            vec![],
-            vec!["s3://b/t", "only-key"],
-            vec!["s3://b/t", "a", "b", "c", "d"],
-            vec!["ftp://host/b/t"],
-            vec!["http://127.0.0.1:9000/"],
-        ] {
-            let err = StorageOptions::from_s3_engine_args(&args(&bad)).expect_err("must fail");
-            assert_eq!(err.kind(), crate::ErrorKind::BadArguments, "{bad:?}");
-        }
-    }
-
-    #[test]
-    fn azure_connection_strings() {
-        let conn = format!(
-            "DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey={AZURE_EMULATOR_KEY};\
-             BlobEndpoint=http://127.0.0.1:10000/devstoreaccount1;"
-        );
-        let (location, options) = azure(&[&conn, "cont", "/w/t"]);
-        assert_eq!(
-            location,
-            "abfss://cont@devstoreaccount1.dfs.core.windows.net/w/t"
-        );
-        assert_eq!(options.access_key.as_deref(), Some(AZURE_EMULATOR_KEY));
-        assert_eq!(
-            options.endpoint.as_deref(),
-            Some("http://127.0.0.1:10000/devstoreaccount1")
-        );
-        assert!(options.allow_http);
-
-        let (location, options) = azure(&[
-            "DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=a2V5;EndpointSuffix=core.windows.net",
-            "cont",
-            "t",
-        ]);
-        assert_eq!(location, "abfss://cont@acct.dfs.core.windows.net/t");
-        assert_eq!(
-            options.endpoint.as_deref(),
-            Some("https://acct.blob.core.windows.net")
-        );
-        assert!(!options.allow_http);
-        assert!(!format!("{options:?}").contains("a2V5"));
-
-        let (_, options) = azure(&["UseDevelopmentStorage=true", "cont", "t"]);
-        assert!(options.use_emulator);
-        assert_eq!(options.account.as_deref(), Some(AZURE_EMULATOR_ACCOUNT));
-    }
-
-    #[test]
-    fn azure_account_urls() {
-        let (location, options) = azure(&[
-            "https://acct.blob.core.windows.net/",
-            "cont",
-            "w/t",
-            "acct",
-            "S0VZ",
-        ]);
-        assert_eq!(location, "abfss://cont@acct.dfs.core.windows.net/w/t");
-        assert_eq!(options.access_key.as_deref(), Some("S0VZ"));
-
-        let (location, options) = azure(&["http://127.0.0.1:10000/devstoreaccount1", "c", "t"]);
-        assert_eq!(
-            location,
-            "abfss://c@devstoreaccount1.dfs.core.windows.net/t"
-        );
-        assert!(options.allow_http);
-    }
-
-    #[test]
-    fn url_secrets_are_masked() {
-        assert_eq!(
-            mask_url_credentials("http://k:s@h:9/b/t?x=1"),
-            "http://[HIDDEN]@h:9/b/t?x=1"
-        );
-        assert_eq!(
-            mask_url_credentials("https://a.blob.core.windows.net/?sv=2022&sig=S3CR3T"),
-            "https://a.blob.core.windows.net/?[HIDDEN]"
-        );
-        assert_eq!(
-            mask_url_credentials("abfss://c@a.dfs.core.windows.net/t"),
-            "abfss://c@a.dfs.core.windows.net/t"
-        );
-        assert_eq!(
-            mask_connection_string(
-                "BlobEndpoint=http://u:p@h/a;AccountKey=k;SharedAccessSignature=s"
-            ),
-            "BlobEndpoint=http://[HIDDEN]@h/a;AccountKey=[HIDDEN];SharedAccessSignature=[HIDDEN]"
-        );
-        let err = StorageOptions::from_azure_engine_args(&args(&[
-            "ftp://a.blob.core.windows.net/?sv=1&sig=S3CR3T",
-            "c",
-            "t",
-        ]))
-        .expect_err("ftp");
-        assert!(!err.message().contains("S3CR3T"), "{}", err.message());
-    }
-
-    #[test]
-    fn azure_key_errors_never_quote_the_key() {
-        // A key that is not base64: refused when the engine arguments are read, the key unquoted.
-        for bad in [
-            vec![
-                "https://acct.blob.core.windows.net",
-                "c",
-                "t",
-                "acct",
-                "ab-dEF==",
-            ],
-            vec![
-                "DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=ab-dEF==",
-                "c",
-                "t",
-            ],
-            vec![
-                "DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=abd=",
-                "c",
-                "t",
-            ],
-        ] {
-            let err = StorageOptions::from_azure_engine_args(&args(&bad)).expect_err("bad key");
-            assert_eq!(err.kind(), crate::ErrorKind::BadArguments, "{bad:?}");
-            let message = err.message();
-            assert!(message.contains("not valid base64"), "{message}");
-            for secret in ["ab-d", "abd=", "45", "symbol"] {
-                assert!(!message.contains(secret), "{message}");
-            }
-        }
-        // A connection string whose parts do not parse: the part is not quoted (it may be a
-        // fragment of a key with a `;` in it).
-        let err = StorageOptions::from_azure_engine_args(&args(&[
-            "AccountName=acct;AccountKey=a2V5;S3CR3T",
-            "c",
-            "t",
-        ]))
-        .expect_err("bad part");
-        assert!(!err.message().contains("S3CR3T"), "{}", err.message());
-        assert!(!err.message().contains("a2V5"), "{}", err.message());
-    }
-
-    #[test]
-    fn azure_rejects() {
-        for bad in [
-            vec!["https://acct.blob.core.windows.net", "c"],
-            vec!["https://acct.blob.core.windows.net", "c", "t", "acct"],
-            vec!["AccountName", "c", "t"],
-            vec!["https://10.0.0.1", "c", "t"],
-            vec!["ftp://acct", "c", "t"],
-        ] {
-            let err = StorageOptions::from_azure_engine_args(&args(&bad)).expect_err("must fail");
-            assert_eq!(err.kind(), crate::ErrorKind::BadArguments, "{bad:?}");
-        }
-    }
-}
+#[path = "options_tests.rs"]
+mod tests;

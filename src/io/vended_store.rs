@@ -113,9 +113,10 @@ pub(crate) struct VendedStore {
     blobs: Option<Arc<AzureBlobs>>,
 }
 
-/// One `DELETE` per blob, signed with the vended SAS token: object_store deletes through the
-/// Blob Batch API, which azurite does not serve with a SAS token (500) and Azure SDKs have
-/// refused SAS for; a plain delete works with a SAS token everywhere.
+/// One `DELETE` per blob, signed with a SAS token (vended, or given with the table, see
+/// `sas_store`): object_store deletes through the Blob Batch API, which azurite does not serve
+/// with a SAS token (500) and Azure SDKs have refused SAS for; a plain delete works with a SAS
+/// token everywhere.
 #[derive(Debug)]
 pub(crate) struct AzureBlobs {
     http: reqwest::Client,
@@ -138,32 +139,38 @@ impl AzureBlobs {
         })
     }
 
-    /// Delete one blob; a blob already gone is `NotFound`.
+    /// Delete one blob with the vended SAS token; a blob already gone is `NotFound`.
     async fn delete(&self, source: &VendedSource, path: Path) -> Result<Path> {
-        const SEGMENT: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
-            .remove(b'-')
-            .remove(b'_')
-            .remove(b'.')
-            .remove(b'~');
-        let failed = |why: String| object_store::Error::Generic {
-            store: "MicrosoftAzure",
-            source: why.into(),
-        };
-        let current = source.fresh().await.map_err(failed)?;
+        let current = source.fresh().await.map_err(blob_error)?;
         let sas = current.sas_for(&self.account).ok_or_else(|| {
-            failed(format!(
+            blob_error(format!(
                 "{} vended no SAS token for the storage account {}",
                 source.describe(),
                 self.account
             ))
         })?;
+        self.delete_signed(&sas.token, path).await
+    }
+
+    /// Delete one blob with the SAS token `token` (a query string, no leading `?`); a blob
+    /// already gone is `NotFound`. The token is never put in a message.
+    pub(crate) async fn delete_signed(&self, token: &str, path: Path) -> Result<Path> {
+        const SEGMENT: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
+            .remove(b'-')
+            .remove(b'_')
+            .remove(b'.')
+            .remove(b'~');
         let encoded: Vec<String> = path
             .as_ref()
             .split('/')
             .map(|s| percent_encoding::utf8_percent_encode(s, SEGMENT).to_string())
             .collect();
-        // The URL carries the token: never put it in a message.
-        let url = format!("{}/{}?{}", self.container_url, encoded.join("/"), sas.token);
+        let url = format!(
+            "{}/{}?{}",
+            self.container_url,
+            encoded.join("/"),
+            token.trim_start_matches('?')
+        );
         let answer = self
             .http
             .delete(&url)
@@ -177,7 +184,7 @@ impl AzureBlobs {
                 } else {
                     "failed"
                 };
-                failed(format!("DELETE of blob {path} {kind}"))
+                blob_error(format!("DELETE of blob {path} {kind}"))
             })?;
         let status = answer.status().as_u16();
         if (200..300).contains(&status) {
@@ -191,7 +198,14 @@ impl AzureBlobs {
                 source: text.into(),
             });
         }
-        Err(failed(format!("DELETE of blob {path}: {text}")))
+        Err(blob_error(format!("DELETE of blob {path}: {text}")))
+    }
+}
+
+fn blob_error(why: String) -> object_store::Error {
+    object_store::Error::Generic {
+        store: "MicrosoftAzure",
+        source: why.into(),
     }
 }
 

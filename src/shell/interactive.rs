@@ -20,7 +20,7 @@ use rustyline::error::ReadlineError;
 use tokio::runtime::Runtime;
 
 use super::output::{Output, OutputError};
-use crate::engine::registry::{is_secret_setting, mask_engine_arg};
+use crate::engine::registry::{is_masked_setting, mask_engine_arg};
 use crate::engine::{CancelToken, QueryResult, Session};
 use crate::error::ErrorKind;
 use crate::format::OutputFormat;
@@ -132,8 +132,9 @@ pub fn history_text(input: &str) -> String {
                 i = end;
                 if is_engine {
                     i = mask_engine_clause(input, word, i, &mut out, &mut copied);
-                } else if is_secret_setting(&word.to_ascii_lowercase()) {
-                    i = mask_setting_value(input, i, &mut out, &mut copied);
+                } else if is_masked_setting(&word.to_ascii_lowercase()) {
+                    let name = word.to_ascii_lowercase();
+                    i = mask_setting_value(input, &name, i, &mut out, &mut copied);
                 }
             }
             _ => i += 1,
@@ -143,9 +144,15 @@ pub fn history_text(input: &str) -> String {
     out
 }
 
-/// Masks the `= '...'` value after a secret setting's name ending at `at`; returns where
-/// scanning goes on.
-fn mask_setting_value(input: &str, at: usize, out: &mut String, copied: &mut usize) -> usize {
+/// Masks the `= '...'` value after the name of the setting `name` (a secret or a URL) ending at
+/// `at`, as `SHOW CREATE DATABASE` shows it; returns where scanning goes on.
+fn mask_setting_value(
+    input: &str,
+    name: &str,
+    at: usize,
+    out: &mut String,
+    copied: &mut usize,
+) -> usize {
     let bytes = input.as_bytes();
     let blanks = |from: usize| {
         from + bytes[from..]
@@ -162,9 +169,13 @@ fn mask_setting_value(input: &str, at: usize, out: &mut String, copied: &mut usi
         return at;
     }
     let end = skip_quoted(bytes, start);
-    out.push_str(&input[*copied..start]);
-    out.push_str(&Literal::String(crate::engine::registry::HIDDEN.to_string()).to_string());
-    *copied = end;
+    let value = unquote(&input[start..end]);
+    let shown = crate::catalog::shown_setting(name, &value);
+    if shown != value {
+        out.push_str(&input[*copied..start]);
+        out.push_str(&Literal::String(shown).to_string());
+        *copied = end;
+    }
     end
 }
 
@@ -396,6 +407,30 @@ mod tests {
             kept.contains("DataLakeCatalog('http://h/v1', 'u', '[HIDDEN]')"),
             "{kept}"
         );
+    }
+
+    /// A URL's query (a token, a SAS, a presigned signature) and userinfo never reach the
+    /// history, in a catalog URL, its URL settings or a table URL, even in a statement that is
+    /// refused.
+    #[test]
+    fn history_masks_url_secrets() {
+        let typed = "CREATE DATABASE lake ENGINE = DataLakeCatalog('http://h/v1?token=S3CR3T') \
+                     SETTINGS catalog_type = 'rest', oauth_server_uri = 'http://h/t?k=S3CR3T', \
+                     storage_endpoint = 'http://u:S3CR3T@m:9/b', warehouse = 'w'; \
+                     CREATE TABLE a ENGINE = IcebergAzure('http://h/acct?sv=1&sig=S3CR3T', 'c', 't'); \
+                     CREATE TABLE s ENGINE = IcebergS3('https://b.s3.amazonaws.com/t?X-Amz-Signature=S3CR3T')";
+        let kept = history_text(typed);
+        assert!(!kept.contains("S3CR3T"), "{kept}");
+        for shown in [
+            "DataLakeCatalog('http://h/v1?[HIDDEN]')",
+            "oauth_server_uri = 'http://h/t?[HIDDEN]'",
+            "storage_endpoint = 'http://[HIDDEN]@m:9/b'",
+            "warehouse = 'w'",
+            "IcebergAzure('http://h/acct?[HIDDEN]', 'c', 't')",
+            "IcebergS3('https://b.s3.amazonaws.com/t?[HIDDEN]')",
+        ] {
+            assert!(kept.contains(shown), "{shown}: {kept}");
+        }
     }
 
     #[test]

@@ -14,7 +14,7 @@ static NEXT: AtomicUsize = AtomicUsize::new(0);
 
 /// icetrim in a tmux pane of its own tmux server (its socket inside the pane's temporary home,
 /// so nothing is left behind).
-struct Pane {
+pub(super) struct Pane {
     socket: PathBuf,
     target: String,
     home: tempfile::TempDir,
@@ -27,7 +27,7 @@ impl Pane {
     }
 
     /// [`start`](Self::start) with extra command-line `flags` (shell words).
-    fn start_with(color: bool, flags: &str) -> Pane {
+    pub(super) fn start_with(color: bool, flags: &str) -> Pane {
         Pane::start_sized(color, flags, 160)
     }
 
@@ -100,18 +100,18 @@ impl Pane {
     }
 
     /// Presses named keys (`Enter`, `Up`, `C-c`, `C-d`).
-    fn press(&self, key: &str) {
+    pub(super) fn press(&self, key: &str) {
         self.tmux(&["send-keys", "-t", &self.target, key]);
     }
 
     /// Types a line and presses Enter.
-    fn line(&self, text: &str) {
+    pub(super) fn line(&self, text: &str) {
         self.type_text(text);
         self.press("Enter");
     }
 
     /// The whole pane, scroll-back included, with colour escapes when `escapes`.
-    fn screen(&self, escapes: bool) -> String {
+    pub(super) fn screen(&self, escapes: bool) -> String {
         let mut args = vec!["capture-pane", "-p", "-J", "-S", "-", "-t", &self.target];
         if escapes {
             args.push("-e");
@@ -120,7 +120,7 @@ impl Pane {
     }
 
     /// Waits until `needle` is on the screen `times` times; returns the screen.
-    fn wait_for(&self, needle: &str, times: usize) -> String {
+    pub(super) fn wait_for(&self, needle: &str, times: usize) -> String {
         let started = Instant::now();
         loop {
             let screen = self.screen(false);
@@ -137,7 +137,7 @@ impl Pane {
 
     /// Waits until the shell shows an empty prompt (rustyline may drop keys typed before it reads
     /// the line: it asks the terminal for the cursor position first).
-    fn wait_for_empty_prompt(&self) {
+    pub(super) fn wait_for_empty_prompt(&self) {
         let started = Instant::now();
         loop {
             let screen = self.screen(false);
@@ -170,7 +170,7 @@ impl Pane {
         log
     }
 
-    fn home(&self) -> &Path {
+    pub(super) fn home(&self) -> &Path {
         self.home.path()
     }
 }

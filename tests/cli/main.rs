@@ -6,6 +6,7 @@
 mod support;
 
 mod cli_script;
+mod cli_secrets;
 mod cli_tty;
 mod compaction_killed;
 mod compaction_memory;

@@ -5,6 +5,7 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod azure_sas;
 #[cfg(feature = "glue")]
 mod catalog_glue;
 #[cfg(feature = "glue")]
@@ -12,5 +13,6 @@ mod catalog_glue_failures;
 mod compaction_cloud;
 #[cfg(feature = "glue")]
 mod glue_support;
+mod local_errors;
 mod metadata_cloud;
 mod storage_conformance;

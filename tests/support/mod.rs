@@ -88,6 +88,35 @@ pub fn azure_emulator(label: &str) -> (FileIO, String) {
     (io, root)
 }
 
+/// An account SAS token for azurite's development account (read, write, delete, list, add,
+/// create on services, containers and objects) valid for `hours`, signed with the account key
+/// by `azure-storage-blob` (azurite checks the signature and the expiry): the query string,
+/// `se=…&sp=…&sv=…&ss=b&srt=sco&sig=…`, without a leading `?`.
+pub fn azurite_account_sas(hours: u32) -> String {
+    const SIGN: &str = "import datetime, sys\n\
+from azure.storage.blob import AccountSasPermissions, ResourceTypes, generate_account_sas\n\
+expiry = datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(hours=int(sys.argv[3]))\n\
+print(generate_account_sas(sys.argv[1], sys.argv[2], ResourceTypes(service=True, container=True, \
+object=True), AccountSasPermissions(read=True, write=True, delete=True, list=True, add=True, \
+create=True), expiry))\n";
+    let output = std::process::Command::new(fixtures::python())
+        .args(["-c", SIGN, AZURE_EMULATOR_ACCOUNT, AZURE_EMULATOR_KEY])
+        .arg(hours.to_string())
+        .output()
+        .expect("python starts");
+    assert!(
+        output.status.success(),
+        "signing a SAS token failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let sas = String::from_utf8(output.stdout)
+        .expect("UTF-8")
+        .trim()
+        .to_string();
+    assert!(sas.contains("sig="), "not a SAS token: {sas}");
+    sas
+}
+
 /// The azurite connection string (for `IcebergAzure(...)` engine tests).
 pub fn azure_emulator_connection_string() -> String {
     format!(

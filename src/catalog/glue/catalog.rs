@@ -61,7 +61,7 @@ impl GlueDatabase {
             catalog_id: None,
         };
         let endpoint = match &options.endpoint {
-            Some(url) => url.clone(),
+            Some(url) => crate::io::mask_url(url),
             None => format!("https://glue.{}.amazonaws.com", options.effective_region()),
         };
         let mut storage = config.storage_options();

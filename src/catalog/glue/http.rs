@@ -145,5 +145,6 @@ pub fn root_cause(error: &(dyn StdError + 'static)) -> String {
         }
         next = e.source();
     }
-    text
+    // An HTTP client's message may quote the request URL.
+    crate::io::mask_urls_in(&text)
 }

@@ -74,7 +74,10 @@ impl fmt::Debug for GlueOptions {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let hidden = |s: &Option<String>| if s.is_some() { "<hidden>" } else { "<none>" };
         f.debug_struct("GlueOptions")
-            .field("endpoint", &self.endpoint)
+            .field(
+                "endpoint",
+                &self.endpoint.as_deref().map(crate::io::mask_url),
+            )
             .field("region", &self.region)
             .field("access_key_id", &hidden(&self.access_key_id))
             .field("secret_access_key", &hidden(&self.secret_access_key))
@@ -100,7 +103,8 @@ impl GlueOptions {
     pub fn describe(&self) -> String {
         match &self.endpoint {
             Some(endpoint) => format!(
-                "Glue catalog at {endpoint} (region {})",
+                "Glue catalog at {} (region {})",
+                crate::io::mask_url(endpoint),
                 self.effective_region()
             ),
             None => format!("AWS Glue (region {})", self.effective_region()),

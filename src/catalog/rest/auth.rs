@@ -71,6 +71,7 @@ impl fmt::Debug for Auth {
             Auth::OAuth2 {
                 token_url, scope, ..
             } => {
+                let token_url = crate::io::mask_url(token_url);
                 write!(f, "Auth::OAuth2({token_url}, scope {scope}, [HIDDEN])")
             }
         }
@@ -159,6 +160,8 @@ impl Auth {
         else {
             return Err(Error::logical("not an OAuth catalog"));
         };
+        // Messages name the endpoint masked (`CatalogConfig` refuses a secret in it already).
+        let shown = crate::io::mask_url(token_url);
         let body = {
             let mut form = url::form_urlencoded::Serializer::new(String::new());
             form.append_pair("grant_type", "client_credentials");
@@ -179,7 +182,7 @@ impl Auth {
                 Error::new(
                     ErrorKind::NetworkError,
                     format!(
-                        "Cannot reach the OAuth2 token endpoint '{token_url}': {}",
+                        "Cannot reach the OAuth2 token endpoint '{shown}': {}",
                         if e.is_timeout() {
                             "timed out"
                         } else if e.is_connect() {
@@ -202,14 +205,14 @@ impl Auth {
             return Err(Error::new(
                 ErrorKind::ReceivedErrorFromRemoteIoServer,
                 format!(
-                    "The OAuth2 token endpoint '{token_url}' refused the client credentials \
+                    "The OAuth2 token endpoint '{shown}' refused the client credentials \
                      (catalog_credential): HTTP {status} {detail}"
                 ),
             ));
         }
         let json: Value = serde_json::from_slice(&body).map_err(|e| {
             Error::incorrect_data(format!(
-                "The OAuth2 token endpoint '{token_url}' answered with malformed JSON: {e}"
+                "The OAuth2 token endpoint '{shown}' answered with malformed JSON: {e}"
             ))
         })?;
         let expires_in = json.get("expires_in").and_then(|v| {
@@ -221,7 +224,7 @@ impl Auth {
             .map(|bearer| Token::new(bearer.to_string(), expires_in, Instant::now()))
             .ok_or_else(|| {
                 Error::incorrect_data(format!(
-                    "The OAuth2 token endpoint '{token_url}' answered without an access_token"
+                    "The OAuth2 token endpoint '{shown}' answered without an access_token"
                 ))
             })
     }

@@ -54,6 +54,8 @@ pub struct RestCatalog {
     config: CatalogConfig,
     /// `{uri}/v1`.
     base: String,
+    /// The catalog URL as messages name it ([`crate::io::mask_url`]).
+    shown: String,
     http: reqwest::Client,
     auth: Arc<Auth>,
     resolved: Arc<Mutex<Option<Resolved>>>,
@@ -103,6 +105,7 @@ impl RestCatalog {
         let auth = Auth::from_config(config, &base);
         Ok(RestCatalog {
             config: config.clone(),
+            shown: crate::io::mask_url(&endpoint),
             base,
             http,
             auth: Arc::new(auth),
@@ -110,8 +113,10 @@ impl RestCatalog {
         })
     }
 
+    /// The catalog URL as messages name it: masked, though `CatalogConfig` refuses a URL with
+    /// a secret in it already.
     fn endpoint_text(&self) -> &str {
-        self.config.endpoint.as_deref().unwrap_or("")
+        &self.shown
     }
 
     /// Send one request with auth; on a 401 refresh an OAuth token once and resend.
@@ -729,7 +734,8 @@ fn classify(e: &reqwest::Error) -> Failure {
     }
 }
 
-/// The error and its sources, without the URL (it may carry a query with a secret).
+/// The error and its sources, without the URL (it may carry a query with a secret), and with
+/// any URL a source quotes masked.
 fn describe(e: &reqwest::Error) -> String {
     let mut parts = Vec::new();
     if e.is_timeout() {
@@ -743,7 +749,7 @@ fn describe(e: &reqwest::Error) -> String {
     if parts.is_empty() {
         parts.push(e.without_url_text());
     }
-    parts.join(": ")
+    crate::io::mask_urls_in(&parts.join(": "))
 }
 
 trait WithoutUrl {

@@ -1,0 +1,214 @@
+//! Storage failures as ClickHouse names them: a missing file is `FILE_DOESNT_EXIST`, a file that
+//! must be new and exists `FILE_ALREADY_EXISTS`; otherwise S3 (and GCS, memory) answer
+//! `S3_ERROR`, Azure `AZURE_BLOB_STORAGE_ERROR`, and local disk the code of the step that failed:
+//! `CANNOT_OPEN_FILE` (a file that cannot be opened or created, a folder that cannot be walked),
+//! `CANNOT_CREATE_DIRECTORY`, `CANNOT_READ_FROM_FILE_DESCRIPTOR`,
+//! `CANNOT_WRITE_TO_FILE_DESCRIPTOR` (a write, or moving the written file into place) and
+//! `CANNOT_UNLINK`.
+//!
+//! object_store keeps its local error type private; its variants are told apart by the text
+//! each starts with (`Unable to create dir …`), a mapping the unit tests below pin by producing
+//! each failure through object_store itself. Messages name the file (a path under the table
+//! location) and keep the store's reason with every URL in it masked ([`mask_urls_in`]): a
+//! client may quote a request URL, and a SAS token or a presigned query with it.
+
+use super::location::{Family, Location};
+use super::mask::mask_urls_in;
+use crate::error::{Error, ErrorKind};
+
+/// The error of `op` (`read`, `inspect`, `write`, `delete`, `list`) on `uri`.
+pub(crate) fn storage_error(op: &str, uri: &str, e: object_store::Error) -> Error {
+    let family = family_of(uri);
+    let kind = match &e {
+        object_store::Error::NotFound { .. } => ErrorKind::FileDoesntExist,
+        object_store::Error::AlreadyExists { .. } => ErrorKind::FileAlreadyExists,
+        _ if family == Some(Family::File) => local_kind(op, &e),
+        _ => failure_kind(family),
+    };
+    let why = match (&e, family) {
+        (object_store::Error::Generic { source, .. }, Some(Family::File)) => source.to_string(),
+        _ => e.to_string(),
+    };
+    Error::new(kind, format!("Cannot {op} '{uri}': {}", mask_urls_in(&why)))
+}
+
+/// The store family of `uri`, when it parses.
+pub(crate) fn family_of(uri: &str) -> Option<Family> {
+    Location::parse(uri).ok().map(|l| l.store.family)
+}
+
+/// The kind of a failed request to a remote store of `family` (local disk: see [`local_kind`]).
+pub(crate) fn failure_kind(family: Option<Family>) -> ErrorKind {
+    match family {
+        Some(Family::Azure) => ErrorKind::AzureBlobStorageError,
+        _ => ErrorKind::StorageError,
+    }
+}
+
+/// The kind of a failed deletion of `uri` that got no answer of its own.
+pub(crate) fn delete_failure_kind(uri: &str) -> ErrorKind {
+    match family_of(uri) {
+        Some(Family::File) => ErrorKind::CannotUnlink,
+        family => failure_kind(family),
+    }
+}
+
+/// The ClickHouse kind of a failed local-disk operation `op` that object_store reported as `e`.
+fn local_kind(op: &str, e: &object_store::Error) -> ErrorKind {
+    let text = match e {
+        object_store::Error::Generic { source, .. } => source.to_string(),
+        other => other.to_string(),
+    };
+    const BY_STEP: [(&str, ErrorKind); 12] = [
+        ("Unable to create dir", ErrorKind::CannotCreateDirectory),
+        ("Unable to create file", ErrorKind::CannotOpenFile),
+        ("Unable to open file", ErrorKind::CannotOpenFile),
+        ("Unable to walk dir", ErrorKind::CannotOpenFile),
+        ("Unable to access metadata", ErrorKind::CannotOpenFile),
+        ("Unable to delete file", ErrorKind::CannotUnlink),
+        (
+            "Unable to read data",
+            ErrorKind::CannotReadFromFileDescriptor,
+        ),
+        (
+            "Error seeking file",
+            ErrorKind::CannotReadFromFileDescriptor,
+        ),
+        (
+            "Out of range of file",
+            ErrorKind::CannotReadFromFileDescriptor,
+        ),
+        (
+            "Unable to copy data to file",
+            ErrorKind::CannotWriteToFileDescriptor,
+        ),
+        (
+            "Unable to rename file",
+            ErrorKind::CannotWriteToFileDescriptor,
+        ),
+        (
+            "Unable to sync data",
+            ErrorKind::CannotWriteToFileDescriptor,
+        ),
+    ];
+    if let Some((_, kind)) = BY_STEP.iter().find(|(start, _)| text.starts_with(start)) {
+        return *kind;
+    }
+    match op {
+        "delete" => ErrorKind::CannotUnlink,
+        "write" => ErrorKind::CannotWriteToFileDescriptor,
+        _ => ErrorKind::CannotOpenFile,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload};
+
+    use super::*;
+
+    fn store() -> Arc<dyn ObjectStore> {
+        Arc::new(object_store::local::LocalFileSystem::new())
+    }
+
+    fn path(p: &std::path::Path) -> object_store::path::Path {
+        let text = p.to_str().expect("UTF-8 paths");
+        object_store::path::Path::parse(text.trim_start_matches('/')).expect("a plain path")
+    }
+
+    /// Each local failure, produced through object_store's own local store (so a change of its
+    /// messages fails here), gets ClickHouse's code for the step that failed; the message names
+    /// the file. Made with files and links where folders are needed: root ignores permissions.
+    #[tokio::test]
+    async fn local_failures_get_clickhouses_codes() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let root = dir.path();
+        let store = store();
+        let uri = |p: &std::path::Path| p.to_str().expect("UTF-8").to_string();
+        let put = |p: std::path::PathBuf| {
+            let store = Arc::clone(&store);
+            async move {
+                let e = store
+                    .put(&path(&p), PutPayload::from_static(b"{}"))
+                    .await
+                    .expect_err("the write fails");
+                storage_error("write", &uri(&p), e)
+            }
+        };
+        // A file where a folder is needed: the file below it cannot be created.
+        std::fs::write(root.join("plain"), b"x").expect("write");
+        let target = root.join("plain/child.json");
+        let err = put(target.clone()).await;
+        assert_eq!(err.kind(), ErrorKind::CannotOpenFile, "{err}");
+        assert!(
+            err.message().starts_with(&format!(
+                "Cannot write '{}': Unable to open file",
+                uri(&target)
+            )),
+            "{err}"
+        );
+        // A folder that cannot be created: a dangling link stands where it must go.
+        std::os::unix::fs::symlink(root.join("nowhere"), root.join("dangling")).expect("link");
+        let err = put(root.join("dangling/sub/file.json")).await;
+        assert_eq!(err.kind(), ErrorKind::CannotCreateDirectory, "{err}");
+        assert!(err.message().contains("Unable to create dir"), "{err}");
+        // A create-if-absent write where a folder of that name stands: taken.
+        std::fs::create_dir(root.join("taken")).expect("mkdir");
+        let opts = PutOptions {
+            mode: PutMode::Create,
+            ..Default::default()
+        };
+        let e = store
+            .put_opts(
+                &path(&root.join("taken")),
+                PutPayload::from_static(b"x"),
+                opts,
+            )
+            .await
+            .expect_err("a folder stands there");
+        let err = storage_error("write", &uri(&root.join("taken")), e);
+        assert_eq!(err.kind(), ErrorKind::FileAlreadyExists, "{err}");
+        // Deleting a folder as a file.
+        let e = store
+            .delete(&path(&root.join("taken")))
+            .await
+            .expect_err("a folder is no file");
+        let err = storage_error("delete", &uri(&root.join("taken")), e);
+        assert_eq!(err.kind(), ErrorKind::CannotUnlink, "{err}");
+        // Reading below a file.
+        let e = store
+            .get(&path(&root.join("plain/x")))
+            .await
+            .expect_err("below a file");
+        let err = storage_error("read", &uri(&root.join("plain/x")), e);
+        assert_eq!(err.kind(), ErrorKind::CannotOpenFile, "{err}");
+    }
+
+    #[test]
+    fn remote_failures_by_family() {
+        let e = || object_store::Error::Generic {
+            store: "MicrosoftAzure",
+            source: "Error performing GET http://h/acct/c/x?sv=1&sig=S3CR3T in 1ms".into(),
+        };
+        let err = storage_error("read", "abfss://c@acct.dfs.core.windows.net/t/x", e());
+        assert_eq!(err.kind(), ErrorKind::AzureBlobStorageError);
+        assert!(!err.message().contains("S3CR3T"), "{err}");
+        assert!(err.message().contains("?[HIDDEN]"), "{err}");
+        let err = storage_error("read", "s3://b/t/x", e());
+        assert_eq!(err.kind(), ErrorKind::StorageError);
+        let missing = object_store::Error::NotFound {
+            path: "x".into(),
+            source: "gone".into(),
+        };
+        let err = storage_error("read", "abfss://c@acct.dfs.core.windows.net/x", missing);
+        assert_eq!(err.kind(), ErrorKind::FileDoesntExist);
+        assert_eq!(delete_failure_kind("/t/x"), ErrorKind::CannotUnlink);
+        assert_eq!(
+            delete_failure_kind("az://c/x"),
+            ErrorKind::AzureBlobStorageError
+        );
+        assert_eq!(delete_failure_kind("s3://b/x"), ErrorKind::StorageError);
+    }
+}
