@@ -70,6 +70,10 @@ pub enum ErrorKind {
     StorageError,
     /// 504: a file that must be new already exists (commit conflict).
     FileAlreadyExists,
+    /// 306: a statement nests deeper than `max_parser_depth`.
+    TooDeepRecursion,
+    /// 552: a command-line option the program does not know.
+    UnrecognizedArguments,
     /// 49: an internal invariant broke; a bug in icetrim.
     LogicalError,
 }
@@ -109,6 +113,8 @@ impl ErrorKind {
             ErrorKind::CannotUnlink => 458,
             ErrorKind::StorageError => 499,
             ErrorKind::FileAlreadyExists => 504,
+            ErrorKind::TooDeepRecursion => 306,
+            ErrorKind::UnrecognizedArguments => 552,
         }
     }
 
@@ -146,6 +152,8 @@ impl ErrorKind {
             ErrorKind::CannotUnlink => "CANNOT_UNLINK",
             ErrorKind::StorageError => "S3_ERROR",
             ErrorKind::FileAlreadyExists => "FILE_ALREADY_EXISTS",
+            ErrorKind::TooDeepRecursion => "TOO_DEEP_RECURSION",
+            ErrorKind::UnrecognizedArguments => "UNRECOGNIZED_ARGUMENTS",
         }
     }
 }

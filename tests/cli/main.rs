@@ -9,5 +9,6 @@ mod cli_script;
 mod cli_tty;
 mod compaction_memory;
 mod embed_example;
+mod engine_limits;
 mod engine_progress;
 mod engine_session;
