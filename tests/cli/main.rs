@@ -5,6 +5,7 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod cli_limits;
 mod cli_script;
 mod cli_tty;
 mod compaction_memory;
