@@ -38,9 +38,10 @@ use crate::settings::Settings;
 use crate::sql::ast::OptimizeTable;
 use crate::sql::bind_snapshots::bind_alter;
 use crate::sql::lexer::{Kind, Lexer, Punct, Token as LexToken};
+use crate::sql::parser::parse_checked;
 use crate::sql::{
     AlterExecute, AlterTable, BindContext, Literal, OptimizeManifest, ParseLimits, Select,
-    Statement, TableName, bind_noted, parse_statement_with, split_statements,
+    Statement, TableName, bind_noted, split_statements,
 };
 
 fn unknown_database(database: &str) -> Error {
@@ -460,14 +461,9 @@ impl Session {
     /// The text is checked against `max_query_size` and `max_parser_depth` as written (before
     /// the parameters, as ClickHouse does).
     pub async fn execute_one(&mut self, text: &str, first_line: usize) -> Result<QueryResult> {
-        let limits = self.parse_limits();
-        limits.check(text, first_line)?;
+        self.parse_limits().check(text, first_line)?;
         let text = substitute(text, &self.params)?;
-        let unlimited_size = ParseLimits {
-            max_query_size: 0,
-            ..limits
-        };
-        let statement = parse_statement_with(&text, first_line, &unlimited_size)?;
+        let statement = parse_checked(&text, first_line)?;
         self.execute_statement(&statement).await
     }
 

@@ -1,7 +1,7 @@
 //! The parser's limits, ClickHouse's settings of the same names: `max_query_size` (bytes of a
 //! statement's text) and `max_parser_depth` (how deeply brackets and `NOT` may nest). Both are
-//! checked before any parsing, in one pass of [`super::lexer`] over the text, with ClickHouse's
-//! texts and codes:
+//! checked before any parsing, in one pass of icetrim's lexer (`sql::lexer`) over the text, with
+//! ClickHouse's texts and codes:
 //!
 //! - longer than `max_query_size`: `SYNTAX_ERROR` (62), "Max query size exceeded (can be
 //!   increased with the `max_query_size` setting): Syntax error: failed at position P (token):

@@ -4,8 +4,9 @@
 //! - [`split`]: a script into statements (quotes and comments respected).
 //! - [`limits`]: `max_query_size` and `max_parser_depth`, checked before parsing.
 //! - [`parser`] and [`ast`]: the statement grammar (`grammar/icetrim.md`), round-trip printable;
-//!   [`fast`] reads the long flat statements in one pass over [`lexer`]'s tokens, without
-//!   sqlparser's tree ([`literal_parse`], [`fast_select`], [`where_parse`]).
+//!   `fast` reads the long flat statements in one pass over `lexer`'s tokens, without sqlparser's
+//!   tree (`literal_parse`, `fast_select`, `where_parse`; `sqlparser_glue` is what they share
+//!   with the sqlparser path, `render` the text of an expression kept unparsed).
 //! - [`select`]: the introspection `SELECT` over `system.iceberg_*`.
 //! - [`bind`]: procedure arguments → [`crate::plan::ProcedureCall`], with ClickHouse's messages.
 //! - [`duration`] and [`timestamp`]: the argument value grammars.

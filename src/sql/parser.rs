@@ -10,10 +10,10 @@
 //!
 //! Before any of it, the text is checked against the limits ([`super::limits`]), and the
 //! statements whose text may be long and flat (`ALTER TABLE … EXECUTE`, the introspection
-//! `SELECT`) are read in one pass by [`super::fast`]. Literals are read without sqlparser's tree
-//! ([`super::literal_parse`]); sqlparser's expression parser only sees text with few operators
-//! ([`super::limits::SQLPARSER_MAX_OPERATORS`]): a longer statement it would have to read is
-//! refused as not supported (or, where a literal belongs, as not a literal).
+//! `SELECT`) are read in one pass by `sql::fast`. Literals are read without sqlparser's tree
+//! (`sql::literal_parse`); sqlparser's expression parser only sees text with few operators
+//! (`limits::SQLPARSER_MAX_OPERATORS`): a longer statement it would have to read is refused as
+//! not supported (or, where a literal belongs, as not a literal).
 
 use sqlparser::dialect::{ClickHouseDialect, GenericDialect};
 use sqlparser::keywords::Keyword;
@@ -51,6 +51,13 @@ pub fn parse_statement_with(
     limits: &ParseLimits,
 ) -> Result<Statement> {
     limits.check(sql, first_line)?;
+    parse_checked(sql, first_line)
+}
+
+/// Parses a statement whose text was checked against the limits already (a session checks the
+/// text as written, then parses it with its `{name:Type}` parameters substituted, which adds no
+/// brackets).
+pub(crate) fn parse_checked(sql: &str, first_line: usize) -> Result<Statement> {
     if let Some(parsed) = super::fast::parse(sql, first_line) {
         return parsed;
     }
