@@ -59,7 +59,7 @@ pub async fn run_script(script: &str) -> Result<Vec<Routed>, String> {
     let mut session = engine.session();
     let mut out = Vec::new();
     for (sql, _line) in icetrim::internals::sql::split_statements(script) {
-        out.push(route(&mut session, &sql).await?);
+        out.push(route(&mut session, sql).await?);
     }
     Ok(out)
 }

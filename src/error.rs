@@ -74,6 +74,10 @@ pub enum ErrorKind {
     AzureBlobStorageError,
     /// 504: a file that must be new already exists (commit conflict).
     FileAlreadyExists,
+    /// 306: a statement nests deeper than `max_parser_depth`.
+    TooDeepRecursion,
+    /// 552: a command-line option the program does not know.
+    UnrecognizedArguments,
     /// 49: an internal invariant broke; a bug in icetrim.
     LogicalError,
 }
@@ -115,6 +119,8 @@ impl ErrorKind {
             ErrorKind::StorageError => 499,
             ErrorKind::AzureBlobStorageError => 500,
             ErrorKind::FileAlreadyExists => 504,
+            ErrorKind::TooDeepRecursion => 306,
+            ErrorKind::UnrecognizedArguments => 552,
         }
     }
 
@@ -170,6 +176,8 @@ impl ErrorKind {
             ErrorKind::StorageError => "S3_ERROR",
             ErrorKind::AzureBlobStorageError => "AZURE_BLOB_STORAGE_ERROR",
             ErrorKind::FileAlreadyExists => "FILE_ALREADY_EXISTS",
+            ErrorKind::TooDeepRecursion => "TOO_DEEP_RECURSION",
+            ErrorKind::UnrecognizedArguments => "UNRECOGNIZED_ARGUMENTS",
         }
     }
 }

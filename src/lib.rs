@@ -194,8 +194,8 @@ pub mod internals {
     /// See `src/plan/`.
     pub mod plan {
         pub use crate::plan::{
-            CompactOptions, ExpireOptions, OrphanOptions, ProcedureCall, RewriteManifestsOptions,
-            SnapshotProcedure, TableChange, TimeUnit,
+            CmpOp, CompactOptions, ExpireOptions, OrphanOptions, Predicate, ProcedureCall,
+            RewriteManifestsOptions, SnapshotProcedure, TableChange, TimeUnit,
         };
     }
     /// See `src/shell/`.
@@ -206,10 +206,11 @@ pub mod internals {
     pub mod sql {
         pub use crate::sql::{
             AlterAction, AlterExecute, AlterTable, Arg, ArgValue, BindContext, CompareOp,
-            Comparison, EngineArg, EngineName, Literal, OrderKey, Projection, Select,
-            SessionTimeZone, Statement, SystemTable, TableName, ast, bind, format_duration_ms,
-            parse_duration_ms, parse_statement, parse_statement_at, parse_timestamp_ms,
-            split_statements,
+            Comparison, DEFAULT_MAX_PARSER_DEPTH, DEFAULT_MAX_QUERY_SIZE, EngineArg, EngineName,
+            Literal, LiteralList, MAX_PARSER_DEPTH_CEILING, OrderKey, ParseLimits, Projection,
+            Select, SessionTimeZone, Statement, SystemTable, TableName, ast, bind,
+            format_duration_ms, parse_duration_ms, parse_statement, parse_statement_at,
+            parse_statement_with, parse_timestamp_ms, parse_where_with, split_statements,
         };
     }
 }

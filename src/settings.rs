@@ -143,6 +143,20 @@ pub const SESSION_SETTINGS: &[SettingDef] = &[
         doc: "metadata commit attempts before LIMIT_EXCEEDED",
     },
     SettingDef {
+        name: "max_query_size",
+        ty: SettingType::UInt,
+        default: SettingValue::UInt(262_144),
+        doc: "the longest statement text in bytes (ClickHouse's setting); a longer one is a \
+              SYNTAX_ERROR naming where it crosses the limit; 0: no limit",
+    },
+    SettingDef {
+        name: "max_parser_depth",
+        ty: SettingType::UInt,
+        default: SettingValue::UInt(1000),
+        doc: "how deeply brackets and NOT may nest in a statement (ClickHouse's setting); deeper \
+              is TOO_DEEP_RECURSION; 1 to 2000",
+    },
+    SettingDef {
         name: "iceberg_statement_cache_max_bytes",
         ty: SettingType::UInt,
         default: SettingValue::UInt(256 * 1024 * 1024),
@@ -160,6 +174,10 @@ const AT_LEAST_ONE: &[&str] = &[
     "iceberg_expire_default_min_snapshots_to_keep",
     "iceberg_compaction_max_memory_bytes",
 ];
+
+/// The largest `max_parser_depth` (the SQL front end's own ceiling, which an engine test ties to
+/// this one: neither layer imports the other).
+pub const MAX_PARSER_DEPTH_CEILING: u64 = 2_000;
 
 /// Table settings (`CREATE TABLE … SETTINGS`), not accepted by `SET`.
 pub const TABLE_SETTINGS: &[SettingDef] = &[
@@ -291,6 +309,14 @@ impl Settings {
                 def.name
             )));
         }
+        if def.name == "max_parser_depth"
+            && !matches!(value, Value::UInt(1..=MAX_PARSER_DEPTH_CEILING))
+        {
+            return Err(Error::bad_arguments(format!(
+                "Setting max_parser_depth must be between 1 and {MAX_PARSER_DEPTH_CEILING}, got \
+                 {literal}: icetrim walks nested expressions one level at a time"
+            )));
+        }
         if def.name == "iceberg_format_version" && !matches!(value, Value::UInt(1..=3)) {
             return Err(Error::bad_arguments(format!(
                 "iceberg_format_version must be 1, 2 or 3, got {literal}"
@@ -382,6 +408,16 @@ impl Settings {
 
     pub fn allow_database_glue_catalog(&self) -> bool {
         self.get_bool("allow_database_glue_catalog")
+    }
+
+    /// `max_query_size`: bytes of one statement's text (0: no limit).
+    pub fn max_query_size(&self) -> u64 {
+        self.get_uint("max_query_size")
+    }
+
+    /// `max_parser_depth`: nesting of brackets and `NOT` (1 to [`MAX_PARSER_DEPTH_CEILING`]).
+    pub fn max_parser_depth(&self) -> u64 {
+        self.get_uint("max_parser_depth")
     }
 
     /// `iceberg_statement_cache_max_bytes` (0: no statement read cache).
@@ -612,6 +648,21 @@ mod tests {
         let err = s.set("session_timezone", &number("5")).unwrap_err();
         assert_eq!(err.message(), "Bad get: has UInt64, requested String");
         assert_eq!(s.get_string("session_timezone"), "America/New_York");
+    }
+
+    #[test]
+    fn parser_limits_follow_clickhouse_and_stay_in_range() {
+        let mut s = Settings::new();
+        assert_eq!((s.max_query_size(), s.max_parser_depth()), (262_144, 1000));
+        s.set("max_query_size", &number("0")).unwrap();
+        s.set("max_parser_depth", &number("2000")).unwrap();
+        assert_eq!((s.max_query_size(), s.max_parser_depth()), (0, 2000));
+        for bad in ["0", "2001"] {
+            let err = s.set("max_parser_depth", &number(bad)).unwrap_err();
+            assert_eq!(err.kind(), ErrorKind::BadArguments);
+            assert!(err.message().contains("between 1 and 2000"), "{err}");
+        }
+        assert_eq!(s.max_parser_depth(), 2000, "unchanged");
     }
 
     #[test]

@@ -29,3 +29,26 @@ pub use result::{
 };
 pub use runtime::Runtime;
 pub use session::{DEFAULT_DATABASE, Engine, EngineBuilder, Session, handles};
+
+#[cfg(test)]
+mod tests {
+    use crate::settings::{self, Settings};
+    use crate::sql::{self, ParseLimits};
+
+    /// The settings and the SQL front end do not import each other: their limits are tied here.
+    #[test]
+    fn the_parser_limits_of_settings_and_sql_agree() {
+        let defaults = Settings::new();
+        assert_eq!(
+            ParseLimits {
+                max_query_size: defaults.max_query_size(),
+                max_parser_depth: defaults.max_parser_depth(),
+            },
+            ParseLimits::default()
+        );
+        assert_eq!(
+            settings::MAX_PARSER_DEPTH_CEILING,
+            sql::MAX_PARSER_DEPTH_CEILING
+        );
+    }
+}

@@ -17,6 +17,7 @@
 //! `BAD_QUERY_PARAMETER`, a type outside the table is `UNKNOWN_TYPE`. Deliberate difference: an
 //! integer out of its type's range is refused (ClickHouse wraps it: `300` as `UInt8` is `44`).
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use crate::error::{Error, ErrorKind, Result};
@@ -41,9 +42,9 @@ pub const PARAM_SETTING_PREFIX: &str = "param_";
 /// assert_eq!(missing.code(), 456);
 /// # Ok::<(), icetrim::Error>(())
 /// ```
-pub fn substitute(sql: &str, params: &BTreeMap<String, String>) -> Result<String> {
+pub fn substitute<'a>(sql: &'a str, params: &BTreeMap<String, String>) -> Result<Cow<'a, str>> {
     if !sql.contains('{') {
-        return Ok(sql.to_string());
+        return Ok(Cow::Borrowed(sql));
     }
     let mut out = String::with_capacity(sql.len());
     let mut rest = sql;
@@ -69,7 +70,7 @@ pub fn substitute(sql: &str, params: &BTreeMap<String, String>) -> Result<String
         out.push(c);
         rest = rest.get(c.len_utf8()..).unwrap_or_default();
     }
-    Ok(out)
+    Ok(Cow::Owned(out))
 }
 
 /// The length of the string literal, quoted identifier or comment `text` starts with (0: none).

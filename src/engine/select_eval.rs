@@ -24,16 +24,19 @@ pub fn evaluate(
     columns: Vec<Column>,
     rows: Vec<Vec<Value>>,
 ) -> Result<(Vec<Column>, Vec<Vec<Value>>)> {
-    let scope = Select {
-        format: None,
-        ..select.clone()
-    }
-    .to_string();
+    // The statement as the error prints it (built only for an error: it can be long).
+    let scope = || {
+        Select {
+            format: None,
+            ..select.clone()
+        }
+        .to_string()
+    };
     let index_of = |name: &str, what: &str| {
         columns.iter().position(|c| c.name == name).ok_or_else(|| {
             Error::new(
                 ErrorKind::UnknownIdentifier,
-                format!("Unknown {what} identifier `{name}`. In scope {scope}"),
+                format!("Unknown {what} identifier `{name}`. In scope {}", scope()),
             )
         })
     };

@@ -17,8 +17,6 @@ use std::ops::ControlFlow;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use sqlparser::dialect::ClickHouseDialect;
-use sqlparser::tokenizer::{Token, Tokenizer};
 use tokio::sync::Mutex;
 
 use super::catalog_db;
@@ -39,9 +37,11 @@ use crate::plan::{CompactOptions, ProcedureCall, RewriteManifestsOptions, TableC
 use crate::settings::Settings;
 use crate::sql::ast::OptimizeTable;
 use crate::sql::bind_snapshots::bind_alter;
+use crate::sql::lexer::{Kind, Lexer, Punct, Token as LexToken};
+use crate::sql::parser::parse_checked;
 use crate::sql::{
-    AlterExecute, AlterTable, BindContext, Literal, OptimizeManifest, Select, Statement, TableName,
-    bind_noted, parse_statement_at, split_statements,
+    AlterExecute, AlterTable, BindContext, Literal, OptimizeManifest, ParseLimits, Select,
+    Statement, TableName, bind_noted, split_statements,
 };
 
 fn unknown_database(database: &str) -> Error {
@@ -232,30 +232,33 @@ impl Engine {
 /// assert!(!icetrim::engine::handles("SELECT 1"));
 /// ```
 pub fn handles(sql: &str) -> bool {
-    let Ok(tokens) = Tokenizer::new(&ClickHouseDialect {}, sql).tokenize() else {
-        return false;
-    };
-    let tokens: Vec<&Token> = tokens
-        .iter()
-        .filter(|t| !matches!(t, Token::Whitespace(_)))
-        .collect();
-    let keyword = |i: usize, word: &str| {
-        matches!(tokens.get(i), Some(Token::Word(w)) if w.quote_style.is_none()
-            && w.value.eq_ignore_ascii_case(word))
-    };
-    let is_name = |i: usize| matches!(tokens.get(i), Some(Token::Word(_)));
+    let mut lexer = Lexer::new(sql);
+    let mut tokens: Vec<LexToken> = Vec::with_capacity(8);
+    while tokens.len() < 8 {
+        let token = lexer.next_significant();
+        if token.start == token.end {
+            break;
+        }
+        tokens.push(token);
+    }
+    let keyword = |i: usize, word: &str| tokens.get(i).is_some_and(|t| t.is_word(sql, word));
+    let is_name = |i: usize| matches!(tokens.get(i), Some(t) if matches!(t.kind, Kind::Word | Kind::QuotedIdent));
     let mut at = usize::from(keyword(0, "EXPLAIN"));
     let optimize = keyword(at, "OPTIMIZE");
     if !((optimize || keyword(at, "ALTER")) && keyword(at + 1, "TABLE") && is_name(at + 2)) {
         return false;
     }
     at += 3;
-    if matches!(tokens.get(at), Some(Token::Period)) && is_name(at + 1) {
+    if matches!(tokens.get(at), Some(t) if t.kind == Kind::Punct(Punct::Period)) && is_name(at + 1)
+    {
         at += 2;
     }
     if optimize {
         // `OPTIMIZE TABLE t [MANIFEST] [FORMAT f] [;]`; MergeTree's clauses belong to the host.
-        let ends = matches!(tokens.get(at), None | Some(Token::SemiColon));
+        let ends = match tokens.get(at) {
+            None => true,
+            Some(t) => t.kind == Kind::Punct(Punct::Semicolon),
+        };
         return ends || keyword(at, "MANIFEST") || keyword(at, "FORMAT");
     }
     let ref_kind = |i: usize| keyword(i, "BRANCH") || keyword(i, "TAG");
@@ -446,8 +449,8 @@ impl Session {
         F: FnMut(&str, Result<QueryResult>) -> ControlFlow<()>,
     {
         for (text, line) in split_statements(sql) {
-            let result = self.execute_one(&text, line).await;
-            on_result(&text, result)?;
+            let result = self.execute_one(text, line).await;
+            on_result(text, result)?;
         }
         ControlFlow::Continue(())
     }
@@ -455,10 +458,21 @@ impl Session {
     /// Parses and runs one statement whose text starts on line `first_line` of its script (for
     /// syntax error positions).
     /// `{name:Type}` placeholders are replaced by the session's parameters first.
+    /// The text is checked against `max_query_size` and `max_parser_depth` as written (before
+    /// the parameters, as ClickHouse does).
     pub async fn execute_one(&mut self, text: &str, first_line: usize) -> Result<QueryResult> {
+        self.parse_limits().check(text, first_line)?;
         let text = substitute(text, &self.params)?;
-        let statement = parse_statement_at(&text, first_line)?;
+        let statement = parse_checked(&text, first_line)?;
         self.execute_statement(&statement).await
+    }
+
+    /// The parser's limits of this session's settings.
+    fn parse_limits(&self) -> ParseLimits {
+        ParseLimits {
+            max_query_size: self.settings.max_query_size(),
+            max_parser_depth: self.settings.max_parser_depth(),
+        }
     }
 
     /// Runs `sql` when it is an icetrim statement ([`handles`]); `None` leaves it to the host.
@@ -826,6 +840,7 @@ impl Session {
         let context = BindContext {
             now_ms: self.shared.runtime.clock.now_ms(),
             time_zone: self.settings.session_time_zone(),
+            limits: self.parse_limits(),
         };
         let (call, notes) = bind_noted(&alter.procedure, &alter.args, &context)?;
         let work = TableWork::Procedure(call);

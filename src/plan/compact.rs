@@ -129,12 +129,40 @@ pub enum Predicate {
         column: String,
         negated: bool,
     },
-    And(Box<Predicate>, Box<Predicate>),
-    Or(Box<Predicate>, Box<Predicate>),
+    /// All of them (two or more; nested `AND`s are one list, so a long chain is no deep tree).
+    And(Vec<Predicate>),
+    /// Any of them (two or more, flat as `And`).
+    Or(Vec<Predicate>),
     Not(Box<Predicate>),
 }
 
 impl Predicate {
+    /// `a AND b`, flattening either side that is itself an `AND`.
+    pub fn and(a: Predicate, b: Predicate) -> Predicate {
+        let mut items = match a {
+            Predicate::And(items) => items,
+            other => vec![other],
+        };
+        match b {
+            Predicate::And(more) => items.extend(more),
+            other => items.push(other),
+        }
+        Predicate::And(items)
+    }
+
+    /// `a OR b`, flattening either side that is itself an `OR`.
+    pub fn or(a: Predicate, b: Predicate) -> Predicate {
+        let mut items = match a {
+            Predicate::Or(items) => items,
+            other => vec![other],
+        };
+        match b {
+            Predicate::Or(more) => items.extend(more),
+            other => items.push(other),
+        }
+        Predicate::Or(items)
+    }
+
     /// Every column the predicate names.
     pub fn columns(&self) -> Vec<&str> {
         let mut out = Vec::new();
@@ -147,9 +175,10 @@ impl Predicate {
             Predicate::Cmp { column, .. }
             | Predicate::In { column, .. }
             | Predicate::IsNull { column, .. } => out.push(column),
-            Predicate::And(a, b) | Predicate::Or(a, b) => {
-                a.collect_columns(out);
-                b.collect_columns(out);
+            Predicate::And(items) | Predicate::Or(items) => {
+                for item in items {
+                    item.collect_columns(out);
+                }
             }
             Predicate::Not(a) => a.collect_columns(out),
         }

@@ -296,7 +296,7 @@ pub fn is_exit_command(line: &str) -> bool {
 pub fn ends_with_terminator(input: &str) -> bool {
     const PROBE: &str = "icetrim_probe";
     let probed = format!("{input}\n{PROBE}");
-    matches!(split_statements(&probed).last(), Some((text, _)) if text == PROBE)
+    matches!(split_statements(&probed).last(), Some((text, _)) if *text == PROBE)
 }
 
 fn run_input(
@@ -312,7 +312,7 @@ fn run_input(
         let outcome = run_cancellable(
             runtime,
             &token,
-            session.execute_one_with(&text, line, &token),
+            session.execute_one_with(text, line, &token),
         );
         let elapsed = started.elapsed().as_secs_f64();
         out.clear_progress();

@@ -3,8 +3,9 @@
 //!
 //! Exit status: 0 on success; after an error, its ClickHouse code modulo 256 as clickhouse-client
 //! does (1 when that would be 0); with `--ignore-error`, the last error's. A closed standard output
-//! (`| head`) ends the program quietly with 0. Command-line mistakes exit with 2 (clap), except
-//! `--param_` mistakes, which are ClickHouse errors as in clickhouse-client (`BAD_ARGUMENTS`, 36).
+//! (`| head`) ends the program quietly with 0. Command-line mistakes are ClickHouse errors too
+//! ([`args`]: `UNRECOGNIZED_ARGUMENTS`, `BAD_ARGUMENTS`) under the same rule; `--help` and
+//! `--version` print and exit with 0.
 
 pub mod args;
 pub mod demo;
@@ -28,8 +29,8 @@ use crate::format::OutputFormat;
 pub fn main() -> ExitCode {
     match Args::parse_with_params(std::env::args_os()) {
         Ok(args) => ExitCode::from(run(args)),
-        Err(args::ArgsError::Clap(error)) => error.exit(),
-        Err(args::ArgsError::Param(error)) => {
+        Err(args::ArgsError::Print(help)) => help.exit(),
+        Err(args::ArgsError::Invalid(error)) => {
             Output::new().error(&error);
             ExitCode::from(exit_code(&error))
         }
@@ -116,6 +117,9 @@ fn try_main(args: &Args, out: &mut Output) -> Result<u8, Failure> {
         };
     }
     let mut builder = Engine::builder();
+    for (name, value) in &args.settings {
+        builder = builder.setting(name, value);
+    }
     if let Some(path) = &args.path {
         builder = builder.data_path(path);
     }
@@ -139,16 +143,20 @@ fn try_main(args: &Args, out: &mut Output) -> Result<u8, Failure> {
         };
         return Ok(interactive::run(&runtime, &mut session, &options, out)?);
     }
+    let stdin;
     let sql = match &args.query {
-        Some(query) => query.clone(),
-        None => read_stdin()?,
+        Some(query) => query.as_str(),
+        None => {
+            stdin = read_stdin()?;
+            stdin.as_str()
+        }
     };
     let options = script::ScriptOptions {
         format: format.unwrap_or(OutputFormat::TabSeparated),
         time: args.time,
         ignore_error: args.ignore_error,
     };
-    Ok(script::run(&runtime, &mut session, &sql, options, out)?)
+    Ok(script::run(&runtime, &mut session, sql, options, out)?)
 }
 
 fn read_stdin() -> Result<String, Error> {

@@ -33,7 +33,7 @@ pub fn run(
     let mut exit = 0;
     for (text, line) in split_statements(sql) {
         let started = Instant::now();
-        let outcome = runtime.block_on(session.execute_one(&text, line));
+        let outcome = runtime.block_on(session.execute_one(text, line));
         let elapsed = started.elapsed().as_secs_f64();
         out.clear_progress();
         match outcome {

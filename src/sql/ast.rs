@@ -5,6 +5,7 @@
 //! with `\\` and `\'` escaped. Printing a parsed statement and parsing the text again yields an equal
 //! tree (tested for every syntax form in `tests/sql/sql_roundtrip.rs`).
 
+use std::borrow::Cow;
 use std::fmt;
 
 pub use super::alter_refs::{AlterAction, AlterTable};
@@ -219,7 +220,7 @@ pub fn write_ident(f: &mut fmt::Formatter<'_>, name: &str) -> fmt::Result {
     }
 }
 
-fn is_bare_identifier(name: &str) -> bool {
+pub(crate) fn is_bare_identifier(name: &str) -> bool {
     is_plain_word(name) && !is_keyword(name)
 }
 
@@ -349,25 +350,61 @@ fn write_settings(f: &mut fmt::Formatter<'_>, settings: &[(String, Literal)]) ->
     })
 }
 
+/// A list being printed: its remaining items, whether one was printed, its closing bracket.
+type OpenList<'a> = (
+    Box<dyn Iterator<Item = Cow<'a, Literal>> + 'a>,
+    bool,
+    &'static str,
+);
+
+/// Printed with an explicit stack: nested arrays and tuples cost no recursion.
 impl fmt::Display for Literal {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Literal::Number(text) => f.write_str(text),
-            Literal::String(value) => write_string(f, value),
-            Literal::Bool(true) => f.write_str("true"),
-            Literal::Bool(false) => f.write_str("false"),
-            Literal::Null => f.write_str("NULL"),
-            Literal::Array(items) => {
-                f.write_str("[")?;
-                write_list(f, items, |f, item| write!(f, "{item}"))?;
-                f.write_str("]")
+        let mut stack: Vec<OpenList<'_>> = Vec::new();
+        let mut next = Some(Cow::Borrowed(self));
+        loop {
+            if let Some(literal) = next.take() {
+                match literal {
+                    Cow::Borrowed(Literal::Array(items)) => {
+                        f.write_str("[")?;
+                        stack.push((Box::new(items.iter()), false, "]"));
+                    }
+                    Cow::Borrowed(Literal::Tuple(items)) => {
+                        f.write_str("(")?;
+                        stack.push((Box::new(items.iter().map(Cow::Borrowed)), false, ")"));
+                    }
+                    other => write_scalar(f, &other)?,
+                }
             }
-            Literal::Tuple(items) => {
-                f.write_str("(")?;
-                write_list(f, items, |f, item| write!(f, "{item}"))?;
-                f.write_str(")")
+            let Some((items, printed, close)) = stack.last_mut() else {
+                return Ok(());
+            };
+            match items.next() {
+                Some(item) => {
+                    if *printed {
+                        f.write_str(", ")?;
+                    }
+                    *printed = true;
+                    next = Some(item);
+                }
+                None => {
+                    f.write_str(close)?;
+                    stack.pop();
+                }
             }
         }
+    }
+}
+
+/// A literal that is not a borrowed list (lists only ever hold scalars by value).
+fn write_scalar(f: &mut fmt::Formatter<'_>, literal: &Literal) -> fmt::Result {
+    match literal {
+        Literal::Number(text) => f.write_str(text),
+        Literal::String(value) => write_string(f, value),
+        Literal::Bool(true) => f.write_str("true"),
+        Literal::Bool(false) => f.write_str("false"),
+        Literal::Null => f.write_str("NULL"),
+        list @ (Literal::Array(_) | Literal::Tuple(_)) => write!(f, "{list}"),
     }
 }
 
@@ -545,7 +582,7 @@ mod tests {
         assert_eq!(number("-5").type_name(), "Int64");
         assert_eq!(number("-9223372036854775809").type_name(), "Float64");
         assert_eq!(number("5.5").type_name(), "Float64");
-        assert_eq!(Literal::Array(vec![]).type_name(), "Array");
+        assert_eq!(Literal::Array(Default::default()).type_name(), "Array");
         assert_eq!(Literal::Null.type_name(), "Null");
         assert_eq!(Literal::Bool(true).type_name(), "Bool");
     }

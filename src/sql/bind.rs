@@ -14,6 +14,7 @@ use std::collections::BTreeMap;
 
 use super::ast::{Arg, ArgValue, Literal};
 use super::duration::{DurationError, parse_duration_ms};
+use super::limits::ParseLimits;
 use super::timestamp::{SessionTimeZone, parse_timestamp_noted};
 use crate::error::{Error, Result};
 use crate::plan::{
@@ -32,6 +33,8 @@ pub struct BindContext {
     pub now_ms: i64,
     /// The zone local timestamps are read in.
     pub time_zone: SessionTimeZone,
+    /// The limits a predicate given as a string (`rewrite_data_files`' `where`) is read under.
+    pub limits: ParseLimits,
 }
 
 /// A parameter's declared type: checked when the argument is collected.
@@ -132,7 +135,7 @@ pub fn bind_noted(
         }
         REWRITE_MANIFESTS => bind_rewrite_manifests(args).map(ProcedureCall::RewriteManifests),
         super::bind_compact::REWRITE => {
-            super::bind_compact::bind_rewrite(args).map(ProcedureCall::Compact)
+            super::bind_compact::bind_rewrite(args, &context.limits).map(ProcedureCall::Compact)
         }
         other => Err(Error::bad_arguments(format!(
             "Unknown EXECUTE command '{other}' for Iceberg table"
@@ -307,9 +310,9 @@ fn snapshot_ids(value: &Literal) -> Result<Vec<i64>> {
         ));
     };
     items
-        .iter()
-        .map(|item| {
-            let id = item.as_integer().ok_or_else(|| {
+        .integers()
+        .map(|id| {
+            let id = id.ok_or_else(|| {
                 Error::bad_arguments(
                     "expire_snapshots expects 'snapshot_ids' to be an integer literal",
                 )
@@ -453,6 +456,7 @@ mod tests {
         let context = BindContext {
             now_ms: 0,
             time_zone: SessionTimeZone::System,
+            limits: ParseLimits::default(),
         };
         let call = |value: &str| {
             bind(
@@ -471,6 +475,7 @@ mod tests {
         let context = BindContext {
             now_ms: 0,
             time_zone: SessionTimeZone::System,
+            limits: ParseLimits::default(),
         };
         let call =
             |literal: Literal| bind(ORPHANS, &[named("protect_other_tables", literal)], &context);

@@ -17,6 +17,8 @@ use sqlparser::parser::Parser;
 
 use super::ast::{Arg, Literal};
 use super::bind::{Param, ParamType, collect};
+use super::lexer::Lexer;
+use super::limits::{ParseLimits, sqlparser_can_parse};
 use super::parser::literal_of;
 use crate::error::{Error, Result};
 use crate::plan::{CmpOp, CompactOptions, Predicate};
@@ -67,8 +69,8 @@ const PARAMS: [Param; 10] = [
     },
 ];
 
-/// Binds `rewrite_data_files(args)`.
-pub fn bind_rewrite(args: &[Arg]) -> Result<CompactOptions> {
+/// Binds `rewrite_data_files(args)`; the `where` predicate is read under `limits`.
+pub fn bind_rewrite(args: &[Arg], limits: &ParseLimits) -> Result<CompactOptions> {
     let values = collect(REWRITE, &PARAMS, args)?;
     let uint = |name: &str| -> Option<u64> {
         values
@@ -93,7 +95,7 @@ pub fn bind_rewrite(args: &[Arg]) -> Result<CompactOptions> {
         })
     };
     let filter = match values.get("where") {
-        Some(Literal::String(text)) => Some(parse_where(text)?),
+        Some(Literal::String(text)) => Some(parse_where_with(text, limits)?),
         _ => None,
     };
     let options = CompactOptions {
@@ -112,9 +114,26 @@ pub fn bind_rewrite(args: &[Arg]) -> Result<CompactOptions> {
     Ok(options)
 }
 
-/// Parses a `where` predicate (see the module comment).
+/// Parses a `where` predicate (see the module comment) under ClickHouse's default limits.
 pub fn parse_where(text: &str) -> Result<Predicate> {
+    parse_where_with(text, &ParseLimits::default())
+}
+
+/// Parses a `where` predicate: its brackets and `NOT`s may nest `limits.max_parser_depth` deep
+/// (else `TOO_DEEP_RECURSION`). Read in one pass when it is of the usual form
+/// ([`super::where_parse`]); otherwise sqlparser reads it, unless it holds more operators than
+/// sqlparser's recursive tree may take (then it is not supported).
+pub fn parse_where_with(text: &str, limits: &ParseLimits) -> Result<Predicate> {
+    limits.check_depth(Lexer::new(text).filter(|t| !t.is_trivia()))?;
+    if let Some(predicate) = super::where_parse::parse(text, limits)? {
+        return Ok(predicate);
+    }
     let bad = |m: String| Error::bad_arguments(format!("{REWRITE} 'where': {m}"));
+    if !sqlparser_can_parse(text) {
+        return Err(bad(format!(
+            "'{text}' is not supported (comparisons, IN, IS NULL, AND, OR, NOT of literals)"
+        )));
+    }
     let dialect = ClickHouseDialect {};
     let expr = Parser::new(&dialect)
         .try_with_sql(text)
@@ -168,14 +187,8 @@ fn predicate(expr: &Expr) -> std::result::Result<Predicate, String> {
     match expr {
         Expr::Nested(inner) => predicate(inner),
         Expr::BinaryOp { left, op, right } => match op {
-            BinaryOperator::And => Ok(Predicate::And(
-                Box::new(predicate(left)?),
-                Box::new(predicate(right)?),
-            )),
-            BinaryOperator::Or => Ok(Predicate::Or(
-                Box::new(predicate(left)?),
-                Box::new(predicate(right)?),
-            )),
+            BinaryOperator::And => Ok(Predicate::and(predicate(left)?, predicate(right)?)),
+            BinaryOperator::Or => Ok(Predicate::or(predicate(left)?, predicate(right)?)),
             other => {
                 let op = cmp_op(other).ok_or_else(unsupported)?;
                 if let (Some(c), Some(v)) = (column(left), literal(right)) {
@@ -231,18 +244,18 @@ fn predicate(expr: &Expr) -> std::result::Result<Predicate, String> {
                 literal(low).ok_or_else(unsupported)?,
                 literal(high).ok_or_else(unsupported)?,
             );
-            let both = Predicate::And(
-                Box::new(Predicate::Cmp {
+            let both = Predicate::And(vec![
+                Predicate::Cmp {
                     column: c.clone(),
                     op: CmpOp::GtEq,
                     value: lo,
-                }),
-                Box::new(Predicate::Cmp {
+                },
+                Predicate::Cmp {
                     column: c,
                     op: CmpOp::LtEq,
                     value: hi,
-                }),
-            );
+                },
+            ]);
             Ok(if *negated {
                 Predicate::Not(Box::new(both))
             } else {
@@ -287,30 +300,43 @@ mod tests {
 
     #[test]
     fn options_and_checks() {
-        let o = bind_rewrite(&[
-            named("target_file_size_bytes", Literal::Number("1000".into())),
-            named("min_input_files", Literal::Number("2".into())),
-            named("rewrite_all", Literal::Bool(true)),
-            named("dry_run", Literal::Number("1".into())),
-            named("where", Literal::String("p = 1".into())),
-        ])
+        let limits = ParseLimits::default();
+        let o = bind_rewrite(
+            &[
+                named("target_file_size_bytes", Literal::Number("1000".into())),
+                named("min_input_files", Literal::Number("2".into())),
+                named("rewrite_all", Literal::Bool(true)),
+                named("dry_run", Literal::Number("1".into())),
+                named("where", Literal::String("p = 1".into())),
+            ],
+            &limits,
+        )
         .unwrap();
         assert_eq!(o.target_file_size_bytes, Some(1000));
         assert_eq!(o.min_input_files, Some(2));
         assert!(o.rewrite_all && o.dry_run && o.filter.is_some());
-        let e = bind_rewrite(&[named("min_input_files", Literal::Number("0".into()))]);
+        let e = bind_rewrite(
+            &[named("min_input_files", Literal::Number("0".into()))],
+            &limits,
+        );
         assert!(e.unwrap_err().message().contains("positive"));
-        let e = bind_rewrite(&[named("target_file_size_bytes", Literal::String("1".into()))]);
+        let e = bind_rewrite(
+            &[named("target_file_size_bytes", Literal::String("1".into()))],
+            &limits,
+        );
         assert!(e.unwrap_err().message().contains("wrong type"));
-        let e = bind_rewrite(&[named("bogus", Literal::Number("1".into()))]);
+        let e = bind_rewrite(&[named("bogus", Literal::Number("1".into()))], &limits);
         assert_eq!(
             e.unwrap_err().message(),
             "Unknown parameter 'bogus' for rewrite_data_files"
         );
-        let e = bind_rewrite(&[
-            named("target_file_size_bytes", Literal::Number("100".into())),
-            named("max_file_size_bytes", Literal::Number("100".into())),
-        ]);
+        let e = bind_rewrite(
+            &[
+                named("target_file_size_bytes", Literal::Number("100".into())),
+                named("max_file_size_bytes", Literal::Number("100".into())),
+            ],
+            &limits,
+        );
         assert!(e.unwrap_err().message().contains("must be greater"));
     }
 }

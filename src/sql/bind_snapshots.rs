@@ -264,6 +264,7 @@ mod tests {
         BindContext {
             now_ms: 0,
             time_zone: SessionTimeZone::Named(chrono_tz::UTC),
+            limits: Default::default(),
         }
     }
 

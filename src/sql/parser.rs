@@ -7,29 +7,60 @@
 //! refused with `NOT_IMPLEMENTED` ("Statement … is not supported by icetrim"), else it is a
 //! `SYNTAX_ERROR`. Syntax errors carry the character position, line and column, ClickHouse-style.
 //! The accepted language is written down in `grammar/icetrim.md`.
+//!
+//! Before any of it, the text is checked against the limits ([`super::limits`]), and the
+//! statements whose text may be long and flat (`ALTER TABLE … EXECUTE`, the introspection
+//! `SELECT`) are read in one pass by `sql::fast`. Literals are read without sqlparser's tree
+//! (`sql::literal_parse`); sqlparser's expression parser only sees text with few operators
+//! (`limits::SQLPARSER_MAX_OPERATORS`): a longer statement it would have to read is refused as
+//! not supported (or, where a literal belongs, as not a literal).
 
-use sqlparser::ast::{Expr, UnaryOperator, Value};
 use sqlparser::dialect::{ClickHouseDialect, GenericDialect};
 use sqlparser::keywords::Keyword;
 use sqlparser::parser::{Parser, ParserError};
-use sqlparser::tokenizer::{Location, Token, TokenWithSpan, Tokenizer};
+use sqlparser::tokenizer::{Token, TokenWithSpan, Tokenizer};
 
 use super::alter_refs;
 use super::ast::{
     AlterExecute, AlterTable, Arg, ArgValue, CreateDatabase, CreateTable, Engine, EngineArg,
     EngineName, Literal, OptimizeManifest, OptimizeTable, Statement, TableName,
 };
+use super::lexer::Lexer;
+use super::limits::{ParseLimits, SQLPARSER_MAX_OPERATORS, sqlparser_can_parse};
 use super::select::Select;
+pub(crate) use super::sqlparser_glue::literal_of;
+use super::sqlparser_glue::{byte_offset, parser_error, syntax_error, try_literal};
 use crate::error::{Error, ErrorKind, Result};
 
-/// Parses one statement (an optional trailing `;` is allowed). Lines in errors count from 1.
+/// Parses one statement (an optional trailing `;` is allowed) under ClickHouse's default limits.
+/// Lines in errors count from 1.
 pub fn parse_statement(sql: &str) -> Result<Statement> {
     parse_statement_at(sql, 1)
 }
 
 /// Parses one statement that starts on line `first_line` of a script, so that syntax errors name
-/// the script's line.
+/// the script's line; ClickHouse's default limits.
 pub fn parse_statement_at(sql: &str, first_line: usize) -> Result<Statement> {
+    parse_statement_with(sql, first_line, &ParseLimits::default())
+}
+
+/// [`parse_statement_at`] under `limits` (a session's `max_query_size` and `max_parser_depth`).
+pub fn parse_statement_with(
+    sql: &str,
+    first_line: usize,
+    limits: &ParseLimits,
+) -> Result<Statement> {
+    limits.check(sql, first_line)?;
+    parse_checked(sql, first_line)
+}
+
+/// Parses a statement whose text was checked against the limits already (a session checks the
+/// text as written, then parses it with its `{name:Type}` parameters substituted, which adds no
+/// brackets).
+pub(crate) fn parse_checked(sql: &str, first_line: usize) -> Result<Statement> {
+    if let Some(parsed) = super::fast::parse(sql, first_line) {
+        return parsed;
+    }
     let dialect = ClickHouseDialect {};
     let tokens = Tokenizer::new(&dialect, sql)
         .tokenize_with_location()
@@ -46,7 +77,7 @@ pub fn parse_statement_at(sql: &str, first_line: usize) -> Result<Statement> {
     }
     let format = split_format(&mut tokens);
     let mut parser = Parser::new(&dialect).with_tokens_with_locations(tokens);
-    match parse_known(&mut parser, format.as_ref()) {
+    match parse_known(&mut parser, sql, format.as_ref()) {
         Ok(Some(statement)) => Ok(statement),
         Ok(None) => Err(refuse_unknown(sql, first_line)),
         Err(Fail::Done(error)) => Err(error),
@@ -101,21 +132,25 @@ fn split_format(tokens: &mut Vec<TokenWithSpan>) -> Option<FormatClause> {
 }
 
 /// Parses the statements icetrim models; `None` when the statement is of another kind.
-fn parse_known(p: &mut Parser, format: Option<&FormatClause>) -> PResult<Option<Statement>> {
+fn parse_known(
+    p: &mut Parser,
+    sql: &str,
+    format: Option<&FormatClause>,
+) -> PResult<Option<Statement>> {
     let format_name = format.map(|f| f.name.clone());
     let statement = match p.peek_token().token {
         Token::Word(w) if w.quote_style.is_none() => match w.keyword {
-            Keyword::EXPLAIN => parse_explain(p, format_name)?,
-            Keyword::ALTER => parse_alter(p, format_name)?.map(|altered| match altered {
+            Keyword::EXPLAIN => parse_explain(p, sql, format_name)?,
+            Keyword::ALTER => parse_alter(p, sql, format_name)?.map(|altered| match altered {
                 Altered::Execute(alter) => Statement::AlterExecute(alter),
                 Altered::Table(alter) => Statement::AlterTable(alter),
             }),
-            Keyword::CREATE => parse_create(p)?,
+            Keyword::CREATE => parse_create(p, sql)?,
             Keyword::DROP => parse_drop(p)?,
             Keyword::SHOW => parse_show(p, format_name)?,
             Keyword::USE => parse_use(p)?,
-            Keyword::SET => Some(parse_set(p)?),
-            Keyword::SELECT => Some(parse_select(p, format_name)?),
+            Keyword::SET => Some(parse_set(p, sql)?),
+            Keyword::SELECT => Some(parse_select(p, sql, format_name)?),
             Keyword::OPTIMIZE => parse_optimize(p, false, format_name)?,
             _ => None,
         },
@@ -152,7 +187,7 @@ fn positioned(message: &str, at: &TokenWithSpan) -> Fail {
     )))
 }
 
-fn parse_explain(p: &mut Parser, format: Option<String>) -> PResult<Option<Statement>> {
+fn parse_explain(p: &mut Parser, sql: &str, format: Option<String>) -> PResult<Option<Statement>> {
     let [_, next] = p.peek_tokens::<2>();
     if matches!(&next, Token::Word(w) if w.keyword == Keyword::OPTIMIZE) {
         p.next_token();
@@ -162,7 +197,7 @@ fn parse_explain(p: &mut Parser, format: Option<String>) -> PResult<Option<State
         return Ok(None);
     }
     p.next_token();
-    Ok(parse_alter(p, format)?.map(|altered| match altered {
+    Ok(parse_alter(p, sql, format)?.map(|altered| match altered {
         Altered::Execute(alter) => Statement::Explain(Box::new(alter)),
         Altered::Table(alter) => Statement::ExplainAlterTable(Box::new(alter)),
     }))
@@ -177,7 +212,7 @@ enum Altered {
 /// `ALTER TABLE name EXECUTE proc(args)`, or a ref or property statement
 /// ([`super::alter_refs`]); `None` for any other `ALTER`. `format` is kept on the ref and property
 /// statements for `EXPLAIN` only (they return no rows themselves).
-fn parse_alter(p: &mut Parser, format: Option<String>) -> PResult<Option<Altered>> {
+fn parse_alter(p: &mut Parser, sql: &str, format: Option<String>) -> PResult<Option<Altered>> {
     p.expect_keyword(Keyword::ALTER)?;
     if !p.parse_keyword(Keyword::TABLE) {
         return Ok(None);
@@ -195,7 +230,7 @@ fn parse_alter(p: &mut Parser, format: Option<String>) -> PResult<Option<Altered
         return Ok(None);
     }
     let procedure = p.parse_identifier()?.value;
-    let args = parse_args(p)?;
+    let args = parse_args(p, sql)?;
     if p.peek_token().token == Token::Comma
         && matches!(p.peek_nth_token(1).token, Token::Word(w) if w.keyword == Keyword::EXECUTE)
     {
@@ -262,14 +297,14 @@ fn parse_table_name(p: &mut Parser) -> PResult<TableName> {
 }
 
 /// `( [arg {, arg}] )`.
-fn parse_args(p: &mut Parser) -> PResult<Vec<Arg>> {
+fn parse_args(p: &mut Parser, sql: &str) -> PResult<Vec<Arg>> {
     p.expect_token(&Token::LParen)?;
     let mut args = Vec::new();
     if p.consume_token(&Token::RParen) {
         return Ok(args);
     }
     loop {
-        args.push(parse_arg(p)?);
+        args.push(parse_arg(p, sql)?);
         if !p.consume_token(&Token::Comma) {
             p.expect_token(&Token::RParen)?;
             return Ok(args);
@@ -278,7 +313,7 @@ fn parse_args(p: &mut Parser) -> PResult<Vec<Arg>> {
 }
 
 /// `key = expr`, `key => expr` or a positional `expr`.
-fn parse_arg(p: &mut Parser) -> PResult<Arg> {
+fn parse_arg(p: &mut Parser, sql: &str) -> PResult<Arg> {
     let [first, second] = p.peek_tokens::<2>();
     let name = match (first, second) {
         (Token::Word(word), Token::Eq | Token::RArrow) => {
@@ -288,6 +323,18 @@ fn parse_arg(p: &mut Parser) -> PResult<Arg> {
         }
         _ => None,
     };
+    if let Some(literal) = try_literal(p) {
+        return Ok(Arg {
+            name,
+            value: ArgValue::Literal(literal),
+        });
+    }
+    if !sqlparser_may_read_rest(p, sql) {
+        return Err(Fail::Done(Error::not_implemented(format!(
+            "An argument expression with more than {SQLPARSER_MAX_OPERATORS} operators is not \
+             supported by icetrim"
+        ))));
+    }
     let expr = p.parse_expr()?;
     let value = match literal_of(&expr) {
         Some(literal) => ArgValue::Literal(literal),
@@ -296,61 +343,42 @@ fn parse_arg(p: &mut Parser) -> PResult<Arg> {
     Ok(Arg { name, value })
 }
 
-/// The literal an expression spells, if it is one: a number (with an optional leading `-`), a
-/// single-quoted string, `true`/`false`, `NULL`, or an array or tuple of literals.
-pub(crate) fn literal_of(expr: &Expr) -> Option<Literal> {
-    match expr {
-        Expr::Value(value) => match &value.value {
-            Value::Number(text, _) => Some(Literal::Number(text.clone())),
-            Value::SingleQuotedString(text) => Some(Literal::String(text.clone())),
-            Value::Boolean(b) => Some(Literal::Bool(*b)),
-            Value::Null => Some(Literal::Null),
-            _ => None,
-        },
-        Expr::UnaryOp {
-            op: UnaryOperator::Minus,
-            expr,
-        } => match expr.as_ref() {
-            Expr::Value(value) => match &value.value {
-                Value::Number(text, _) if !text.starts_with('-') => {
-                    Some(Literal::Number(format!("-{text}")))
-                }
-                _ => None,
-            },
-            _ => None,
-        },
-        Expr::Array(array) => array
-            .elem
-            .iter()
-            .map(literal_of)
-            .collect::<Option<Vec<_>>>()
-            .map(Literal::Array),
-        Expr::Tuple(items) if items.len() > 1 => items
-            .iter()
-            .map(literal_of)
-            .collect::<Option<Vec<_>>>()
-            .map(Literal::Tuple),
-        _ => None,
-    }
+/// Whether sqlparser's expression parser may read the rest of the statement: it holds no more
+/// operators than sqlparser's recursive tree may take.
+fn sqlparser_may_read_rest(p: &Parser, sql: &str) -> bool {
+    let next = p.peek_token_ref();
+    let rest = sql
+        .get(byte_offset(sql, next.span.start)..)
+        .unwrap_or_default();
+    sqlparser_can_parse(rest)
 }
 
-fn parse_literal(p: &mut Parser, what: &str) -> PResult<Literal> {
+fn parse_literal(p: &mut Parser, sql: &str, what: &str) -> PResult<Literal> {
+    if let Some(literal) = try_literal(p) {
+        return Ok(literal);
+    }
     let start = p.peek_token();
+    let not_literal = |found: &dyn std::fmt::Display| {
+        positioned(
+            &format!("Expected: a literal {what}, found: {found}"),
+            &start,
+        )
+    };
+    if !sqlparser_may_read_rest(p, sql) {
+        return Err(not_literal(&start.token));
+    }
     let expr = p.parse_expr()?;
     match literal_of(&expr) {
         Some(literal) => Ok(literal),
-        None => Err(positioned(
-            &format!("Expected: a literal {what}, found: {expr}"),
-            &start,
-        )),
+        None => Err(not_literal(&expr)),
     }
 }
 
 /// `CREATE TABLE [IF NOT EXISTS] name [(cols)] ENGINE = Name(args) [SETTINGS k = v, ...]`.
-fn parse_create(p: &mut Parser) -> PResult<Option<Statement>> {
+fn parse_create(p: &mut Parser, sql: &str) -> PResult<Option<Statement>> {
     let [_, next] = p.peek_tokens::<2>();
     if matches!(&next, Token::Word(w) if w.keyword == Keyword::DATABASE) {
-        return parse_create_database(p).map(Some);
+        return parse_create_database(p, sql).map(Some);
     }
     if !matches!(next, Token::Word(w) if w.keyword == Keyword::TABLE) {
         return Ok(None);
@@ -366,9 +394,9 @@ fn parse_create(p: &mut Parser) -> PResult<Option<Statement>> {
     };
     p.expect_keyword(Keyword::ENGINE)?;
     p.expect_token(&Token::Eq)?;
-    let engine = parse_engine(p)?;
+    let engine = parse_engine(p, sql)?;
     let settings = if p.parse_keyword(Keyword::SETTINGS) {
-        parse_assignments(p)?
+        parse_assignments(p, sql)?
     } else {
         Vec::new()
     };
@@ -382,7 +410,7 @@ fn parse_create(p: &mut Parser) -> PResult<Option<Statement>> {
 }
 
 /// `CREATE DATABASE [IF NOT EXISTS] db ENGINE = Name([literal, ...]) [SETTINGS k = v, ...]`.
-fn parse_create_database(p: &mut Parser) -> PResult<Statement> {
+fn parse_create_database(p: &mut Parser, sql: &str) -> PResult<Statement> {
     p.next_token();
     p.next_token();
     let if_not_exists = p.parse_keywords(&[Keyword::IF, Keyword::NOT, Keyword::EXISTS]);
@@ -393,7 +421,7 @@ fn parse_create_database(p: &mut Parser) -> PResult<Statement> {
     let mut args = Vec::new();
     if p.consume_token(&Token::LParen) && !p.consume_token(&Token::RParen) {
         loop {
-            args.push(parse_literal(p, "engine argument")?);
+            args.push(parse_literal(p, sql, "engine argument")?);
             if !p.consume_token(&Token::Comma) {
                 p.expect_token(&Token::RParen)?;
                 break;
@@ -401,7 +429,7 @@ fn parse_create_database(p: &mut Parser) -> PResult<Statement> {
         }
     }
     let settings = if p.parse_keyword(Keyword::SETTINGS) {
-        parse_assignments(p)?
+        parse_assignments(p, sql)?
     } else {
         Vec::new()
     };
@@ -463,7 +491,7 @@ fn render_tokens(tokens: &[Token]) -> String {
     out
 }
 
-fn parse_engine(p: &mut Parser) -> PResult<Engine> {
+fn parse_engine(p: &mut Parser, sql: &str) -> PResult<Engine> {
     let ident = p.parse_identifier()?;
     let name = EngineName::from_name(&ident.value).ok_or_else(|| {
         Error::not_implemented(format!(
@@ -475,7 +503,7 @@ fn parse_engine(p: &mut Parser) -> PResult<Engine> {
     let mut args = Vec::new();
     if !p.consume_token(&Token::RParen) {
         loop {
-            args.push(parse_engine_arg(p)?);
+            args.push(parse_engine_arg(p, sql)?);
             if !p.consume_token(&Token::Comma) {
                 p.expect_token(&Token::RParen)?;
                 break;
@@ -485,23 +513,27 @@ fn parse_engine(p: &mut Parser) -> PResult<Engine> {
     Ok(Engine { name, args })
 }
 
-fn parse_engine_arg(p: &mut Parser) -> PResult<EngineArg> {
+fn parse_engine_arg(p: &mut Parser, sql: &str) -> PResult<EngineArg> {
     if let Token::Word(w) = p.peek_token().token {
         if w.quote_style.is_none() && w.value.eq_ignore_ascii_case("NOSIGN") {
             p.next_token();
             return Ok(EngineArg::NoSign);
         }
     }
-    Ok(EngineArg::Literal(parse_literal(p, "engine argument")?))
+    Ok(EngineArg::Literal(parse_literal(
+        p,
+        sql,
+        "engine argument",
+    )?))
 }
 
 /// `name = literal {, name = literal}`.
-fn parse_assignments(p: &mut Parser) -> PResult<Vec<(String, Literal)>> {
+fn parse_assignments(p: &mut Parser, sql: &str) -> PResult<Vec<(String, Literal)>> {
     let mut assignments = Vec::new();
     loop {
         let name = p.parse_identifier()?.value;
         p.expect_token(&Token::Eq)?;
-        let value = parse_literal(p, "setting value")?;
+        let value = parse_literal(p, sql, "setting value")?;
         assignments.push((name, value));
         if !p.consume_token(&Token::Comma) {
             return Ok(assignments);
@@ -571,101 +603,58 @@ fn parse_use(p: &mut Parser) -> PResult<Option<Statement>> {
     Ok(Some(Statement::Use(p.parse_identifier()?.value)))
 }
 
-fn parse_set(p: &mut Parser) -> PResult<Statement> {
+fn parse_set(p: &mut Parser, sql: &str) -> PResult<Statement> {
     p.expect_keyword(Keyword::SET)?;
-    Ok(Statement::Set(parse_assignments(p)?))
+    Ok(Statement::Set(parse_assignments(p, sql)?))
 }
 
-fn parse_select(p: &mut Parser, format: Option<String>) -> PResult<Statement> {
+fn parse_select(p: &mut Parser, sql: &str, format: Option<String>) -> PResult<Statement> {
+    if !sqlparser_can_parse(sql) {
+        return Err(Fail::Done(super::select::unsupported("This SELECT form")));
+    }
     let query = p.parse_query()?;
     Ok(Statement::Select(Select::from_query(&query, format)?))
 }
 
 /// A statement icetrim does not model: `NOT_IMPLEMENTED` when sqlparser (ClickHouse or generic
-/// dialect) accepts it, else the ClickHouse dialect's `SYNTAX_ERROR`.
+/// dialect) accepts it, else the ClickHouse dialect's `SYNTAX_ERROR`. A statement with more
+/// operators than sqlparser's recursive tree may take is not parsed: it is not supported either
+/// way.
 fn refuse_unknown(sql: &str, first_line: usize) -> Error {
+    let not_supported = || {
+        Error::not_implemented(format!(
+            "Statement {} is not supported by icetrim",
+            statement_kind(sql)
+        ))
+    };
+    if !sqlparser_can_parse(sql) {
+        return not_supported();
+    }
     let clickhouse = Parser::parse_sql(&ClickHouseDialect {}, sql);
     let parsed = clickhouse.is_ok() || Parser::parse_sql(&GenericDialect {}, sql).is_ok();
     match clickhouse {
         Err(error) if !parsed => parser_error(sql, first_line, &error),
-        _ => Error::not_implemented(format!(
-            "Statement {} is not supported by icetrim",
-            statement_kind(sql)
-        )),
+        _ => not_supported(),
     }
 }
 
 /// The leading keywords of a statement, e.g. `INSERT INTO` or `ALTER TABLE`.
 fn statement_kind(sql: &str) -> String {
-    let tokens = Tokenizer::new(&ClickHouseDialect {}, sql)
-        .tokenize()
-        .unwrap_or_default();
-    let words: Vec<String> = tokens
-        .iter()
-        .filter(|t| !matches!(t, Token::Whitespace(_)))
-        .take(2)
-        .map_while(|t| match t {
-            Token::Word(w) if w.keyword != Keyword::NoKeyword && w.quote_style.is_none() => {
-                Some(w.value.to_ascii_uppercase())
-            }
-            _ => None,
-        })
-        .collect();
+    let mut lexer = Lexer::new(sql);
+    let mut words = Vec::new();
+    while words.len() < 2 {
+        let token = lexer.next_significant();
+        let word = token.text(sql);
+        let keyword = token.kind == super::lexer::Kind::Word
+            && matches!(Token::make_word(word, None), Token::Word(w) if w.keyword != Keyword::NoKeyword);
+        if !keyword {
+            break;
+        }
+        words.push(word.to_ascii_uppercase());
+    }
     if words.is_empty() {
         "of this kind".to_string()
     } else {
         words.join(" ")
     }
-}
-
-fn parser_error(sql: &str, first_line: usize, error: &ParserError) -> Error {
-    let text = match error {
-        ParserError::TokenizerError(text) | ParserError::ParserError(text) => text.clone(),
-        ParserError::RecursionLimitExceeded => "expression nested too deeply".to_string(),
-    };
-    let (message, location) = split_location(&text);
-    syntax_error(sql, first_line, message, location)
-}
-
-/// Splits sqlparser's `"<message> at Line: L, Column: C"` into the message and its location.
-fn split_location(text: &str) -> (&str, Location) {
-    if let Some(at) = text.rfind(" at Line: ") {
-        let tail = &text[at + " at Line: ".len()..];
-        if let Some((line, column)) = tail.split_once(", Column: ") {
-            if let (Ok(line), Ok(column)) = (line.parse(), column.parse()) {
-                return (&text[..at], Location { line, column });
-            }
-        }
-    }
-    (text, Location { line: 0, column: 0 })
-}
-
-/// `Syntax error: failed at position P (line L, col C): message`, ClickHouse-style. `P` is the
-/// 1-based character offset in the statement; a location of line 0 means the end of the text.
-fn syntax_error(sql: &str, first_line: usize, message: &str, location: Location) -> Error {
-    let (position, line, column) = if location.line == 0 {
-        let line = sql.matches('\n').count() as u64 + 1;
-        let column = sql.rsplit('\n').next().map_or(0, |l| l.chars().count()) as u64 + 1;
-        (sql.chars().count() + 1, line, column)
-    } else {
-        (
-            char_offset(sql, location) + 1,
-            location.line,
-            location.column,
-        )
-    };
-    let line = line as usize + first_line - 1;
-    Error::syntax(format!(
-        "Syntax error: failed at position {position} (line {line}, col {column}): {message}"
-    ))
-}
-
-fn char_offset(sql: &str, location: Location) -> usize {
-    let lines_before = (location.line as usize).saturating_sub(1);
-    let before: usize = sql
-        .split_inclusive('\n')
-        .take(lines_before)
-        .map(|l| l.chars().count())
-        .sum();
-    before + (location.column as usize).saturating_sub(1)
 }

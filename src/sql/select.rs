@@ -36,7 +36,7 @@ impl SystemTable {
         }
     }
 
-    fn from_name(name: &str) -> Option<SystemTable> {
+    pub(crate) fn from_name(name: &str) -> Option<SystemTable> {
         match name {
             "iceberg_history" => Some(SystemTable::IcebergHistory),
             "iceberg_snapshots" => Some(SystemTable::IcebergSnapshots),
@@ -105,7 +105,7 @@ pub struct Select {
     pub format: Option<String>,
 }
 
-fn unsupported(what: impl fmt::Display) -> Error {
+pub(crate) fn unsupported(what: impl fmt::Display) -> Error {
     Error::not_implemented(format!(
         "{what} is not supported by icetrim: SELECT reads system.iceberg_history, \
          system.iceberg_snapshots or system.iceberg_refs with column names or *, WHERE col op literal \

@@ -6,95 +6,77 @@
 //! nest, as in ClickHouse). A last statement without `;` counts. Pieces holding only whitespace and
 //! comments are dropped.
 
-/// One statement of a script: its text (without the `;`, surrounding whitespace trimmed) and the
-/// 1-based line its text starts on.
-pub fn split_statements(script: &str) -> Vec<(String, usize)> {
-    let mut splitter = Splitter::default();
-    let chars: Vec<char> = script.chars().collect();
+/// One statement of a script: its text (a slice of the script, without the `;`, surrounding
+/// whitespace trimmed) and the 1-based line its text starts on. The script is read byte by byte
+/// (every delimiter is ASCII) and nothing is copied.
+pub fn split_statements(script: &str) -> Vec<(&str, usize)> {
+    let bytes = script.as_bytes();
+    let mut statements = Vec::new();
+    let mut current = Piece::default();
+    let mut line = 1;
     let mut i = 0;
-    while i < chars.len() {
-        i = splitter.step(&chars, i);
+    while i < bytes.len() {
+        let b = bytes[i];
+        let next = bytes.get(i + 1).copied();
+        let end = match b {
+            b';' => {
+                current.finish(script, i, &mut statements);
+                i += 1;
+                continue;
+            }
+            b'\'' | b'"' | b'`' => {
+                current.has_code = true;
+                quoted_end(bytes, i, b)
+            }
+            b'-' if next == Some(b'-') => line_end(bytes, i),
+            b'#' if matches!(next, Some(b' ' | b'!')) => line_end(bytes, i),
+            b'/' if next == Some(b'*') => block_comment_end(bytes, i),
+            _ => {
+                let c = script[i..].chars().next().unwrap_or(' ');
+                if !c.is_whitespace() {
+                    current.has_code = true;
+                }
+                i + c.len_utf8()
+            }
+        };
+        let end = end.min(bytes.len());
+        if current.start.is_none() && !script[i..].starts_with(char::is_whitespace) {
+            current.start = Some((i, line));
+        }
+        line += bytes[i..end].iter().filter(|&&b| b == b'\n').count();
+        i = end;
     }
-    splitter.finish_statement();
-    splitter.statements
+    current.finish(script, bytes.len(), &mut statements);
+    statements
 }
 
+/// The statement being read.
 #[derive(Default)]
-struct Splitter {
-    statements: Vec<(String, usize)>,
-    current: String,
-    /// Line of the current position (0-based count of newlines seen).
-    newlines: usize,
-    /// Line where the current statement's first non-whitespace character is.
-    start_line: Option<usize>,
-    /// Whether the current piece holds anything besides whitespace and comments.
+struct Piece {
+    /// Byte offset and line of its first non-whitespace character.
+    start: Option<(usize, usize)>,
+    /// Whether it holds anything besides whitespace and comments.
     has_code: bool,
 }
 
-impl Splitter {
-    /// Consumes one token-ish unit starting at `i` and returns the next index.
-    fn step(&mut self, chars: &[char], i: usize) -> usize {
-        let c = chars[i];
-        let next = chars.get(i + 1).copied();
-        match c {
-            ';' => {
-                self.finish_statement();
-                i + 1
-            }
-            '\'' | '"' | '`' => {
-                self.has_code = true;
-                let end = quoted_end(chars, i, c);
-                self.take(chars, i, end)
-            }
-            '-' if next == Some('-') => self.take(chars, i, line_end(chars, i)),
-            '#' if next.is_some_and(|n| n == ' ' || n == '!') => {
-                self.take(chars, i, line_end(chars, i))
-            }
-            '/' if next == Some('*') => self.take(chars, i, block_comment_end(chars, i)),
-            _ => {
-                if !c.is_whitespace() {
-                    self.has_code = true;
-                }
-                self.take(chars, i, i + 1)
-            }
+impl Piece {
+    /// Ends the piece at byte `end`, keeping it when it holds code.
+    fn finish<'a>(&mut self, script: &'a str, end: usize, out: &mut Vec<(&'a str, usize)>) {
+        if let (true, Some((start, line))) = (self.has_code, self.start) {
+            out.push((script[start..end].trim_end(), line));
         }
-    }
-
-    /// Appends `chars[from..to]` to the current statement, tracking lines.
-    fn take(&mut self, chars: &[char], from: usize, to: usize) -> usize {
-        let to = to.min(chars.len());
-        for &c in &chars[from..to] {
-            if self.start_line.is_none() && !c.is_whitespace() {
-                self.start_line = Some(self.newlines + 1);
-            }
-            if c == '\n' {
-                self.newlines += 1;
-            }
-            if self.start_line.is_some() {
-                self.current.push(c);
-            }
-        }
-        to
-    }
-
-    fn finish_statement(&mut self) {
-        let text = std::mem::take(&mut self.current);
-        if let (true, Some(line)) = (self.has_code, self.start_line) {
-            self.statements.push((text.trim_end().to_string(), line));
-        }
-        self.start_line = None;
-        self.has_code = false;
+        *self = Piece::default();
     }
 }
 
 /// Index just past the quoted run that starts at `start` with `quote`.
-fn quoted_end(chars: &[char], start: usize, quote: char) -> usize {
+fn quoted_end(bytes: &[u8], start: usize, quote: u8) -> usize {
     let mut i = start + 1;
-    while i < chars.len() {
-        match chars[i] {
-            '\\' => i += 2,
-            c if c == quote => {
-                if chars.get(i + 1) == Some(&quote) {
+    while i < bytes.len() {
+        match bytes[i] {
+            b'\\' => i += 2,
+            b if b == quote => {
+                if bytes.get(i + 1) == Some(&quote) {
                     i += 2;
                 } else {
                     return i + 1;
@@ -103,28 +85,28 @@ fn quoted_end(chars: &[char], start: usize, quote: char) -> usize {
             _ => i += 1,
         }
     }
-    chars.len()
+    bytes.len()
 }
 
 /// Index of the newline ending the line comment at `start` (or the end of the text).
-fn line_end(chars: &[char], start: usize) -> usize {
-    chars[start..]
+fn line_end(bytes: &[u8], start: usize) -> usize {
+    bytes[start..]
         .iter()
-        .position(|&c| c == '\n')
-        .map_or(chars.len(), |p| start + p)
+        .position(|&b| b == b'\n')
+        .map_or(bytes.len(), |p| start + p)
 }
 
 /// Index just past the (possibly nested) block comment that starts at `start`.
-fn block_comment_end(chars: &[char], start: usize) -> usize {
+fn block_comment_end(bytes: &[u8], start: usize) -> usize {
     let mut depth = 0usize;
     let mut i = start;
-    while i < chars.len() {
-        match (chars[i], chars.get(i + 1)) {
-            ('/', Some('*')) => {
+    while i < bytes.len() {
+        match (bytes[i], bytes.get(i + 1)) {
+            (b'/', Some(b'*')) => {
                 depth += 1;
                 i += 2;
             }
-            ('*', Some('/')) => {
+            (b'*', Some(b'/')) => {
                 depth -= 1;
                 i += 2;
                 if depth == 0 {
@@ -134,14 +116,14 @@ fn block_comment_end(chars: &[char], start: usize) -> usize {
             _ => i += 1,
         }
     }
-    chars.len()
+    bytes.len()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn texts(script: &str) -> Vec<String> {
+    fn texts(script: &str) -> Vec<&str> {
         split_statements(script)
             .into_iter()
             .map(|(t, _)| t)
@@ -170,10 +152,7 @@ mod tests {
     #[test]
     fn reports_start_lines_and_drops_comment_only_pieces() {
         let script = "\n\nUSE a;\n-- only a comment;\n;\n  USE\nb;  ";
-        assert_eq!(
-            split_statements(script),
-            vec![("USE a".to_string(), 3), ("USE\nb".to_string(), 6)]
-        );
+        assert_eq!(split_statements(script), vec![("USE a", 3), ("USE\nb", 6)]);
     }
 
     #[test]

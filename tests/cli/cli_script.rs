@@ -339,7 +339,11 @@ fn version_and_help() {
         .arg("--no-such-flag")
         .output()
         .expect("runs");
-    assert_eq!(bad.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&bad.stderr),
+        "Code: 552. DB::Exception: Unrecognized option '--no-such-flag'. (UNRECOGNIZED_ARGUMENTS)\n"
+    );
+    assert_eq!(bad.status.code(), Some(552 % 256));
 }
 
 #[test]

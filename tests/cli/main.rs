@@ -5,11 +5,13 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod cli_limits;
 mod cli_script;
 mod cli_secrets;
 mod cli_tty;
 mod compaction_killed;
 mod compaction_memory;
 mod embed_example;
+mod engine_limits;
 mod engine_progress;
 mod engine_session;

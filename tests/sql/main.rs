@@ -8,6 +8,7 @@ mod support;
 mod sql_bind;
 mod sql_examples;
 mod sql_grammar;
+mod sql_limits;
 mod sql_props;
 mod sql_refs;
 mod sql_roundtrip;

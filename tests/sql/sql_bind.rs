@@ -16,6 +16,7 @@ fn context() -> BindContext {
     BindContext {
         now_ms: NOW_MS,
         time_zone: SessionTimeZone::Named(chrono_tz::UTC),
+        limits: Default::default(),
     }
 }
 

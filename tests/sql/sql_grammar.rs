@@ -35,7 +35,7 @@ fn every_example_parses_and_round_trips() {
     let mut count = 0;
     for block in examples {
         for (text, line) in split_statements(&block) {
-            let statement = parse_statement_at(&text, line)
+            let statement = parse_statement_at(text, line)
                 .unwrap_or_else(|e| panic!("grammar example {text:?}: {e}"));
             let printed = statement.to_string();
             let again = parse_statement_at(&printed, 1)
@@ -54,7 +54,7 @@ fn every_refused_example_fails() {
     for block in refused {
         for (text, line) in split_statements(&block) {
             assert!(
-                parse_statement_at(&text, line).is_err(),
+                parse_statement_at(text, line).is_err(),
                 "grammar says {text:?} is refused, but it parses"
             );
         }

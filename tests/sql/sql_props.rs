@@ -106,7 +106,7 @@ proptest! {
         prop_assert_eq!(pieces.len(), 3);
         prop_assert_eq!(pieces[1].1, 2, "the piece starts at its leading comment");
         for (piece, _) in pieces {
-            prop_assert!(parse_statement(&piece).is_ok(), "{}", piece);
+            prop_assert!(parse_statement(piece).is_ok(), "{}", piece);
         }
     }
 }

@@ -112,8 +112,12 @@ impl PartitionFilter {
 
     fn eval(&self, p: &Predicate, file: &LiveFile) -> Tri {
         match p {
-            Predicate::And(a, b) => self.eval(a, file).and(self.eval(b, file)),
-            Predicate::Or(a, b) => self.eval(a, file).or(self.eval(b, file)),
+            Predicate::And(items) => items
+                .iter()
+                .fold(Tri::Yes, |acc, p| acc.and(self.eval(p, file))),
+            Predicate::Or(items) => items
+                .iter()
+                .fold(Tri::No, |acc, p| acc.or(self.eval(p, file))),
             Predicate::Not(a) => self.eval(a, file).not(),
             Predicate::Cmp { column, op, value } => self.cmp(file, column, *op, value),
             Predicate::In {
