@@ -13,4 +13,5 @@ mod compaction_cloud;
 #[cfg(feature = "glue")]
 mod glue_support;
 mod metadata_cloud;
+mod refs_base_moved;
 mod storage_conformance;
