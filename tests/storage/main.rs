@@ -14,4 +14,5 @@ mod compaction_cloud;
 mod glue_support;
 mod metadata_cloud;
 mod refs_base_moved;
+mod refs_base_moved_cases;
 mod storage_conformance;

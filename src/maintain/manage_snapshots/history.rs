@@ -118,15 +118,20 @@ pub fn rollback_to_timestamp(
 
 /// The snapshot `set_current_snapshot(snapshot_id = N | ref = 'name')` makes current: `N`, or the
 /// head of ref `name`.
-pub fn selected_snapshot(metadata: &TableMetadata, selector: &SnapshotSelector) -> Result<SnapshotId> {
+pub fn selected_snapshot(
+    metadata: &TableMetadata,
+    selector: &SnapshotSelector,
+) -> Result<SnapshotId> {
     match selector {
         SnapshotSelector::Id(id) => Ok(*id),
-        SnapshotSelector::Ref(name) => metadata
-            .ref_named(name)
-            .map(|r| r.snapshot_id)
-            .ok_or_else(|| {
-                Error::bad_arguments(format!("Cannot find matching snapshot ID for ref {name}"))
-            }),
+        SnapshotSelector::Ref(name) => {
+            metadata
+                .ref_named(name)
+                .map(|r| r.snapshot_id)
+                .ok_or_else(|| {
+                    Error::bad_arguments(format!("Cannot find matching snapshot ID for ref {name}"))
+                })
+        }
     }
 }
 

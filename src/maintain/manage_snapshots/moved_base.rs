@@ -251,7 +251,10 @@ fn fast_forward_may_commit(
     }
     let what = ref_moved(branch, before, after);
     if head.snapshot(target).is_none() {
-        return Err(refused(&what, &format!("; snapshot {target} is no longer listed")));
+        return Err(refused(
+            &what,
+            &format!("; snapshot {target} is no longer listed"),
+        ));
     }
     match after {
         Some(r)

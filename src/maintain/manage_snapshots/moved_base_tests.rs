@@ -1,6 +1,6 @@
 //! Unit tests of [`super`]: every statement against every kind of move another writer can make
-//! between a plan and its commit, on a small hand-built history, then an exhaustive sweep over
-//! every head of `main` and of the named ref, and properties over random histories.
+//! between a plan and its commit, on a small hand-built history; the exhaustive sweep over every
+//! head of `main` and of the named ref, and properties over random histories, are in [`sweeps`].
 //!
 //! The history (snapshots 11–13 are other writers' commits, listed in every state):
 //! ```text
@@ -13,12 +13,11 @@
 //! 13 (append, no parent)
 //! ```
 
-use proptest::prelude::*;
 use serde_json::{Value, json};
 
 use super::*;
 use crate::iceberg::spec::RefKind;
-use crate::maintain::manage_snapshots::{Decision, decide_change, decide_pinned};
+use crate::maintain::manage_snapshots::{Change, Decision, decide_change, decide_pinned};
 use crate::plan::{RefRetention, SnapshotSelector};
 
 const NOW: i64 = 10_000;
@@ -159,9 +158,9 @@ fn pinning_resolves_what_the_statement_names_on_the_planned_state() {
         Pinned::Rollback { target: 2 }
     );
     assert_eq!(
-        pin(SnapshotProcedure::SetCurrentSnapshot(SnapshotSelector::Ref(
-            "audit".into()
-        ))),
+        pin(SnapshotProcedure::SetCurrentSnapshot(
+            SnapshotSelector::Ref("audit".into())
+        )),
         Pinned::SetCurrent { target: 6 }
     );
     assert_eq!(
@@ -213,11 +212,19 @@ fn pinning_resolves_what_the_statement_names_on_the_planned_state() {
 fn nothing_moved_every_statement_may_commit() {
     let from = planned();
     let same = planned_md();
-    for pinned in pinned_procedures() {
-        assert_eq!(procedure_may_commit(&pinned, &from, &same), Ok(()), "{pinned:?}");
+    for pinned in sweeps::pinned_procedures() {
+        assert_eq!(
+            procedure_may_commit(&pinned, &from, &same),
+            Ok(()),
+            "{pinned:?}"
+        );
     }
-    for change in changes() {
-        assert_eq!(change_may_commit(&change, &from, &same), Ok(()), "{change:?}");
+    for change in sweeps::changes() {
+        assert_eq!(
+            change_may_commit(&change, &from, &same),
+            Ok(()),
+            "{change:?}"
+        );
     }
 }
 
@@ -231,7 +238,10 @@ fn a_rollback_proceeds_while_its_target_is_still_an_ancestor_of_main() {
     let c = edit(decide_pinned(&appended, &rollback(2), NOW).unwrap());
     assert_eq!(main_of(&c), Some(2));
     assert_eq!(c.previous_snapshot_id, Some(11));
-    assert!(c.metadata.unwrap().snapshot(11).is_some(), "11 stays listed");
+    assert!(
+        c.metadata.unwrap().snapshot(11).is_some(),
+        "11 stays listed"
+    );
     // Main moved along audit (6 → 5 → 4 → ...): 3 is an ancestor.
     assert_eq!(
         procedure_may_commit(&rollback(3), &from, &head(6, "", None)),
@@ -239,7 +249,11 @@ fn a_rollback_proceeds_while_its_target_is_still_an_ancestor_of_main() {
     );
     // Main moved to 7 (parent 3): 4 is not an ancestor any more.
     assert_eq!(
-        refusal(procedure_may_commit(&rollback(4), &from, &head(7, "", None))),
+        refusal(procedure_may_commit(
+            &rollback(4),
+            &from,
+            &head(7, "", None)
+        )),
         "a concurrent commit moved main from 4 to 7, of which snapshot 4 is not an ancestor; \
          nothing was changed"
     );
@@ -276,7 +290,11 @@ fn set_current_snapshot_refuses_when_main_moved() {
     // Another writer moved main exactly there: nothing is overwritten, nothing to write.
     let there = head(2, "", None);
     assert_eq!(procedure_may_commit(&set, &from, &there), Ok(()));
-    assert!(edit(decide_pinned(&there, &set, NOW).unwrap()).metadata.is_none());
+    assert!(
+        edit(decide_pinned(&there, &set, NOW).unwrap())
+            .metadata
+            .is_none()
+    );
     // Even back along its own history.
     assert_eq!(
         refusal(procedure_may_commit(&set, &from, &head(3, "", None))),
@@ -303,10 +321,10 @@ fn a_fast_forward_still_moves_forward_or_is_refused() {
     let from = planned();
     // dev at 2 → 4 (main's head when planned).
     let ok = [
-        head(11, "", None),                // main moved on: the target is kept
-        head(4, "dev", Some((B, 3))),      // dev moved forward, still before 4
-        head(4, "dev", Some((B, 4))),      // dev already there
-        head(4, "audit", Some((B, 1))),    // another ref moved
+        head(11, "", None),             // main moved on: the target is kept
+        head(4, "dev", Some((B, 3))),   // dev moved forward, still before 4
+        head(4, "dev", Some((B, 4))),   // dev already there
+        head(4, "audit", Some((B, 1))), // another ref moved
     ];
     for h in &ok {
         assert_eq!(procedure_may_commit(&ff("dev", 4), &from, h), Ok(()));
@@ -314,7 +332,11 @@ fn a_fast_forward_still_moves_forward_or_is_refused() {
     let c = edit(decide_pinned(&ok[0], &ff("dev", 4), NOW).unwrap());
     let written = c.metadata.expect("a write");
     assert_eq!(ref_of(&written, "dev"), Some((B, 4)));
-    assert_eq!(written.current_snapshot_id(), Some(11), "main's commit stays");
+    assert_eq!(
+        written.current_snapshot_id(),
+        Some(11),
+        "main's commit stays"
+    );
     assert!(
         edit(decide_pinned(&ok[2], &ff("dev", 4), NOW).unwrap())
             .metadata
@@ -346,7 +368,10 @@ fn a_fast_forward_still_moves_forward_or_is_refused() {
         ),
     ];
     for (h, text) in refused {
-        assert_eq!(refusal(procedure_may_commit(&ff("dev", 4), &from, &h)), text);
+        assert_eq!(
+            refusal(procedure_may_commit(&ff("dev", 4), &from, &h)),
+            text
+        );
     }
 }
 
@@ -354,13 +379,20 @@ fn a_fast_forward_still_moves_forward_or_is_refused() {
 fn a_fast_forward_that_creates_its_branch_holds_a_branch_created_meanwhile_to_the_rule() {
     let from = planned();
     let create = ff("new", 4);
-    assert_eq!(procedure_may_commit(&create, &from, &head(11, "", None)), Ok(()));
+    assert_eq!(
+        procedure_may_commit(&create, &from, &head(11, "", None)),
+        Ok(())
+    );
     assert_eq!(
         procedure_may_commit(&create, &from, &head(4, "new", Some((B, 3)))),
         Ok(())
     );
     assert_eq!(
-        refusal(procedure_may_commit(&create, &from, &head(4, "new", Some((B, 7))))),
+        refusal(procedure_may_commit(
+            &create,
+            &from,
+            &head(4, "new", Some((B, 7)))
+        )),
         "a concurrent commit created branch new at 7, which is not an ancestor of snapshot 4: \
          fast-forwarding would undo that commit; nothing was changed"
     );
@@ -375,7 +407,11 @@ fn fast_forwarding_main_refuses_over_a_commit_on_main() {
         Ok(())
     );
     assert_eq!(
-        refusal(procedure_may_commit(&ff("main", 6), &from, &head(11, "", None))),
+        refusal(procedure_may_commit(
+            &ff("main", 6),
+            &from,
+            &head(11, "", None)
+        )),
         "a concurrent commit moved main from 4 to 11, which is not an ancestor of snapshot 6: \
          fast-forwarding would undo that commit; nothing was changed"
     );
@@ -425,7 +461,10 @@ fn a_cherry_pick_checks_ancestry_and_its_parent_rule_on_the_new_main() {
         ),
     ];
     for (picked, h, text) in refused {
-        assert_eq!(refusal(procedure_may_commit(&pick(picked), &from, &h)), text);
+        assert_eq!(
+            refusal(procedure_may_commit(&pick(picked), &from, &h)),
+            text
+        );
     }
     // A dynamic overwrite whose parent is still an ancestor.
     assert_eq!(procedure_may_commit(&pick(9), &from, &appended), Ok(()));
@@ -500,7 +539,11 @@ fn replacing_a_ref_refuses_when_it_moved_was_created_or_dropped() {
         ),
     ];
     for (change, h, text) in cases {
-        assert_eq!(refusal(change_may_commit(&change, &from, &h)), text, "{change:?}");
+        assert_eq!(
+            refusal(change_may_commit(&change, &from, &h)),
+            text,
+            "{change:?}"
+        );
     }
 }
 
@@ -544,7 +587,11 @@ fn dropping_a_branch_that_moved_is_refused_a_tag_is_dropped() {
     let from = planned();
     let drop_dev = drop_ref(RefType::Branch, "dev");
     assert_eq!(
-        refusal(change_may_commit(&drop_dev, &from, &head(4, "dev", Some((B, 3))))),
+        refusal(change_may_commit(
+            &drop_dev,
+            &from,
+            &head(4, "dev", Some((B, 3)))
+        )),
         "a concurrent commit moved branch dev from 2 to 3; dropping it would lose that commit; \
          nothing was changed"
     );
@@ -590,209 +637,5 @@ fn property_edits_apply_on_any_new_head() {
     assert!(c.metadata.is_none());
 }
 
-fn pinned_procedures() -> Vec<Pinned> {
-    let mut all = Vec::new();
-    for id in 1..=13 {
-        all.push(Pinned::Rollback { target: id });
-        all.push(Pinned::SetCurrent { target: id });
-        all.push(Pinned::Cherrypick { picked: id });
-        for branch in ["main", "dev", "audit", "v1", "new"] {
-            all.push(ff(branch, id));
-        }
-    }
-    all
-}
-
-fn changes() -> Vec<TableChange> {
-    let mut all = Vec::new();
-    for name in ["main", "dev", "audit", "v1", "new"] {
-        for kind in [RefType::Branch, RefType::Tag] {
-            for mode in [
-                CreateMode::Create,
-                CreateMode::CreateIfNotExists,
-                CreateMode::Replace,
-                CreateMode::CreateOrReplace,
-            ] {
-                all.push(put(kind, mode, name, 3));
-            }
-            all.push(drop_ref(kind, name));
-        }
-    }
-    all.push(TableChange::SetProperties(vec![("a".into(), "1".into())]));
-    all.push(TableChange::UnsetProperties {
-        keys: vec!["k".into()],
-        if_exists: false,
-    });
-    all
-}
-
-/// The name a statement moves (`main` for the procedures other than `fast_forward`).
-fn moved_ref(pinned: &Pinned) -> &str {
-    match pinned {
-        Pinned::FastForward { branch, .. } => branch,
-        _ => "main",
-    }
-}
-
-/// Every state another writer can leave: main at any snapshot, and the ref `name` absent, a
-/// branch or a tag at any snapshot.
-fn heads_moving(name: &str) -> Vec<TableMetadata> {
-    let mut out = Vec::new();
-    for main in 1..=13 {
-        if name == "main" {
-            out.push(head(main, "", None));
-            continue;
-        }
-        out.push(head(main, name, None));
-        for id in 1..=13 {
-            out.push(head(main, name, Some((B, id))));
-            out.push(head(main, name, Some((T, id))));
-        }
-    }
-    out
-}
-
-/// Exhaustive: for every pinned procedure and every state another writer can leave, a commit
-/// the rules let through never undoes that writer's commit (except a rollback, which moves main
-/// back along history by meaning), and never touches a ref other than the one it moves.
-#[test]
-fn every_procedure_against_every_move() {
-    let from = planned();
-    let planned_md = planned_md();
-    for pinned in pinned_procedures() {
-        let name = moved_ref(&pinned);
-        for h in heads_moving(name) {
-            let allowed = procedure_may_commit(&pinned, &from, &h);
-            let before = ref_of(&h, name);
-            let planned_ref = ref_of(&planned_md, name);
-            match (&pinned, &allowed) {
-                (Pinned::SetCurrent { target }, Ok(())) => assert!(
-                    before == planned_ref || before == Some((B, *target)),
-                    "{pinned:?} over {before:?}"
-                ),
-                (Pinned::Rollback { target }, Ok(())) if before != planned_ref => {
-                    assert!(super::is_current_ancestor(&h, *target), "{pinned:?}")
-                }
-                (Pinned::FastForward { target, .. }, Ok(())) if before != planned_ref => {
-                    let (kind, id) = before.expect("a branch to move forward");
-                    assert_eq!(kind, B);
-                    assert!(id == *target || super::is_ancestor_of(&h, id, *target));
-                }
-                (_, Err(e)) => assert_eq!(e.kind(), ErrorKind::LimitExceeded),
-                _ => {}
-            }
-            let Ok(()) = allowed else { continue };
-            let Ok(decided) = decide_pinned(&h, &pinned, NOW) else {
-                continue;
-            };
-            let written = match decided {
-                Decision::Edit(c) => c.metadata,
-                Decision::Reapply(_) => None,
-            };
-            if let Some(w) = written {
-                for r in h.refs().iter().filter(|r| r.name != name) {
-                    assert_eq!(w.ref_named(&r.name), Some(r), "{pinned:?} touched {}", r.name);
-                }
-            }
-        }
-    }
-}
-
-/// Exhaustive: a ref statement the rules let through never overwrites another writer's move of
-/// the ref it names (a `REPLACE` or `DROP BRANCH`), and never touches another ref.
-#[test]
-fn every_ref_statement_against_every_move() {
-    let from = planned();
-    let planned_md = planned_md();
-    for change in changes() {
-        let name = match &change {
-            TableChange::PutRef { name, .. } | TableChange::DropRef { name, .. } => name.clone(),
-            _ => "dev".into(),
-        };
-        for h in heads_moving(&name) {
-            let allowed = change_may_commit(&change, &from, &h);
-            let before = ref_of(&h, &name);
-            let strict = matches!(
-                change,
-                TableChange::PutRef {
-                    mode: CreateMode::Replace | CreateMode::CreateOrReplace,
-                    ..
-                } | TableChange::DropRef {
-                    kind: RefType::Branch,
-                    ..
-                }
-            );
-            let left_alone = match &change {
-                TableChange::DropRef { .. } => before.is_none(),
-                TableChange::PutRef { kind, .. } => {
-                    let kind = if *kind == RefType::Branch { B } else { T };
-                    before == Some((kind, 3))
-                }
-                _ => false,
-            };
-            if strict && allowed.is_ok() && !left_alone {
-                assert_eq!(before, ref_of(&planned_md, &name), "{change:?}");
-            }
-            if let Err(e) = &allowed {
-                assert_eq!(e.kind(), ErrorKind::LimitExceeded);
-                continue;
-            }
-            let Ok(c) = decide_change(&h, &change_on_new_head(&change), NOW) else {
-                continue;
-            };
-            if let Some(w) = c.metadata {
-                for r in h.refs().iter().filter(|r| r.name != name) {
-                    assert_eq!(w.ref_named(&r.name), Some(r), "{change:?}");
-                }
-            }
-        }
-    }
-}
-
-/// A random history: snapshot `i` (1-based) has parent `parents[i - 1]` when that is below `i`.
-fn history(parents: &[usize], main: i64, dev: i64) -> TableMetadata {
-    let snaps: Vec<Value> = parents
-        .iter()
-        .enumerate()
-        .map(|(i, p)| {
-            let id = i as i64 + 1;
-            let parent = (*p as i64 >= 1 && (*p as i64) < id).then_some(*p as i64);
-            snap(id, parent, json!({"operation": "append"}))
-        })
-        .collect();
-    let doc = json!({
-        "format-version": 2,
-        "table-uuid": "9c12d441-03fe-4693-9a96-a0705ddf69c1",
-        "location": "s3://b/t", "last-sequence-number": parents.len(), "last-updated-ms": 1,
-        "last-column-id": 1, "current-schema-id": 0,
-        "schemas": [{"type": "struct", "schema-id": 0, "fields": []}],
-        "default-spec-id": 0, "partition-specs": [{"spec-id": 0, "fields": []}],
-        "current-snapshot-id": main, "snapshots": snaps,
-        "refs": {"main": {"snapshot-id": main, "type": "branch"},
-                 "dev": {"snapshot-id": dev, "type": "branch"}},
-    });
-    TableMetadata::parse(doc.to_string().as_bytes(), "v1.metadata.json").unwrap()
-}
-
-proptest! {
-    /// On random histories: a rollback may commit exactly when main did not move or its target
-    /// is an ancestor of main's new head; a fast-forward of dev exactly when dev did not move or
-    /// its new head is the target or an ancestor of it.
-    #[test]
-    fn ancestry_rules_on_random_histories(
-        parents in prop::collection::vec(0usize..12, 12),
-        planned_main in 1i64..=12, new_main in 1i64..=12,
-        planned_dev in 1i64..=12, new_dev in 1i64..=12, target in 1i64..=12,
-    ) {
-        let from = PlannedFrom::of(&history(&parents, planned_main, planned_dev));
-        let h = history(&parents, new_main, new_dev);
-        let rollback = procedure_may_commit(&Pinned::Rollback { target }, &from, &h);
-        let expected = planned_main == new_main || super::is_current_ancestor(&h, target);
-        prop_assert_eq!(rollback.is_ok(), expected);
-        let forward = procedure_may_commit(&ff("dev", target), &from, &h);
-        let expected = planned_dev == new_dev || super::is_ancestor_of(&h, new_dev, target);
-        prop_assert_eq!(forward.is_ok(), expected);
-        let set = procedure_may_commit(&Pinned::SetCurrent { target }, &from, &h);
-        prop_assert_eq!(set.is_ok(), planned_main == new_main || new_main == target);
-    }
-}
+#[path = "moved_base_sweeps.rs"]
+mod sweeps;
