@@ -8,8 +8,7 @@ use futures::{StreamExt, TryStreamExt};
 use super::cherrypick::{PartitionKey, Reapply, check_replaced_partitions};
 use super::explain::{ExplainRow, nothing_row};
 use super::moved_base::{
-    Pinned, PlannedFrom, change_may_commit, change_on_new_head, pin_change, pin_procedure,
-    procedure_may_commit,
+    Pinned, PlannedFrom, change_may_commit, change_on_new_head, pin_procedure, procedure_may_commit,
 };
 use super::{Change, Decision, SnapshotMetrics, decide_change, decide_pinned};
 use crate::error::{Error, ErrorKind, Result};
@@ -54,8 +53,8 @@ fn explain_rows(rows: Vec<ExplainRow>) -> Vec<ExplainRow> {
 }
 
 /// Run a DDL statement on `target` (or explain it). A retry after a concurrent commit first asks
-/// [`change_may_commit`] whether the statement still holds on the new head, then decides the
-/// pinned statement there ([`change_on_new_head`]).
+/// [`change_may_commit`] whether the statement still holds on the new head, then decides it there
+/// ([`change_on_new_head`]).
 pub async fn execute_change(
     target: &MaintenanceTarget,
     change: &TableChange,
@@ -64,17 +63,16 @@ pub async fn execute_change(
     let statement = change.statement_name();
     let context = format!("{statement} on {}", target.table_name);
     change.validate().map_err(|e| e.context(&context))?;
-    let mut planned: Option<(PlannedFrom, TableChange)> = None;
+    let mut planned: Option<PlannedFrom> = None;
     let decide = |md: &TableMetadata| match &planned {
         None => {
-            let pinned = pin_change(md, change);
-            let decided = decide_change(md, &pinned, target.now_ms)?;
-            planned = Some((PlannedFrom::of(md), pinned));
+            let decided = decide_change(md, change, target.now_ms)?;
+            planned = Some(PlannedFrom::of(md));
             Ok(decided)
         }
-        Some((from, pinned)) => {
-            change_may_commit(pinned, from, md).map_err(|e| e.context(&context))?;
-            decide_change(md, &change_on_new_head(pinned), target.now_ms)
+        Some(from) => {
+            change_may_commit(change, from, md).map_err(|e| e.context(&context))?;
+            decide_change(md, &change_on_new_head(change), target.now_ms)
         }
     };
     let (_, outcome) = run_edit(target, &statement, explain, decide)

@@ -8,9 +8,9 @@
 //!
 //! The algorithm, for every statement:
 //! 1. Locate the newest metadata ([`crate::maintain::target::MaintenanceTarget::locate_newest`]).
-//! 2. Resolve what the statement names ([`moved_base::pin_procedure`],
-//!    [`moved_base::pin_change`]) and decide (pure: [`history`], [`cherrypick`], [`refs`],
-//!    [`properties`]): the new metadata, or nothing to write, or an error (nothing written). A
+//! 2. Resolve what a procedure names ([`moved_base::pin_procedure`]) and decide (pure:
+//!    [`history`], [`cherrypick`], [`refs`], [`properties`]): the new metadata, or nothing to
+//!    write, or an error (nothing written). A
 //!    cherry-pick that is not a fast-forward also reads the picked snapshot's manifests and
 //!    writes the new snapshot's manifests and manifest list (`iceberg::txn::prepare_commit_with`)
 //!    before committing.

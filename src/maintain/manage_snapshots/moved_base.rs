@@ -9,9 +9,10 @@
 //! module whether the statement still means what it meant when planned; only then does it decide
 //! again on the new head, with everything it resolved when planning kept: the snapshot
 //! `rollback_to_timestamp` picked, the head of the ref `set_current_snapshot(ref)` or
-//! `fast_forward` named, the snapshot `publish_changes` found by its `wap.id`, the snapshot
-//! `CREATE BRANCH|TAG` without `AS OF VERSION` took from `main`. (A REST commit asserts every
-//! ref as loaded, so a catalog never applies a ref statement over a ref that moved.)
+//! `fast_forward` named, the snapshot `publish_changes` found by its `wap.id`. (`CREATE` or
+//! `REPLACE BRANCH|TAG` without `AS OF VERSION` names no snapshot: it takes `main`'s head where it
+//! commits.) A REST commit asserts every ref as loaded, so a catalog never applies a ref statement
+//! over a ref that moved.
 //!
 //! The rules. A refusal changes nothing and is `LIMIT_EXCEEDED`, as every other failure a
 //! concurrent writer causes (running the statement again plans on the new state):
@@ -125,28 +126,7 @@ pub fn pin_procedure(metadata: &TableMetadata, call: &SnapshotProcedure) -> Resu
     })
 }
 
-/// `change` with the snapshot `CREATE/REPLACE BRANCH|TAG` takes when it names none (`main`'s head
-/// on `metadata`) filled in; other statements as they are.
-pub fn pin_change(metadata: &TableMetadata, change: &TableChange) -> TableChange {
-    match change {
-        TableChange::PutRef {
-            kind,
-            mode,
-            name,
-            snapshot_id: None,
-            retention,
-        } => TableChange::PutRef {
-            kind: *kind,
-            mode: *mode,
-            name: name.clone(),
-            snapshot_id: metadata.current_snapshot_id(),
-            retention: *retention,
-        },
-        other => other.clone(),
-    }
-}
-
-/// The form of a pinned `change` decided on a newer head than it planned on: a `DROP` or `UNSET`
+/// The form of `change` decided on a newer head than it planned on: a `DROP` or `UNSET`
 /// whose ref or key another writer removed meanwhile has nothing left to do (`IF EXISTS`).
 pub fn change_on_new_head(change: &TableChange) -> TableChange {
     match change {
@@ -182,7 +162,7 @@ pub fn procedure_may_commit(
     }
 }
 
-/// May the pinned DDL `change` commit on `head`, having planned from `planned`? (Module comment.)
+/// May the DDL `change` commit on `head`, having planned from `planned`? (Module comment.)
 pub fn change_may_commit(
     change: &TableChange,
     planned: &PlannedFrom,
@@ -201,7 +181,8 @@ pub fn change_may_commit(
                 RefType::Tag => RefKind::Tag,
             };
             let after = head.ref_named(name).map(|r| (r.kind, r.snapshot_id));
-            if after.is_some() && after == snapshot_id.map(|id| (kind, id)) {
+            let wanted = snapshot_id.or(head.current_snapshot_id());
+            if after.is_some() && after == wanted.map(|id| (kind, id)) {
                 // Another writer put it where this statement puts it: nothing is overwritten.
                 return Ok(());
             }

@@ -195,17 +195,6 @@ fn pinning_resolves_what_the_statement_names_on_the_planned_state() {
         let e = pin_procedure(&m, &call).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::BadArguments, "{call:?}");
     }
-    let create = TableChange::PutRef {
-        kind: RefType::Branch,
-        mode: CreateMode::Create,
-        name: "x".into(),
-        snapshot_id: None,
-        retention: RefRetention::default(),
-    };
-    match pin_change(&m, &create) {
-        TableChange::PutRef { snapshot_id, .. } => assert_eq!(snapshot_id, Some(4)),
-        other => panic!("{other:?}"),
-    }
 }
 
 #[test]
@@ -567,6 +556,37 @@ fn a_retention_another_writer_set_is_kept_by_a_replace() {
     let c = decide_change(&h, &change_on_new_head(&replace), NOW).unwrap();
     let dev = c.metadata.unwrap().ref_named("dev").cloned().unwrap();
     assert_eq!((dev.snapshot_id, dev.min_snapshots_to_keep), (3, Some(9)));
+}
+
+#[test]
+fn a_ref_statement_without_as_of_takes_mains_head_where_it_commits() {
+    let from = planned();
+    let appended = head(11, "", None);
+    let create = TableChange::PutRef {
+        kind: RefType::Branch,
+        mode: CreateMode::Create,
+        name: "x".into(),
+        snapshot_id: None,
+        retention: RefRetention::default(),
+    };
+    assert_eq!(change_may_commit(&create, &from, &appended), Ok(()));
+    let written = decide_change(&appended, &change_on_new_head(&create), NOW)
+        .unwrap()
+        .metadata
+        .unwrap();
+    assert_eq!(ref_of(&written, "x"), Some((B, 11)));
+    // A REPLACE of dev without AS OF: dev did not move, main did; dev goes to main's new head.
+    let replace = TableChange::PutRef {
+        kind: RefType::Branch,
+        mode: CreateMode::Replace,
+        name: "dev".into(),
+        snapshot_id: None,
+        retention: RefRetention::default(),
+    };
+    assert_eq!(change_may_commit(&replace, &from, &appended), Ok(()));
+    // Another writer already put dev at main's head: nothing is overwritten.
+    let there = head(11, "dev", Some((B, 11)));
+    assert_eq!(change_may_commit(&replace, &from, &there), Ok(()));
 }
 
 #[test]
