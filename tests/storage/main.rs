@@ -15,4 +15,6 @@ mod compaction_cloud;
 mod glue_support;
 mod local_errors;
 mod metadata_cloud;
+mod refs_base_moved;
+mod refs_base_moved_cases;
 mod storage_conformance;

@@ -136,6 +136,24 @@ impl Place {
         place
     }
 
+    /// A relocated copy of the local `original` in the local folder `dir` (tests that need a fresh
+    /// table per case from one fixture build).
+    pub async fn local_copy(original: &Place, dir: &Path) -> Place {
+        let dir = dir.to_str().expect("UTF-8 paths").to_string();
+        let place = Place {
+            backend: Backend::Local,
+            root: Root::new(FileIO::local(), &dir),
+            engine: format!("IcebergLocal('{dir}')"),
+            source_dir: original.source_dir.clone(),
+            local_style_uri: original.local_style_uri,
+            namespace: None,
+            warehouse: None,
+        };
+        let rewrite = Rewrite::from_local(&original.source_dir, &place.spelled_root());
+        copy_table(&original.root, &place.root, &rewrite, true).await;
+        place
+    }
+
     /// Register the copy in moto's Glue as `<fresh glue database>.t`; the session's database
     /// shows that Glue database only (`namespaces`).
     async fn register_in_glue(&mut self) {

@@ -7,7 +7,10 @@ use futures::{StreamExt, TryStreamExt};
 
 use super::cherrypick::{PartitionKey, Reapply, check_replaced_partitions};
 use super::explain::{ExplainRow, nothing_row};
-use super::{Change, Decision, SnapshotMetrics, decide_change, decide_procedure};
+use super::moved_base::{
+    Pinned, PlannedFrom, change_may_commit, change_on_new_head, pin_procedure, procedure_may_commit,
+};
+use super::{Change, Decision, SnapshotMetrics, decide_change, decide_pinned};
 use crate::error::{Error, ErrorKind, Result};
 use crate::iceberg::commit::{CommitOptions, CommitOutcome, unconfirmed_error};
 use crate::iceberg::manifest::{DataFile, inherit, read_manifest};
@@ -49,7 +52,9 @@ fn explain_rows(rows: Vec<ExplainRow>) -> Vec<ExplainRow> {
     }
 }
 
-/// Run a DDL statement on `target` (or explain it).
+/// Run a DDL statement on `target` (or explain it). A retry after a concurrent commit first asks
+/// [`change_may_commit`] whether the statement still holds on the new head, then decides it there
+/// ([`change_on_new_head`]).
 pub async fn execute_change(
     target: &MaintenanceTarget,
     change: &TableChange,
@@ -58,7 +63,18 @@ pub async fn execute_change(
     let statement = change.statement_name();
     let context = format!("{statement} on {}", target.table_name);
     change.validate().map_err(|e| e.context(&context))?;
-    let decide = |md: &TableMetadata| decide_change(md, change, target.now_ms);
+    let mut planned: Option<PlannedFrom> = None;
+    let decide = |md: &TableMetadata| match &planned {
+        None => {
+            let decided = decide_change(md, change, target.now_ms)?;
+            planned = Some(PlannedFrom::of(md));
+            Ok(decided)
+        }
+        Some(from) => {
+            change_may_commit(change, from, md).map_err(|e| e.context(&context))?;
+            decide_change(md, &change_on_new_head(change), target.now_ms)
+        }
+    };
     let (_, outcome) = run_edit(target, &statement, explain, decide)
         .await
         .map_err(|e| contextual(e, &context))?;
@@ -83,10 +99,10 @@ async fn run_edit<F>(
     target: &MaintenanceTarget,
     statement: &str,
     explain: bool,
-    decide: F,
+    mut decide: F,
 ) -> Result<(Change, SnapshotOutcome)>
 where
-    F: Fn(&TableMetadata) -> Result<Change>,
+    F: FnMut(&TableMetadata) -> Result<Change>,
 {
     if explain {
         let located = target.locate_newest(statement).await?;
@@ -142,13 +158,27 @@ async fn execute_procedure_inner(
     let name = call.procedure_name();
     let max_attempts = target.settings.commit_max_attempts();
     let mut last_conflict = String::new();
+    let mut planned: Option<(PlannedFrom, Pinned)> = None;
     for _ in 0..max_attempts {
         let located = target.locate_newest(name).await?;
         if !explain {
             located.check_writable()?;
         }
         let metadata = &located.metadata;
-        let decision = decide_procedure(metadata, call, target.now_ms)?;
+        let pinned = match &planned {
+            None => {
+                let pinned = pin_procedure(metadata, call)?;
+                planned = Some((PlannedFrom::of(metadata), pinned.clone()));
+                pinned
+            }
+            Some((from, pinned)) => {
+                // Another writer committed since the plan: may the statement still commit here?
+                procedure_may_commit(pinned, from, metadata)
+                    .map_err(|e| e.context(format!("{name} on {}", target.table_name)))?;
+                pinned.clone()
+            }
+        };
+        let decision = decide_pinned(metadata, &pinned, target.now_ms)?;
         let (new_metadata, rows, metrics, written) = match decision {
             Decision::Edit(change) => (
                 change.metadata,

@@ -116,24 +116,40 @@ pub fn rollback_to_timestamp(
     move_main(metadata, id, now_ms)
 }
 
+/// The snapshot `set_current_snapshot(snapshot_id = N | ref = 'name')` makes current: `N`, or the
+/// head of ref `name`.
+pub fn selected_snapshot(
+    metadata: &TableMetadata,
+    selector: &SnapshotSelector,
+) -> Result<SnapshotId> {
+    match selector {
+        SnapshotSelector::Id(id) => Ok(*id),
+        SnapshotSelector::Ref(name) => {
+            metadata
+                .ref_named(name)
+                .map(|r| r.snapshot_id)
+                .ok_or_else(|| {
+                    Error::bad_arguments(format!("Cannot find matching snapshot ID for ref {name}"))
+                })
+        }
+    }
+}
+
 /// `set_current_snapshot(snapshot_id = N | ref = 'name')`.
 pub fn set_current_snapshot(
     metadata: &TableMetadata,
     selector: &SnapshotSelector,
     now_ms: i64,
 ) -> Result<Change> {
-    let id = match selector {
-        SnapshotSelector::Id(id) => *id,
-        SnapshotSelector::Ref(name) => match metadata.ref_named(name) {
-            Some(r) => r.snapshot_id,
-            None => {
-                return Err(Error::bad_arguments(format!(
-                    "Cannot find matching snapshot ID for ref {name}"
-                )));
-            }
-        },
-    };
-    move_main(metadata, id, now_ms)
+    move_main(metadata, selected_snapshot(metadata, selector)?, now_ms)
+}
+
+/// The snapshot `fast_forward(_, to)` moves its branch to: the head of ref `to`.
+pub fn fast_forward_target(metadata: &TableMetadata, to: &str) -> Result<SnapshotId> {
+    metadata
+        .ref_named(to)
+        .map(|r| r.snapshot_id)
+        .ok_or_else(|| Error::bad_arguments(format!("Ref does not exist: {to}")))
 }
 
 /// `fast_forward(branch, to)`.
@@ -143,29 +159,43 @@ pub fn fast_forward(
     to: &str,
     now_ms: i64,
 ) -> Result<Change> {
-    let target = metadata.ref_named(branch).cloned();
-    let Some(source) = metadata.ref_named(to).cloned() else {
-        return Err(Error::bad_arguments(format!("Ref does not exist: {to}")));
-    };
-    let Some(target) = target else {
+    let target = fast_forward_target(metadata, to)?;
+    fast_forward_to(metadata, branch, to, target, now_ms)
+}
+
+/// `fast_forward(branch, to)` with `to`'s head resolved to `to_id` (on the metadata the statement
+/// planned from; a retry on a newer head keeps it). `to` names it in messages.
+pub fn fast_forward_to(
+    metadata: &TableMetadata,
+    branch: &str,
+    to: &str,
+    to_id: SnapshotId,
+    now_ms: i64,
+) -> Result<Change> {
+    if metadata.snapshot(to_id).is_none() {
+        return Err(Error::bad_arguments(format!(
+            "Cannot fast-forward {branch} to unknown snapshot id: {to_id}"
+        )));
+    }
+    let Some(target) = metadata.ref_named(branch).cloned() else {
+        if branch == MAIN_BRANCH {
+            return move_main(metadata, to_id, now_ms);
+        }
         let created = SnapshotRef {
             name: branch.to_string(),
             kind: RefKind::Branch,
-            snapshot_id: source.snapshot_id,
+            snapshot_id: to_id,
             min_snapshots_to_keep: None,
             max_snapshot_age_ms: None,
             max_ref_age_ms: None,
         };
-        if branch == MAIN_BRANCH {
-            return move_main(metadata, source.snapshot_id, now_ms);
-        }
         let mut md = metadata.clone();
         md.set_ref(&created)?;
         return Ok(Change {
             rows: vec![ref_row(branch, None, Some(&created))],
             metadata: Some(md),
             previous_snapshot_id: None,
-            current_snapshot_id: Some(source.snapshot_id),
+            current_snapshot_id: Some(to_id),
         });
     };
     if target.kind != RefKind::Branch {
@@ -173,19 +203,19 @@ pub fn fast_forward(
             "Ref {branch} is a tag not a branch"
         )));
     }
-    if source.snapshot_id == target.snapshot_id {
+    if to_id == target.snapshot_id {
         return Ok(Change::unchanged(Some(target.snapshot_id)));
     }
-    if !is_ancestor_of(metadata, target.snapshot_id, source.snapshot_id) {
+    if !is_ancestor_of(metadata, target.snapshot_id, to_id) {
         return Err(Error::bad_arguments(format!(
             "Cannot fast-forward: {branch} is not an ancestor of {to}"
         )));
     }
     if branch == MAIN_BRANCH {
-        return move_main(metadata, source.snapshot_id, now_ms);
+        return move_main(metadata, to_id, now_ms);
     }
     let moved = SnapshotRef {
-        snapshot_id: source.snapshot_id,
+        snapshot_id: to_id,
         ..target.clone()
     };
     let mut md = metadata.clone();
@@ -194,6 +224,6 @@ pub fn fast_forward(
         rows: vec![ref_row(branch, Some(&target), Some(&moved))],
         metadata: Some(md),
         previous_snapshot_id: Some(target.snapshot_id),
-        current_snapshot_id: Some(source.snapshot_id),
+        current_snapshot_id: Some(to_id),
     })
 }

@@ -8,13 +8,17 @@
 //!
 //! The algorithm, for every statement:
 //! 1. Locate the newest metadata ([`crate::maintain::target::MaintenanceTarget::locate_newest`]).
-//! 2. Decide (pure: [`history`], [`cherrypick`], [`refs`], [`properties`]): the new metadata, or
-//!    nothing to write, or an error (nothing written). A cherry-pick that is not a fast-forward
-//!    also reads the picked snapshot's manifests and writes the new snapshot's manifests and
-//!    manifest list (`iceberg::txn::prepare_commit_with`) before committing.
+//! 2. Resolve what a procedure names ([`moved_base::pin_procedure`]) and decide (pure:
+//!    [`history`], [`cherrypick`], [`refs`], [`properties`]): the new metadata, or nothing to
+//!    write, or an error (nothing written). A
+//!    cherry-pick that is not a fast-forward also reads the picked snapshot's manifests and
+//!    writes the new snapshot's manifests and manifest list (`iceberg::txn::prepare_commit_with`)
+//!    before committing.
 //! 3. Commit through `MaintenanceTarget::commit_edit` (or `commit` for a cherry-pick's new
-//!    snapshot); a concurrent commit re-runs the decision on the newer metadata (a cherry-pick
-//!    deletes the files it wrote for the lost attempt first). Nothing is ever deleted otherwise.
+//!    snapshot). After a concurrent commit the statement locates the new head, asks
+//!    [`moved_base`] whether it may still commit there (refused: nothing is changed), and decides
+//!    again on it with what it resolved when planning kept (a cherry-pick deletes the files it
+//!    wrote for the lost attempt first). Nothing is ever deleted otherwise.
 //!
 //! Results: the procedures answer `previous_snapshot_id`, `current_snapshot_id`
 //! ([`SnapshotMetrics`]); the DDL statements return no rows. EXPLAIN returns [`ExplainRow`]s and
@@ -26,6 +30,8 @@
 //! issue's contract). `CREATE BRANCH` on a table without snapshots is refused (Java creates an
 //! empty snapshot). A cherry-picked snapshot that added delete files, or files of a partition spec
 //! other than the default one, is refused (`NOT_IMPLEMENTED`; Java ignores the delete files).
+//! `set_current_snapshot`, `REPLACE BRANCH|TAG` and `DROP BRANCH` refuse to commit over a ref
+//! another writer moved since they planned (Java overwrites it; see [`moved_base`]).
 
 pub mod ancestry;
 pub mod cherrypick;
@@ -33,6 +39,7 @@ pub mod execute;
 pub mod explain;
 pub mod history;
 pub mod metrics;
+pub mod moved_base;
 pub mod properties;
 pub mod refs;
 
@@ -46,7 +53,8 @@ pub use metrics::SnapshotMetrics;
 use crate::error::Result;
 use crate::iceberg::metadata::TableMetadata;
 use crate::plan::{SnapshotProcedure, TableChange};
-use cherrypick::{CherrypickPlan, plan_cherrypick, wap_snapshot};
+use cherrypick::{CherrypickPlan, plan_cherrypick};
+use moved_base::{Pinned, pin_procedure};
 
 /// The outcome of a decision that needs no new snapshot.
 #[derive(Debug, Clone, PartialEq)]
@@ -93,34 +101,30 @@ pub enum Decision {
     Reapply(cherrypick::Reapply),
 }
 
-/// Decide `call` on `metadata` at `now_ms` (pure).
+/// Decide `call` on `metadata` at `now_ms` (pure): [`moved_base::pin_procedure`] then
+/// [`decide_pinned`].
 pub fn decide_procedure(
     metadata: &TableMetadata,
     call: &SnapshotProcedure,
     now_ms: i64,
 ) -> Result<Decision> {
     call.validate()?;
+    decide_pinned(metadata, &pin_procedure(metadata, call)?, now_ms)
+}
+
+/// Decide a procedure with what it resolved when planning (`pinned`) on `metadata`, the metadata
+/// it planned from or a newer head [`moved_base::procedure_may_commit`] accepted (pure).
+pub fn decide_pinned(metadata: &TableMetadata, pinned: &Pinned, now_ms: i64) -> Result<Decision> {
     let edit = |c: Result<Change>| c.map(|c| Decision::Edit(Box::new(c)));
-    match call {
-        SnapshotProcedure::RollbackToSnapshot { snapshot_id } => edit(
-            history::rollback_to_snapshot(metadata, *snapshot_id, now_ms),
-        ),
-        SnapshotProcedure::RollbackToTimestamp { timestamp_ms } => edit(
-            history::rollback_to_timestamp(metadata, *timestamp_ms, now_ms),
-        ),
-        SnapshotProcedure::SetCurrentSnapshot(selector) => {
-            edit(history::set_current_snapshot(metadata, selector, now_ms))
+    match pinned {
+        Pinned::Rollback { target } => {
+            edit(history::rollback_to_snapshot(metadata, *target, now_ms))
         }
-        SnapshotProcedure::FastForward { branch, to } => {
-            edit(history::fast_forward(metadata, branch, to, now_ms))
-        }
-        SnapshotProcedure::Cherrypick { snapshot_id } => {
-            cherrypick_decision(metadata, *snapshot_id, now_ms)
-        }
-        SnapshotProcedure::PublishChanges { wap_id } => {
-            let id = wap_snapshot(metadata, wap_id)?;
-            cherrypick_decision(metadata, id, now_ms)
-        }
+        Pinned::SetCurrent { target } => edit(history::move_main(metadata, *target, now_ms)),
+        Pinned::FastForward { branch, to, target } => edit(history::fast_forward_to(
+            metadata, branch, to, *target, now_ms,
+        )),
+        Pinned::Cherrypick { picked } => cherrypick_decision(metadata, *picked, now_ms),
     }
 }
 
