@@ -17,6 +17,7 @@ case $cases in '' | *[!0-9]*) echo "usage: $0 [N] [SEED]" >&2; exit 2 ;; esac
 scripts/test-env.sh
 export ICETRIM_PYTHON="$root/.venv/bin/python"
 export ICETRIM_BASE_MOVED_CASES=$cases
+export RUST_BACKTRACE=0
 if [ -n "${2:-}" ]; then export ICETRIM_BASE_MOVED_SEED=$2; fi
 scripts/emulators.sh start
 trap 'scripts/emulators.sh stop' EXIT

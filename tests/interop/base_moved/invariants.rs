@@ -20,7 +20,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 
-use futures::TryStreamExt;
+use futures::{StreamExt, TryStreamExt};
 use icetrim::internals::iceberg::manifest::read_manifest;
 use icetrim::internals::iceberg::manifest_list::read_manifest_list;
 use icetrim::internals::iceberg::metadata::TableMetadata;
@@ -141,8 +141,8 @@ pub fn check_writer_kept(
     }
 }
 
-/// Every file the metadata references exists under the table (one listing, then manifests read
-/// once each); every ref names a snapshot of the table.
+/// Every file the metadata references exists under the table (one listing, then every manifest
+/// list and manifest read once, concurrently); every ref names a snapshot of the table.
 pub async fn check_files(io: &FileIO, location: &str, md: &TableMetadata) -> Vec<String> {
     let listed: Vec<_> = match io.list(location).try_collect().await {
         Ok(files) => files,
@@ -150,69 +150,75 @@ pub async fn check_files(io: &FileIO, location: &str, md: &TableMetadata) -> Vec
     };
     let present: HashSet<String> = listed.iter().map(|f| path_key(&f.uri)).collect();
     let mut out = Vec::new();
-    let missing = |out: &mut Vec<String>, what: &str, path: &str, owner: i64| {
-        let gone = !present.contains(&path_key(path));
-        if gone {
-            out.push(format!("{what} {path} of snapshot {owner} is missing"));
-        }
-        gone
+    // The paths among `paths` (with their snapshot) that exist; a violation for each other one.
+    let kept = |what: &str, paths: Vec<(String, i64)>, out: &mut Vec<String>| {
+        let (here, gone): (Vec<_>, Vec<_>) = paths
+            .into_iter()
+            .partition(|(p, _)| present.contains(&path_key(p)));
+        out.extend(
+            gone.iter()
+                .map(|(p, owner)| format!("{what} {p} of snapshot {owner} is missing")),
+        );
+        here
     };
-    for r in md.refs() {
-        if md.snapshot(r.snapshot_id).is_none() {
-            out.push(format!(
-                "ref {} names snapshot {}, which the table does not list",
-                r.name, r.snapshot_id
-            ));
+    for r in md
+        .refs()
+        .iter()
+        .filter(|r| md.snapshot(r.snapshot_id).is_none())
+    {
+        out.push(format!(
+            "ref {} names snapshot {}, which the table does not list",
+            r.name, r.snapshot_id
+        ));
+    }
+    let statistics = md
+        .statistics()
+        .iter()
+        .map(|s| (s.path.clone(), s.snapshot_id));
+    kept("statistics file", statistics.collect(), &mut out);
+    let lists = md
+        .snapshots()
+        .iter()
+        .filter_map(|s| s.manifest_list.clone().map(|l| (l, s.snapshot_id)));
+    let lists = kept("manifest list", lists.collect(), &mut out);
+    let mut manifests = BTreeMap::new();
+    for (read, owner) in read_all(io, lists, read_manifest_list).await {
+        match read {
+            Ok(list) => manifests.extend(list.into_iter().map(|m| (m.manifest_path, owner))),
+            Err(e) => out.push(e),
         }
     }
-    for s in md.statistics() {
-        missing(&mut out, "statistics file", &s.path, s.snapshot_id);
-    }
-    let mut manifests_seen = HashSet::new();
-    for s in md.snapshots() {
-        let Some(list_path) = &s.manifest_list else {
-            continue;
-        };
-        if missing(&mut out, "manifest list", list_path, s.snapshot_id) {
-            continue;
-        }
-        let list = match read_bytes(io, list_path)
-            .await
-            .and_then(|b| read_manifest_list(&b, list_path).map_err(|e| e.to_string()))
-        {
-            Ok(list) => list,
-            Err(e) => {
-                out.push(format!("cannot read manifest list {list_path}: {e}"));
-                continue;
+    let manifests = kept("manifest", manifests.into_iter().collect(), &mut out);
+    for (read, owner) in read_all(io, manifests, read_manifest).await {
+        match read {
+            Ok(manifest) => {
+                let live = manifest.entries.into_iter().filter(|e| e.status.is_live());
+                let files = live.map(|e| (e.data_file.file_path, owner)).collect();
+                kept("file", files, &mut out);
             }
-        };
-        for m in list {
-            if !manifests_seen.insert(m.manifest_path.clone()) {
-                continue;
-            }
-            if missing(&mut out, "manifest", &m.manifest_path, s.snapshot_id) {
-                continue;
-            }
-            let manifest = match read_bytes(io, &m.manifest_path)
-                .await
-                .and_then(|b| read_manifest(&b, &m.manifest_path).map_err(|e| e.to_string()))
-            {
-                Ok(manifest) => manifest,
-                Err(e) => {
-                    out.push(format!("cannot read manifest {}: {e}", m.manifest_path));
-                    continue;
-                }
-            };
-            for e in manifest.entries.iter().filter(|e| e.status.is_live()) {
-                missing(&mut out, "file", &e.data_file.file_path, s.snapshot_id);
-            }
+            Err(e) => out.push(e),
         }
     }
     out
 }
 
-async fn read_bytes(io: &FileIO, path: &str) -> Result<bytes::Bytes, String> {
-    io.read(path).await.map_err(|e| e.to_string())
+/// Read and parse each of `paths` (16 at once): the parsed file or why not, with its snapshot.
+async fn read_all<T>(
+    io: &FileIO,
+    paths: Vec<(String, i64)>,
+    parse: impl Fn(&[u8], &str) -> icetrim::Result<T> + Copy,
+) -> Vec<(Result<T, String>, i64)> {
+    futures::stream::iter(paths)
+        .map(|(path, owner)| async move {
+            let read = match io.read(&path).await {
+                Ok(bytes) => parse(&bytes, &path).map_err(|e| e.to_string()),
+                Err(e) => Err(e.to_string()),
+            };
+            (read.map_err(|e| format!("cannot read {path}: {e}")), owner)
+        })
+        .buffer_unordered(16)
+        .collect()
+        .await
 }
 
 /// Each `replace` snapshot with its parent.
