@@ -6,6 +6,7 @@
 mod support;
 
 mod avro_interop;
+mod base_moved;
 mod compaction;
 mod compaction_specs;
 mod fixture_smoke;

@@ -12,6 +12,9 @@ Reads one JSON request per line on stdin, answers one JSON line on stdout:
                                                              -> {"ok": true, "result": {"refs":
       {ref: [snapshot id, rows]}, "current": <snapshot id>}}: pyiceberg loads the table through
       the catalog (RestCatalog or GlueCatalog, S3 keys `testing`) and scans every branch and tag.
+  {"op": "snapshot_digests", "table": {...}, "s3", "bucket", "snapshots": [ids]}
+                                                             -> {"ok": true, "result": {id: {"py":
+      [rows, digest], "ch": [rows, sum of cityHash64]}}}: see `snapshot_digests.py`.
 A request that fails answers {"ok": false, "error": "<traceback>"}. Anything a library prints goes to
 stderr, so stdout carries only answers. The answers are those of `scripts/fixtures/make_table.py`
 and `tests/py/oracle.py`, which this calls in-process.
@@ -43,6 +46,10 @@ def handle(request):
         return oracle.clickhouse(os.path.abspath(request["dir"]), request["statements"])
     if op == "catalog_read":
         return catalog_read(request)
+    if op == "snapshot_digests":
+        import snapshot_digests
+
+        return snapshot_digests.digests(request)
     raise ValueError(f"unknown op {op!r}")
 
 

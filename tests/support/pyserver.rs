@@ -94,6 +94,16 @@ impl PyServer {
                         "namespace": namespace, "table": table}))
     }
 
+    /// pyiceberg's and ClickHouse's reading of `snapshots` of `table` (see
+    /// `tests/py/snapshot_digests.py` for `table`'s forms and the answer): by snapshot id, `py`
+    /// `[rows, digest]` and `ch` `[rows, "sum of cityHash64(*)"]`, or `py_error` / `ch_error`.
+    pub fn snapshot_digests(&mut self, table: Value, snapshots: &[i64]) -> Value {
+        let s3 = std::env::var("ICETRIM_S3_ENDPOINT").unwrap_or_default();
+        let bucket = std::env::var("ICETRIM_S3_BUCKET").unwrap_or_default();
+        self.ask(json!({"op": "snapshot_digests", "table": table, "s3": s3,
+                        "bucket": bucket, "snapshots": snapshots}))
+    }
+
     /// `fixtures::clickhouse_script`, in this server.
     pub fn clickhouse(
         &mut self,
