@@ -57,6 +57,7 @@ pub mod schema;
 pub mod source;
 pub mod stats;
 pub mod transform;
+pub mod where_value;
 pub mod writer;
 
 pub use execute::execute;
