@@ -7,6 +7,7 @@ mod support;
 
 mod avro_interop;
 mod compaction;
+mod compaction_disputed;
 mod compaction_specs;
 mod fixture_smoke;
 mod generate_interop;

@@ -11,7 +11,9 @@
 //!    under the default spec (files of older specs join the partition their tuple decides, or
 //!    are grouped together and split row by row: `repartition.rs`), bin-packed, groups kept by
 //!    Java's rules; the deletes applying to each input follow the spec's sequence-number rules
-//!    (`deletes.rs`). `EXPLAIN` and `dry_run` stop here.
+//!    (`deletes.rs`). A data file named by a position delete file out of its scope (readers
+//!    disagree on it) is left out of every group (`disputed.rs`). `EXPLAIN` and `dry_run` stop
+//!    here.
 //! 4. Rewrite each group (at most `max_concurrent_file_group_rewrites` at once, fewer when
 //!    `iceberg_compaction_max_memory_bytes` says so: `memory.rs` splits the budget between the
 //!    groups in flight and, inside one, between input, decoded batches, output row group, upload
@@ -40,6 +42,7 @@
 
 pub mod conflicts;
 pub mod deletes;
+pub mod disputed;
 pub mod execute;
 pub mod explain;
 pub mod filter;
