@@ -23,7 +23,8 @@
 //!    with row groups flushed when their buffered memory reaches the group's share, deletes
 //!    (equality deletes also on struct fields) applied, v3 row lineage written explicitly, rows
 //!    sorted by the default sort order (any transform: `transform.rs`) and split by partition
-//!    where needed, Parquet written with field ids, the table's
+//!    where needed (`sort.rs`: in memory, or runs spilled to local disk and merged, so the
+//!    outputs roll at the target size), Parquet written with field ids, the table's
 //!    codec and row-group size, complete Iceberg metrics (`rewrite.rs`, `writer.rs`,
 //!    `stats.rs`, `schema.rs`).
 //! 5. Commit a `replace` snapshot through [`MaintenanceTarget::commit`]: inputs become DELETED
@@ -57,6 +58,7 @@ pub mod read;
 pub mod repartition;
 pub mod rewrite;
 pub mod schema;
+pub mod sort;
 pub mod source;
 pub mod stats;
 pub mod transform;
