@@ -203,7 +203,8 @@ fn optimize(dir: &Path) -> (String, u64) {
 
 /// 16 files of 100,000 rows (about 290 MiB of Parquet, 440 MB decoded) compacted under a 64 MiB
 /// setting: peak RSS under setting + baseline, same rows; and a sorted table (6 files of 50,000
-/// rows) whose rows cannot be sorted in one buffer: several output files, each sorted, same bound.
+/// rows) whose rows cannot be sorted in one buffer: sorted runs spilled and merged into one
+/// sorted output file (the target size is 512 MiB), same bound.
 ///
 /// The child is started (vfork + exec) before this process reads any rows: Linux carries the
 /// parent's high-water RSS into the child's `ru_maxrss` at exec, so the figure is the child's
@@ -263,7 +264,8 @@ async fn optimize_stays_under_the_memory_setting_on_inputs_far_larger() {
     assert!(ascending.iter().all(|s| !s), "inputs are ascending");
     let after = live_files(&sorted_dir).await;
     let (rows_after, sorted_after) = rows(&after);
-    assert!(after.len() > 1, "several sorted files: {after:?}");
+    // The sort buffer's runs are spilled and merged: one file, as the target size says.
+    assert_eq!(after.len(), 1, "one sorted file: {after:?}");
     assert!(
         sorted_after.iter().all(|s| *s),
         "every output file is sorted"
@@ -303,4 +305,113 @@ fn a_setting_too_small_for_one_group_is_refused() {
         .map(|e| e.unwrap().file_name())
         .collect();
     assert_eq!(metadata_before.len(), metadata_after.len());
+}
+
+/// Generates a partitioned v2 table (`identity(part)`, `partitions` values) of `files` files.
+fn generate_partitioned(dir: &Path, files: usize, rows: i64, partitions: usize) {
+    let out = Command::new(GENERATE)
+        .args(["--location", dir.to_str().unwrap(), "--parquet"])
+        .args(["--snapshots", &(files / partitions).to_string()])
+        .args(["--files-per-snapshot", &partitions.to_string()])
+        .args(["--partitions", &partitions.to_string()])
+        .args(["--rows-per-file", &rows.to_string(), "--row-bytes", "256"])
+        .args(["--mix", "append=1", "--seed", "5"])
+        .output()
+        .expect("icetrim-generate runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// The first and last id of each file (ids read in file order).
+fn id_ranges(files: &[(String, i64)]) -> Vec<(String, i64, i64)> {
+    files
+        .iter()
+        .map(|(path, _)| {
+            let reader =
+                ParquetRecordBatchReaderBuilder::try_new(std::fs::File::open(path).unwrap())
+                    .unwrap()
+                    .build()
+                    .unwrap();
+            let ids: Vec<i64> = reader
+                .flat_map(|b| {
+                    let b: RecordBatch = b.unwrap();
+                    b.column(0).as_primitive::<Int64Type>().values().to_vec()
+                })
+                .collect();
+            (path.clone(), ids[0], ids[ids.len() - 1])
+        })
+        .collect()
+}
+
+/// The brief's case: a sorted table compacted with the memory setting at its minimum (32 MiB),
+/// where the sort buffer holds under a megabyte of rows. Rows are sorted in runs spilled to
+/// local disk and merged, so each partition gives about `size / target` files (before: one file
+/// per buffer, hundreds), every file sorted, the files of a partition in order one after the
+/// other; the rows are the same and peak RSS stays under setting + baseline.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sorted_group_larger_than_the_sort_buffer_gives_target_size_files() {
+    const SMALL: u64 = 32 * MIB;
+    const TARGET: u64 = 8 * MIB;
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("sorted");
+    generate_partitioned(&dir, 12, 25_000, 2);
+    sort_by_id_descending(&dir);
+    let before = live_files(&dir).await;
+    assert_eq!(before.len(), 12);
+    let bytes: i64 = before.iter().map(|f| f.1).sum();
+    let (out, rss) = icetrim(&format!(
+        "SET iceberg_compaction_max_memory_bytes = {SMALL}; \
+         CREATE TABLE t ENGINE = IcebergLocal('{}'); \
+         ALTER TABLE t EXECUTE rewrite_data_files(target_file_size_bytes = {TARGET}, \
+         min_input_files = 2)",
+        dir.display()
+    ));
+    eprintln!(
+        "sorted rewrite of {} MiB with a {} MiB setting: peak RSS {} MiB",
+        bytes as u64 / MIB,
+        SMALL / MIB,
+        rss / MIB
+    );
+    assert_eq!(metric(&out, "rewritten_data_files_count"), 12, "{out}");
+    assert!(
+        rss < SMALL + BASELINE,
+        "peak RSS {rss} bytes is over the setting {SMALL} + baseline {BASELINE}"
+    );
+    let after = live_files(&dir).await;
+    eprintln!(
+        "{} output files ({} bytes at a {TARGET}-byte target, 2 partitions)",
+        after.len(),
+        bytes
+    );
+    let partitions = 2;
+    let bound = (bytes as u64).div_ceil(TARGET) as usize + partitions;
+    assert!(
+        after.len() <= bound && after.len() >= partitions,
+        "{} files for {bytes} bytes at a {TARGET}-byte target (at most {bound}): {out}",
+        after.len()
+    );
+    assert_eq!(metric(&out, "added_data_files_count") as usize, after.len());
+    let (rows_before, _) = rows(&before);
+    let (rows_after, sorted) = rows(&after);
+    assert!(rows_before == rows_after, "rows changed");
+    assert!(sorted.iter().all(|s| *s), "every output file is sorted");
+    // Within a partition the files follow one another: sorted by their first id (descending),
+    // each file's last id is above the next file's first.
+    for p in 0..partitions {
+        let mut ranges: Vec<(String, i64, i64)> = id_ranges(&after)
+            .into_iter()
+            .filter(|(path, _, _)| path.contains(&format!("/part={p}/")))
+            .collect();
+        assert!(!ranges.is_empty(), "partition {p}");
+        ranges.sort_by_key(|r| std::cmp::Reverse(r.1));
+        for pair in ranges.windows(2) {
+            assert!(
+                pair[0].2 > pair[1].1,
+                "files of partition {p} overlap: {pair:?}"
+            );
+        }
+    }
 }

@@ -997,7 +997,7 @@ async fn dry_run_explain_and_gate_change_nothing() {
 }
 
 /// Writes a position delete file deleting `(path, pos)` pairs.
-fn position_delete(dir: &Path, name: &str, rows: &[(String, i64)]) -> DataFile {
+pub(crate) fn position_delete(dir: &Path, name: &str, rows: &[(String, i64)]) -> DataFile {
     let schema = Arc::new(Schema::new(vec![
         with_id("file_path", DataType::Utf8, 2_147_483_546),
         with_id("pos", DataType::Int64, 2_147_483_545),

@@ -8,6 +8,7 @@ mod support;
 mod avro_interop;
 mod base_moved;
 mod compaction;
+mod compaction_disputed;
 mod compaction_specs;
 mod fixture_smoke;
 mod generate_interop;

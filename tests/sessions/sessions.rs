@@ -544,6 +544,7 @@ macro_rules! sessions {
 sessions! {
     argument_errors => "argument_errors.test",
     compaction => "compaction.test",
+    compaction_where => "compaction_where.test",
     empty_table => "empty_table.test",
     expire_branches_tags => "expire_branches_tags.test",
     expire_clean_metadata => "expire_clean_metadata.test",

@@ -17,8 +17,8 @@ use super::memory::MemoryPlan;
 use super::metrics::CompactMetrics;
 use super::model::LiveFile;
 use super::path::{PathField, partition_path};
-use super::plan::{Group, Output, Place, Resolved, plan};
-use super::read::{TableState, read_state};
+use super::plan::{Group, Output, Place, Resolved, candidates, plan};
+use super::read::{TableState, find_disputed, read_state};
 use super::repartition::OutputSpec;
 use super::rewrite::{GroupWriter, LoadedDeletes, SortKey, load_deletes};
 use super::schema::{arrow_schema, field_by_id};
@@ -101,7 +101,21 @@ pub async fn execute(
                 .map(Arc::new)
                 .map_err(|e| e.message().to_string())
         });
+    // Data files that a position delete file out of their scope names are left as they are.
+    let selected_by_filter = |f: &LiveFile| filter.as_ref().is_none_or(|p| p.may_match(f));
+    let disputed = find_disputed(
+        &target.io,
+        &state,
+        &candidates(&state.data, &state.deletes, &resolved, selected_by_filter),
+        memory.whole_file,
+        usize::try_from(memory.in_flight).unwrap_or(1),
+    )
+    .await?;
+    warnings.extend(super::disputed::warning(&target.table_name, &disputed));
     let place = |f: &LiveFile| -> Place {
+        if disputed.contains_key(f.path()) {
+            return Place::Blocked(super::disputed::REASON.to_string());
+        }
         if f.spec_id == default_spec.0 {
             return Place::Partition(f.file.partition.clone());
         }
@@ -122,7 +136,7 @@ pub async fn execute(
         &state.data,
         &state.deletes,
         &resolved,
-        |f| filter.as_ref().is_none_or(|p| p.may_match(f)),
+        selected_by_filter,
         default_spec.0,
         place,
     );

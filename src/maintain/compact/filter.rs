@@ -1,24 +1,31 @@
 //! The `where` filter of `rewrite_data_files` on partition values (pure): a file is selected when
 //! its partition *may* match.
 //!
-//! Each column the predicate names must be a partition source column of some spec of the table
-//! (else `BAD_ARGUMENTS`). For a file, a comparison on a column its spec partitions by:
+//! Binding, before any file is looked at (else `BAD_ARGUMENTS`, nothing read or written): each
+//! column the predicate names must be a column of the current schema; each literal must convert
+//! to that column's Iceberg type (`where_value.rs`; Iceberg Java's wording, "Invalid value for
+//! conversion to type int: abc (String)") and, in every spec that partitions by the column through
+//! an order-preserving transform, through that transform; each column must be a partition source
+//! column of some spec. So no file "may match" because of a literal that did not convert. For a
+//! file, a comparison on a column its spec partitions by:
 //! - `identity`: decided exactly from the partition value (null compares false);
 //! - `year`, `month`, `day`, `hour`, `truncate[W]` (order-preserving): the literal is transformed
 //!   too and the file may match when `=` finds equal values, `<`/`<=` finds the partition value
 //!   `<=` the transformed literal, `>`/`>=` finds it `>=`;
 //! - anything else (`bucket`, `void`, `!=` through a transform, a column the file's spec does not
-//!   partition by): may match.
+//!   partition by, a partition value of another kind than the column's): may match.
 //!
 //! `AND`, `OR`, `NOT` combine yes / no / maybe (Kleene logic); only "no" leaves a file out.
 
 use std::collections::HashMap;
 
 use apache_avro::types::Value;
-use chrono::{Datelike, NaiveDate, NaiveDateTime};
 use serde_json::Value as Json;
 
 use super::model::LiveFile;
+use super::where_value::{
+    IcebergType, Val, apply_transform, convert, literal_text, order_preserving, partition_val,
+};
 use crate::error::{Error, Result};
 use crate::iceberg::avro::value::strip_union;
 use crate::iceberg::metadata::PartitionSpec;
@@ -59,21 +66,12 @@ impl Tri {
     }
 }
 
-/// A comparable value.
-#[derive(Debug, Clone, PartialEq, PartialOrd)]
-enum Val {
-    I(i64),
-    F(f64),
-    S(String),
-    B(bool),
-}
-
 /// The predicate bound to the table's columns and specs.
 #[derive(Debug, Clone)]
 pub struct PartitionFilter {
     predicate: Predicate,
-    /// Column name → (field id, Iceberg type).
-    columns: HashMap<String, (i32, String)>,
+    /// Column name → (field id, Iceberg type; `None` for a type no literal converts to).
+    columns: HashMap<String, (i32, Option<IcebergType>)>,
     /// spec id → the spec's fields.
     specs: HashMap<i32, PartitionSpec>,
 }
@@ -82,12 +80,31 @@ impl PartitionFilter {
     /// Binds `predicate` to `schema` (the current schema JSON) and `specs`.
     pub fn new(predicate: &Predicate, schema: &Json, specs: &[PartitionSpec]) -> Result<Self> {
         let mut columns = HashMap::new();
+        let mut type_names = HashMap::new();
         for name in predicate.columns() {
             let (id, ty) = find_column(schema, name).ok_or_else(|| {
                 Error::bad_arguments(format!(
                     "rewrite_data_files 'where': unknown column '{name}'"
                 ))
             })?;
+            columns.insert(name.to_string(), (id, IcebergType::parse(&ty)));
+            type_names.insert(name.to_string(), ty);
+        }
+        for (column, literal) in literals(predicate) {
+            let (id, ty) = columns[column];
+            let val = ty.and_then(|t| convert(literal, t)).ok_or_else(|| {
+                refused(
+                    column,
+                    literal,
+                    ty.map_or(type_names[column].clone(), |t| t.to_string()),
+                )
+            })?;
+            if let Some(ty) = ty {
+                check_transforms(column, id, ty, literal, &val, specs)?;
+            }
+        }
+        for name in predicate.columns() {
+            let id = columns[name].0;
             if !specs
                 .iter()
                 .any(|s| s.fields.iter().any(|f| f.source_id == id))
@@ -96,7 +113,6 @@ impl PartitionFilter {
                     "rewrite_data_files 'where': column '{name}' is not a partition source column"
                 )));
             }
-            columns.insert(name.to_string(), (id, ty));
         }
         Ok(PartitionFilter {
             predicate: predicate.clone(),
@@ -146,24 +162,28 @@ impl PartitionFilter {
     /// The transform and the partition value of the field `column` is partitioned by in
     /// `file`'s spec.
     fn partition_value(&self, file: &LiveFile, column: &str) -> Option<(String, Option<Val>)> {
-        let (id, _) = self.columns.get(column)?;
+        let (id, ty) = self.columns.get(column)?;
         let spec = self.specs.get(&file.spec_id)?;
         let field = spec.fields.iter().find(|f| f.source_id == *id)?;
         let Value::Record(values) = strip_union(&file.file.partition) else {
             return None;
         };
         let value = values.iter().find(|(n, _)| n == &field.name)?;
-        Some((field.transform.clone(), avro_val(&value.1)))
+        // A decimal's bytes need the type; the other transforms' results carry their own kind.
+        let ty = ty
+            .filter(|_| field.transform == "identity" || field.transform.starts_with("truncate["));
+        Some((field.transform.clone(), partition_val(&value.1, ty)))
     }
 
     fn cmp(&self, file: &LiveFile, column: &str, op: CmpOp, literal: &Literal) -> Tri {
         let Some((transform, part)) = self.partition_value(file, column) else {
             return Tri::Maybe;
         };
-        let Some((_, ty)) = self.columns.get(column) else {
+        let Some((_, Some(ty))) = self.columns.get(column) else {
             return Tri::Maybe;
         };
-        let Some(lit) = literal_val(literal, ty) else {
+        // `new` refused every literal that does not convert, so this always converts.
+        let Some(lit) = convert(literal, *ty) else {
             return Tri::Maybe;
         };
         let Some(part) = part else {
@@ -173,8 +193,18 @@ impl PartitionFilter {
                 Tri::No
             };
         };
+        if !order_preserving(&transform, *ty) {
+            return Tri::Maybe;
+        }
+        // Checked by `new` for every spec partitioning by the column.
+        let Some(t) = apply_transform(&transform, *ty, &lit) else {
+            return Tri::Maybe;
+        };
+        if std::mem::discriminant(&part) != std::mem::discriminant(&t) {
+            return Tri::Maybe;
+        }
         if transform == "identity" {
-            let Some(ord) = part.partial_cmp(&lit) else {
+            let Some(ord) = part.partial_cmp(&t) else {
                 return Tri::Maybe;
             };
             use std::cmp::Ordering::*;
@@ -187,9 +217,6 @@ impl PartitionFilter {
                 CmpOp::GtEq => ord != Less,
             });
         }
-        let Some(t) = apply_transform(&transform, ty, &lit) else {
-            return Tri::Maybe;
-        };
         let may = match op {
             CmpOp::Eq => part == t,
             CmpOp::NotEq => true,
@@ -198,6 +225,74 @@ impl PartitionFilter {
         };
         if may { Tri::Maybe } else { Tri::No }
     }
+}
+
+/// Every literal of `predicate` with its column, left to right (a loop, not a recursion: long
+/// flat chains are walked in constant stack).
+fn literals(predicate: &Predicate) -> Vec<(&str, &Literal)> {
+    let mut out = Vec::new();
+    let mut stack = vec![predicate];
+    while let Some(p) = stack.pop() {
+        match p {
+            Predicate::Cmp { column, value, .. } => out.push((column.as_str(), value)),
+            Predicate::In { column, values, .. } => {
+                out.extend(values.iter().map(|v| (column.as_str(), v)));
+            }
+            Predicate::IsNull { .. } => {}
+            Predicate::And(a, b) | Predicate::Or(a, b) => {
+                stack.push(b);
+                stack.push(a);
+            }
+            Predicate::Not(a) => stack.push(a),
+        }
+    }
+    out
+}
+
+/// The error for a literal that does not convert to `ty` (Iceberg Java's binder wording).
+fn refused(column: &str, literal: &Literal, ty: String) -> Error {
+    if *literal == Literal::Null {
+        return Error::bad_arguments(format!(
+            "rewrite_data_files 'where': Cannot create expression literal from null (column \
+             '{column}'; IS NULL and IS NOT NULL test for null)"
+        ));
+    }
+    Error::bad_arguments(format!(
+        "rewrite_data_files 'where': Invalid value for conversion to type {ty}: {} ({}) for \
+         column '{column}'",
+        literal_text(literal),
+        literal.type_name()
+    ))
+}
+
+/// A converted literal must also go through every order-preserving transform that partitions by
+/// its column, in every spec (a date far out of range has no month).
+fn check_transforms(
+    column: &str,
+    id: i32,
+    ty: IcebergType,
+    literal: &Literal,
+    val: &Val,
+    specs: &[PartitionSpec],
+) -> Result<()> {
+    for spec in specs {
+        for f in spec.fields.iter().filter(|f| f.source_id == id) {
+            if order_preserving(&f.transform, ty)
+                && apply_transform(&f.transform, ty, val).is_none()
+            {
+                return Err(Error::bad_arguments(format!(
+                    "rewrite_data_files 'where': Invalid value for conversion to type {ty}: {} \
+                     ({}) for column '{column}': out of the range of its partition transform \
+                     {} (spec {})",
+                    literal_text(literal),
+                    literal.type_name(),
+                    f.transform,
+                    spec.spec_id
+                )));
+            }
+        }
+    }
+    Ok(())
 }
 
 fn find_column(schema: &Json, name: &str) -> Option<(i32, String)> {
@@ -217,91 +312,6 @@ fn find_column(schema: &Json, name: &str) -> Option<(i32, String)> {
         node = ty;
     }
     None
-}
-
-fn avro_val(v: &Value) -> Option<Val> {
-    Some(match strip_union(v) {
-        Value::Null => return None,
-        Value::Boolean(b) => Val::B(*b),
-        Value::Int(i) | Value::Date(i) => Val::I(i64::from(*i)),
-        Value::Long(l) => Val::I(*l),
-        Value::Float(f) => Val::F(f64::from(*f)),
-        Value::Double(d) => Val::F(*d),
-        Value::String(s) => Val::S(s.clone()),
-        _ => return None,
-    })
-}
-
-const MICROS_PER_DAY: i64 = 86_400_000_000;
-
-fn literal_val(literal: &Literal, ty: &str) -> Option<Val> {
-    match (ty, literal) {
-        ("int" | "long", l) => l
-            .as_integer()
-            .and_then(|v| i64::try_from(v).ok())
-            .map(Val::I),
-        ("float" | "double", Literal::Number(t)) => t.parse().ok().map(Val::F),
-        ("string", Literal::String(s)) => Some(Val::S(s.clone())),
-        ("boolean", Literal::Bool(b)) => Some(Val::B(*b)),
-        ("date", Literal::String(s)) => {
-            let d = NaiveDate::parse_from_str(s, "%Y-%m-%d").ok()?;
-            Some(Val::I(i64::from(d.num_days_from_ce() - 719_163)))
-        }
-        ("timestamp" | "timestamptz", Literal::String(s)) => {
-            let t = parse_datetime(s)?;
-            Some(Val::I(t.and_utc().timestamp_micros()))
-        }
-        ("timestamp_ns" | "timestamptz_ns", Literal::String(s)) => {
-            let t = parse_datetime(s)?;
-            t.and_utc().timestamp_nanos_opt().map(Val::I)
-        }
-        _ => None,
-    }
-}
-
-fn parse_datetime(s: &str) -> Option<NaiveDateTime> {
-    for f in ["%Y-%m-%d %H:%M:%S%.f", "%Y-%m-%dT%H:%M:%S%.f"] {
-        if let Ok(t) = NaiveDateTime::parse_from_str(s, f) {
-            return Some(t);
-        }
-    }
-    NaiveDate::parse_from_str(s, "%Y-%m-%d")
-        .ok()
-        .and_then(|d| d.and_hms_opt(0, 0, 0))
-}
-
-/// The transform of a literal (order-preserving transforms only).
-fn apply_transform(transform: &str, ty: &str, lit: &Val) -> Option<Val> {
-    if let Some(width) = transform
-        .strip_prefix("truncate[")
-        .and_then(|s| s.strip_suffix(']'))
-        .and_then(|w| w.parse::<i64>().ok())
-        .filter(|w| *w > 0)
-    {
-        return match lit {
-            Val::I(v) => Some(Val::I(v - v.rem_euclid(width))),
-            Val::S(s) => Some(Val::S(s.chars().take(width as usize).collect())),
-            _ => None,
-        };
-    }
-    let Val::I(v) = lit else {
-        return None;
-    };
-    let micros = match ty {
-        "date" => v.checked_mul(MICROS_PER_DAY)?,
-        "timestamp" | "timestamptz" => *v,
-        "timestamp_ns" | "timestamptz_ns" => v.div_euclid(1000),
-        _ => return None,
-    };
-    let at = chrono::DateTime::from_timestamp_micros(micros)?.naive_utc();
-    let months = i64::from(at.year() - 1970) * 12 + i64::from(at.month0());
-    Some(Val::I(match transform {
-        "year" => i64::from(at.year() - 1970),
-        "month" => months,
-        "day" => micros.div_euclid(MICROS_PER_DAY),
-        "hour" => micros.div_euclid(3_600_000_000),
-        _ => return None,
-    }))
 }
 
 #[cfg(test)]
@@ -397,5 +407,132 @@ mod tests {
         let p = parse_where("nope = 1").unwrap();
         let e = PartitionFilter::new(&p, &schema(), &specs()).unwrap_err();
         assert!(e.message().contains("unknown column"));
+    }
+
+    fn refusal(pred: &str) -> String {
+        let p = parse_where(pred).unwrap();
+        let e = PartitionFilter::new(&p, &schema(), &specs()).unwrap_err();
+        assert_eq!(e.kind(), crate::error::ErrorKind::BadArguments, "{pred}");
+        e.message().to_string()
+    }
+
+    #[test]
+    fn literals_that_do_not_convert_are_refused_at_bind_time() {
+        // The literal is refused whatever the rest of the predicate says, and whatever the
+        // files are: nothing "may match" through a literal that does not convert.
+        for (pred, want) in [
+            (
+                "k = 'abc'",
+                "Invalid value for conversion to type long: abc (String)",
+            ),
+            (
+                "k = 1.5",
+                "Invalid value for conversion to type long: 1.5 (Float64)",
+            ),
+            (
+                "k = 99999999999999999999",
+                "Invalid value for conversion to type long: 99999999999999999999 (Float64)",
+            ),
+            ("k IN (1, 'x')", "type long: x (String)"),
+            ("k = 1 OR k > 'x'", "type long: x (String)"),
+            ("NOT k BETWEEN 1 AND 2.5", "type long: 2.5 (Float64)"),
+            ("d = '2024-02-30'", "type date: 2024-02-30 (String)"),
+            ("d >= 1.5", "type date: 1.5 (Float64)"),
+            ("s = 5", "type string: 5 (UInt64)"),
+            ("s = true", "type string: true (Bool)"),
+            // Not a partition column: still checked against the schema type, first.
+            ("v = 5", "type string: 5 (UInt64)"),
+            ("k = NULL", "Cannot create expression literal from null"),
+            (
+                "k IN (1, NULL)",
+                "Cannot create expression literal from null",
+            ),
+            (
+                "k NOT IN (NULL)",
+                "Cannot create expression literal from null",
+            ),
+            ("k != NULL", "Cannot create expression literal from null"),
+            // Days whose microseconds overflow: no month (the spec partitions d by month).
+            (
+                "d < 2147483647",
+                "out of the range of its partition transform month (spec 0)",
+            ),
+        ] {
+            let m = refusal(pred);
+            assert!(m.contains(want), "{pred}: {m}");
+            assert!(m.starts_with("rewrite_data_files 'where': "), "{m}");
+        }
+        assert!(refusal("k = 'abc'").contains("for column 'k'"));
+    }
+
+    #[test]
+    fn strings_holding_the_columns_type_are_accepted() {
+        let f = file(Some(5), 648, "ab");
+        assert!(matches("k = '5'", &f));
+        assert!(!matches("k = '6'", &f));
+        assert!(matches("k IN ('5', 7)", &f));
+        assert!(matches("k = 5.0", &f), "an integral number");
+        assert!(matches("d >= 19723", &f), "days since 1970 (2024-01-01)");
+        assert!(!matches("d < 19700", &f), "2023-12-08: month 647");
+        assert!(matches(
+            "k IS NOT NULL AND d BETWEEN '2024-01-01' AND '2024-01-31'",
+            &f
+        ));
+    }
+
+    #[test]
+    fn partition_values_of_every_identity_kind_compare() {
+        let schema = serde_json::json!({"type": "struct", "fields": [
+            {"id": 1, "name": "dec", "required": false, "type": "decimal(9,2)"},
+            {"id": 2, "name": "u", "required": false, "type": "uuid"},
+            {"id": 3, "name": "b", "required": false, "type": "boolean"},
+            {"id": 4, "name": "f", "required": false, "type": "float"}
+        ]});
+        let field = |name: &str, source_id, field_id| PartitionField {
+            name: name.into(),
+            transform: "identity".into(),
+            source_id,
+            field_id,
+        };
+        let specs = vec![PartitionSpec {
+            spec_id: 0,
+            fields: vec![
+                field("dec", 1, 1000),
+                field("u", 2, 1001),
+                field("b", 3, 1002),
+                field("f", 4, 1003),
+            ],
+        }];
+        let uuid = uuid::Uuid::parse_str("00000000-0000-0000-0000-000000000005").unwrap();
+        let mut data = DataFile::new(DataContent::Data, "f", 1, 1);
+        data.partition = Value::Record(vec![
+            (
+                "dec".into(),
+                Value::Fixed(4, 1234i32.to_be_bytes().to_vec()),
+            ),
+            ("u".into(), Value::Fixed(16, uuid.as_bytes().to_vec())),
+            ("b".into(), Value::Boolean(true)),
+            ("f".into(), Value::Float(0.1)),
+        ]);
+        let f = LiveFile {
+            file: data,
+            spec_id: 0,
+            spec_unpartitioned: false,
+            partition: String::new(),
+            data_sequence_number: 1,
+        };
+        let m = |pred: &str| {
+            PartitionFilter::new(&parse_where(pred).unwrap(), &schema, &specs)
+                .unwrap()
+                .may_match(&f)
+        };
+        assert!(m("dec = 12.34") && m("dec = '12.340'") && !m("dec > 12.34"));
+        assert!(m("u = '00000000-0000-0000-0000-000000000005'"));
+        assert!(!m("u = '00000000-0000-0000-0000-000000000006'"));
+        assert!(m("b = true") && m("b = 1") && !m("b = false"));
+        assert!(
+            m("f = 0.1"),
+            "the literal is rounded to 32 bits as the column is"
+        );
     }
 }

@@ -15,8 +15,9 @@
 //!    - decoded batches: `avail / 8`, shared by the three copies a batch may have at once (decoded,
 //!      adapted to the table schema, filtered by deletes), so a batch aims at `avail / 24`;
 //!    - with a sort order, the sort buffer: `avail / 4`, shared by the buffered rows, their
-//!      concatenation and the sorted copy, so the buffer holds `avail / 12` of decoded rows, then
-//!      writes them as one sorted output file (a group larger than that gives several sorted files);
+//!      concatenation and the sorted copy, so the buffer holds `avail / 12` of decoded rows; a
+//!      group larger than that is sorted in runs spilled to local disk, whose merge holds about
+//!      one buffer of rows (`sort.rs`);
 //!    - the delete files loaded for the group: the rest (`avail / 4` sorted, `avail / 2` unsorted).
 //!
 //! What is not counted: the table's metadata (manifest entries of the snapshot), the process

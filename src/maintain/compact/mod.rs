@@ -11,7 +11,9 @@
 //!    under the default spec (files of older specs join the partition their tuple decides, or
 //!    are grouped together and split row by row: `repartition.rs`), bin-packed, groups kept by
 //!    Java's rules; the deletes applying to each input follow the spec's sequence-number rules
-//!    (`deletes.rs`). `EXPLAIN` and `dry_run` stop here.
+//!    (`deletes.rs`). A data file named by a position delete file out of its scope (readers
+//!    disagree on it) is left out of every group (`disputed.rs`). `EXPLAIN` and `dry_run` stop
+//!    here.
 //! 4. Rewrite each group (at most `max_concurrent_file_group_rewrites` at once, fewer when
 //!    `iceberg_compaction_max_memory_bytes` says so: `memory.rs` splits the budget between the
 //!    groups in flight and, inside one, between input, decoded batches, output row group, upload
@@ -21,7 +23,8 @@
 //!    with row groups flushed when their buffered memory reaches the group's share, deletes
 //!    (equality deletes also on struct fields) applied, v3 row lineage written explicitly, rows
 //!    sorted by the default sort order (any transform: `transform.rs`) and split by partition
-//!    where needed, Parquet written with field ids, the table's
+//!    where needed (`sort.rs`: in memory, or runs spilled to local disk and merged, so the
+//!    outputs roll at the target size), Parquet written with field ids, the table's
 //!    codec and row-group size, complete Iceberg metrics (`rewrite.rs`, `writer.rs`,
 //!    `stats.rs`, `schema.rs`).
 //! 5. Commit a `replace` snapshot through [`MaintenanceTarget::commit`]: inputs become DELETED
@@ -40,6 +43,7 @@
 
 pub mod conflicts;
 pub mod deletes;
+pub mod disputed;
 pub mod execute;
 pub mod explain;
 pub mod filter;
@@ -54,9 +58,11 @@ pub mod read;
 pub mod repartition;
 pub mod rewrite;
 pub mod schema;
+pub mod sort;
 pub mod source;
 pub mod stats;
 pub mod transform;
+pub mod where_value;
 pub mod writer;
 
 pub use execute::execute;

@@ -14,7 +14,7 @@ pub struct LiveFile {
     pub file: DataFile,
     /// The partition spec the file was written with.
     pub spec_id: i32,
-    /// Whether that spec has no partition fields (its delete files apply table-wide).
+    /// Whether that spec has no partition fields (its equality delete files apply table-wide).
     pub spec_unpartitioned: bool,
     /// The partition tuple as text (`name=value/...`): files group and deletes scope by
     /// `(spec_id, partition)`.
@@ -48,6 +48,26 @@ impl LiveFile {
     }
 }
 
+/// Names the fields of a manifest's partition tuple as its spec does, by position. A partition
+/// tuple is positional (Iceberg Java reads it as a `StructLike`), but writers name the Avro
+/// record's fields freely: ClickHouse names a `bucket[2](id)` field `id` where the spec says
+/// `id_bucket`. Compaction compares tuples, looks fields up and writes tuples by the spec's
+/// names, so it renames them once, when reading. A tuple whose field count is not the spec's is
+/// left as it is.
+pub fn name_partition_fields(partition: &mut Value, names: &[String]) {
+    let Value::Record(fields) = partition else {
+        return;
+    };
+    if fields.len() != names.len() {
+        return;
+    }
+    for ((name, _), spec_name) in fields.iter_mut().zip(names) {
+        if name != spec_name {
+            name.clone_from(spec_name);
+        }
+    }
+}
+
 /// The text of a partition tuple: `name=value` pairs joined by `/` (empty when unpartitioned);
 /// null is `null`, bytes are hex.
 pub fn partition_text(partition: &Value) -> String {
@@ -78,6 +98,22 @@ fn value_text(v: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn partition_fields_take_the_specs_names() {
+        let mut v = Value::Record(vec![
+            ("part".into(), Value::Int(1)),
+            ("id".into(), Value::Int(0)),
+        ]);
+        name_partition_fields(&mut v, &["part".into(), "id_bucket".into()]);
+        assert_eq!(partition_text(&v), "part=1/id_bucket=0");
+        name_partition_fields(&mut v, &["only".into()]);
+        assert_eq!(
+            partition_text(&v),
+            "part=1/id_bucket=0",
+            "another count: left"
+        );
+    }
 
     #[test]
     fn partition_texts() {

@@ -196,12 +196,13 @@ impl Plan {
 /// A selected data file (index) and the delete files (indexes) that apply to it.
 type Selected = (usize, Vec<usize>);
 
-/// How files group: by output partition, split, or (blocked) by their own spec and partition.
+/// How files group: by output partition, split, or (blocked) by their own spec and partition and
+/// the reason they are left.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 enum Key {
     Partition(String),
     Split,
-    Blocked(i32, String),
+    Blocked(i32, String, String),
 }
 
 /// The placement of files when the default spec is `default` (id, unpartitioned) and files of
@@ -220,6 +221,32 @@ pub fn by_spec(default: (i32, bool)) -> impl Fn(&LiveFile) -> Place {
             ))
         }
     }
+}
+
+/// Whether data file `f`, to which `applying` delete files apply, is selected for rewriting (rule
+/// 2, the `where` filter apart).
+fn selected(f: &LiveFile, applying: usize, options: &Resolved) -> bool {
+    let size = f.file.file_size_in_bytes.max(0) as u64;
+    options.rewrite_all
+        || size < options.min
+        || size > options.max
+        || applying as u64 >= options.delete_file_threshold
+}
+
+/// The data files (indexes) [`plan`] may put in a group: those the `where` filter may match and
+/// rule 2 selects.
+pub fn candidates(
+    data: &[LiveFile],
+    deletes: &[LiveFile],
+    options: &Resolved,
+    selected_by_filter: impl Fn(&LiveFile) -> bool,
+) -> Vec<usize> {
+    (0..data.len())
+        .filter(|i| {
+            let f = &data[*i];
+            selected_by_filter(f) && selected(f, applicable(deletes, f).len(), options)
+        })
+        .collect()
 }
 
 /// Plans the compaction of `data` (live data files) with `deletes` (live delete files).
@@ -242,12 +269,7 @@ pub fn plan(
             continue;
         }
         let applying = applicable(deletes, f);
-        let size = f.file.file_size_in_bytes.max(0) as u64;
-        let selected = options.rewrite_all
-            || size < options.min
-            || size > options.max
-            || applying.len() as u64 >= options.delete_file_threshold;
-        if selected {
+        if selected(f, applying.len(), options) {
             let placed = place(f);
             let key = match &placed {
                 // A file of the default spec already carries its partition's text.
@@ -256,7 +278,7 @@ pub fn plan(
                 }
                 Place::Partition(v) => Key::Partition(partition_text(v)),
                 Place::Split => Key::Split,
-                Place::Blocked(_) => Key::Blocked(f.spec_id, f.partition.clone()),
+                Place::Blocked(why) => Key::Blocked(f.spec_id, f.partition.clone(), why.clone()),
             };
             by_partition
                 .entry(key)
@@ -283,7 +305,7 @@ pub fn plan(
             }
         }
         let (spec_id, partition, output, blocked) = match (&key, placed) {
-            (Key::Blocked(spec, p), Place::Blocked(why)) => {
+            (Key::Blocked(spec, p, _), Place::Blocked(why)) => {
                 (*spec, p.clone(), Output::Split, Some(why))
             }
             (Key::Partition(text), Place::Partition(v)) => {
@@ -306,9 +328,12 @@ pub fn plan(
                 default_spec,
             );
             g.output = output.clone();
-            if let (Some(why), true) = (&blocked, g.rewrite) {
+            // A blocked group says why it is left (unless its delete files' memory is the reason).
+            if let Some(why) = &blocked {
+                if !g.over_memory {
+                    g.reason = why.clone();
+                }
                 g.rewrite = false;
-                g.reason = why.clone();
             }
             groups.push(g);
         }

@@ -34,6 +34,7 @@ use super::repartition::OutputSpec;
 use super::schema::{
     LAST_UPDATED_FIELD, ROW_ID_FIELD, adapt_batch, field_by_id, field_id, leaf_by_id, project,
 };
+use super::sort::{RowOrder, Sorter};
 use super::transform::Transform;
 use super::writer::{Finished, OutputFile, WriteConfig};
 use crate::error::{Error, ErrorKind, Result};
@@ -325,20 +326,16 @@ pub struct SortKey {
 }
 
 /// The group's output files as they are written. With a sort order, or when rows are split by
-/// the default spec (`split`), rows are buffered up to the memory plan's sort buffer (decoded),
-/// sorted by their partition under the default spec, then by the sort order (each key's transform
-/// of its column, its direction and null order; floats as the spec orders them: -NaN < -Infinity
-/// < ... < -0 < 0 < ... < NaN), and written as one output file per partition: every output file
-/// is sorted and holds one partition, and a group larger than the buffer gives several files
-/// rather than more memory.
+/// the default spec (`split`), rows go through a [`Sorter`] (`sort.rs`: sorted in memory, or in
+/// runs spilled to local disk and merged) and come out as one ordered stream: by partition under
+/// the default spec, then by the sort order. Output files hold one partition each and roll at the
+/// target size, so a group gives about `size / target` files (more only where rows of several
+/// partitions split), every file sorted and the files of a partition in order.
 pub struct GroupWriter {
     config: WriteConfig,
-    sort: Vec<SortKey>,
     split: Option<Arc<OutputSpec>>,
     memory: MemoryPlan,
-    sort_buffer_bytes: usize,
-    pending: Vec<RecordBatch>,
-    pending_bytes: usize,
+    sorter: Option<Sorter>,
     /// The folder of the output files: `data/` or the partition's folder under it.
     dir: String,
     partition: Value,
@@ -360,14 +357,22 @@ impl GroupWriter {
         split: Option<Arc<OutputSpec>>,
         memory: MemoryPlan,
     ) -> Self {
+        let order = RowOrder {
+            sort,
+            split: split.clone(),
+        };
+        let sorter = (!order.is_empty()).then(|| {
+            Sorter::new(
+                order,
+                config.schema.clone(),
+                usize::try_from(memory.sort_buffer).unwrap_or(usize::MAX),
+            )
+        });
         GroupWriter {
             config,
-            sort,
             split,
-            sort_buffer_bytes: usize::try_from(memory.sort_buffer).unwrap_or(usize::MAX),
             memory,
-            pending: Vec::new(),
-            pending_bytes: 0,
+            sorter,
             handle: tokio::runtime::Handle::current(),
             dir,
             partition,
@@ -383,85 +388,37 @@ impl GroupWriter {
         if batch.num_rows() == 0 {
             return Ok(());
         }
-        if self.sort.is_empty() && self.split.is_none() {
-            return self.write_unsorted(batch);
+        match &mut self.sorter {
+            Some(sorter) => sorter.push(batch),
+            None => self.write_unsorted(batch),
         }
-        self.pending_bytes += batch.get_array_memory_size();
-        self.pending.push(batch.clone());
-        if self.pending_bytes >= self.sort_buffer_bytes {
-            self.flush_sorted()?;
-        }
-        Ok(())
     }
 
-    /// Sorts the buffered rows and writes them, one output file per partition.
-    fn flush_sorted(&mut self) -> Result<()> {
-        if self.pending.is_empty() {
-            return Ok(());
-        }
-        let batches = std::mem::take(&mut self.pending);
-        self.pending_bytes = 0;
-        let sort_err = |e: arrow_schema::ArrowError| Error::incorrect_data(format!("sorting: {e}"));
-        let all = arrow_select::concat::concat_batches(&self.config.schema, &batches)
-            .map_err(sort_err)?;
-        drop(batches);
-        if all.num_rows() == 0 {
-            return Ok(());
-        }
-        let keys = match &self.split {
-            Some(spec) => spec.keys(&all)?,
-            None => Vec::new(),
-        };
-        let mut columns: Vec<arrow_ord::sort::SortColumn> = keys
-            .iter()
-            .map(|k| arrow_ord::sort::SortColumn {
-                values: k.clone(),
-                options: Some(arrow_schema::SortOptions {
-                    descending: false,
-                    nulls_first: true,
-                }),
-            })
-            .collect();
-        for k in &self.sort {
-            let source =
-                leaf_by_id(all.schema().fields(), all.columns(), k.source_id).ok_or_else(|| {
-                    Error::logical(format!("sort column {} missing from a batch", k.source_id))
-                })?;
-            columns.push(arrow_ord::sort::SortColumn {
-                values: k.transform.apply(&source)?,
-                options: Some(arrow_schema::SortOptions {
-                    descending: k.descending,
-                    nulls_first: k.nulls_first,
-                }),
-            });
-        }
-        let indices = arrow_ord::sort::lexsort_to_indices(&columns, None).map_err(sort_err)?;
-        drop(columns);
-        let sorted = arrow_select::take::take_record_batch(&all, &indices).map_err(sort_err)?;
-        drop(all);
+    /// Writes rows that come in order: a new file (in its partition's folder) where the
+    /// partition changes.
+    fn write_ordered(&mut self, batch: &RecordBatch) -> Result<()> {
         let Some(spec) = self.split.clone() else {
-            self.write_rows(&sorted)?;
-            return self.roll_current();
+            return self.write_rows(batch);
         };
-        let keys = keys
-            .iter()
-            .map(|k| arrow_select::take::take(k, &indices, None))
-            .collect::<std::result::Result<Vec<_>, _>>()
-            .map_err(sort_err)?;
-        let runs = arrow_ord::partition::partition(&keys).map_err(sort_err)?;
+        let keys = spec.keys(batch)?;
+        let runs = arrow_ord::partition::partition(&keys)
+            .map_err(|e| Error::incorrect_data(format!("sorting: {e}")))?;
         let path_fields = spec.path_fields();
         for run in runs.ranges() {
-            self.roll_current()?;
-            self.partition = spec.tuple(&keys, run.start)?;
-            let folder = partition_path(&path_fields, &self.partition);
-            self.dir = if folder.is_empty() {
-                self.config.data_dir.clone()
-            } else {
-                format!("{}/{folder}", self.config.data_dir)
-            };
-            self.write_rows(&sorted.slice(run.start, run.end - run.start))?;
+            let tuple = spec.tuple(&keys, run.start)?;
+            if tuple != self.partition {
+                self.roll_current()?;
+                self.partition = tuple;
+                let folder = partition_path(&path_fields, &self.partition);
+                self.dir = if folder.is_empty() {
+                    self.config.data_dir.clone()
+                } else {
+                    format!("{}/{folder}", self.config.data_dir)
+                };
+            }
+            self.write_rows(&batch.slice(run.start, run.end - run.start))?;
         }
-        self.roll_current()
+        Ok(())
     }
 
     /// Writes `batch` in slices of at most `BATCH_ROWS` rows.
@@ -492,9 +449,13 @@ impl GroupWriter {
         Ok(())
     }
 
-    /// Writes what is buffered and closes the file being written, if any.
+    /// Writes what is buffered (in order) and closes the file being written, if any.
     pub fn roll(&mut self) -> Result<()> {
-        self.flush_sorted()?;
+        if let Some(mut sorter) = self.sorter.take() {
+            let done = sorter.finish(&mut |b| self.write_ordered(b));
+            self.sorter = Some(sorter);
+            done?;
+        }
         self.roll_current()
     }
 
