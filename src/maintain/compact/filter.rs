@@ -239,9 +239,8 @@ fn literals(predicate: &Predicate) -> Vec<(&str, &Literal)> {
                 out.extend(values.iter().map(|v| (column.as_str(), v)));
             }
             Predicate::IsNull { .. } => {}
-            Predicate::And(a, b) | Predicate::Or(a, b) => {
-                stack.push(b);
-                stack.push(a);
+            Predicate::And(parts) | Predicate::Or(parts) => {
+                stack.extend(parts.iter().rev());
             }
             Predicate::Not(a) => stack.push(a),
         }

@@ -153,7 +153,10 @@ pub fn literal_text(literal: &Literal) -> String {
         Literal::Number(t) | Literal::String(t) => t.clone(),
         Literal::Bool(b) => b.to_string(),
         Literal::Null => "null".into(),
-        Literal::Array(items) => format!("[{}]", list(items)),
+        Literal::Array(items) => {
+            let texts: Vec<String> = items.iter().map(|l| literal_text(&l)).collect();
+            format!("[{}]", texts.join(", "))
+        }
         Literal::Tuple(items) => format!("({})", list(items)),
     }
 }
