@@ -33,9 +33,7 @@ use crate::settings::Settings;
 /// seam through which tests put another writer's commit between a plan and its commit (no
 /// sleeps). Not for production use; `None` everywhere outside tests.
 #[derive(Clone)]
-pub struct BeforeCommit(
-    pub Arc<dyn Fn() -> futures::future::BoxFuture<'static, ()> + Send + Sync>,
-);
+pub struct BeforeCommit(pub Arc<dyn Fn() -> futures::future::BoxFuture<'static, ()> + Send + Sync>);
 
 impl std::fmt::Debug for BeforeCommit {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
