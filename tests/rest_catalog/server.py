@@ -32,6 +32,9 @@ own behaviour, so concurrent tests do not see each other's tables. Test hooks (n
        (`adls.sas-token.<account host>`, valid lifetime_ms or an hour) and the blob endpoint
        (`adls.connection-string.<account host>`) instead of S3 keys.
   POST /admin/register {"warehouse", "namespace": [...], "name", "metadata_location"}
+  POST /admin/set-metadata {"warehouse", "namespace": [...], "name", "metadata_location"}: the table's
+       current metadata becomes that file, whatever it holds (another writer's commit that pyiceberg's
+       catalog cannot make itself, such as a format version 3 upgrade)
   POST /admin/fail {"warehouse", "namespace": [...], "name", "mode"}: the next commit of that table answers
        "500" (not applied), "commit-then-500" (applied, then 500), "commit-then-drop" (applied,
        then the connection is closed without an answer), "400-list" (400 to a remove-snapshots
@@ -279,6 +282,14 @@ class Handler(BaseHTTPRequestHandler):
                     except NamespaceAlreadyExistsError:
                         pass
                 catalog.register_table(ns + (body["name"],), body["metadata_location"])
+            return self.send_json(200, {})
+        if parts == ["set-metadata"]:
+            ident = tuple(body["namespace"]) + (body["name"],)
+            catalog = catalog_for(body["warehouse"])
+            with STATE.lock:
+                # SqlCatalog's drop_table forgets the table without touching its files.
+                catalog.drop_table(ident)
+                catalog.register_table(ident, body["metadata_location"])
             return self.send_json(200, {})
         if parts == ["fail"]:
             with STATE.lock:

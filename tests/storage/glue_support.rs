@@ -2,9 +2,7 @@
 //! table in a fresh Glue database on moto (`tests/py/glue_fixture.py`), the Glue proxy
 //! (`tests/py/glue_proxy.py`), and session shorthands.
 
-use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
 
 use futures::TryStreamExt;
 use icetrim::engine::Session;
@@ -124,61 +122,7 @@ pub fn create_database(endpoint: &str, key: &str) -> String {
     )
 }
 
-/// `tests/py/glue_proxy.py` in front of moto's Glue; stopped when dropped.
-pub struct Proxy {
-    child: Child,
-    pub url: String,
-}
-
-impl Proxy {
-    pub fn start() -> Proxy {
-        let mut child = Command::new(fixtures::python())
-            .arg(script("glue_proxy.py"))
-            .arg(moto())
-            .arg(moto())
-            .env("PYTHONDONTWRITEBYTECODE", "1")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("start glue_proxy.py");
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().expect("proxy stdout"))
-            .read_line(&mut line)
-            .expect("proxy port");
-        let port: u16 = line.trim().parse().expect("the proxy prints its port");
-        Proxy {
-            child,
-            url: format!("http://127.0.0.1:{port}"),
-        }
-    }
-
-    pub async fn mode(&self, mode: Value) {
-        let answer = reqwest::Client::new()
-            .post(format!("{}/__proxy__/mode", self.url))
-            .body(mode.to_string())
-            .send()
-            .await
-            .expect("proxy mode");
-        assert!(answer.status().is_success());
-    }
-
-    pub async fn stats(&self) -> Value {
-        let text = reqwest::get(format!("{}/__proxy__/stats", self.url))
-            .await
-            .expect("proxy stats")
-            .text()
-            .await
-            .expect("stats body");
-        serde_json::from_str(&text).expect("stats JSON")
-    }
-}
-
-impl Drop for Proxy {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
+pub use crate::support::glue_catalog::Proxy;
 
 pub const EXPIRE: &str = "EXECUTE expire_snapshots(retention_period = '5d')";
 

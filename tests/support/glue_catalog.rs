@@ -1,10 +1,16 @@
 //! Moto's Glue (the S3 emulator's server answers Glue too): registering a table copy as an
-//! Iceberg table in a fresh Glue database, and the `CREATE DATABASE` text that reaches it.
+//! Iceberg table in a fresh Glue database, the `CREATE DATABASE` text that reaches it, and the
+//! Glue proxy (`tests/py/glue_proxy.py`: enforces `VersionId`, which moto ignores, and injects
+//! failures).
 #![allow(dead_code)]
+
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
 
 use serde_json::{Value, json};
 
-use crate::support::emulator_var;
+use crate::support::{emulator_var, fixtures};
 
 /// One Glue call on moto (moto does not check signatures; the scope names the region).
 async fn call(operation: &str, payload: Value) -> Value {
@@ -63,4 +69,61 @@ pub fn create_database(db: &str, namespace: &str) -> String {
          'glue', region = 'us-east-1', aws_access_key_id = 'testing', aws_secret_access_key = \
          'testing', storage_endpoint = '{endpoint}', namespaces = '{namespace}'"
     )
+}
+
+/// `tests/py/glue_proxy.py` in front of moto's Glue; stopped when dropped.
+pub struct Proxy {
+    child: Child,
+    pub url: String,
+}
+
+impl Proxy {
+    pub fn start() -> Proxy {
+        let moto = emulator_var("ICETRIM_S3_ENDPOINT");
+        let mut child = Command::new(fixtures::python())
+            .arg(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/py/glue_proxy.py"))
+            .arg(&moto)
+            .arg(&moto)
+            .env("PYTHONDONTWRITEBYTECODE", "1")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("start glue_proxy.py");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().expect("proxy stdout"))
+            .read_line(&mut line)
+            .expect("proxy port");
+        let port: u16 = line.trim().parse().expect("the proxy prints its port");
+        Proxy {
+            child,
+            url: format!("http://127.0.0.1:{port}"),
+        }
+    }
+
+    pub async fn mode(&self, mode: Value) {
+        let answer = reqwest::Client::new()
+            .post(format!("{}/__proxy__/mode", self.url))
+            .body(mode.to_string())
+            .send()
+            .await
+            .expect("proxy mode");
+        assert!(answer.status().is_success());
+    }
+
+    pub async fn stats(&self) -> Value {
+        let text = reqwest::get(format!("{}/__proxy__/stats", self.url))
+            .await
+            .expect("proxy stats")
+            .text()
+            .await
+            .expect("stats body");
+        serde_json::from_str(&text).expect("stats JSON")
+    }
+}
+
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }

@@ -52,6 +52,22 @@ pub async fn register(warehouse: &str, namespace: &[&str], name: &str, metadata_
     .await;
 }
 
+/// The table `namespace.name` of `warehouse` now has `metadata_location` as its current metadata
+/// (another writer's commit the test catalog cannot make itself, such as a v3 upgrade).
+pub async fn set_metadata(
+    warehouse: &str,
+    namespace: &[&str],
+    name: &str,
+    metadata_location: &str,
+) {
+    admin(
+        "set-metadata",
+        json!({"warehouse": warehouse, "namespace": namespace, "name": name,
+               "metadata_location": metadata_location}),
+    )
+    .await;
+}
+
 /// The next commit of `namespace.name` in `warehouse` fails as `mode` says (see the server's
 /// comment).
 pub async fn fail_next(warehouse: &str, namespace: &[&str], name: &str, mode: &str) {

@@ -8,6 +8,7 @@
 //! know — vendor keys, schemas, sort orders, encryption keys — is written back exactly as it was
 //! read.
 
+mod ancestry;
 mod codec;
 mod edit;
 mod fields;
@@ -19,6 +20,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
+pub use ancestry::Ancestry;
 pub use codec::{MetadataCompression, decode};
 pub use edit::{PREVIOUS_VERSIONS_MAX_PROPERTY, parse_previous_versions_max};
 pub use view::{PartitionField, PartitionSpec};

@@ -1,5 +1,6 @@
-//! The compaction executor: read the starting snapshot, plan (pure), rewrite the groups, commit
-//! a `replace` snapshot through [`MaintenanceTarget::commit`], re-validating on conflicts.
+//! The compaction executor: read the starting snapshot, plan (pure), rewrite the groups, then
+//! commit them (`commit.rs`: a `replace` snapshot through `MaintenanceTarget::commit`, re-judged
+//! against the start on every attempt after the first).
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -9,8 +10,7 @@ use bytes::Bytes;
 use futures::{StreamExt, TryStreamExt};
 use serde_json::Value as Json;
 
-use super::conflicts::group_conflict;
-use super::deletes::droppable;
+use super::commit::{Rewritten, commit_loop, removable_deletes};
 use super::explain::explain_rows;
 use super::filter::PartitionFilter;
 use super::memory::MemoryPlan;
@@ -18,7 +18,7 @@ use super::metrics::CompactMetrics;
 use super::model::LiveFile;
 use super::path::{PathField, partition_path};
 use super::plan::{Group, Output, Place, Resolved, candidates, plan};
-use super::read::{TableState, find_disputed, read_state};
+use super::read::{find_disputed, read_state};
 use super::repartition::OutputSpec;
 use super::rewrite::{GroupWriter, LoadedDeletes, SortKey, load_deletes};
 use super::schema::{arrow_schema, field_by_id};
@@ -27,23 +27,14 @@ use super::stats::leaf_infos;
 use super::transform::Transform;
 use super::writer::{WriteConfig, writer_properties};
 use super::{CompactOutcome, PROCEDURE};
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{Error, Result};
 use crate::iceberg::avro::partition::partition_fields;
-use crate::iceberg::commit::{CommitOptions, CommitOutcome, unconfirmed_error};
 use crate::iceberg::manifest::DataFile;
 use crate::iceberg::metadata::TableMetadata;
 use crate::iceberg::spec::FormatVersion;
 use crate::iceberg::txn::names::current_schema_json;
-use crate::iceberg::txn::{FileChanges, Operation, PrepareOptions, Summary, prepare_commit_with};
 use crate::maintain::target::MaintenanceTarget;
 use crate::plan::CompactOptions;
-
-/// One group rewritten: its output files (already written) and what its deletes named.
-struct Rewritten {
-    group: usize,
-    outputs: Vec<DataFile>,
-    mentions: HashMap<String, HashSet<String>>,
-}
 
 /// Runs `rewrite_data_files` / `OPTIMIZE TABLE` on `target`; with `explain`, the plan only.
 pub async fn execute(
@@ -407,20 +398,6 @@ fn default_sort_order(md: &TableMetadata) -> Option<(i32, usize)> {
     Some((i32::try_from(id).ok()?, fields))
 }
 
-fn removable_deletes(
-    state: &TableState,
-    rewritten: &[&LiveFile],
-    mentions: &HashMap<String, HashSet<String>>,
-) -> Vec<String> {
-    let gone: HashSet<&str> = rewritten.iter().map(|f| f.path()).collect();
-    let remaining: Vec<&LiveFile> = state
-        .data
-        .iter()
-        .filter(|f| !gone.contains(f.path()))
-        .collect();
-    droppable(&state.deletes, rewritten, &remaining, mentions)
-}
-
 /// Rewrites one group: every input read, deletes applied, outputs written to storage.
 async fn rewrite_group(
     target: &MaintenanceTarget,
@@ -487,179 +464,4 @@ fn collect(writer: &mut GroupWriter, outputs: &mut Vec<DataFile>) {
             .into_iter()
             .map(|done| done.data_file),
     );
-}
-
-/// Commits the rewritten groups, re-validating them against every commit made since the start.
-async fn commit_loop(
-    target: &MaintenanceTarget,
-    start: &crate::iceberg::locate::LocatedMetadata,
-    snapshot: &crate::iceberg::spec::Snapshot,
-    start_state: &TableState,
-    groups: &[Group],
-    mut rewritten: Vec<Rewritten>,
-    mut warnings: Vec<String>,
-) -> Result<CompactOutcome> {
-    let max_attempts = target.settings.commit_max_attempts();
-    let start_deletes: HashSet<&str> = start_state.deletes.iter().map(|d| d.path()).collect();
-    let start_spec = default_spec(&start.metadata).0;
-    let mut failed_files = 0i64;
-    let mut last_conflict = String::new();
-    let data_sequence_number =
-        (start.metadata.format_version() >= FormatVersion::V2).then_some(snapshot.sequence_number);
-    for attempt in 0..max_attempts {
-        let located = if attempt == 0 {
-            start.clone()
-        } else {
-            target.locate_newest(PROCEDURE).await?
-        };
-        located.check_writable()?;
-        let md = &located.metadata;
-        let now_state = match md.current_snapshot() {
-            Some(s) if s.snapshot_id == snapshot.snapshot_id => start_state.clone(),
-            Some(s) => {
-                read_state(
-                    &target.io,
-                    md,
-                    s,
-                    target.settings.metadata_read_concurrency(),
-                )
-                .await?
-            }
-            None => TableState::default(),
-        };
-        if md.current_snapshot_id() != Some(snapshot.snapshot_id) {
-            let now_data: HashSet<&str> = now_state.data.iter().map(|f| f.path()).collect();
-            let spec_changed = default_spec(md).0 != start_spec;
-            rewritten.retain(|r| {
-                let g = &groups[r.group];
-                let inputs: Vec<&LiveFile> =
-                    g.inputs.iter().map(|i| &start_state.data[*i]).collect();
-                match group_conflict(
-                    &inputs,
-                    &start_deletes,
-                    &now_data,
-                    &now_state.deletes,
-                    spec_changed,
-                ) {
-                    None => true,
-                    Some(why) => {
-                        failed_files += inputs.len() as i64;
-                        warnings.push(format!(
-                            "{}: file group in partition '{}' was not committed: {why}; its \
-                             new files are left for remove_orphan_files",
-                            target.table_name, g.partition
-                        ));
-                        false
-                    }
-                }
-            });
-        }
-        if rewritten.is_empty() {
-            return Ok(CompactOutcome {
-                metrics: CompactMetrics {
-                    failed_data_files_count: failed_files,
-                    ..Default::default()
-                },
-                explain: None,
-                warnings,
-            });
-        }
-        let inputs: Vec<&LiveFile> = rewritten
-            .iter()
-            .flat_map(|r| groups[r.group].inputs.iter().map(|i| &start_state.data[*i]))
-            .collect();
-        let mut mentions: HashMap<String, HashSet<String>> = HashMap::new();
-        for r in &rewritten {
-            for (k, v) in &r.mentions {
-                mentions
-                    .entry(k.clone())
-                    .or_default()
-                    .extend(v.iter().cloned());
-            }
-        }
-        // Deletes are judged on the newest state: a data file added meanwhile may need one.
-        let inputs_now: Vec<&LiveFile> = {
-            let wanted: HashSet<&str> = inputs.iter().map(|f| f.path()).collect();
-            now_state
-                .data
-                .iter()
-                .filter(|f| wanted.contains(f.path()))
-                .collect()
-        };
-        let removed_deletes = removable_deletes(&now_state, &inputs_now, &mentions);
-        let added: Vec<DataFile> = rewritten
-            .iter()
-            .flat_map(|r| r.outputs.iter().cloned())
-            .collect();
-        let metrics = CompactMetrics {
-            rewritten_data_files_count: inputs.len() as i64,
-            added_data_files_count: added.len() as i64,
-            rewritten_bytes_count: inputs.iter().map(|f| f.file.file_size_in_bytes).sum(),
-            added_bytes_count: added.iter().map(|f| f.file_size_in_bytes).sum(),
-            removed_delete_files_count: removed_deletes.len() as i64,
-            rewritten_file_groups_count: rewritten.len() as i64,
-            failed_data_files_count: failed_files,
-            dry_run: false,
-        };
-        let mut removed: Vec<String> = inputs.iter().map(|f| f.path().to_string()).collect();
-        removed.extend(removed_deletes);
-        let changes = FileChanges {
-            added_data: added,
-            added_deletes: Vec::new(),
-            removed,
-        };
-        let parent_ts = md.current_snapshot().map_or(0, |s| s.timestamp_ms);
-        let options = PrepareOptions {
-            timestamp_ms: Some(target.now_ms.max(parent_ts)),
-            data_sequence_number,
-            ..PrepareOptions::default()
-        };
-        target.progress.check()?;
-        let prepared = prepare_commit_with(
-            &target.io,
-            md,
-            Operation::Replace,
-            changes,
-            Summary::new(),
-            &options,
-        )
-        .await?;
-        target.progress.begin_writes()?;
-        let commit_options = CommitOptions {
-            update_metadata_log: true,
-            now_ms: Some(target.now_ms.max(parent_ts)),
-        };
-        match target
-            .commit(&located, prepared.metadata, &commit_options)
-            .await?
-        {
-            CommitOutcome::Committed(_) => {
-                return Ok(CompactOutcome {
-                    metrics,
-                    explain: None,
-                    warnings,
-                });
-            }
-            CommitOutcome::Conflict { path } => {
-                target.progress.writes_abandoned();
-                last_conflict = path;
-            }
-            CommitOutcome::Unconfirmed { path, rival, why } => {
-                return Err(unconfirmed_error(&target.location, &path, &rival, &why));
-            }
-            CommitOutcome::Unknown { why } => {
-                // The catalog may hold our commit: the new files stay (orphans at worst).
-                return Err(Error::new(ErrorKind::NetworkError, why));
-            }
-        }
-    }
-    Err(Error::new(
-        ErrorKind::LimitExceeded,
-        format!(
-            "{PROCEDURE} on {}: {max_attempts} commit attempt(s) conflicted with concurrent \
-             writers (last taken name: {last_conflict}); the new data files are left for \
-             remove_orphan_files",
-            target.table_name
-        ),
-    ))
 }

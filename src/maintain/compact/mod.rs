@@ -27,20 +27,28 @@
 //!    outputs roll at the target size), Parquet written with field ids, the table's
 //!    codec and row-group size, complete Iceberg metrics (`rewrite.rs`, `writer.rs`,
 //!    `stats.rs`, `schema.rs`).
-//! 5. Commit a `replace` snapshot through [`MaintenanceTarget::commit`]: inputs become DELETED
-//!    entries, outputs ADDED with the explicit data sequence number `S`, delete files no
-//!    remaining data file needs are removed. On a conflict, re-read and re-check every group
-//!    against the newest state (`conflicts.rs`): a group whose inputs vanished or that a new
-//!    delete touches fails (`failed_data_files_count`); the others commit.
+//! 5. Commit a `replace` snapshot through [`MaintenanceTarget::commit`] (`commit.rs`): inputs
+//!    become DELETED entries, outputs ADDED with the explicit data sequence number `S`, delete
+//!    files no remaining data file needs are removed. On a conflict, re-read the newest state and
+//!    judge it against the start (`conflicts.rs`): every group fails when the start is no longer
+//!    in the head's history (a rollback: Java's "Cannot determine history between starting
+//!    snapshot … and the last known ancestor …"), the format version or the default spec changed;
+//!    a group fails when its inputs vanished, a delete applied to them vanished or a new delete
+//!    touches them. Failed groups count in `failed_data_files_count`, a warning names each, and
+//!    their outputs are deleted (this statement wrote them and no commit references them); the
+//!    others commit, and a `replace` never reads other rows than its parent.
 //!
 //! Deliberate difference from ClickHouse 26.9: ClickHouse's `OPTIMIZE TABLE` rewrites the
 //! table's history in place (measured losing rows in the current and older snapshots). icetrim
 //! adds one new `replace` snapshot; earlier snapshots read exactly as before, and the replaced
-//! files stay until `expire_snapshots` removes them. Nothing is deleted by compaction itself: new
-//! files of a failed or interrupted run are orphans for `remove_orphan_files`.
+//! files stay until `expire_snapshots` removes them. Compaction deletes only files it wrote itself
+//! and never committed (refused groups, conflicting attempts); new files of a run that fails with
+//! an error, is interrupted, or whose commit outcome is unknown are orphans for
+//! `remove_orphan_files`.
 //!
 //! [`MaintenanceTarget::commit`]: crate::maintain::target::MaintenanceTarget::commit
 
+mod commit;
 pub mod conflicts;
 pub mod deletes;
 pub mod disputed;

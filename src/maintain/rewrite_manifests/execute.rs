@@ -13,6 +13,7 @@ use super::decide::{
 };
 use super::explain::{ExplainRow, PlannedManifest, explain_rows};
 use super::metrics::RewriteManifestsMetrics;
+use super::reuse::{PlannedFrom, Reuse, reuse};
 use crate::error::{Error, ErrorKind, Result};
 use crate::iceberg::avro::Codec;
 use crate::iceberg::commit::{CommitOptions, CommitOutcome, unconfirmed_error};
@@ -57,6 +58,8 @@ struct Written {
     replaced: BTreeSet<String>,
     /// Live entries rewritten.
     entries: usize,
+    /// The snapshot and format version they were planned from.
+    planned: PlannedFrom,
 }
 
 impl Written {
@@ -89,26 +92,36 @@ pub async fn execute(
         let located = target.locate_newest(PROCEDURE).await?;
         let metadata = &located.metadata;
         let Some(current) = metadata.current_snapshot() else {
-            return Ok(noop(options));
+            if let Some(w) = carried.take() {
+                let why = "the table has no current snapshot any more";
+                warnings.push(drop_written(target, &w, why, None).await);
+            }
+            return Ok(with_warnings(noop(options), warnings));
         };
         let list = read_list(&target.io, current).await?;
-        // Java's rule: the manifests written before a conflict are reused only when every
-        // manifest they replace is still in the new parent's list; else plan again.
-        let written = match carried.take() {
-            Some(w) if still_listed(&w, &list) => w,
-            Some(w) => {
-                target.io.delete_many(&w.paths()).await;
-                warnings.push(format!(
-                    "{PROCEDURE} on {}: a concurrent commit replaced manifests this rewrite had \
-                     planned on; planned again from snapshot {}",
-                    target.table_name, current.snapshot_id
-                ));
+        // The manifests written before a conflict serve this attempt only when the head still
+        // descends from what they were planned from, in the same format version, and lists every
+        // manifest they replace (`reuse.rs`); else they go and the rewrite plans again.
+        let verdict = carried.as_ref().map(|w| {
+            let history = metadata.ancestry(w.planned.snapshot_id, Some(current.snapshot_id));
+            reuse(
+                w.planned,
+                history,
+                metadata.format_version(),
+                still_listed(w, &list),
+            )
+        });
+        let written = match (carried.take(), verdict) {
+            (Some(w), Some(Reuse::Reuse)) => w,
+            (Some(w), Some(Reuse::PlanAgain(why))) => {
+                let planned_again = Some(current.snapshot_id);
+                warnings.push(drop_written(target, &w, &why, planned_again).await);
                 match plan(target, &located, &list, options, explain).await? {
                     Step::Done(outcome) => return Ok(with_warnings(outcome, warnings)),
                     Step::Write(w) => w,
                 }
             }
-            None => match plan(target, &located, &list, options, explain).await? {
+            _ => match plan(target, &located, &list, options, explain).await? {
                 Step::Done(outcome) => return Ok(with_warnings(outcome, warnings)),
                 Step::Write(w) => w,
             },
@@ -159,6 +172,7 @@ pub async fn execute(
         }
     }
     if let Some(w) = carried {
+        // Never committed: every attempt conflicted.
         target.io.delete_many(&w.paths()).await;
     }
     Err(Error::new(
@@ -188,6 +202,40 @@ fn noop(options: &RewriteManifestsOptions) -> RewriteManifestsOutcome {
         },
         ..Default::default()
     }
+}
+
+/// Deletes the manifests of `written` (this statement wrote them, no commit references them)
+/// because of `why`: the warning saying so, and with `planned_again` what the rewrite plans from.
+async fn drop_written(
+    target: &MaintenanceTarget,
+    written: &Written,
+    why: &str,
+    planned_again: Option<i64>,
+) -> String {
+    let paths = written.paths();
+    let outcomes = target.io.delete_many(&paths).await;
+    let failed: Vec<String> = outcomes
+        .into_iter()
+        .filter_map(|o| Some(format!("'{}' ({})", o.uri, o.result.err()?.message())))
+        .collect();
+    let except = if failed.is_empty() {
+        String::new()
+    } else {
+        format!(
+            " except {}, left for remove_orphan_files",
+            failed.join("; ")
+        )
+    };
+    let next = planned_again.map_or_else(String::new, |id| {
+        format!("; planned again from snapshot {id}")
+    });
+    format!(
+        "{PROCEDURE} on {}: {why}; the {} manifest(s) it wrote from snapshot {} were deleted \
+         (never committed){except}{next}",
+        target.table_name,
+        paths.len(),
+        written.planned.snapshot_id
+    )
 }
 
 fn still_listed(written: &Written, list: &[ManifestFile]) -> bool {
@@ -423,6 +471,10 @@ async fn write_outputs(
         manifests: new_manifests,
         replaced,
         entries,
+        planned: PlannedFrom {
+            snapshot_id: metadata.current_snapshot_id().unwrap_or_default(),
+            format_version: version,
+        },
     })
 }
 

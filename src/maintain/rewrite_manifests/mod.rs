@@ -28,13 +28,17 @@
 //!    `manifests-created`, `manifests-kept`, `manifests-replaced`, `entries-processed`.
 //! 6. Commit through [`MaintenanceTarget::commit`] (path and catalog tables alike). On a conflict
 //!    the unreferenced manifest list is deleted; the next attempt re-reads the newest metadata and
-//!    reuses the written manifests only when every manifest they replace is still in the new
-//!    parent's list (Java's rule); otherwise they are deleted and everything is planned again, so
-//!    entries from an older list never come back (a concurrent delete stays deleted). At most
-//!    `iceberg_commit_max_attempts`, then `LIMIT_EXCEEDED`. An unconfirmed outcome deletes nothing.
+//!    reuses the written manifests only when the head still descends from the snapshot they were
+//!    planned from (Java's history check), the format version is unchanged, and every manifest
+//!    they replace is still in the new parent's list (Java's rule) ([`reuse`]); otherwise they are
+//!    deleted (never committed) and everything is planned again on the head, so the new snapshot
+//!    lists exactly its parent's live files (a concurrent delete stays deleted, a rollback is not
+//!    undone). At most `iceberg_commit_max_attempts`, then `LIMIT_EXCEEDED` (the written manifests
+//!    deleted). An unconfirmed or unknown outcome deletes nothing.
 //!
-//! Nothing is deleted: the replaced manifests belong to the parent snapshot, which stays; a later
-//! `expire_snapshots` removes them. A crash leaves at most unreferenced new files (orphans).
+//! Only files this statement wrote and never committed are deleted: the replaced manifests
+//! belong to the parent snapshot, which stays; a later `expire_snapshots` removes them. A crash
+//! leaves at most unreferenced new files (orphans).
 //!
 //! Differences from ClickHouse 26.9: `rewrite_manifests(...)` is icetrim's (Spark's procedure
 //! name and arguments); `OPTIMIZE ... MANIFEST` returns no rows, as in ClickHouse.
@@ -46,6 +50,7 @@ pub mod decide;
 pub mod execute;
 pub mod explain;
 pub mod metrics;
+pub mod reuse;
 
 pub use execute::{RewriteManifestsOutcome, execute};
 pub use explain::ExplainRow;
