@@ -44,7 +44,7 @@ fn kinds() -> Vec<(&'static str, Literal)> {
         ("str_four", string("wxyz")),
         ("bool", Literal::Bool(true)),
         ("null", Literal::Null),
-        ("array", Literal::Array(vec![number("1")])),
+        ("array", Literal::Array(vec![number("1")].into())),
         ("tuple", Literal::Tuple(vec![number("1"), number("2")])),
     ]
 }
@@ -312,7 +312,7 @@ fn type_names_parse_and_print_as_java_does() {
         assert_eq!(IcebergType::parse(bad), None, "{bad}");
     }
     assert_eq!(
-        literal_text(&Literal::Array(vec![number("1"), string("a")])),
+        literal_text(&Literal::Array(vec![number("1"), string("a")].into())),
         "[1, a]"
     );
 }
