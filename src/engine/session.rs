@@ -33,6 +33,7 @@ use super::table::open_table;
 use crate::clock::Clock;
 use crate::error::{Error, ErrorKind, Result};
 use crate::format::{Column, OutputFormat, Value};
+use crate::maintain::target::BeforeCommit;
 use crate::plan::{CompactOptions, ProcedureCall, RewriteManifestsOptions, TableChange};
 use crate::settings::Settings;
 use crate::sql::ast::OptimizeTable;
@@ -115,6 +116,7 @@ pub struct EngineBuilder {
     clock: Option<Arc<dyn Clock>>,
     settings: Vec<(String, String)>,
     progress: Sink,
+    before_commit: Option<BeforeCommit>,
 }
 
 impl EngineBuilder {
@@ -164,6 +166,14 @@ impl EngineBuilder {
         self
     }
 
+    /// Run `hook` before every commit attempt of every statement ([`BeforeCommit`]: tests that
+    /// put another writer's commit between a plan and its commit).
+    #[doc(hidden)]
+    pub fn before_commit(mut self, hook: BeforeCommit) -> Self {
+        self.before_commit = Some(hook);
+        self
+    }
+
     /// The engine. Fails on an unknown or invalid setting, or a data path that cannot be read.
     pub fn build(self) -> Result<Engine> {
         let mut defaults = Settings::new();
@@ -174,10 +184,11 @@ impl EngineBuilder {
             Some(dir) => Registry::open(dir)?,
             None => Registry::in_memory(),
         };
-        let runtime = match self.clock {
+        let mut runtime = match self.clock {
             Some(clock) => Runtime::new(clock),
             None => Runtime::default(),
         };
+        runtime.before_commit = self.before_commit;
         Ok(Engine {
             shared: Arc::new(Shared {
                 registry: Mutex::new(registry),

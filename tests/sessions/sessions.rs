@@ -18,6 +18,9 @@
 //! files unchanged                -- ... and check nothing was written or deleted since
 //! files kept                     -- ... or only that nothing was deleted or changed since
 //! warning <text>                -- a warning of the last statement holds <text>
+//! between plan and commit        -- the SQL below runs (in another session) right before the next
+//!                                   statement's first commit attempt: another writer's commit
+//!                                   lands between that statement's plan and its commit
 //! stray <relative path> <age>    -- (local only) a stray file whose mtime is <age> (e.g. 2d) ago
 //! clickhouse [rowsort]           -- (local pass only) the SQL below on ClickHouse (chdb), on a
 //!                                   twin of the fixture, attached as `t`; rows after `----`
@@ -57,9 +60,12 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use backends::{Backend, Place};
+use std::sync::Arc;
+
 use icetrim::FixedClock;
 use icetrim::engine::{Engine, Session};
 use icetrim::format::OutputFormat;
+use icetrim::internals::maintain::target::BeforeCommit;
 use pyserver::PyServer;
 use session_text::{Block, Resolve, parse_blocks, substitute, time_expr, utc_text};
 
@@ -99,6 +105,41 @@ struct Runner<'a> {
     /// REST pass: the session's table names and the catalog names they stand for (`t` →
     /// `` `<ns>.t` ``, set by the rewritten `CREATE TABLE t ENGINE = ${ENGINE}`).
     aliases: Vec<(String, String)>,
+    /// The engine of the current fixture's session.
+    engine: Option<Engine>,
+    /// `between plan and commit`: the SQL the engine's commit hook runs once, before the next
+    /// commit attempt (taken when it runs).
+    between: Between,
+}
+
+/// The SQL of a `between plan and commit` block, waiting for the next commit attempt.
+type Between = Arc<std::sync::Mutex<Option<(Engine, String)>>>;
+
+/// The commit hook of every engine a session file builds: runs the waiting `between` SQL, if
+/// any, in a new session of its engine (which sees the same registered tables). The statement
+/// runs on a thread of its own (a session's future is not `Send`, which a hook's must be).
+fn between_hook(between: Between) -> BeforeCommit {
+    BeforeCommit(Arc::new(move || {
+        let next = between.lock().expect("between lock").take();
+        Box::pin(async move {
+            let Some((engine, sql)) = next else {
+                return;
+            };
+            let outcome = tokio::task::spawn_blocking(move || {
+                let runtime = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .expect("a runtime for the other writer");
+                let done = runtime.block_on(async { engine.session().execute(&sql).await });
+                done.map(|_| ()).map_err(|e| format!("{e}\n{sql}"))
+            })
+            .await
+            .expect("the other writer's thread");
+            if let Err(e) = outcome {
+                panic!("between plan and commit: {e}");
+            }
+        })
+    }))
 }
 
 /// The file's Python (fixture builds, oracle, ClickHouse), started on first use.
@@ -192,15 +233,18 @@ impl Runner<'_> {
                 let next = self.current.map_or(0, |i| i + 1);
                 let engine = Engine::builder()
                     .clock(FixedClock::new(self.prepared[next].now_ms()))
+                    .before_commit(between_hook(self.between.clone()))
                     .build()
                     .expect("engine");
                 self.session = engine.session();
+                self.engine = Some(engine);
                 self.current = Some(next);
                 self.remembered = None;
                 self.aliases.clear();
             }
             ["statement", "ok"] => match self.session.execute(&sql).await {
                 Ok(results) => {
+                    self.between_ran(&at);
                     self.note_warnings(&at, &results);
                     self.catalog_read(&at, &sql).await;
                 }
@@ -211,6 +255,7 @@ impl Runner<'_> {
                 match self.session.execute(&sql).await {
                     Ok(_) => panic!("{at}: expected error {code}, got success\n{sql}"),
                     Err(e) => {
+                        self.between_ran(&at);
                         assert_eq!(e.code().to_string(), *code, "{at}: wrong code for {e}");
                         assert!(
                             e.message().contains(&text),
@@ -225,6 +270,7 @@ impl Runner<'_> {
                     Ok(r) => r,
                     Err(e) => panic!("{at}: query failed: {e}\n{sql}"),
                 };
+                self.between_ran(&at);
                 self.note_warnings(&at, &results);
                 self.catalog_read(&at, &sql).await;
                 let last = results.last().unwrap_or_else(|| panic!("{at}: no result"));
@@ -255,6 +301,16 @@ impl Runner<'_> {
                 assert!(gone.is_empty(), "{at}: files deleted or changed: {gone:?}");
             }
             ["stray", relative, age] => self.stray(&at, relative, age),
+            ["between", "plan", "and", "commit"] => {
+                let engine = self.engine.clone();
+                let engine = engine.unwrap_or_else(|| panic!("{at}: no fixture yet"));
+                // Catalog passes: the other session needs the catalog database too.
+                let sql = match self.backend {
+                    Backend::Rest | Backend::Glue => format!("USE lake;\n{sql}"),
+                    _ => sql,
+                };
+                *self.between.lock().expect("between lock") = Some((engine, sql));
+            }
             ["warning", text @ ..] => {
                 let text = text.join(" ");
                 assert!(
@@ -265,6 +321,16 @@ impl Runner<'_> {
             }
             _ => panic!("{at}: unknown directive {:?}", block.header),
         }
+    }
+
+    /// A `between plan and commit` block ran in the statement just executed: one that never
+    /// reached a commit is a mistake in the file.
+    fn between_ran(&self, at: &str) {
+        let waiting = self.between.lock().expect("between lock").is_some();
+        assert!(
+            !waiting,
+            "{at}: the statement made no commit attempt; its `between plan and commit` never ran"
+        );
     }
 
     /// The REST pass's SQL: `CREATE TABLE <t> ENGINE = ${ENGINE}` becomes `CREATE DATABASE lake
@@ -516,6 +582,8 @@ async fn run_file(name: &str) {
             remembered: None,
             warnings: Vec::new(),
             aliases: Vec::new(),
+            engine: None,
+            between: Between::default(),
         };
         for block in &blocks {
             runner.run_block(block).await;
@@ -543,6 +611,7 @@ macro_rules! sessions {
 
 sessions! {
     argument_errors => "argument_errors.test",
+    base_moved => "base_moved.test",
     compaction => "compaction.test",
     compaction_where => "compaction_where.test",
     empty_table => "empty_table.test",

@@ -13,12 +13,12 @@
 //! - `list_tables`: every Glue database (or those `namespaces` names), its Iceberg tables.
 //! - `load_table`: `GetTable`, then the named metadata file from storage (missing:
 //!   `FILE_DOESNT_EXIST` naming the endpoint, the table and the file).
-//! - `commit`: [`super::commit`] on the `VersionId` the load read (the table is read again when
-//!   the load is not at hand or no longer names `base_location`: then it is a conflict).
-
-use std::collections::HashMap;
-
-use tokio::sync::Mutex;
+//! - `commit`: the table is read again (`GetTable`, as Java's `GlueTableOperations` does before
+//!   every commit); when it no longer names `base_location` that is a conflict, otherwise
+//!   [`super::commit`] conditions `UpdateTable` on the `VersionId` just read. The fresh read is
+//!   what keeps another writer's commit since the load from being overwritten on a Glue that
+//!   does not enforce `VersionId` (moto does not); on AWS Glue the `VersionId` closes the window
+//!   between that read and the update.
 
 use super::commit::{GlueCommitOutcome, commit};
 use super::{GlueCatalog, GlueOptions, GlueTable};
@@ -37,8 +37,6 @@ pub struct GlueDatabase {
     io: FileIO,
     /// `namespaces`: the Glue databases this database shows (`None`: all).
     namespaces: Option<Vec<String>>,
-    /// The Glue table each `load_table` read (its `VersionId` conditions the next commit).
-    loaded: Mutex<HashMap<TableIdent, GlueTable>>,
 }
 
 impl GlueDatabase {
@@ -76,7 +74,6 @@ impl GlueDatabase {
             client,
             io: FileIO::new(storage),
             namespaces: config.get("namespaces").map(namespace_filter),
-            loaded: Mutex::new(HashMap::new()),
         })
     }
 
@@ -113,21 +110,14 @@ impl GlueDatabase {
             .is_none_or(|allowed| allowed.iter().any(|a| a == name))
     }
 
-    /// The table as Glue shows it now and as the load read it, when that load still names
-    /// `base_location`.
+    /// The table as Glue shows it now, when it still names `base_location`.
     async fn base_table(
         &self,
         ident: &TableIdent,
         base_location: &str,
     ) -> Result<std::result::Result<GlueTable, String>> {
-        let cached = self.loaded.lock().await.get(ident).cloned();
-        let table = match cached {
-            Some(t) if super::naming::same_location(&t.metadata_location, base_location) => t,
-            _ => {
-                let (database, name) = self.glue_name(ident)?;
-                self.client.load(database, name).await?
-            }
-        };
+        let (database, name) = self.glue_name(ident)?;
+        let table = self.client.load(database, name).await?;
         if super::naming::same_location(&table.metadata_location, base_location) {
             Ok(Ok(table))
         } else {
@@ -198,7 +188,6 @@ impl Catalog for GlueDatabase {
                 )));
             }
         };
-        self.loaded.lock().await.insert(ident.clone(), table);
         Ok(LoadedTable {
             ident: ident.clone(),
             metadata_location: location,
@@ -227,8 +216,6 @@ impl Catalog for GlueDatabase {
             system_now_ms(),
         )
         .await;
-        // Whatever happened, the VersionId read is spent.
-        self.loaded.lock().await.remove(ident);
         Ok(match outcome? {
             GlueCommitOutcome::Committed { path, metadata } => CatalogCommit::Committed {
                 metadata_location: path,

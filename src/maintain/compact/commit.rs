@@ -6,7 +6,8 @@
 //! the outputs of a group refused on a moved base, the manifests and manifest list of an attempt
 //! that conflicted (the catalog refused it or another writer took the version: never committed),
 //! and, when every attempt conflicted, all the outputs. After an unconfirmed or unknown outcome
-//! nothing is deleted (the commit may stand); an error or an interruption leaves orphans at worst.
+//! nothing is deleted (the commit may stand). A group that fails while writing cleans up after
+//! itself (`group.rs`); a kill leaves orphans at worst.
 
 use std::collections::{HashMap, HashSet};
 
@@ -319,7 +320,10 @@ fn changes_of(
 
 /// Deletes `paths`, files this statement wrote that no commit references (never one outside the
 /// table location). Returns those not deleted, each with the reason.
-async fn delete_uncommitted(target: &MaintenanceTarget, paths: &[String]) -> Vec<String> {
+pub(super) async fn delete_uncommitted(
+    target: &MaintenanceTarget,
+    paths: &[String],
+) -> Vec<String> {
     let (inside, outside): (Vec<String>, Vec<String>) = paths
         .iter()
         .cloned()

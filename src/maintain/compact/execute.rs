@@ -2,17 +2,18 @@
 //! commit them (`commit.rs`: a `replace` snapshot through `MaintenanceTarget::commit`, re-judged
 //! against the start on every attempt after the first).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
 
 use apache_avro::types::Value;
-use bytes::Bytes;
-use futures::{StreamExt, TryStreamExt};
+use futures::StreamExt;
 use serde_json::Value as Json;
 
-use super::commit::{Rewritten, commit_loop, removable_deletes};
+use super::commit::{Rewritten, commit_loop, delete_uncommitted, removable_deletes};
 use super::explain::explain_rows;
 use super::filter::PartitionFilter;
+use super::group::{GroupJob, rewrite_group, with_leftovers};
 use super::memory::MemoryPlan;
 use super::metrics::CompactMetrics;
 use super::model::LiveFile;
@@ -20,16 +21,14 @@ use super::path::{PathField, partition_path};
 use super::plan::{Group, Output, Place, Resolved, candidates, plan};
 use super::read::{find_disputed, read_state};
 use super::repartition::OutputSpec;
-use super::rewrite::{GroupWriter, LoadedDeletes, SortKey, load_deletes};
+use super::rewrite::{GroupWriter, SortKey};
 use super::schema::{arrow_schema, field_by_id};
-use super::source::RangeSource;
 use super::stats::leaf_infos;
 use super::transform::Transform;
 use super::writer::{WriteConfig, writer_properties};
 use super::{CompactOutcome, PROCEDURE};
 use crate::error::{Error, Result};
 use crate::iceberg::avro::partition::partition_fields;
-use crate::iceberg::manifest::DataFile;
 use crate::iceberg::metadata::TableMetadata;
 use crate::iceberg::spec::FormatVersion;
 use crate::iceberg::txn::names::current_schema_json;
@@ -212,35 +211,51 @@ pub async fn execute(
             Output::Split => Value::Record(Vec::new()),
         }
     };
-    let rewritten: Vec<Rewritten> = futures::stream::iter(groups.iter().map(|(i, g)| {
-        let inputs: Vec<LiveFile> = g.inputs.iter().map(|j| state.data[*j].clone()).collect();
-        let deletes: Vec<LiveFile> = g
-            .deletes
-            .iter()
-            .map(|j| state.deletes[*j].clone())
-            .collect();
-        let config = config.clone();
-        let partition = partition_of(g);
-        let dir = dir_of(&partition);
-        let index = *i;
-        let split = match g.output {
-            Output::Split => split_spec.clone(),
-            Output::Partition(_) => None,
-        };
-        let writer = GroupWriter::new(config.clone(), dir, partition, sort.clone(), split, memory);
-        async move {
-            rewrite_group(target, config, writer, inputs, deletes, row_lineage, memory)
-                .await
-                .map(|(outputs, mentions)| Rewritten {
+    let stop = AtomicBool::new(false);
+    let results: Vec<Result<Option<Rewritten>>> =
+        futures::stream::iter(groups.iter().map(|(i, g)| {
+            let inputs: Vec<LiveFile> = g.inputs.iter().map(|j| state.data[*j].clone()).collect();
+            let deletes: Vec<LiveFile> = g
+                .deletes
+                .iter()
+                .map(|j| state.deletes[*j].clone())
+                .collect();
+            let partition = partition_of(g);
+            let dir = dir_of(&partition);
+            let index = *i;
+            let split = match g.output {
+                Output::Split => split_spec.clone(),
+                Output::Partition(_) => None,
+            };
+            let job = GroupJob {
+                writer: GroupWriter::new(
+                    config.clone(),
+                    dir,
+                    partition,
+                    sort.clone(),
+                    split,
+                    memory,
+                ),
+                config: config.clone(),
+                inputs,
+                deletes,
+                row_lineage,
+                memory,
+            };
+            let stop = &stop;
+            async move {
+                let done = rewrite_group(target, job, stop).await?;
+                Ok(done.map(|(outputs, mentions)| Rewritten {
                     group: index,
                     outputs,
                     mentions,
-                })
-        }
-    }))
-    .buffer_unordered(usize::try_from(memory.in_flight).unwrap_or(1))
-    .try_collect()
-    .await?;
+                }))
+            }
+        }))
+        .buffer_unordered(usize::try_from(memory.in_flight).unwrap_or(1))
+        .collect()
+        .await;
+    let rewritten = all_rewritten(target, results).await?;
     commit_loop(
         target,
         &located,
@@ -398,70 +413,30 @@ fn default_sort_order(md: &TableMetadata) -> Option<(i32, usize)> {
     Some((i32::try_from(id).ok()?, fields))
 }
 
-/// Rewrites one group: every input read, deletes applied, outputs written to storage.
-async fn rewrite_group(
+/// The groups rewritten, when all were; otherwise the first failure, after deleting what the
+/// groups that did finish wrote (never committed).
+async fn all_rewritten(
     target: &MaintenanceTarget,
-    config: WriteConfig,
-    mut writer: GroupWriter,
-    inputs: Vec<LiveFile>,
-    deletes: Vec<LiveFile>,
-    row_lineage: bool,
-    memory: MemoryPlan,
-) -> Result<(Vec<DataFile>, HashMap<String, HashSet<String>>)> {
-    // Inputs up to this size are read whole (one request); larger ones by ranges.
-    let whole_file_bytes = memory.whole_file;
-    let io = &target.io;
-    let input_refs: Vec<&LiveFile> = inputs.iter().collect();
-    let delete_refs: Vec<&LiveFile> = deletes.iter().collect();
-    let loaded: Arc<LoadedDeletes> =
-        Arc::new(load_deletes(io, &config.schema, &input_refs, &delete_refs).await?);
-    let mut outputs = Vec::new();
-    for input in inputs {
-        target.progress.check()?;
-        let size = input.file.file_size_in_bytes.max(0) as u64;
-        let deletes = loaded.clone();
-        let joined = if size <= whole_file_bytes {
-            let bytes: Bytes = io.read(input.path()).await?;
-            tokio::task::spawn_blocking(move || {
-                writer
-                    .rewrite_file(&input, bytes, &deletes, row_lineage)
-                    .map(|()| writer)
-            })
-            .await
-        } else {
-            // Large: streamed by ranges, row group by row group.
-            let len = io.head(input.path()).await?.size;
-            let source = RangeSource::new(
-                io.clone(),
-                input.path().to_string(),
-                len,
-                tokio::runtime::Handle::current(),
-            );
-            tokio::task::spawn_blocking(move || {
-                writer
-                    .rewrite_file(&input, source, &deletes, row_lineage)
-                    .map(|()| writer)
-            })
-            .await
-        };
-        writer = joined.map_err(|e| Error::logical(format!("compaction worker failed: {e}")))??;
-        collect(&mut writer, &mut outputs);
+    results: Vec<Result<Option<Rewritten>>>,
+) -> Result<Vec<Rewritten>> {
+    let mut done = Vec::new();
+    let mut failure = None;
+    for result in results {
+        match result {
+            Ok(Some(r)) => done.push(r),
+            Ok(None) => {}
+            Err(e) => {
+                failure.get_or_insert(e);
+            }
+        }
     }
-    writer = tokio::task::spawn_blocking(move || writer.roll().map(|()| writer))
-        .await
-        .map_err(|e| Error::logical(format!("compaction worker failed: {e}")))??;
-    collect(&mut writer, &mut outputs);
-    let mentions = Arc::try_unwrap(loaded)
-        .map(|l| l.mentions)
-        .unwrap_or_default();
-    Ok((outputs, mentions))
-}
-
-/// The output files the writer finished (already complete in storage).
-fn collect(writer: &mut GroupWriter, outputs: &mut Vec<DataFile>) {
-    outputs.extend(
-        std::mem::take(&mut writer.finished)
-            .into_iter()
-            .map(|done| done.data_file),
-    );
+    let Some(error) = failure else {
+        return Ok(done);
+    };
+    let written: Vec<String> = done
+        .into_iter()
+        .flat_map(|r| r.outputs.into_iter().map(|f| f.file_path))
+        .collect();
+    let kept = delete_uncommitted(target, &written).await;
+    Err(with_leftovers(error, &kept))
 }

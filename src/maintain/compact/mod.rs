@@ -55,6 +55,7 @@ pub mod disputed;
 pub mod execute;
 pub mod explain;
 pub mod filter;
+mod group;
 pub mod memory;
 pub mod metrics;
 pub mod model;

@@ -39,6 +39,7 @@ use super::transform::Transform;
 use super::writer::{Finished, OutputFile, WriteConfig};
 use crate::error::{Error, ErrorKind, Result};
 use crate::io::FileIO;
+use crate::io::Upload;
 
 /// `file_path` of a position delete file.
 const DELETE_FILE_PATH: i32 = 2_147_483_546;
@@ -465,6 +466,18 @@ impl GroupWriter {
                 .push(out.finish(&self.config, self.partition.clone())?);
         }
         Ok(())
+    }
+
+    /// Gives up: the upload of the file being written (to abort) and the paths of the files
+    /// finished but not yet taken from [`GroupWriter::finished`].
+    pub fn abandon(self) -> (Option<Upload>, Vec<String>) {
+        let upload = self.current.and_then(OutputFile::into_upload);
+        let finished = self
+            .finished
+            .into_iter()
+            .map(|done| done.data_file.file_path)
+            .collect();
+        (upload, finished)
     }
 
     /// Rewrites one input file (its bytes) into the outputs, applying `deletes`.

@@ -217,6 +217,12 @@ impl OutputFile {
         Ok(())
     }
 
+    /// Gives up on the file: the upload to abort (nothing of it becomes visible).
+    pub fn into_upload(self) -> Option<Upload> {
+        let mut writer = self.writer;
+        writer.inner_mut().upload.take()
+    }
+
     /// Bytes written so far, counting the row group in memory.
     pub fn size(&self) -> u64 {
         (self.writer.bytes_written() + self.writer.in_progress_size()) as u64
