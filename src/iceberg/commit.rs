@@ -346,7 +346,7 @@ where
 /// The error of an unconfirmed commit for callers without a journal (the outcome is unknown).
 pub fn unconfirmed_error(location: &str, path: &str, rival: &str, why: &str) -> Error {
     Error::new(
-        ErrorKind::StorageError,
+        crate::io::unsettled_write_kind(path),
         format!(
             "Cannot commit to Iceberg table at '{location}': {}; remove one of them by hand",
             CommitOutcome::unconfirmed_message(path, rival, why)

@@ -46,9 +46,19 @@ pub(crate) fn failure_kind(family: Option<Family>) -> ErrorKind {
 }
 
 /// The kind of a failed deletion of `uri` that got no answer of its own.
-pub(crate) fn delete_failure_kind(uri: &str) -> ErrorKind {
+pub fn delete_failure_kind(uri: &str) -> ErrorKind {
     match family_of(uri) {
         Some(Family::File) => ErrorKind::CannotUnlink,
+        family => failure_kind(family),
+    }
+}
+
+/// The kind of a write to `uri` whose outcome could not be settled (a commit's metadata file
+/// that another writer's file may have displaced): the store's error, on local disk
+/// `CANNOT_WRITE_TO_FILE_DESCRIPTOR`.
+pub fn unsettled_write_kind(uri: &str) -> ErrorKind {
+    match family_of(uri) {
+        Some(Family::File) => ErrorKind::CannotWriteToFileDescriptor,
         family => failure_kind(family),
     }
 }

@@ -37,6 +37,7 @@ use std::sync::{Arc, Mutex};
 use object_store::{ObjectStore, path::Path as ObjectPath};
 
 pub use counting::{CountingStore, RequestCounter, RequestCounts};
+pub use errors::{delete_failure_kind, unsettled_write_kind};
 pub use faulty::{Fault, FaultInjector, FaultyStore, HookFn, Op, StoreHook};
 pub use location::{Family, Location, StoreKey};
 pub use mask::{

@@ -90,7 +90,8 @@ fn struct_fields(node: &Json) -> Result<Vec<FieldRef>> {
             // rewrite (filling missing columns with nulls) would not write.
             if f.get("initial-default").is_some_and(|d| !d.is_null()) {
                 return Err(Error::not_implemented(format!(
-                    "compaction cannot rewrite tables whose column '{name}' has an initial-default                      (v3 default values) yet"
+                    "compaction cannot rewrite tables whose column '{name}' has an initial-default (v3 default \
+                     values) yet"
                 )));
             }
             let ty = f

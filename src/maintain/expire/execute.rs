@@ -12,6 +12,7 @@ use super::{delete, journal};
 use crate::error::{Error, ErrorKind, Result};
 use crate::iceberg::commit::{CommitOptions, CommitOutcome};
 use crate::iceberg::locate::LocatedMetadata;
+use crate::io::unsettled_write_kind;
 use crate::maintain::target::MaintenanceTarget;
 use crate::plan::ExpireOptions;
 use crate::pool::DropLater;
@@ -131,10 +132,12 @@ pub async fn execute(
             CommitOutcome::Unconfirmed { path, rival, why } => {
                 let journaled =
                     unconfirmed(target, &located, &plan, journal_uri, (&path, &rival, &why));
-                return Err(Error::new(ErrorKind::StorageError, journaled.await));
+                let error = Error::new(unsettled_write_kind(&path), journaled.await);
+                return Err(with_warnings(error, &warnings));
             }
             CommitOutcome::Unknown { why } => {
-                return Err(unknown_outcome(&why, journal_uri.as_deref()));
+                let error = unknown_outcome(&why, journal_uri.as_deref());
+                return Err(with_warnings(error, &warnings));
             }
             CommitOutcome::Committed(done) => {
                 // A catalog may merge our commit after another writer's: then the returned
@@ -283,6 +286,19 @@ async fn commit_plan(
 }
 
 /// Warnings of a plan: dangling refs removed, files already gone.
+/// `error`, followed by the warnings gathered before it (an error has no warnings of its own, and
+/// these may say what an earlier step already did: a journal finished, a commit retracted).
+fn with_warnings(error: Error, warnings: &[String]) -> Error {
+    if warnings.is_empty() {
+        return error;
+    }
+    let kind = error.kind();
+    Error::new(
+        kind,
+        format!("{}; before that: {}", error.message(), warnings.join("; ")),
+    )
+}
+
 fn plan_warnings(plan: &ExpiryPlan) -> Vec<String> {
     let dangling = plan.decision.refs.iter().filter_map(|r| match r.fate {
         RefFate::Removed(RefRemoval::Dangling) => Some(format!(
@@ -311,5 +327,25 @@ fn outcome(
         metrics,
         explain: None,
         warnings,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_error_keeps_the_warnings_gathered_before_it() {
+        let error = Error::new(ErrorKind::NetworkError, "no answer");
+        assert_eq!(with_warnings(error.clone(), &[]), error);
+        let with = with_warnings(
+            error,
+            &["journal 'j' finished".into(), "commit retracted".into()],
+        );
+        assert_eq!(with.kind(), ErrorKind::NetworkError);
+        assert_eq!(
+            with.message(),
+            "no answer; before that: journal 'j' finished; commit retracted"
+        );
     }
 }

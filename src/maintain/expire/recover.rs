@@ -14,6 +14,7 @@ use super::delete::delete_planned;
 use super::journal::{self, PendingJournal};
 use super::plan::plan_files;
 use crate::error::{Error, Result};
+use crate::io::delete_failure_kind;
 use crate::iceberg::locate::{file_name, metadata_versions, parse_file_name};
 use crate::iceberg::metadata::TableMetadata;
 use crate::iceberg::spec::SnapshotId;
@@ -180,10 +181,10 @@ async fn finish_one(
     )
     .await;
     if let Some(warning) = report.warning() {
-        return Err(Error::new(crate::error::ErrorKind::StorageError, warning));
+        return Err(Error::new(delete_failure_kind(&target.location), warning));
     }
     if let Some(warning) = journal::remove(&target.io, &pending.uri).await {
-        return Err(Error::new(crate::error::ErrorKind::StorageError, warning));
+        return Err(Error::new(delete_failure_kind(&pending.uri), warning));
     }
     Ok(report.counts)
 }
