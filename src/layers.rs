@@ -23,6 +23,20 @@ const RULES: &[(&[&str], &[&str])] = &[
         ],
     ),
     (&["sql"], &["crate::settings"]),
+    // Maintenance takes typed calls (`plan`), never SQL: the SQL front end is the engine's.
+    (&["maintain"], &["crate::sql"]),
+    // Storage knows nothing of Iceberg.
+    (&["io"], &["crate::iceberg"]),
+    // Output formats render values; they never run statements.
+    (
+        &["format"],
+        &["crate::engine", "crate::maintain", "crate::shell"],
+    ),
+    // The table generator writes Iceberg; it runs no statement and no procedure.
+    (
+        &["generate"],
+        &["crate::engine", "crate::maintain", "crate::shell"],
+    ),
     (&["settings.rs"], &["crate::sql"]),
     (
         &[

@@ -5,6 +5,7 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod compaction_where_filter;
 mod sql_bind;
 mod sql_examples;
 mod sql_grammar;
