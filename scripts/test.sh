@@ -13,6 +13,12 @@ set -a
 # shellcheck disable=SC1091
 source target/emulators.env
 set +a
+# An embedder's build: the library without the command-line crates.
+if cargo tree -e normal --no-default-features --features s3 | grep -E '\b(clap|rustyline|terminal_size) v'; then
+  echo "the library without the cli feature still depends on the crates above" >&2
+  exit 1
+fi
+cargo check --lib --no-default-features --features s3
 # `glue`: the AWS Glue catalog (not a default feature: its SDK crate costs minutes of cold build).
 cargo test --all-targets --features glue "$@"
 cargo test --doc --features glue

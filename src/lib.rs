@@ -122,6 +122,7 @@ mod plan;
 mod pool;
 pub mod progress;
 mod settings;
+#[cfg(feature = "cli")]
 mod shell;
 mod sql;
 mod time_zone;
@@ -198,7 +199,8 @@ pub mod internals {
             RewriteManifestsOptions, SnapshotProcedure, TableChange, TimeUnit,
         };
     }
-    /// See `src/shell/`.
+    /// See `src/shell/` (cargo feature `cli`).
+    #[cfg(feature = "cli")]
     pub mod shell {
         pub use crate::shell::{Args, main, output, progress_bar};
     }

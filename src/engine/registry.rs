@@ -139,6 +139,7 @@ impl DatabaseDef {
 /// Whether the database setting `name` is masked wherever statements are shown: a secret
 /// (`catalog_credential`, `auth_header`, `aws_secret_access_key`, …) or a URL
 /// (`oauth_server_uri`, `storage_endpoint`); [`crate::catalog::shown_setting`] masks it.
+#[cfg_attr(not(feature = "cli"), allow(dead_code))]
 pub fn is_masked_setting(name: &str) -> bool {
     crate::catalog::database_setting(name).is_some_and(|s| s.secret || s.url)
 }
