@@ -204,11 +204,11 @@ const DELETES_PER_CALL: usize = 256;
 
 /// The deletes of `files` (`(index into uris, local file)`), a blocking call per chunk, as a
 /// stream of futures each answering its chunk's outcomes by index.
-pub(super) fn unlink_in_chunks<'a>(
+pub(super) fn unlink_in_chunks(
     files: Vec<(usize, String)>,
-    uris: &'a [String],
-) -> impl futures::Stream<Item = BoxFuture<'a, Vec<(usize, Result<()>)>>> + 'a {
-    let uri_of = move |index: usize| uris.get(index).map_or("", |u| u.as_str());
+    uris: &[String],
+) -> impl futures::Stream<Item = BoxFuture<'static, Vec<(usize, Result<()>)>>> + use<> {
+    let uri_of = |index: usize| uris.get(index).map_or("", |u| u.as_str());
     let chunks: Vec<Vec<(usize, String, String)>> = files
         .chunks(DELETES_PER_CALL)
         .map(|chunk| {
@@ -218,15 +218,21 @@ pub(super) fn unlink_in_chunks<'a>(
                 .collect()
         })
         .collect();
-    futures::stream::iter(chunks).map(move |chunk| {
+    type Unlinking = BoxFuture<'static, Vec<(usize, Result<()>)>>;
+    // The closure's types are spelled out: inferred, the boxed future's lifetime is one of its
+    // own and the caller's future is not `Send` for every lifetime (a host's `tokio::spawn`).
+    futures::stream::iter(chunks).map(|chunk: Vec<(usize, String, String)>| -> Unlinking {
         async move {
-            let indices: Vec<usize> = chunk.iter().map(|(index, _, _)| *index).collect();
+            let named: Vec<(usize, String)> = chunk
+                .iter()
+                .map(|(index, _, uri)| (*index, uri.clone()))
+                .collect();
             match tokio::task::spawn_blocking(move || remove_files(&chunk)).await {
                 Ok(outcomes) => outcomes,
-                Err(e) => indices
+                Err(e) => named
                     .into_iter()
-                    .map(|index| {
-                        let message = format!("Cannot delete '{}': {e}", uri_of(index));
+                    .map(|(index, uri)| {
+                        let message = format!("Cannot delete '{uri}': {e}");
                         (index, Err(Error::new(ErrorKind::CannotUnlink, message)))
                     })
                     .collect(),

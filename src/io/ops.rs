@@ -403,35 +403,45 @@ impl FileIO {
                 Err(e) => results[index] = Some(Err(e.context("Cannot delete"))),
             }
         }
-        let batches = groups.into_iter().flat_map(|(key, (store, targets))| {
+        // Named types, not tuples, in the closures below: a closure over `Arc<dyn ObjectStore>`
+        // infers a trait-object lifetime of its own, and the future is then not `Send` for every
+        // lifetime (a host's `tokio::spawn` refuses it).
+        let mut batches: Vec<DeleteBatch> = Vec::new();
+        for (key, (store, targets)) in groups {
             let size = delete_batch_size(key.family);
-            let mut batches = Vec::new();
             let mut targets = targets.into_iter().peekable();
             while targets.peek().is_some() {
                 let batch: Vec<Target> = targets.by_ref().take(size).collect();
-                batches.push((Arc::clone(&store), batch));
+                batches.push(DeleteBatch {
+                    store: Arc::clone(&store),
+                    targets: batch,
+                });
             }
-            batches
-        });
-        let uri_of = |index: usize| uris.get(index).map_or("", |u| u.as_str());
-        let stored = futures::stream::iter(batches).map(|(store, batch)| {
+        }
+        // Owned names for the messages: a stream that borrowed `uris` would make this future
+        // one the compiler cannot prove `Send` for every lifetime (a host's `tokio::spawn`).
+        let names: Arc<[String]> = uris.into();
+        let stored = futures::stream::iter(batches).map(move |batch: DeleteBatch| -> Deleting {
+            let names = Arc::clone(&names);
             async move {
-                delete_batch(store, batch)
+                delete_batch(batch.store, batch.targets)
                     .await
                     .into_iter()
                     .map(|(index, outcome)| {
-                        (
-                            index,
-                            outcome.map_err(|e| storage_error("delete", uri_of(index), e)),
-                        )
+                        let uri = names.get(index).map_or("", |u| u.as_str());
+                        (index, outcome.map_err(|e| storage_error("delete", uri, e)))
                     })
                     .collect::<Vec<_>>()
             }
             .boxed()
         });
         let unlinked = super::local_fs::unlink_in_chunks(local, uris);
-        let mut answered =
-            futures::stream::select(stored, unlinked).buffer_unordered(in_flight.max(1));
+        // Boxed: held across the awaits below, the combinator's own type would make this future
+        // one the compiler cannot prove `Send` for every lifetime.
+        let mut answered: BoxStream<'static, Vec<(usize, Result<()>)>> =
+            futures::stream::select(stored, unlinked)
+                .buffer_unordered(in_flight.max(1))
+                .boxed();
         while let Some(outcomes) = answered.next().await {
             for (index, outcome) in outcomes {
                 if let Some(slot) = results.get_mut(index) {
@@ -591,6 +601,15 @@ impl FileIO {
 struct Target {
     index: usize,
     path: ObjectPath,
+}
+
+/// A delete request in flight: the outcome of each target, by index.
+type Deleting = futures::future::BoxFuture<'static, Vec<(usize, Result<()>)>>;
+
+/// One bulk delete request: targets of one store.
+struct DeleteBatch {
+    store: Arc<dyn ObjectStore>,
+    targets: Vec<Target>,
 }
 
 /// Delete one batch, one `delete_stream` call per attempt. Stores answer each key in order

@@ -116,8 +116,7 @@ struct Runner<'a> {
 type Between = Arc<std::sync::Mutex<Option<(Engine, String)>>>;
 
 /// The commit hook of every engine a session file builds: runs the waiting `between` SQL, if
-/// any, in a new session of its engine (which sees the same registered tables). The statement
-/// runs on a thread of its own (a session's future is not `Send`, which a hook's must be).
+/// any, in a new session of its engine (which sees the same registered tables).
 fn between_hook(between: Between) -> BeforeCommit {
     BeforeCommit(Arc::new(move || {
         let next = between.lock().expect("between lock").take();
@@ -125,18 +124,8 @@ fn between_hook(between: Between) -> BeforeCommit {
             let Some((engine, sql)) = next else {
                 return;
             };
-            let outcome = tokio::task::spawn_blocking(move || {
-                let runtime = tokio::runtime::Builder::new_current_thread()
-                    .enable_all()
-                    .build()
-                    .expect("a runtime for the other writer");
-                let done = runtime.block_on(async { engine.session().execute(&sql).await });
-                done.map(|_| ()).map_err(|e| format!("{e}\n{sql}"))
-            })
-            .await
-            .expect("the other writer's thread");
-            if let Err(e) = outcome {
-                panic!("between plan and commit: {e}");
+            if let Err(e) = engine.session().execute(&sql).await {
+                panic!("between plan and commit: {e}\n{sql}");
             }
         })
     }))

@@ -249,7 +249,8 @@ async fn scan_parent(io: &FileIO, list: &[ManifestFile], removed: &HashSet<&str>
                 .await
                 .map(|b| (i, b))
         })
-        .buffered(CONCURRENCY);
+        .buffered(CONCURRENCY)
+        .boxed();
     while let Some((i, bytes)) = reads.try_next().await? {
         let path = &list[i].manifest_path;
         let mut hit = false;
@@ -374,6 +375,7 @@ impl Plan {
         futures::stream::iter(files)
             .map(|(path, bytes)| async move { io.overwrite(&path, Bytes::from(bytes)).await })
             .buffer_unordered(CONCURRENCY)
+            .boxed()
             .try_collect::<Vec<()>>()
             .await?;
         Ok((list, written))

@@ -7,7 +7,8 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
 use apache_avro::types::Value;
-use futures::StreamExt;
+use futures::stream::BoxStream;
+use futures::{FutureExt, StreamExt};
 use serde_json::Value as Json;
 
 use super::commit::{Rewritten, commit_loop, delete_uncommitted, removable_deletes};
@@ -212,8 +213,12 @@ pub async fn execute(
         }
     };
     let stop = AtomicBool::new(false);
-    let results: Vec<Result<Option<Rewritten>>> =
-        futures::stream::iter(groups.iter().map(|(i, g)| {
+    // Over indices, and boxed: a closure taking a reference, or a combinator held across an
+    // await, makes the statement's future one the compiler cannot prove `Send` for every
+    // lifetime (a host's `tokio::spawn` refuses it).
+    let rewrites: BoxStream<'_, Result<Option<Rewritten>>> = futures::stream::iter(0..groups.len())
+        .map(|k: usize| {
+            let (i, g) = groups[k];
             let inputs: Vec<LiveFile> = g.inputs.iter().map(|j| state.data[*j].clone()).collect();
             let deletes: Vec<LiveFile> = g
                 .deletes
@@ -222,7 +227,7 @@ pub async fn execute(
                 .collect();
             let partition = partition_of(g);
             let dir = dir_of(&partition);
-            let index = *i;
+            let index = i;
             let split = match g.output {
                 Output::Split => split_spec.clone(),
                 Output::Partition(_) => None,
@@ -251,10 +256,11 @@ pub async fn execute(
                     mentions,
                 }))
             }
-        }))
+            .boxed()
+        })
         .buffer_unordered(usize::try_from(memory.in_flight).unwrap_or(1))
-        .collect()
-        .await;
+        .boxed();
+    let results: Vec<Result<Option<Rewritten>>> = rewrites.collect().await;
     let rewritten = all_rewritten(target, results).await?;
     commit_loop(
         target,

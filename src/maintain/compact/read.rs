@@ -7,6 +7,8 @@ use std::collections::{HashMap, HashSet};
 
 use arrow_array::cast::AsArray;
 use arrow_schema::DataType;
+use bytes::Bytes;
+use futures::stream::BoxStream;
 use futures::{StreamExt, TryStreamExt};
 use parquet::arrow::ProjectionMask;
 use parquet::arrow::arrow_reader::{ArrowReaderOptions, ParquetRecordBatchReaderBuilder};
@@ -18,7 +20,7 @@ use super::model::{LiveFile, name_partition_fields, partition_text};
 use super::source::RangeSource;
 use crate::error::{Error, Result};
 use crate::iceberg::manifest::{inherit, read_manifest};
-use crate::iceberg::manifest_list::read_manifest_list;
+use crate::iceberg::manifest_list::{ManifestFile, read_manifest_list};
 use crate::iceberg::metadata::TableMetadata;
 use crate::iceberg::spec::Snapshot;
 use crate::io::FileIO;
@@ -46,15 +48,17 @@ pub async fn read_state(
     };
     let bytes = io.read_immutable(list_path, None).await?;
     let list = read_manifest_list(&bytes, list_path)?;
-    let manifests: Vec<_> = futures::stream::iter(list.iter())
+    // Boxed streams here and below: a closure taking a reference, held across an await, makes
+    // the statement's future one the compiler cannot prove `Send` (a host's `tokio::spawn`).
+    let reads: BoxStream<'_, Result<(&ManifestFile, Bytes)>> = futures::stream::iter(list.iter())
         .map(|m| async move {
             io.read_immutable(&m.manifest_path, m.length())
                 .await
                 .map(|b| (m, b))
         })
         .buffered(concurrency.max(1))
-        .try_collect()
-        .await?;
+        .boxed();
+    let manifests: Vec<_> = reads.try_collect().await?;
     let mut state = TableState::default();
     for (m, bytes) in manifests {
         let mut manifest = read_manifest(&bytes, &m.manifest_path)?;
@@ -99,7 +103,7 @@ pub async fn find_disputed(
     concurrency: usize,
 ) -> Result<HashMap<String, String>> {
     let check = disputed::check(&state.data, &state.deletes, candidates);
-    let read: HashMap<usize, HashSet<String>> =
+    let reads: BoxStream<'_, Result<(usize, HashSet<String>)>> =
         futures::stream::iter(check.to_read.iter().map(|(di, files)| {
             let delete = &state.deletes[*di];
             let wanted: HashSet<String> = files
@@ -113,8 +117,8 @@ pub async fn find_disputed(
             }
         }))
         .buffer_unordered(concurrency.max(1))
-        .try_collect()
-        .await?;
+        .boxed();
+    let read: HashMap<usize, HashSet<String>> = reads.try_collect().await?;
     Ok(disputed::resolve(
         &state.data,
         &state.deletes,

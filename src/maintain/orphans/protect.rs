@@ -105,7 +105,8 @@ pub async fn protect(
                 Err(e) => Err((e, t, file)),
             }
         })
-        .buffered(concurrency.max(1));
+        .buffered(concurrency.max(1))
+        .boxed();
     while let Some(next) = read.next().await {
         let (t, f, file, metadata) = next.map_err(|(e, t, file)| {
             let other = others.get(t).map_or("", |o| o.location.as_str());

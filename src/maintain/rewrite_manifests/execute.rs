@@ -338,7 +338,8 @@ async fn read_manifests(
             inherit(&mut manifest.entries, m);
             Ok::<_, Error>((i, bytes.len(), manifest))
         })
-        .buffer_unordered(concurrency);
+        .buffer_unordered(concurrency)
+        .boxed();
     while let Some((i, len, manifest)) = reads.try_next().await? {
         target.progress.advance(1, len as u64);
         out[i] = Some(manifest);
@@ -465,6 +466,7 @@ async fn write_outputs(
     futures::stream::iter(files)
         .map(|(path, bytes)| async move { io.overwrite(&path, Bytes::from(bytes)).await })
         .buffer_unordered(concurrency)
+        .boxed()
         .try_collect::<Vec<()>>()
         .await?;
     Ok(Written {
