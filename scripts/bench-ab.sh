@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A/B timing of two icetrim binaries on the same expiry, interleaved, for refactors that must not
-# make the hot path slower (issue #16: "new <= 1.05x old, median of 7").
+# make the hot path slower (the bar: new <= 1.05x old, median of 7).
 #
 #   scripts/bench-ab.sh OLD_BIN NEW_BIN [RUNS] [SNAPSHOTS]
 #

@@ -1,4 +1,4 @@
--- Manifest maintenance (issue #19): after many small appends a table's current snapshot lists one
+-- Manifest maintenance: after many small appends a table's current snapshot lists one
 -- manifest per append; rewriting them into a few partition-clustered manifests speeds up planning.
 -- Data is untouched: the result is a `replace` snapshot; old manifests go with expire_snapshots.
 CREATE TABLE events ENGINE = IcebergLocal('/tmp/icetrim-example/events');

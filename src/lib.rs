@@ -5,6 +5,7 @@
 //! ```text
 //! shell ──▶ engine ──┬──▶ sql ──────────────────────────────▶ plan
 //!                    ├──▶ format
+//!                    ├──▶ catalog (builds catalogs from DataLakeCatalog databases)
 //!                    └──▶ maintain ──▶ catalog ──▶ iceberg ──▶ io
 //!                                 └─────────────────────────▶ plan
 //! settings: used by engine and maintain; imports only leaves
@@ -13,21 +14,28 @@
 //! ```
 //!
 //! (The engine also opens storage, `iceberg` and `io`, and builds catalogs (`catalog/`: the
-//! `DataLakeCatalog` database engine, REST) to build a table's target; `generate/`
+//! `DataLakeCatalog` database engine, REST and Glue) to build a table's target; `generate/`
 //! writes test tables with `iceberg` and `io`.)
 //!
 //! `sql/` parses and binds statements into `plan/`'s typed options; `maintain/` runs the
 //! procedures (one folder each) and returns typed outcomes; `iceberg/` is the spec model, metadata
 //! JSON, Avro manifests, commits; `io/` is object storage. `engine/` ties them into sessions and
-//! turns outcomes into rows; `format/` renders results; `shell/` is the binary's front.
+//! turns outcomes into rows; `format/` renders results; `shell/` is the binary's front. The
+//! design, with the reasons behind it, is in the repository's `docs/` folder.
 //!
 //! # The public surface
 //!
 //! - The typed API: [`Table`] (open from a location and [`StorageOptions`], or [`Table::with_io`]),
-//!   its builders [`ExpireSnapshots`] and [`RemoveOrphanFiles`], [`Timestamp`]; what they return:
-//!   [`ExpireOutcome`] / [`OrphanOutcome`] with [`ExpireMetrics`] / [`OrphanMetrics`]
-//!   (`named_values()` in ClickHouse's row order), [`ExpireExplainRow`] / [`OrphanExplainRow`],
-//!   warnings; the typed options they fill, [`ExpireOptions`] / [`OrphanOptions`].
+//!   its builders [`ExpireSnapshots`], [`RemoveOrphanFiles`], [`RewriteDataFiles`],
+//!   [`RewriteManifests`], [`ManageSnapshots`] (the six snapshot procedures) and [`AlterRefs`]
+//!   (branches and tags), [`Timestamp`]; what they return: [`ExpireOutcome`], [`OrphanOutcome`],
+//!   [`CompactOutcome`], [`RewriteManifestsOutcome`], [`SnapshotOutcome`] with their metrics
+//!   ([`ExpireMetrics`], [`OrphanMetrics`], [`CompactMetrics`], [`RewriteManifestsMetrics`],
+//!   [`SnapshotMetrics`]; `named_values()` in ClickHouse's row order), their EXPLAIN rows
+//!   ([`ExpireExplainRow`], [`OrphanExplainRow`], [`CompactExplainRow`],
+//!   [`RewriteManifestsExplainRow`], [`SnapshotExplainRow`]) and warnings; the typed options they
+//!   fill ([`ExpireOptions`], [`OrphanOptions`], [`CompactOptions`], [`SnapshotProcedure`],
+//!   [`TableChange`] and their parts).
 //! - The SQL engine: [`engine`] ([`Engine`], [`EngineBuilder`], [`Session`], [`QueryResult`],
 //!   [`handles`]) and [`format`] (rendering results in ClickHouse's formats).
 //! - Shared: [`Error`] / [`ErrorKind`] / [`Result`]; [`progress`] ([`Progress`], [`ProgressSink`],

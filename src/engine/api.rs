@@ -1,12 +1,15 @@
 //! The typed Rust API beside SQL: open a [`Table`] from a location and [`StorageOptions`], then
 //! run a procedure through its builder ([`Table::expire_snapshots`],
-//! [`Table::remove_orphan_files`]).
+//! [`Table::remove_orphan_files`], [`Table::rewrite_data_files`], [`Table::rewrite_manifests`];
+//! the snapshot procedures and the branch, tag and property statements are in
+//! [`super::api_snapshots`]).
 //!
 //! A builder fills exactly the typed options the SQL binder fills ([`ExpireOptions`],
-//! [`OrphanOptions`]), validates them with the same checks ([`ExpireOptions::validate`],
-//! [`OrphanOptions::validate`], [`normalize_location`]) and runs the same executor as
-//! `ALTER TABLE … EXECUTE` does (`super::procedures::run_expire` / `run_orphans`: the
-//! single-table check, then `maintain::{expire,orphans}::execute`, within the progress scope).
+//! [`OrphanOptions`], [`CompactOptions`], [`RewriteManifestsOptions`]), validates them with the
+//! same checks ([`ExpireOptions::validate`], [`OrphanOptions::validate`], [`normalize_location`],
+//! …) and runs the same executor as `ALTER TABLE … EXECUTE` does (`super::procedures::run_expire`,
+//! `run_orphans`, `run_compact`, `run_rewrite_manifests`: the single-table check, then the
+//! procedure's `execute`, within the progress scope).
 //! The ClickHouse gate settings (`allow_experimental_expire_snapshots`, …) are SQL session
 //! switches and do not apply here: calling the method is the opt-in.
 
@@ -377,7 +380,7 @@ macro_rules! run_options {
     };
 }
 
-/// `expire_snapshots` on a [`Table`] (SPEC §3): drops old snapshots from the metadata, then deletes
+/// `expire_snapshots` on a [`Table`]: drops old snapshots from the metadata, then deletes
 /// the files only they reached.
 #[derive(Clone)]
 #[must_use = "a builder does nothing until `execute` or `explain` is awaited"]
@@ -485,7 +488,7 @@ impl ExpireSnapshots<'_> {
     }
 }
 
-/// `remove_orphan_files` on a [`Table`] (SPEC §4): deletes files under the table that no snapshot,
+/// `remove_orphan_files` on a [`Table`]: deletes files under the table that no snapshot,
 /// statistics entry or metadata file reaches.
 #[derive(Clone)]
 #[must_use = "a builder does nothing until `execute` or `explain` is awaited"]
@@ -572,7 +575,7 @@ impl RemoveOrphanFiles<'_> {
     }
 }
 
-/// `rewrite_manifests` on a [`Table`] (issue #19): rewrites the current snapshot's manifests into
+/// `rewrite_manifests` on a [`Table`]: rewrites the current snapshot's manifests into
 /// fewer, partition-clustered ones as a `replace` snapshot with identical data.
 #[derive(Clone)]
 #[must_use = "a builder does nothing until `execute` or `explain` is awaited"]
@@ -622,7 +625,7 @@ impl RewriteManifests<'_> {
     }
 }
 
-/// `rewrite_data_files` / `OPTIMIZE TABLE` on a [`Table`] (issue #18): compacts small files and
+/// `rewrite_data_files` / `OPTIMIZE TABLE` on a [`Table`]: compacts small files and
 /// applies delete files in a new `replace` snapshot.
 #[derive(Clone)]
 #[must_use = "a builder does nothing until `execute` or `explain` is awaited"]

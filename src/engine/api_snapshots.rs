@@ -1,4 +1,4 @@
-//! The typed API of snapshot and ref management (issue #19 §3), beside [`super::api`]: each
+//! The typed API of snapshot and ref management, beside [`super::api`]: each
 //! method of [`Table`] builds exactly the typed form the SQL binder builds
 //! ([`SnapshotProcedure`], [`TableChange`]), validated by the same checks, and runs it through the
 //! same executor (`super::procedures::run_snapshots` / `run_change`).

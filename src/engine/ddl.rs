@@ -1,6 +1,6 @@
 //! Table definitions from `CREATE TABLE`, and back: the `SHOW CREATE TABLE` text.
 //!
-//! Engine arguments are checked against the signatures of SPEC §1 (`IcebergLocal(path)`,
+//! Engine arguments are checked against ClickHouse's signatures (`IcebergLocal(path)`,
 //! `IcebergS3(url [, NOSIGN | key, secret [, token]])`, `IcebergAzure(conn|url, container, path
 //! [, account, key])`), all string literals. A URL argument that carries credentials
 //! (`http://key:secret@host/...`) is refused without repeating them. The local path is stored

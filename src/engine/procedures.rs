@@ -1,6 +1,9 @@
-//! Runs a bound maintenance procedure on a registered table: `expire_snapshots` and
-//! `remove_orphan_files`, for real, as a dry run, or as `EXPLAIN`, within the statement's
-//! [`Progress`] scope (progress events, cancellation).
+//! Runs a bound maintenance procedure on a registered table, for real, as a dry run, or as
+//! `EXPLAIN`, within the statement's [`Progress`] scope (progress events, cancellation):
+//! `expire_snapshots`, `remove_orphan_files`, `rewrite_data_files` / `OPTIMIZE TABLE`,
+//! `rewrite_manifests` / `OPTIMIZE TABLE t MANIFEST`, the six snapshot procedures, and the branch,
+//! tag and property DDL. Each has one `run_*` function here, the one path of its SQL statement and
+//! its typed API.
 
 use std::future::Future;
 use std::pin::Pin;

@@ -31,8 +31,9 @@
 //!   delete nothing (expire_snapshots keeps its journal, and its next run retracts our file).
 //!
 //! A commit on a pinned file (`iceberg_metadata_file_path`) that is not the newest is refused
-//! (SPEC §5), whatever procedure asks. The version hint is never the basis of a commit: a hint
-//! naming a higher version is respected only when that version exists.
+//! (planning on an older file forks the table), whatever procedure asks. The version hint is never
+//! the basis of a commit: a hint naming a higher version is respected only when that version
+//! exists.
 
 use bytes::Bytes;
 

@@ -1,6 +1,6 @@
-//! Checks before maintenance works on "this table" (issue 15 §3 and §1):
+//! Checks before maintenance works on "this table":
 //!
-//! - [`locate_newest`]: maintenance plans on the newest committed metadata only (SPEC §5); a table
+//! - [`locate_newest`]: maintenance plans on the newest committed metadata only; a table
 //!   setting `iceberg_metadata_file_path` pinning another file refuses the statement
 //!   ([`pinned_not_newest`], also raised by every commit, see [`crate::iceberg::commit`]).
 //! - [`check_single_table_uuid`]: our own `metadata/` must hold one table. Two tables written to
@@ -16,8 +16,8 @@ use crate::iceberg::locate::{
 };
 use crate::io::FileIO;
 
-/// The error for maintenance asked to work on a pinned file that is not the newest (SPEC §5:
-/// planning on an older file forks the table and deletes what the newest still needs).
+/// The error for maintenance asked to work on a pinned file that is not the newest (planning
+/// on an older file forks the table and deletes what the newest still needs).
 pub fn pinned_not_newest(procedure: &str, table: &str, pinned: &str, newest: &str) -> Error {
     Error::bad_arguments(format!(
         "{procedure} on {table} works only on the newest metadata file, but the table setting \

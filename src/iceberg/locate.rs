@@ -1,4 +1,4 @@
-//! Finding a table's current metadata file (SPEC §5), following ClickHouse's resolver
+//! Finding a table's current metadata file, following ClickHouse's resolver
 //! (`getLatestOrExplicitMetadataFileAndVersion`) with one safety change.
 //!
 //! In order:

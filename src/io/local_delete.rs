@@ -1,5 +1,6 @@
 //! Deletes below a table location on local disk that never go through a symbolic link and never
-//! remove one (`FileIO::delete_below`; SPEC §7, issue #15).
+//! remove one (`FileIO::delete_below`): a path inside the location by name can lead outside it
+//! through a link.
 //!
 //! The local store a `FileIO` builds itself ([`unlink_below`]): each file's folder is opened
 //! relative to the table folder without following links (`local_walk::open_below`), the entry is

@@ -1,7 +1,7 @@
 //! Path identity: when do two URIs name the same object?
 //!
-//! Rule (SPEC §3 "paths compare by identity"): the key of a URI is
-//! `<family>://<authority>/<path>` where
+//! Rule (paths compare by identity: the same file spelled two ways must never look unreferenced
+//! under one of them): the key of a URI is `<family>://<authority>/<path>` where
 //! - the scheme family folds aliases: `s3a`/`s3n` → `s3`; `abfss`/`abfs`/`wasbs`/`wasb` → `abfs`
 //!   (authority `container@account`, the `.dfs.`/`.blob.` host suffix dropped); `gcs` → `gs`;
 //!   `azure` → `az`; bare absolute paths, `file:/x`, `file:///x` and `file://localhost/x` → `file`;

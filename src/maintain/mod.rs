@@ -5,15 +5,17 @@
 //! - [`file_graph`]: reading a table's file graph from storage (manifest lists, manifests,
 //!   statistics entries), interned path keys and fingerprints, the reachable set. Shared by the
 //!   procedures.
-//! - [`expire`]: `expire_snapshots` (SPEC §3).
-//! - [`orphans`]: `remove_orphan_files` (SPEC §4).
+//! - [`old_metadata`]: after a confirmed path-table commit, the metadata files that left
+//!   `metadata-log` (`write.metadata.delete-after-commit.enabled`).
+//! - [`expire`]: the procedure `expire_snapshots`.
+//! - [`orphans`]: the procedure `remove_orphan_files`.
 //! - [`manage_snapshots`]: snapshot and ref management (rollback, cherry-pick, fast-forward,
-//!   branches and tags, table properties; issue #19 §3).
-//! - [`rewrite_manifests`]: `rewrite_manifests` and `OPTIMIZE TABLE t MANIFEST` (issue #19).
-//! - [`compact`]: `OPTIMIZE TABLE` and `rewrite_data_files` (issue #18).
+//!   write-audit-publish, branches and tags, table properties).
+//! - [`rewrite_manifests`]: `rewrite_manifests` and `OPTIMIZE TABLE t MANIFEST`.
+//! - [`compact`]: `OPTIMIZE TABLE` and `rewrite_data_files`.
 //!
-//! **The shape of a procedure** (compaction, manifest rewrite and snapshot management will be new
-//! folders of this shape):
+//! **The shape of a procedure** (every procedure folder above has it; `docs/statement-life.md`
+//! follows one statement through it):
 //! - `mod.rs`: what the procedure owns: its algorithm in order, its result, its deliberate
 //!   differences from ClickHouse; re-exports of its public pieces.
 //! - decision files: pure functions on data (no I/O, no async): they take what was read and
@@ -24,9 +26,11 @@
 //! - `explain.rs`: the EXPLAIN plan as typed rows (pure); the engine renders them.
 //! - `execute.rs`: the executor: one `execute(target, &options, explain) -> Result<Outcome>`
 //!   taking the typed options of [`crate::plan`]; it reads, commits and deletes through the
-//!   other execution files (listing, reading, committing, deleting) and calls the decisions.
+//!   other execution files (listing, reading, committing, deleting) and calls the decisions
+//!   (`manage_snapshots` has two: `execute_procedure` and `execute_change` for the DDL).
 //!
-//! Layers: maintenance sits below the engine and above `iceberg` and `io`; it never imports
+//! Layers: maintenance sits below the engine and above `catalog`, `iceberg` and `io` (only
+//! [`target`] imports `catalog`); it never imports
 //! `engine`, `format` or `shell`. Progress and cancellation come in explicitly, on the target.
 
 pub mod compact;

@@ -1,4 +1,4 @@
-//! The typed options of `rewrite_data_files` and `OPTIMIZE TABLE` (issue #18), after binding.
+//! The typed options of `rewrite_data_files` and `OPTIMIZE TABLE`, after binding.
 //!
 //! Defaults are Iceberg Java's `RewriteDataFiles` bin-pack ones; those that depend on table
 //! properties (`target_file_size_bytes` = `write.target-file-size-bytes`, 512 MiB) are left as

@@ -1,7 +1,9 @@
-//! The typed options of the two procedures, after binding and validation (SPEC §2–§4).
+//! The typed options of `expire_snapshots`, `remove_orphan_files` and `rewrite_manifests`, and
+//! the [`ProcedureCall`] of every procedure, after binding and validation.
 //!
 //! Defaults that depend on settings or table properties are left as `None` here; the maintenance
-//! code resolves them (SPEC §3 policy precedence, §4 `older_than` default).
+//! code resolves them (expiry's policy precedence: settings < table properties < arguments;
+//! `older_than`'s default from `iceberg_orphan_files_older_than_seconds`).
 
 use crate::error::{Error, Result};
 

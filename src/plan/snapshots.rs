@@ -1,4 +1,4 @@
-//! The typed forms of snapshot and ref management (issue #19 §3): the six procedures
+//! The typed forms of snapshot and ref management: the six procedures
 //! (`rollback_to_snapshot`, `rollback_to_timestamp`, `set_current_snapshot`, `fast_forward`,
 //! `cherrypick_snapshot`, `publish_changes`) and the DDL statements (`CREATE/REPLACE/DROP
 //! BRANCH|TAG`, `SET/UNSET TBLPROPERTIES`), after binding. No I/O here.

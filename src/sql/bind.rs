@@ -1,4 +1,5 @@
-//! Binding `EXECUTE` arguments to typed procedure options, before any I/O (SPEC §2–§4).
+//! Binding `EXECUTE` arguments to typed procedure options, before any I/O, so a bad argument
+//! changes nothing.
 //!
 //! Order, as ClickHouse 26.9 does it (observed through chdb): each argument in turn must be a
 //! literal ("Argument <n> to <cmd>() must be a literal value"); a positional one must come before

@@ -1,4 +1,4 @@
-//! Binding `rewrite_data_files(...)` arguments (issue #18) and parsing its `where` predicate.
+//! Binding `rewrite_data_files(...)` arguments (compaction) and parsing its `where` predicate.
 //!
 //! Parameters (Iceberg Java's `RewriteDataFiles` bin-pack options, snake case): `where` (String;
 //! also the one positional argument), `target_file_size_bytes`, `min_file_size_bytes`,

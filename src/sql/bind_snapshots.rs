@@ -1,4 +1,4 @@
-//! Binding the arguments of the snapshot-management procedures (issue #19 §3), before any I/O.
+//! Binding the arguments of the snapshot-management procedures, before any I/O.
 //!
 //! Each procedure takes its parameters positionally, in Spark's order, or by Spark's names
 //! (`key = value` / `key => value`), positional ones first:

@@ -1,11 +1,11 @@
 //! Timestamp arguments (`expire_before`, `older_than`) as Unix milliseconds.
 //!
-//! Forms (SPEC §2): `YYYY-MM-DD hh:mm:ss`, `YYYY-MM-DDThh:mm:ss` (an optional `.fraction` is
-//! dropped: second precision), `YYYY-MM-DD` (midnight), or Unix seconds (`1717200000`, an optional
-//! fraction dropped). Trailing whitespace is ignored, leading whitespace is not (as ClickHouse).
-//! Impossible dates and times are refused (ClickHouse accepts `2026-13-01`; icetrim does not).
-//! Local forms are read in the session time zone; icetrim honours an explicit `Z` or `±hh:mm`
-//! (also `±hhmm`, `±hh`) suffix, which ClickHouse ignores.
+//! Forms (ClickHouse's, plus the suffixes below): `YYYY-MM-DD hh:mm:ss`, `YYYY-MM-DDThh:mm:ss` (an
+//! optional `.fraction` is dropped: second precision), `YYYY-MM-DD` (midnight), or Unix seconds
+//! (`1717200000`, an optional fraction dropped). Trailing whitespace is ignored, leading whitespace
+//! is not (as ClickHouse). Impossible dates and times are refused (ClickHouse accepts `2026-13-01`;
+//! icetrim does not). Local forms are read in the session time zone; icetrim honours an explicit
+//! `Z` or `±hh:mm` (also `±hhmm`, `±hh`) suffix, which ClickHouse ignores.
 //!
 //! Wall times a DST change makes non-existent or ambiguous resolve as ClickHouse 26.9 resolves them
 //! (observed through chdb, `toDateTime(text, zone)`): a time in a **gap** takes the UTC offset in

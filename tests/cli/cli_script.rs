@@ -466,7 +466,7 @@ fn query_parameter_errors_are_clickhouse_errors() {
 }
 
 /// `icetrim-generate ... | head`: the summary goes to a closed pipe; the program ends quietly with
-/// status 0, as `icetrim` does (issue #15 §4: it panicked).
+/// status 0, as `icetrim` does (it once panicked).
 #[test]
 fn generator_broken_pipe_is_a_clean_exit() {
     let dir = tempfile::tempdir().expect("temp dir");
@@ -521,7 +521,7 @@ fn a_path_that_is_not_a_folder_names_the_real_cause() {
 
 /// ClickHouse scripts set `iceberg_format_version`; ClickHouse reads it only when it creates a new
 /// table, and icetrim never creates one: accepted, echoed, and a warning on standard error says it
-/// does nothing (issue #16 §7). Without the setting there is no warning.
+/// does nothing. Without the setting there is no warning.
 #[test]
 fn iceberg_format_version_is_accepted_with_a_warning() {
     let output = run(

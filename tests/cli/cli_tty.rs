@@ -239,7 +239,7 @@ fn up_arrow_recalls_history_and_the_history_file_keeps_it() {
 }
 
 /// The history file never keeps a secret: engine arguments are masked as SHOW CREATE TABLE masks
-/// them, and a URL with credentials in it (which CREATE refuses) loses them (issue #15 §4).
+/// them, and a URL with credentials in it (which CREATE refuses) loses them.
 #[test]
 fn history_file_masks_secrets() {
     let pane = Pane::start(false);

@@ -309,7 +309,7 @@ async fn concurrent_writer_conflict_recomputes_and_keeps_its_snapshot() {
     assert!(counts(&r)[4] >= 6, "every older list goes");
 }
 
-// ---- issue 15 §3: a pinned older metadata file, writers racing on one version ----
+// ---- A pinned older metadata file, writers racing on one version ----
 
 /// The `metadata/*.metadata.json` files of the table in `dir` by version number (any naming).
 fn metadata_versions(dir: &Path) -> std::collections::BTreeMap<u64, Vec<String>> {

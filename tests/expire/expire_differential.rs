@@ -1,6 +1,6 @@
 //! Differential: the same `expire_snapshots` statement on ClickHouse (chdb) and on icetrim, each on
 //! its own copy of a table (two fixtures built the same way: metadata paths are absolute).
-//! Same seven rows, same remaining snapshots and refs, same remaining files — except SPEC §3's
+//! Same seven rows, same remaining snapshots and refs, same remaining files — except icetrim's
 //! deliberate difference (icetrim keeps unreferenced snapshots younger than the max age), which
 //! is asserted explicitly.
 
@@ -149,8 +149,9 @@ async fn differential_clickhouse_v3() {
     same_shape_on_clickhouse_table("ch_v3").await;
 }
 
-/// SPEC §3 rule 4: main rolled back past the DELETE leaves that snapshot on no ref. It is an hour
-/// old: icetrim keeps it (Java's rule), ClickHouse expires it and its position-delete file.
+/// Unreferenced snapshots (see docs/decisions.md): main rolled back past the DELETE leaves that
+/// snapshot on no ref. It is an hour old: icetrim keeps it (Java's rule), ClickHouse expires it and
+/// its position-delete file.
 #[tokio::test]
 async fn deliberate_difference_unreferenced_young_snapshot() {
     let now = fixtures::now_ms();
@@ -195,10 +196,10 @@ async fn deliberate_difference_unreferenced_young_snapshot() {
     );
 }
 
-/// SPEC §3 "each file is counted once": a merge append rewrote a1..a4's manifests into one that
-/// lists their files again as EXISTING. Expiring everything but `compact` deletes the same files on
-/// both tools, but ClickHouse counts a data file once per manifest entry that names it; icetrim
-/// counts each deleted file once.
+/// Each file is counted once (see docs/decisions.md): a merge append rewrote a1..a4's manifests
+/// into one that lists their files again as EXISTING. Expiring everything but `compact` deletes the
+/// same files on both tools, but ClickHouse counts a data file once per manifest entry that names
+/// it; icetrim counts each deleted file once.
 #[tokio::test]
 async fn deliberate_difference_file_counted_once() {
     let now = fixtures::now_ms();
@@ -243,7 +244,7 @@ async fn deliberate_difference_file_counted_once() {
 
 /// Timestamp arguments in a DST gap or fold: icetrim reads them as ClickHouse (chdb, asked live)
 /// reads `toDateTime(text, zone)` — the offset after the change in a gap, the earlier instant in a
-/// fold (issue #15 §4). The same values are hard-coded in `src/sql/timestamp.rs`'s unit tests.
+/// fold. The same values are hard-coded in `src/sql/timestamp.rs`'s unit tests.
 #[test]
 fn dst_gap_and_fold_timestamps_match_clickhouse() {
     let cases = [

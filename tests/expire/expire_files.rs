@@ -231,7 +231,7 @@ async fn explain_names_removed_refs_and_why() {
     assert_eq!(cell(b1, 2), "expire");
 }
 
-/// EXPLAIN's snapshot times are in the session time zone (issue #15 §4).
+/// EXPLAIN's snapshot times are in the session time zone.
 #[tokio::test]
 async fn explain_prints_snapshot_times_in_the_session_time_zone() {
     let fx = make_fixture("py_v2_linear", NOW, false);
@@ -265,7 +265,7 @@ async fn explain_prints_snapshot_times_in_the_session_time_zone() {
 }
 
 /// A refusal names a relative path as the metadata wrote it, not as its identity key
-/// (`:///../..`; issue #15 §4).
+/// (it once printed `:///../..`).
 #[tokio::test]
 async fn outside_refusal_prints_a_relative_path_as_written() {
     let fx = make_fixture("py_v2_linear", NOW, false);

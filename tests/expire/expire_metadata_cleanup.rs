@@ -1,7 +1,7 @@
-//! Metadata that nothing uses (issue #19 §2): `expire_snapshots(clean_expired_metadata = 1)`
+//! Metadata that nothing uses: `expire_snapshots(clean_expired_metadata = 1)`
 //! removes the schemas and partition specs no retained snapshot uses, and path-table commits honour
 //! `write.metadata.delete-after-commit.enabled` / `write.metadata.previous-versions-max` as Java's
-//! `deleteRemovedMetadataFiles` does (each "never" of the issue tested).
+//! `deleteRemovedMetadataFiles` does (each "never" of `src/maintain/old_metadata.rs` tested).
 
 use std::path::Path;
 use std::sync::Arc;
@@ -139,7 +139,7 @@ async fn a_snapshot_without_schema_id_keeps_every_schema() {
     assert_eq!(ids(&after, "schemas", "schema-id"), [0, 1]);
 }
 
-/// `write.metadata.delete-after-commit.enabled` (issue #19 §2): a confirmed commit deletes
+/// `write.metadata.delete-after-commit.enabled`: a confirmed commit deletes
 /// exactly the metadata files that left `metadata-log`, never the current or a journaled one.
 #[tokio::test]
 async fn delete_after_commit_removes_exactly_what_left_the_log() {

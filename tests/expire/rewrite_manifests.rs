@@ -1,4 +1,4 @@
-//! `rewrite_manifests` / `OPTIMIZE TABLE t MANIFEST` on real tables (issue #19 §1): pyiceberg
+//! `rewrite_manifests` / `OPTIMIZE TABLE t MANIFEST` on real tables: pyiceberg
 //! tables with many fast appends, schema and partition evolution (two specs), a delete, a branch
 //! and a tag, in format v1 and v2, and ClickHouse's v3 table with a position-delete file. After a
 //! rewrite pyiceberg and ClickHouse read the same rows for every ref, every live entry keeps every

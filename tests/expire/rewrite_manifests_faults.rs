@@ -1,4 +1,4 @@
-//! `rewrite_manifests` under failure (issue #19 §1): a crash at every mutation leaves a readable
+//! `rewrite_manifests` under failure: a crash at every mutation leaves a readable
 //! table with the same rows and entries, and a re-run converges; a concurrent append between
 //! planning and commit is kept (our manifests reused, Java's rule); a concurrent manifest rewrite
 //! makes us plan again on the new list.

@@ -1600,7 +1600,7 @@ fn strip(v: &apache_avro::types::Value) -> &apache_avro::types::Value {
 
 /// timestamp_ns and timestamptz_ns (v3) written by another implementation: pyiceberg 0.12's own
 /// Parquet writer (`write_file` with v3 table metadata in memory; pyiceberg cannot write v3
-/// metadata, so the files are committed here, as the generator does). pyiceberg reads
+/// metadata, so the files are committed here). pyiceberg reads
 /// the table before and after compaction to the nanosecond, pyarrow alone reads the output file
 /// (TIMESTAMP(NANOS) with field ids), and ClickHouse (chdb) reads it as it did before.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

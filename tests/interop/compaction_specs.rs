@@ -1,5 +1,5 @@
 //! Compaction and partition specs, sort orders with transforms, and equality deletes on struct
-//! fields, on tables pyiceberg writes (issue #18, "Partitions and specs", "Deletes"):
+//! fields, on tables pyiceberg writes:
 //! - a table whose spec evolved (pyiceberg's `update_spec`) compacts into the default spec: every
 //!   output file carries the default spec's id and the tuple pyiceberg's own transforms give each
 //!   of its rows (bucket, truncate, day, month, year), pyiceberg's filtered scans (partition pruning)

@@ -519,8 +519,8 @@ fn py_v2_statistics_references_stats_files_and_oracle_reports_missing_files() {
     assert_eq!(sorted_strings(&after["missing"]), removed);
 }
 
-/// ClickHouse 26.9 counts old strays by name, and (unlike icetrim, SPEC §4) also those under
-/// `_`/`.` folders; the young stray is inside its default 3-day window.
+/// ClickHouse 26.9 counts old strays by name, and (unlike icetrim, which keeps them) also those
+/// under `_`/`.` folders; the young stray is inside its default 3-day window.
 #[test]
 fn py_v2_for_clickhouse_orphans_as_clickhouse_counts_them() {
     let (fixture, _oracle, _now) = build_and_check("py_v2_for_clickhouse", true);

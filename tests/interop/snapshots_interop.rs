@@ -1,4 +1,4 @@
-//! Snapshot and ref management (issue #19 §3) read back by pyiceberg and ClickHouse (chdb): after
+//! Snapshot and ref management read back by pyiceberg and ClickHouse (chdb): after
 //! every statement both engines read every ref of the table (`scan(snapshot_id)` /
 //! `SETTINGS iceberg_snapshot_id`), their rows agree, a ref's rows are the rows its snapshot had
 //! before the statement (nothing but refs moved), a cherry-pick's new head holds exactly its

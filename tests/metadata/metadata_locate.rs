@@ -1,4 +1,5 @@
-//! Finding the current metadata file (SPEC §5) on the local and in-memory stores.
+//! Finding the current metadata file (ClickHouse's resolver, never an older file) on the local and
+//! in-memory stores.
 
 use crate::support::metadata as metadata_support;
 

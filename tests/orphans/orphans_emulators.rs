@@ -276,7 +276,7 @@ async fn azure_emulator_core_scenario() {
     core_scenario(io, root).await;
 }
 
-/// Tables inside one another's locations (issue #15 §1), built by pyiceberg and copied to the S3
+/// Tables inside one another's locations, built by pyiceberg and copied to the S3
 /// emulator: the refusal names them, protect mode deletes only the table's own strays.
 #[tokio::test]
 async fn s3_emulator_other_tables_under_the_location() {

@@ -130,7 +130,7 @@ async fn explain_lists_orphans_and_kept_files_reads_each_file_once_and_changes_n
     );
 }
 
-/// EXPLAIN's `last_modified` is in the session time zone (issue #15 §4), as ClickHouse prints a
+/// EXPLAIN's `last_modified` is in the session time zone, as ClickHouse prints a
 /// `DateTime` (`YYYY-MM-DD hh:mm:ss`).
 #[tokio::test]
 async fn explain_prints_last_modified_in_the_session_time_zone() {
@@ -175,7 +175,7 @@ async fn explain_prints_last_modified_in_the_session_time_zone() {
     }
 }
 
-// ---- Other tables under the location (issue #15 §1) -------------------------------------------
+// ---- Other tables under the location ----------------------------------------------------------
 
 use icetrim::error::ErrorKind;
 use icetrim::internals::plan::OrphanOptions;
@@ -454,7 +454,7 @@ async fn a_metadata_file_outside_a_metadata_folder_protects_the_folder_above_it(
     assert_eq!(all_files(&nested.root()), before);
 }
 
-// ---- Symlinks and odd names (issue #15 §2, §4) ----
+// ---- Symlinks and odd names ----
 
 /// `(item, path, reason)` of every EXPLAIN row that is not a total.
 fn explain_items(r: &icetrim::engine::QueryResult) -> Vec<(String, String, String)> {
@@ -767,7 +767,7 @@ async fn a_symlink_loop_and_a_non_utf8_name_are_skipped_not_fatal() {
     assert_table_files_exist(&fixture.facts);
 }
 
-// ---- issue 15 §3 and §1: metadata files newer than the plan, two tables in one metadata/ ----
+// ---- Metadata files newer than the plan, two tables in one metadata/ ----
 
 /// `(version, file name)` of the versioned metadata files of the table in `dir`, by version.
 fn versioned_metadata(dir: &Path) -> Vec<(u64, String)> {
@@ -795,7 +795,7 @@ async fn a_higher_version_metadata_file_is_never_deleted_when_planning_by_last_u
         serde_json::from_slice(&std::fs::read(dir.join("metadata").join(name)).unwrap()).unwrap()
     };
     // The real newest commit carries a lower last-updated-ms than its predecessor (another
-    // writer's clock, or the fork of issue 15): selection by last-updated-ms plans on the older.
+    // writer's clock, or a forked history): selection by last-updated-ms plans on the older.
     let mut doc = read(&newest);
     let lower = read(&previous)["last-updated-ms"].as_i64().unwrap() - 1;
     doc["last-updated-ms"] = serde_json::json!(lower);

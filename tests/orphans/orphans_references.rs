@@ -97,7 +97,7 @@ async fn refusals_gc_disabled_outside_reference_pinned_older_metadata() {
     }
 }
 
-/// The refusal names a relative reference as the metadata wrote it (issue #15 §4: it printed
+/// The refusal names a relative reference as the metadata wrote it (it once printed
 /// `:///../../outside/...`).
 #[tokio::test]
 async fn outside_refusal_prints_a_relative_reference_as_written() {

@@ -1,4 +1,4 @@
-"""Build pyiceberg tables that live inside one another's locations (issue #15 §1), or read them.
+"""Build pyiceberg tables that live inside one another's locations, or read them.
 
 usage: make_nested_tables.py build ROOT     -- build the tables below, print their facts as JSON
        make_nested_tables.py read PATH...   -- print {"PATH": rows of the current snapshot} per

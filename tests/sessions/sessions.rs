@@ -26,13 +26,13 @@
 //!                                   twin of the fixture, attached as `t`; rows after `----`
 //! ```
 //!
-//! Variables are listed in `common/session_text.rs` (`${TABLE}`, `${ENGINE}`, `${snapshot:a1}`,
-//! `${data_file:a1}`, `${time:now-10d}` ...). Every fixture of a file is built once, before the
-//! file runs, by one long-lived Python (`common/pyserver.rs`); each emulator gets a relocated copy
-//! (`common/relocate.rs`) and the local pass runs on the original, so every backend starts from the
-//! same table. A `fixture` line starts a new session: `SET`s and registered tables do not carry
-//! over. The file runs once per backend, the passes side by side; a failure names file, line and
-//! backend.
+//! Variables are listed in `tests/sessions/session_text.rs` (`${TABLE}`, `${ENGINE}`,
+//! `${snapshot:a1}`, `${data_file:a1}`, `${time:now-10d}` ...). Every fixture of a file is built
+//! once, before the file runs, by one long-lived Python (`tests/support/pyserver.rs`); each
+//! emulator gets a relocated copy (`tests/support/relocate.rs`) and the local pass runs on the
+//! original, so every backend starts from the same table. A `fixture` line starts a new session:
+//! `SET`s and registered tables do not carry over. The file runs once per backend, the passes side
+//! by side; a failure names file, line and backend.
 //!
 //! `rest`: the fixture's S3 copy is registered as `ns.t` in a fresh warehouse of the test REST
 //! catalog (`tests/rest_catalog/server.py`); the runner turns `CREATE TABLE t ENGINE = ${ENGINE}`

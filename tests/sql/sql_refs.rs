@@ -1,4 +1,4 @@
-//! The snapshot and ref statements (issue #19 §3): every DDL form parses, prints canonically and
+//! The snapshot and ref statements: every DDL form parses, prints canonically and
 //! parses back equal; the procedures' argument forms bind; malformed forms fail with the right kind.
 
 use icetrim::ErrorKind;

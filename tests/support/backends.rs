@@ -6,8 +6,8 @@
 //! (`relocate::copy_table`) before any session touches the original. The oracle reads an emulator
 //! table by copying it back to a local folder and relocating it there.
 //!
-//! Include beside `common/mod.rs` (as `common`) and `common/relocate.rs` (as `relocate`) at the
-//! test crate's root.
+//! A module of `tests/support/` (`crate::support::backends`): it reaches the emulators as
+//! `crate::support` and the relocation as `crate::support::relocate`.
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};

@@ -3,7 +3,7 @@
 //! The answers are those of `fixtures::make_fixture`, `fixtures::oracle_inspect` and
 //! `fixtures::clickhouse_script`. The process ends when the server is dropped.
 //!
-//! Include beside `common/fixtures.rs` (as `fixtures`) at the test crate's root.
+//! A module of `tests/support/` (`crate::support::pyserver`), beside `tests/support/fixtures.rs`.
 #![allow(dead_code)]
 
 use std::io::{BufRead, BufReader, Write};

@@ -307,7 +307,7 @@ fn refs_of(doc: &Map<String, Value>) -> BTreeMap<String, Map<String, Value>> {
     }
 }
 
-/// Per-statement tests of issue #19's metadata changes.
+/// Per-statement tests of the snapshot, ref and property statements' metadata changes.
 #[cfg(test)]
 #[path = "diff_statements.rs"]
 mod statement_tests;

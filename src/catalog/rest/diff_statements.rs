@@ -1,7 +1,7 @@
-//! The REST commit of each issue #19 statement's metadata change: every ref the statement moves,
-//! creates or drops is asserted (`assert-ref-snapshot-id`, `null` for a new one), and so is every
-//! ref it leaves alone, so a concurrent change to any ref makes the commit fail (409) and the
-//! statement re-plan; the updates are exactly the statement's change.
+//! The REST commit of each snapshot, ref and property statement's metadata change: every ref the
+//! statement moves, creates or drops is asserted (`assert-ref-snapshot-id`, `null` for a new one),
+//! and so is every ref it leaves alone, so a concurrent change to any ref makes the commit fail
+//! (409) and the statement re-plan; the updates are exactly the statement's change.
 
 use serde_json::{Value, json};
 

@@ -1,5 +1,5 @@
 //! [`CompactMetrics`]: what a compaction rewrote (or, in a dry run, would rewrite); the one place
-//! that knows its metric names and row order (issue #18). Pure data.
+//! that knows its metric names and row order. Pure data.
 
 /// What `rewrite_data_files` / `OPTIMIZE TABLE` did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

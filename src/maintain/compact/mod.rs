@@ -1,5 +1,5 @@
-//! Compaction: `OPTIMIZE TABLE t` and `ALTER TABLE t EXECUTE rewrite_data_files(...)` (issue #18),
-//! Iceberg Java's `RewriteDataFiles` with the bin-pack strategy.
+//! Compaction: `OPTIMIZE TABLE t` and `ALTER TABLE t EXECUTE rewrite_data_files(...)`, Iceberg
+//! Java's `RewriteDataFiles` with the bin-pack strategy.
 //!
 //! Algorithm, in order:
 //! 1. Locate the newest metadata; its current snapshot is the start (sequence number `S`).

@@ -1,4 +1,5 @@
-//! Deleting what a committed expiry planned, leaf first (SPEC §3 "Order"):
+//! Deleting what a committed expiry planned, leaf first (a crash never leaves metadata naming a
+//! deleted file):
 //! content files → manifests → manifest lists → statistics files, one bulk delete per stage.
 //!
 //! - A file already gone counts as deleted (`FileIO::delete_many` reports it as `Ok`).

@@ -1,4 +1,5 @@
-//! Which files `expire_snapshots` deletes (SPEC §3 "Files" and "Order"; seeds/000).
+//! Which files `expire_snapshots` deletes, and in which order (see docs/safety.md, "Delete only
+//! what no retained snapshot lists live").
 //!
 //! A file goes only when **no retained snapshot still names it**:
 //! - keep set = manifest lists, manifests and live (ADDED/EXISTING) entries of every retained
@@ -42,7 +43,8 @@
 //!
 //! Deletion order is leaf first ([`FileDecision::deletion_order`]); after failed deletes,
 //! [`after_failed_deletes`] says which manifests and manifest lists must then be kept (a manifest
-//! naming a file that could not be deleted, and a list naming such a manifest, stay — SPEC §3).
+//! naming a file that could not be deleted, and a list naming such a manifest, stay, so no
+//! surviving file loses the metadata that names it).
 
 use std::collections::{BTreeSet, HashSet};
 
@@ -162,7 +164,7 @@ pub struct FileDecision {
     pub statistics_files: Vec<FileCandidate>,
 }
 
-/// Counts per category, in the metric order of SPEC §3 "Result".
+/// Counts per category, in ClickHouse's metric row order.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ExpiryFileCounts {
     pub data_files: i64,
@@ -236,7 +238,7 @@ impl FileDecision {
     }
 
     /// Categories in deletion order: content files, then manifests, then manifest lists, then
-    /// statistics files (leaf first, SPEC §3 "Order").
+    /// statistics files (leaf first: a crash never leaves metadata naming a deleted file).
     pub const DELETION_ORDER: [FileCategory; 6] = [
         FileCategory::DataFile,
         FileCategory::PositionDeleteFile,
@@ -287,8 +289,9 @@ impl FileDecision {
             })
     }
 
-    /// The candidates not strictly below `table_root_key` (SPEC §3: expiry refuses to delete
-    /// them): how many, and the keys of the first `limit`, in deletion order.
+    /// The candidates not strictly below `table_root_key` (expiry refuses to delete them: a file
+    /// outside the location may belong to another table): how many, and the keys of the first
+    /// `limit`, in deletion order.
     pub fn outside_location<'p>(
         &self,
         paths: &'p PathInterner,
@@ -438,7 +441,7 @@ pub struct HeldFiles {
 /// After deletes of `failed` paths failed: every candidate manifest that names a failed path (any
 /// entry status) is held, and every candidate manifest list of an expired snapshot that names a
 /// held or failed manifest is held, so that nothing that survived is left without the file that
-/// names it (SPEC §3 "Order"). Call it after each deletion stage with that stage's failures.
+/// names it (leaf-first order). Call it after each deletion stage with that stage's failures.
 pub fn after_failed_deletes(
     graph: &FileGraph,
     expired: &BTreeSet<SnapshotId>,

@@ -94,7 +94,7 @@ fn three_appends() -> Table {
 
 #[test]
 fn a_file_still_listed_by_retained_snapshots_is_not_deleted() {
-    // seeds/000: expiring the oldest snapshot must not touch files every later one lists.
+    // Expiring the oldest snapshot must not touch files every later one lists.
     let t = three_appends();
     let plan = t.plan(&[1]);
     assert!(plan.candidate_manifests.is_empty());

@@ -1,5 +1,5 @@
 //! [`ExpireMetrics`]: what `expire_snapshots` deleted (or, in a dry run, would delete); the one
-//! place that knows its metric names and ClickHouse's row order (SPEC §3 "Result"). Pure data.
+//! place that knows its metric names and ClickHouse's row order. Pure data.
 
 use super::keepset::ExpiryFileCounts;
 

@@ -1,4 +1,4 @@
-//! `expire_snapshots`: the executor (SPEC §3). It chains the pure decisions of
+//! `expire_snapshots`: the executor. It chains the pure decisions of
 //! [`policy`], [`retention`] and [`keepset`] with storage.
 //!
 //! Algorithm, in order (each attempt starts from scratch):
@@ -44,11 +44,11 @@
 //!    files actually deleted (a file already gone counts as deleted), so a dry run's counts equal
 //!    a real run's whenever every delete succeeds.
 //!
-//! Deliberate differences from ClickHouse 26.9 (SPEC §3): unreferenced snapshots younger than the
-//! table max age are kept (Java's rule); candidates outside the location and `gc.enabled=false`
-//! refuse the statement. Old metadata files are not deleted by expiry itself; every path-table
-//! commit (this one too) deletes those that left `metadata-log` when the table sets
-//! `write.metadata.delete-after-commit.enabled` ([`crate::maintain::old_metadata`]).
+//! Deliberate differences from ClickHouse 26.9 (see docs/decisions.md): unreferenced snapshots
+//! younger than the table max age are kept (Java's rule); candidates outside the location and
+//! `gc.enabled=false` refuse the statement. Old metadata files are not deleted by expiry itself;
+//! every path-table commit (this one too) deletes those that left `metadata-log` when the table
+//! sets `write.metadata.delete-after-commit.enabled` ([`crate::maintain::old_metadata`]).
 //!
 //! `clean_expired_metadata = 1` (Apache Iceberg 1.10): the commit also drops the schemas and
 //! partition specs no retained snapshot uses ([`cleanup`]); two rows follow the seven.

@@ -177,7 +177,9 @@ fn check_gc_enabled(table_name: &str, metadata: &TableMetadata) -> Result<()> {
     }
 }
 
-/// SPEC §3: refuse when any candidate lies outside the table location, naming up to 10.
+/// Refuse when any candidate lies outside the table location, naming up to 10: a file outside
+/// may belong to another table or shared storage (see docs/safety.md, "Never delete outside the
+/// table location").
 fn check_inside_location(
     target: &MaintenanceTarget,
     files: &TableFiles,

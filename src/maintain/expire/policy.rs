@@ -1,4 +1,4 @@
-//! Which snapshots and refs `expire_snapshots` lets go, and why (SPEC §3 "Policy mode", "Id mode").
+//! Which snapshots and refs `expire_snapshots` lets go, and why (policy mode and id mode).
 //!
 //! Pure: snapshots, refs, the current snapshot id, the effective [`TablePolicy`], `now` and the
 //! `expire_before` fuse in; an [`ExpiryDecision`] out, with a reason for every verdict.

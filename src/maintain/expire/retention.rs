@@ -1,4 +1,4 @@
-//! The effective table retention policy expiry applies (SPEC §3 "Policy mode").
+//! The effective table retention policy expiry applies (policy mode, without `snapshot_ids`).
 //!
 //! Precedence, lowest to highest:
 //! 1. session settings `iceberg_expire_default_min_snapshots_to_keep` (1),
@@ -43,7 +43,7 @@ pub struct TablePolicy {
 }
 
 impl Default for TablePolicy {
-    /// The session settings' defaults (SPEC §3): keep 1, 5 days, refs forever.
+    /// The session settings' defaults: keep 1, 5 days, refs forever.
     fn default() -> Self {
         TablePolicy {
             min_snapshots_to_keep: 1,

@@ -1,4 +1,5 @@
-//! The files a table's newest committed metadata reaches, for `remove_orphan_files` (SPEC §4).
+//! The files a table's newest committed metadata reaches, for `remove_orphan_files`: whatever is
+//! not in this set (and old enough, and not hidden) is an orphan.
 //!
 //! Reachable = the metadata file itself, every `metadata-log` file, `metadata/version-hint.text`
 //! (whether or not it exists, so it is never an orphan, even stale), every `statistics` and

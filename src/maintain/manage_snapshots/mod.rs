@@ -1,4 +1,4 @@
-//! Snapshot and ref management (issue #19 §3): the procedures `rollback_to_snapshot`,
+//! Snapshot and ref management: the procedures `rollback_to_snapshot`,
 //! `rollback_to_timestamp`, `set_current_snapshot`, `fast_forward`, `cherrypick_snapshot`,
 //! `publish_changes`, and the DDL `CREATE/REPLACE/DROP BRANCH|TAG`, `SET/UNSET TBLPROPERTIES`.
 //!
@@ -24,12 +24,12 @@
 //! ([`SnapshotMetrics`]); the DDL statements return no rows. EXPLAIN returns [`ExplainRow`]s and
 //! changes nothing.
 //!
-//! Deliberate differences: Spark's `cherrypick_snapshot`/`publish_changes` name their first
-//! column `source_snapshot_id` and `fast_forward` answers `branch_updated, previous_ref,
-//! updated_ref`; icetrim answers `previous_snapshot_id, current_snapshot_id` for all six (the
-//! issue's contract). `CREATE BRANCH` on a table without snapshots is refused (Java creates an
-//! empty snapshot). A cherry-picked snapshot that added delete files, or files of a partition spec
-//! other than the default one, is refused (`NOT_IMPLEMENTED`; Java ignores the delete files).
+//! Deliberate differences: Spark's `cherrypick_snapshot`/`publish_changes` name their first column
+//! `source_snapshot_id` and `fast_forward` answers `branch_updated, previous_ref, updated_ref`;
+//! icetrim answers `previous_snapshot_id, current_snapshot_id` for all six (one result shape for
+//! every snapshot procedure). `CREATE BRANCH` on a table without snapshots is refused (Java creates
+//! an empty snapshot). A cherry-picked snapshot that added delete files, or files of a partition
+//! spec other than the default one, is refused (`NOT_IMPLEMENTED`; Java ignores the delete files).
 //! `set_current_snapshot`, `REPLACE BRANCH|TAG` and `DROP BRANCH` refuse to commit over a ref
 //! another writer moved since they planned (Java overwrites it; see [`moved_base`]).
 

@@ -1,4 +1,4 @@
-//! How `remove_orphan_files` judges a listed file (SPEC §4).
+//! How `remove_orphan_files` judges a listed file.
 //!
 //! A listed file is an **orphan** when all hold:
 //! 1. it is not reachable (the caller builds the reachable set of path keys from the newest
@@ -165,8 +165,8 @@ pub struct PlannedMetadata {
     pub last_updated_ms: i64,
 }
 
-/// What the metadata-file rule says about an orphan candidate (issue 15: a scan planned on a file
-/// chosen by `last-updated-ms` deleted a higher-version file, the real newest commit).
+/// What the metadata-file rule says about an orphan candidate (without it, a scan planned on a
+/// file chosen by `last-updated-ms` would delete a higher-version file, the real newest commit).
 ///
 /// A candidate whose name is a metadata file (`*.metadata.json`, any gzip spelling) is never
 /// deleted when its version number, or its `last-updated-ms`, is at least that of the planned

@@ -1,6 +1,6 @@
 //! [`OrphanMetrics`]: what `remove_orphan_files` deleted (or, in a dry run, would delete),
 //! accumulated file by file; the one place that knows its metric names and ClickHouse's row order
-//! (SPEC §4 "Result"). Pure data.
+//! (nine rows). Pure data.
 
 use crate::maintain::orphans::classify::{OrphanCategory, OrphanVerdict};
 

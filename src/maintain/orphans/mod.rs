@@ -1,4 +1,4 @@
-//! `remove_orphan_files`: list the table, delete what nothing reaches (SPEC §4).
+//! `remove_orphan_files`: list the table, delete what nothing reaches.
 //!
 //! Steps, in order; every check that needs no I/O runs before any I/O:
 //! 1. **Arguments** (no I/O): `older_than` defaults to `now - iceberg_orphan_files_older_than_seconds`;
@@ -55,9 +55,9 @@
 //! Java delete their files, apache/iceberg #17213) and a concurrent commit refuse the statement;
 //! v1 tables are scanned (ClickHouse refuses them).
 //!
-//! **Result**: the nine rows of SPEC §4. A dry run counts every orphan as deleted; a real run
-//! counts the deletes that succeeded (a file already gone counts as deleted) and the failures in
-//! `failed_deletions_count` (also a warning naming the first paths).
+//! **Result**: ClickHouse's nine rows ([`metrics`]). A dry run counts every orphan as deleted; a
+//! real run counts the deletes that succeeded (a file already gone counts as deleted) and the
+//! failures in `failed_deletions_count` (also a warning naming the first paths).
 //!
 //! **EXPLAIN** returns one row per orphan, per kept unreachable file, per symbolic link and per
 //! skipped entry, then totals; columns:
@@ -73,7 +73,8 @@
 //! | `last_modified` | String | `YYYY-MM-DD hh:mm:ss` in the session time zone | same, `''` when the store gave none | `''`            | `''`             | `''`                    |
 //!
 //! **Symbolic links** (local disk; object stores have none) below the table location are never
-//! followed and never deleted, file and folder links alike (SPEC §7): files behind a link are not
+//! followed and never deleted, file and folder links alike (a link can lead outside the table
+//! location): files behind a link are not
 //! listed, so they are neither orphans nor kept. The table location itself is opened as the path
 //! it is (a location that is a link is the user's choice; `location = '<link>'` lists nothing).
 //! Links and skipped entries (a name that is not UTF-8 or holds a control character, a folder

@@ -1,6 +1,7 @@
-//! The metadata-file rule of `remove_orphan_files` (issue 15 §3), applied to the orphans a scan
-//! found: a metadata file is never deleted when its version number, or its `last-updated-ms`, is
-//! at least that of the metadata file the scan planned on ([`metadata_file_check`]).
+//! The metadata-file rule of `remove_orphan_files` (see docs/safety.md, "Plan only on the newest
+//! metadata"), applied to the orphans a scan found: a metadata file is never deleted when its
+//! version number, or its `last-updated-ms`, is at least that of the metadata file the scan planned
+//! on ([`metadata_file_check`]).
 //!
 //! - Only orphan candidates whose name is a metadata file are looked at; the version comes from
 //!   the name, and `last-updated-ms` is read (the first bytes of the file, see

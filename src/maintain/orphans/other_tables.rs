@@ -1,5 +1,6 @@
-//! Other tables under the location (issue #15 §1): a table whose metadata lies under ours would
-//! have its live files judged orphans, so `remove_orphan_files` looks for them before deleting.
+//! Other tables under the location (see docs/safety.md, "Other tables under the location"): a table
+//! whose metadata lies under ours would have its live files judged orphans, so
+//! `remove_orphan_files` looks for them before deleting.
 //!
 //! **What is found.** Every listed file (the whole location, whatever `location =` narrows the
 //! scan to) whose name metadata resolution would take for table metadata: any name ending in a

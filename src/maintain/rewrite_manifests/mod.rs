@@ -14,11 +14,11 @@
 //!    `commit.manifest.target-size-bytes`, else 8 MiB. A group is rewritten when it has more
 //!    manifests than `ceil(live bytes / target)`, so a second run is a no-op.
 //! 4. Read the group's manifests whole; every inherited field (`snapshot_id`, `sequence_number`,
-//!    `file_sequence_number`, v3 `first_row_id`) is made explicit (seed 001's EXISTING rule: an
-//!    EXISTING entry with a null sequence number would be re-dated). [`decide::cluster`] (pure)
-//!    sorts the live entries by partition and cuts them into at most that many manifests of about
-//!    the same size, so a partition's files share as few manifests as possible. DELETED entries
-//!    are dropped (they belong to older snapshots, which still list them).
+//!    `file_sequence_number`, v3 `first_row_id`) is made explicit (the Iceberg spec's rule for
+//!    EXISTING entries: one with a null sequence number would be re-dated). [`decide::cluster`]
+//!    (pure) sorts the live entries by partition and cuts them into at most that many manifests
+//!    of about the same size, so a partition's files share as few manifests as possible. DELETED
+//!    entries are dropped (they belong to older snapshots, which still list them).
 //! 5. EXPLAIN: the plan ([`explain`]); dry run: the counts. Otherwise write the new manifests
 //!    (Iceberg's schema for the table's format version, the spec's partition type, every metric of
 //!    every entry: column sizes, value/null/NaN counts, bounds, split offsets, key metadata, sort

@@ -1,4 +1,4 @@
-//! Tables inside one another's locations (issue #15 §1), built by real pyiceberg with
+//! Tables inside one another's locations, built by real pyiceberg with
 //! `tests/py/make_nested_tables.py` (its module comment describes the layout: `d` at the root,
 //! `a` at `root/a`, `b` at `a/nested_b`, `b2` at `a/data/b`, `c` at `a/tables/c` writing its data
 //! into `a/data/`, planted strays, every mtime ten days old).
