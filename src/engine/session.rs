@@ -505,9 +505,8 @@ impl Session {
             .transpose()?;
         let mut result = match statement {
             Statement::AlterExecute(alter) => self.alter_execute(alter, false).await?,
-            Statement::Explain(alter) => self.alter_execute(alter, true).await?,
+            Statement::Explain(inner) => self.explain(inner).await?,
             Statement::Optimize(o) => self.optimize(o, false).await?,
-            Statement::ExplainOptimize(o) => self.optimize(o, true).await?,
             Statement::CreateTable(create) => {
                 let def = ddl::table_def(create, &self.database)?;
                 self.refuse_in_catalog(&def.database, "CREATE TABLE")
@@ -565,8 +564,9 @@ impl Session {
             }
             Statement::Select(select) => self.select(select).await?,
             Statement::AlterTable(alter) => self.alter_table(alter, false).await?,
-            Statement::ExplainAlterTable(alter) => self.alter_table(alter, true).await?,
-            Statement::OptimizeManifest(optimize) => self.optimize_manifest(optimize).await?,
+            Statement::OptimizeManifest(optimize) => {
+                self.optimize_manifest(optimize, false).await?
+            }
             Statement::CreateDatabase(create) => {
                 let def = catalog_db::database_def(create)?;
                 if def
@@ -818,10 +818,28 @@ impl Session {
             .await
     }
 
+    /// `EXPLAIN <statement>`: the plan of a statement that changes a table, nothing changed.
+    async fn explain(&self, inner: &Statement) -> Result<QueryResult> {
+        match inner {
+            Statement::AlterExecute(alter) => self.alter_execute(alter, true).await,
+            Statement::Optimize(o) => self.optimize(o, true).await,
+            Statement::AlterTable(alter) => self.alter_table(alter, true).await,
+            Statement::OptimizeManifest(optimize) => self.optimize_manifest(optimize, true).await,
+            other => Err(Error::new(
+                ErrorKind::NotImplemented,
+                format!("EXPLAIN is not supported for {other}"),
+            )),
+        }
+    }
+
     /// `OPTIMIZE TABLE t MANIFEST` (ClickHouse 26.9): `rewrite_manifests` with the table's
     /// defaults, acting only above `iceberg_manifest_min_count_to_compact` manifests; no rows, as
     /// in ClickHouse (warnings still reach the result). `EXPLAIN` gives the plan.
-    async fn optimize_manifest(&self, optimize: &OptimizeManifest) -> Result<QueryResult> {
+    async fn optimize_manifest(
+        &self,
+        optimize: &OptimizeManifest,
+        explain: bool,
+    ) -> Result<QueryResult> {
         let place = self.place_of(&optimize.table).await?;
         if !self.settings.allow_experimental_iceberg_compaction() {
             return Err(Error::bad_arguments(OPTIMIZE_DISABLED));
@@ -832,9 +850,9 @@ impl Session {
         });
         let work = TableWork::Procedure(call);
         let result = self
-            .run_at(&place, &optimize.table.table, work, optimize.explain)
+            .run_at(&place, &optimize.table.table, work, explain)
             .await?;
-        if optimize.explain {
+        if explain {
             return Ok(result);
         }
         Ok(QueryResult {
