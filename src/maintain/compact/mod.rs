@@ -66,11 +66,9 @@ mod plan_props;
 pub mod read;
 pub mod repartition;
 pub mod rewrite;
-pub mod schema;
 pub mod sort;
 pub mod source;
 pub mod stats;
-pub mod transform;
 pub mod where_value;
 pub mod writer;
 
