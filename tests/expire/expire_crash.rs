@@ -343,7 +343,7 @@ async fn expire_def(
     opts: icetrim::internals::plan::ExpireOptions,
     io: Option<FileIO>,
 ) -> icetrim::Result<icetrim::engine::QueryResult> {
-    let runtime = icetrim::engine::Runtime {
+    let runtime = icetrim::internals::engine::Runtime {
         clock: icetrim::FixedClock::new(NOW),
         io_override: io,
         before_commit: None,

@@ -116,7 +116,10 @@ pub(crate) async fn current_files(dir: &Path) -> (Vec<DataFile>, Vec<DataFile>, 
     (data, deletes, op, snap.snapshot_id)
 }
 
-pub(crate) async fn engine_sql(dir: &Path, statements: &[&str]) -> Vec<icetrim::QueryResult> {
+pub(crate) async fn engine_sql(
+    dir: &Path,
+    statements: &[&str],
+) -> Vec<icetrim::engine::QueryResult> {
     let engine = Engine::builder().build().unwrap();
     let mut s = engine.session();
     s.execute(&format!(
@@ -132,7 +135,7 @@ pub(crate) async fn engine_sql(dir: &Path, statements: &[&str]) -> Vec<icetrim::
     out
 }
 
-pub(crate) fn compact_metrics(r: &icetrim::QueryResult) -> CompactMetrics {
+pub(crate) fn compact_metrics(r: &icetrim::engine::QueryResult) -> CompactMetrics {
     match r.metrics {
         Some(Metrics::Compact(m)) => m,
         ref other => panic!("no compaction metrics: {other:?}"),
