@@ -24,7 +24,6 @@ use super::ddl;
 use super::introspect::system_table_rows;
 use super::params::{PARAM_SETTING_PREFIX, setting_value_text, substitute};
 use super::procedures::{OPTIMIZE_DISABLED, check_gates, run_procedure_on, run_table_change_on};
-use super::progress::{CancelToken, Progress, ProgressSink, cancelled_error};
 use super::registry::Registry;
 use super::result::QueryResult;
 use super::runtime::Runtime;
@@ -35,6 +34,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::format::{Column, OutputFormat, Value};
 use crate::maintain::target::BeforeCommit;
 use crate::plan::{CompactOptions, ProcedureCall, RewriteManifestsOptions, TableChange};
+use crate::progress::{CancelToken, Progress, ProgressSink, cancelled_error};
 use crate::settings::Settings;
 use crate::sql::ast::OptimizeTable;
 use crate::sql::bind_snapshots::bind_alter;
@@ -126,7 +126,8 @@ impl EngineBuilder {
     /// ```
     /// use std::sync::atomic::{AtomicUsize, Ordering};
     /// use std::sync::Arc;
-    /// use icetrim::engine::{Engine, ProgressEvent};
+    /// use icetrim::engine::Engine;
+    /// use icetrim::progress::ProgressEvent;
     ///
     /// let events = Arc::new(AtomicUsize::new(0));
     /// let counter = Arc::clone(&events);
@@ -140,7 +141,7 @@ impl EngineBuilder {
     /// ```
     pub fn progress(
         mut self,
-        sink: impl Fn(&super::ProgressEvent) + Send + Sync + 'static,
+        sink: impl Fn(&crate::progress::ProgressEvent) + Send + Sync + 'static,
     ) -> Self {
         self.progress = Sink(Some(std::sync::Arc::new(sink)));
         self
@@ -320,7 +321,8 @@ impl Session {
     ///
     /// ```
     /// use std::sync::Arc;
-    /// use icetrim::engine::{Engine, ProgressEvent};
+    /// use icetrim::engine::Engine;
+    /// use icetrim::progress::ProgressEvent;
     /// let mut session = Engine::builder().build()?.session();
     /// session.set_progress(Some(Arc::new(|e: &ProgressEvent| eprintln!("{} {}", e.phase, e.done))));
     /// session.set_progress(None);
@@ -371,7 +373,8 @@ impl Session {
     /// says so in a warning. Statements after a cancelled one do not run.
     ///
     /// ```
-    /// use icetrim::engine::{CancelToken, Engine};
+    /// use icetrim::engine::Engine;
+    /// use icetrim::progress::CancelToken;
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> icetrim::Result<()> {
     /// let mut session = Engine::builder().build()?.session();
@@ -398,7 +401,8 @@ impl Session {
     /// [`execute_with`](Self::execute_with).
     ///
     /// ```
-    /// use icetrim::engine::{CancelToken, Engine};
+    /// use icetrim::engine::Engine;
+    /// use icetrim::progress::CancelToken;
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> icetrim::Result<()> {
     /// let mut session = Engine::builder().build()?.session();

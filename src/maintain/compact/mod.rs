@@ -73,7 +73,7 @@ pub mod where_value;
 pub mod writer;
 
 pub use execute::execute;
-pub use explain::ExplainRow;
+pub use explain::CompactExplainRow;
 pub use metrics::CompactMetrics;
 
 /// The procedure's name in messages.
@@ -83,6 +83,6 @@ pub const PROCEDURE: &str = "rewrite_data_files";
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct CompactOutcome {
     pub metrics: CompactMetrics,
-    pub explain: Option<Vec<ExplainRow>>,
+    pub explain: Option<Vec<CompactExplainRow>>,
     pub warnings: Vec<String>,
 }

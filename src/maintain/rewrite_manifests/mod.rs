@@ -53,5 +53,5 @@ pub mod metrics;
 pub mod reuse;
 
 pub use execute::{RewriteManifestsOutcome, execute};
-pub use explain::ExplainRow;
+pub use explain::RewriteManifestsExplainRow;
 pub use metrics::RewriteManifestsMetrics;
