@@ -64,14 +64,20 @@ fn recording(
     (session, events)
 }
 
-/// Every file under `dir`: path → (size, modified).
+/// Every file under `dir`: path → (size, modified). A file deleted while the listing runs (a
+/// delete handed off before the future was dropped runs to its end) is not listed.
 fn files(dir: &Path) -> BTreeMap<String, (u64, std::time::SystemTime)> {
     let mut out = BTreeMap::new();
     let mut stack = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {
-        for entry in std::fs::read_dir(&d).unwrap() {
-            let entry = entry.unwrap();
-            let meta = entry.metadata().unwrap();
+        let entries = match std::fs::read_dir(&d) {
+            Ok(entries) => entries,
+            Err(_) if d != dir => continue,
+            Err(e) => panic!("{}: {e}", dir.display()),
+        };
+        for entry in entries {
+            let Ok(entry) = entry else { continue };
+            let Ok(meta) = entry.metadata() else { continue };
             if meta.is_dir() {
                 stack.push(entry.path());
             } else {
