@@ -74,7 +74,7 @@ pub enum Step<T> {
     /// as after a conflict.
     Moved(String),
     /// Commit this.
-    Commit(Attempt),
+    Commit(Box<Attempt>),
 }
 
 /// A statement's side of the loop: see the module comment.
@@ -152,7 +152,7 @@ where
                 last_taken = Some(newest);
                 continue;
             }
-            Step::Commit(attempt) => attempt,
+            Step::Commit(attempt) => *attempt,
         };
         base.check_writable()?;
         match target.commit_on(&base, metadata, &options).await? {
@@ -275,11 +275,11 @@ where
     async fn step(&mut self, _attempt: u32, base: &LocatedMetadata) -> Result<Step<Self::Output>> {
         Ok(match (self.change)(&base.metadata)? {
             None => Step::Done(None),
-            Some(metadata) => Step::Commit(Attempt {
+            Some(metadata) => Step::Commit(Box::new(Attempt {
                 metadata,
                 written: Vec::new(),
                 options: self.options,
-            }),
+            })),
         })
     }
 

@@ -149,11 +149,11 @@ impl Procedure for Recording {
         if self.done_from.is_some_and(|n| attempt >= n) {
             return Ok(Step::Done(None));
         }
-        Ok(Step::Commit(Attempt {
+        Ok(Step::Commit(Box::new(Attempt {
             metadata: base.metadata.clone(),
             written: vec![written_by(attempt), OUTSIDE.to_string()],
             options: CommitOptions::default(),
-        }))
+        })))
     }
 
     async fn committed(

@@ -561,11 +561,11 @@ impl Procedure for ChangesCommit<'_> {
             &request.options,
         )
         .await?;
-        Ok(Step::Commit(Attempt {
+        Ok(Step::Commit(Box::new(Attempt {
             metadata: prepared.metadata,
             written: prepared.written,
             options: CommitOptions::default(),
-        }))
+        })))
     }
 
     async fn committed(&mut self, _base: &LocatedMetadata, done: Committed) -> Result<Committed> {

@@ -242,14 +242,14 @@ impl Procedure for Compaction<'_> {
             failed_data_files_count: self.run.failed_files,
             ..metrics
         };
-        Ok(Step::Commit(Attempt {
+        Ok(Step::Commit(Box::new(Attempt {
             metadata: prepared.metadata,
             written: prepared.written,
             options: CommitOptions {
                 update_metadata_log: true,
                 now_ms: Some(target.now_ms.max(parent_ts)),
             },
-        }))
+        })))
     }
 
     async fn committed(

@@ -190,11 +190,11 @@ impl Procedure for Expiry<'_> {
             cleanup,
             warnings,
         });
-        Ok(Step::Commit(Attempt {
+        Ok(Step::Commit(Box::new(Attempt {
             metadata,
             written: Vec::new(),
             options: target.commit_options(),
-        }))
+        })))
     }
 
     async fn committed(

@@ -248,11 +248,11 @@ impl Procedure for SnapshotCall<'_> {
         }
         self.metrics = metrics;
         // On a conflict the loop deletes our manifests: never referenced by a committed file.
-        Ok(Step::Commit(Attempt {
+        Ok(Step::Commit(Box::new(Attempt {
             metadata: new_metadata,
             written,
             options: target.commit_options(),
-        }))
+        })))
     }
 
     async fn committed(

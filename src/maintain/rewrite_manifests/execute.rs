@@ -171,11 +171,11 @@ impl Procedure for Rewrite<'_> {
         .await?;
         self.attempt = Some((written, snapshot_id));
         // On a conflict the loop deletes the list; the manifests may serve the next attempt.
-        Ok(Step::Commit(Attempt {
+        Ok(Step::Commit(Box::new(Attempt {
             metadata: new_metadata,
             written: vec![list_path],
             options: target.commit_options(),
-        }))
+        })))
     }
 
     async fn committed(
