@@ -6,9 +6,13 @@
 //! `src/Common/ErrorCodes.cpp`.
 
 use std::fmt;
+use std::sync::Arc;
 
 /// What went wrong, as ClickHouse names it. The numeric code is [`ErrorKind::code`].
+///
+/// New kinds may be added in any release: a `match` outside icetrim needs a `_` arm.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum ErrorKind {
     /// 36: an argument, property or setting value is invalid.
     BadArguments,
@@ -182,11 +186,21 @@ impl ErrorKind {
     }
 }
 
-/// An icetrim error: a kind and a message that names what failed (table, file, field).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+/// The underlying error an [`Error`] was made from, shared so that `Error` stays `Clone`.
+type Source = Arc<dyn std::error::Error + Send + Sync>;
+
+/// An icetrim error: a kind and a message that names what failed (table, file, field), and
+/// optionally the underlying error it was made from ([`std::error::Error::source`]).
+///
+/// Two errors are equal when their kinds and messages are: the source is detail for logs.
+/// `Debug` shows the source by its `Display` text only.
+#[derive(Clone, thiserror::Error)]
+#[error("Code: {}. DB::Exception: {}. ({})", kind.code(), message, kind.name())]
 pub struct Error {
     kind: ErrorKind,
     message: String,
+    #[source]
+    source: Option<Source>,
 }
 
 impl Error {
@@ -196,7 +210,31 @@ impl Error {
         while message.ends_with('.') {
             message.pop();
         }
-        Error { kind, message }
+        Error {
+            kind,
+            message,
+            source: None,
+        }
+    }
+
+    /// An error of `kind` with `message`, made from `source` (what
+    /// [`std::error::Error::source`] returns); the message is printed as [`Error::new`] prints it.
+    pub fn with_source(
+        kind: ErrorKind,
+        message: impl Into<String>,
+        source: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
+        Error {
+            source: Some(Arc::new(source)),
+            ..Self::new(kind, message)
+        }
+    }
+
+    /// The underlying error this one was made from, as itself (downcast it to the store's or the
+    /// parser's error type). [`std::error::Error::source`] gives the same error behind its shared
+    /// handle: its text and its own sources, but no downcast.
+    pub fn cause(&self) -> Option<&(dyn std::error::Error + Send + Sync + 'static)> {
+        self.source.as_deref()
     }
 
     /// What went wrong.
@@ -217,8 +255,8 @@ impl Error {
     /// The same error with `context` put in front of the message: `"<context>: <message>"`.
     pub fn context(self, context: impl fmt::Display) -> Self {
         Error {
-            kind: self.kind,
             message: format!("{context}: {}", self.message),
+            ..self
         }
     }
 
@@ -248,17 +286,24 @@ impl Error {
     }
 }
 
-impl fmt::Display for Error {
+impl fmt::Debug for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "Code: {}. DB::Exception: {}. ({})",
-            self.kind.code(),
-            self.message,
-            self.kind.name()
-        )
+        let source = self.source.as_ref().map(|source| source.to_string());
+        f.debug_struct("Error")
+            .field("kind", &self.kind)
+            .field("message", &self.message)
+            .field("source", &source)
+            .finish()
     }
 }
+
+impl PartialEq for Error {
+    fn eq(&self, other: &Self) -> bool {
+        self.kind == other.kind && self.message == other.message
+    }
+}
+
+impl Eq for Error {}
 
 /// icetrim's result type.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -318,6 +363,29 @@ mod tests {
         }
         assert!(!ErrorKind::FileDoesntExist.is_storage_failure());
         assert!(!ErrorKind::IncorrectData.is_storage_failure());
+    }
+
+    #[test]
+    fn the_source_is_kept_through_context_and_not_compared() {
+        use std::error::Error as _;
+        let io = std::io::Error::new(std::io::ErrorKind::PermissionDenied, "denied by policy");
+        let e = Error::with_source(ErrorKind::StorageError, "Cannot read s3://b/t/m.avro", io)
+            .context("table t");
+        assert_eq!(
+            e.to_string(),
+            "Code: 499. DB::Exception: table t: Cannot read s3://b/t/m.avro. (S3_ERROR)"
+        );
+        let source = e.source().map(|source| source.to_string());
+        assert_eq!(source.as_deref(), Some("denied by policy"));
+        let cloned = e.clone();
+        assert!(cloned.source().is_some());
+        let plain = Error::new(
+            ErrorKind::StorageError,
+            "table t: Cannot read s3://b/t/m.avro",
+        );
+        assert!(plain.source().is_none());
+        assert_eq!(plain, e);
+        assert_ne!(plain, Error::bad_arguments(plain.message()));
     }
 
     #[test]

@@ -25,10 +25,16 @@
 //!
 //! # The public surface
 //!
+//! Each item has one path: the public module that owns it (`engine`, `error`, `format`,
+//! `progress`), or the crate root for what is defined in a private module. [`Table`],
+//! [`Error`], [`ErrorKind`] and [`Result`] are also at the crate root, where the examples
+//! take them from. `public-api.txt` lists every path; `tests/sql/public_api.rs` keeps it true.
+//!
 //! - The typed API: [`Table`] (open from a location and [`StorageOptions`], or [`Table::with_io`]),
-//!   its builders [`ExpireSnapshots`], [`RemoveOrphanFiles`], [`RewriteDataFiles`],
-//!   [`RewriteManifests`], [`ManageSnapshots`] (the six snapshot procedures) and [`AlterRefs`]
-//!   (branches and tags), [`Timestamp`]; what they return: [`ExpireOutcome`], [`OrphanOutcome`],
+//!   its builders [`engine::ExpireSnapshots`], [`engine::RemoveOrphanFiles`],
+//!   [`engine::RewriteDataFiles`], [`engine::RewriteManifests`], [`engine::ManageSnapshots`] (the
+//!   six snapshot procedures) and [`engine::AlterRefs`] (branches and tags),
+//!   [`engine::Timestamp`]; what they return: [`ExpireOutcome`], [`OrphanOutcome`],
 //!   [`CompactOutcome`], [`RewriteManifestsOutcome`], [`SnapshotOutcome`] with their metrics
 //!   ([`ExpireMetrics`], [`OrphanMetrics`], [`CompactMetrics`], [`RewriteManifestsMetrics`],
 //!   [`SnapshotMetrics`]; `named_values()` in ClickHouse's row order), their EXPLAIN rows
@@ -36,12 +42,16 @@
 //!   [`RewriteManifestsExplainRow`], [`SnapshotExplainRow`]) and warnings; the typed options they
 //!   fill ([`ExpireOptions`], [`OrphanOptions`], [`CompactOptions`], [`SnapshotProcedure`],
 //!   [`TableChange`] and their parts).
-//! - The SQL engine: [`engine`] ([`Engine`], [`EngineBuilder`], [`Session`], [`QueryResult`],
-//!   [`handles`]) and [`format`] (rendering results in ClickHouse's formats).
-//! - Shared: [`Error`] / [`ErrorKind`] / [`Result`]; [`progress`] ([`Progress`], [`ProgressSink`],
-//!   [`ProgressEvent`], [`Phase`], [`CancelToken`]); storage: [`StorageOptions`] (with
-//!   [`S3Options`], [`AzureOptions`], [`GcsOptions`]) and [`FileIO`]; [`Settings`];
-//!   [`MetadataSettings`]; clocks ([`Clock`], [`SystemClock`], [`FixedClock`]).
+//! - The SQL engine: [`engine`] ([`engine::Engine`], [`engine::EngineBuilder`],
+//!   [`engine::Session`], [`engine::QueryResult`], [`engine::handles`]) and [`format`] (rendering
+//!   results in ClickHouse's formats).
+//! - Shared: [`error`] ([`Error`] / [`ErrorKind`] / [`Result`], with an optional
+//!   [`source`](std::error::Error::source)); [`progress`] ([`progress::Progress`],
+//!   [`progress::ProgressSink`], [`progress::ProgressEvent`], [`progress::Phase`],
+//!   [`progress::CancelToken`]); storage: [`StorageOptions`] (with [`S3Options`],
+//!   [`AzureOptions`], [`GcsOptions`]) and [`FileIO`]; [`Settings`]; [`MetadataSettings`]; clocks
+//!   ([`Clock`], [`SystemClock`], [`FixedClock`]).
+//! - Enums are `#[non_exhaustive]`: a `match` outside icetrim needs a `_` arm.
 //! - `internals` (hidden from the docs, no stability promise): the modules the tests, benchmarks,
 //!   the `icetrim-generate` and `avro_bench` binaries and the fuzz targets reach into. Everything
 //!   else is crate-private.
@@ -112,7 +122,7 @@
 //! ```
 //!
 //! `examples/embed.rs` shows the other way in: a host routes `ALTER TABLE … EXECUTE` statements to
-//! an [`Engine`] session.
+//! an [`engine::Engine`] session.
 
 mod catalog;
 mod clock;
@@ -136,18 +146,15 @@ mod sql;
 mod time_zone;
 
 pub use clock::{Clock, FixedClock, SystemClock};
-pub use engine::{
-    AlterRefs, Engine, EngineBuilder, ExpireSnapshots, ManageSnapshots, QueryResult,
-    RemoveOrphanFiles, RewriteDataFiles, RewriteManifests, Session, Table, Timestamp, handles,
-};
+pub use engine::Table;
 pub use error::{Error, ErrorKind, Result};
 pub use iceberg::locate::MetadataSettings;
 pub use io::{AzureOptions, FileIO, GcsOptions, S3Options, StorageOptions};
-pub use maintain::compact::ExplainRow as CompactExplainRow;
-pub use maintain::expire::ExplainRow as ExpireExplainRow;
-pub use maintain::manage_snapshots::ExplainRow as SnapshotExplainRow;
-pub use maintain::orphans::ExplainRow as OrphanExplainRow;
-pub use maintain::rewrite_manifests::ExplainRow as RewriteManifestsExplainRow;
+pub use maintain::compact::CompactExplainRow;
+pub use maintain::expire::ExpireExplainRow;
+pub use maintain::manage_snapshots::SnapshotExplainRow;
+pub use maintain::orphans::OrphanExplainRow;
+pub use maintain::rewrite_manifests::RewriteManifestsExplainRow;
 pub use maintain::{
     CompactMetrics, CompactOutcome, ExpireMetrics, ExpireOutcome, OrphanMetrics, OrphanOutcome,
     RewriteManifestsMetrics, RewriteManifestsOutcome, SnapshotMetrics, SnapshotOutcome,
@@ -156,7 +163,6 @@ pub use plan::{
     CompactOptions, CreateMode, ExpireOptions, OrphanOptions, RefRetention, RefType,
     SnapshotProcedure, SnapshotSelector, TableChange,
 };
-pub use progress::{CancelToken, Phase, Progress, ProgressEvent, ProgressSink};
 pub use settings::Settings;
 
 /// What the tests, benchmarks, the `icetrim-generate` and `avro_bench` binaries and the fuzz

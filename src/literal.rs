@@ -11,6 +11,7 @@ use std::fmt;
 
 /// A constant as ClickHouse understands one.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Literal {
     /// A number as written, with a leading `-` when negative (`42`, `-1`, `2.5`, `1e3`).
     Number(String),

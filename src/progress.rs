@@ -39,11 +39,12 @@ pub const EMIT_INTERVAL: Duration = Duration::from_millis(100);
 /// A stage of a maintenance procedure, in the order the procedures go through them.
 ///
 /// ```
-/// use icetrim::engine::Phase;
+/// use icetrim::progress::Phase;
 /// assert_eq!(Phase::ReadingManifests.to_string(), "reading manifests");
 /// assert!(Phase::ReadingManifestLists < Phase::DeletingFiles);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[non_exhaustive]
 pub enum Phase {
     /// Reading the snapshots' manifest lists (files: lists).
     ReadingManifestLists,
@@ -60,7 +61,7 @@ impl Phase {
     /// `"listing files"`, `"deleting files"`.
     ///
     /// ```
-    /// assert_eq!(icetrim::engine::Phase::ListingFiles.name(), "listing files");
+    /// assert_eq!(icetrim::progress::Phase::ListingFiles.name(), "listing files");
     /// ```
     pub fn name(self) -> &'static str {
         match self {
@@ -81,7 +82,7 @@ impl fmt::Display for Phase {
 /// Where a running statement is.
 ///
 /// ```
-/// use icetrim::engine::{Phase, ProgressEvent};
+/// use icetrim::progress::{Phase, ProgressEvent};
 /// let event = ProgressEvent { phase: Phase::ReadingManifests, done: 3, total: Some(4), bytes: 900, finished: false };
 /// assert_eq!(event.fraction(), Some(0.75));
 /// ```
@@ -103,7 +104,7 @@ impl ProgressEvent {
     /// `done / total`, when the total is known and not 0.
     ///
     /// ```
-    /// use icetrim::engine::{Phase, ProgressEvent};
+    /// use icetrim::progress::{Phase, ProgressEvent};
     /// let event = ProgressEvent { phase: Phase::ListingFiles, done: 10, total: None, bytes: 0, finished: false };
     /// assert_eq!(event.fraction(), None);
     /// ```
@@ -120,7 +121,7 @@ impl ProgressEvent {
 ///
 /// ```
 /// use std::sync::Arc;
-/// use icetrim::engine::{ProgressEvent, ProgressSink};
+/// use icetrim::progress::{ProgressEvent, ProgressSink};
 /// let sink: ProgressSink = Arc::new(|event: &ProgressEvent| eprintln!("{}: {}", event.phase, event.done));
 /// # let _ = sink;
 /// ```
@@ -130,7 +131,7 @@ pub type ProgressSink = Arc<dyn Fn(&ProgressEvent) + Send + Sync>;
 /// [`cancel`](Self::cancel) from anywhere (another task, a signal handler thread).
 ///
 /// ```
-/// use icetrim::engine::CancelToken;
+/// use icetrim::progress::CancelToken;
 /// let token = CancelToken::new();
 /// let handle = token.clone();
 /// assert!(!token.is_cancelled());
@@ -172,7 +173,7 @@ impl CancelToken {
     /// ```
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() {
-    /// let token = icetrim::engine::CancelToken::new();
+    /// let token = icetrim::progress::CancelToken::new();
     /// let handle = token.clone();
     /// tokio::spawn(async move { handle.cancel() });
     /// token.cancelled().await;
@@ -195,7 +196,7 @@ impl CancelToken {
 /// The error of a statement cancelled before it wrote anything.
 ///
 /// ```
-/// assert_eq!(icetrim::engine::cancelled_error().code(), 394);
+/// assert_eq!(icetrim::progress::cancelled_error().code(), 394);
 /// ```
 pub fn cancelled_error() -> Error {
     Error::new(
@@ -209,7 +210,7 @@ pub fn cancelled_error() -> Error {
 ///
 /// ```
 /// use std::sync::{Arc, Mutex};
-/// use icetrim::engine::{CancelToken, Phase, Progress, ProgressEvent};
+/// use icetrim::progress::{CancelToken, Phase, Progress, ProgressEvent};
 ///
 /// let seen = Arc::new(Mutex::new(Vec::new()));
 /// let log = Arc::clone(&seen);

@@ -27,7 +27,10 @@ fuzz_target!(|data: &[u8]| {
         }
         let alter = match &statement {
             Statement::AlterExecute(alter) => alter,
-            Statement::Explain(alter) => alter.as_ref(),
+            Statement::Explain(inner) => match inner.as_ref() {
+                Statement::AlterExecute(alter) => alter,
+                _ => continue,
+            },
             _ => continue,
         };
         let _ = bind(&alter.procedure, &alter.args, &context);

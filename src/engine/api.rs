@@ -226,6 +226,7 @@ impl Table {
 /// A point in time given to a builder: Unix milliseconds, a [`SystemTime`], or text read as SQL
 /// reads it (`'2024-06-01 12:00:00'`, in the run's time zone: [`ExpireSnapshots::time_zone`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Timestamp {
     /// Milliseconds since the Unix epoch.
     Millis(i64),

@@ -18,16 +18,11 @@ pub(crate) mod select_eval;
 pub(crate) mod session;
 pub(crate) mod table;
 
-pub use crate::progress;
 pub use api::{
     ExpireSnapshots, RemoveOrphanFiles, RewriteDataFiles, RewriteManifests, Table, Timestamp,
 };
 pub use api_snapshots::{AlterRefs, ManageSnapshots};
-pub use progress::{CancelToken, Phase, Progress, ProgressEvent, ProgressSink, cancelled_error};
-pub use result::{
-    CompactMetrics, ExpireMetrics, Metrics, OrphanMetrics, QueryResult, RewriteManifestsMetrics,
-};
-pub use runtime::Runtime;
+pub use result::{Metrics, QueryResult};
 pub use session::{DEFAULT_DATABASE, Engine, EngineBuilder, Session, handles};
 
 #[cfg(test)]

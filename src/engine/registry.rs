@@ -402,7 +402,8 @@ fn io_error(op: &str, path: &Path, e: std::io::Error) -> Error {
         "create" => "create directory",
         other => other,
     };
-    Error::new(kind, format!("Cannot {op} {}: {e}", path.display()))
+    let message = format!("Cannot {op} {}: {e}", path.display());
+    Error::with_source(kind, message, e)
 }
 
 #[cfg(test)]

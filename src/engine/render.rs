@@ -5,11 +5,11 @@
 use super::result::{Metrics, QueryResult};
 use crate::format::{Column, Value};
 use crate::maintain::SnapshotOutcome;
-use crate::maintain::compact::{CompactOutcome, ExplainRow as CompactRow};
-use crate::maintain::expire::{ExpireOutcome, ExplainRow as ExpireRow};
-use crate::maintain::manage_snapshots::ExplainRow as SnapshotRow;
-use crate::maintain::orphans::{ExplainRow as OrphanRow, OrphanOutcome};
-use crate::maintain::rewrite_manifests::{ExplainRow as ManifestRow, RewriteManifestsOutcome};
+use crate::maintain::compact::{CompactExplainRow, CompactOutcome};
+use crate::maintain::expire::{ExpireExplainRow, ExpireOutcome};
+use crate::maintain::manage_snapshots::SnapshotExplainRow;
+use crate::maintain::orphans::{OrphanExplainRow, OrphanOutcome};
+use crate::maintain::rewrite_manifests::{RewriteManifestsExplainRow, RewriteManifestsOutcome};
 
 /// The result of `expire_snapshots`: its EXPLAIN plan, or its metrics.
 pub fn expire_result(outcome: ExpireOutcome) -> QueryResult {
@@ -73,7 +73,7 @@ pub fn change_result(outcome: SnapshotOutcome) -> QueryResult {
 }
 
 /// The columns and rows of EXPLAIN of snapshot management (`maintain::manage_snapshots::explain`).
-fn snapshot_explain(rows: Vec<SnapshotRow>) -> QueryResult {
+fn snapshot_explain(rows: Vec<SnapshotExplainRow>) -> QueryResult {
     let columns = vec![
         Column::new("kind", "String"),
         Column::new("name", "String"),
@@ -131,7 +131,7 @@ fn compact_columns() -> Vec<Column> {
     ]
 }
 
-fn compact_row(row: CompactRow) -> Vec<Value> {
+fn compact_row(row: CompactExplainRow) -> Vec<Value> {
     vec![
         Value::Str(row.decision),
         Value::Int(row.spec_id),
@@ -158,7 +158,7 @@ fn expire_columns() -> Vec<Column> {
     ]
 }
 
-fn expire_row(row: ExpireRow) -> Vec<Value> {
+fn expire_row(row: ExpireExplainRow) -> Vec<Value> {
     vec![
         Value::Str(row.kind),
         Value::Str(row.id),
@@ -182,7 +182,7 @@ fn orphan_columns() -> Vec<Column> {
     ]
 }
 
-fn orphan_row(row: OrphanRow) -> Vec<Value> {
+fn orphan_row(row: OrphanExplainRow) -> Vec<Value> {
     vec![
         Value::Str(row.item),
         Value::Str(row.path),
@@ -227,7 +227,7 @@ fn manifest_columns() -> Vec<Column> {
     ]
 }
 
-fn manifest_row(row: ManifestRow) -> Vec<Value> {
+fn manifest_row(row: RewriteManifestsExplainRow) -> Vec<Value> {
     vec![
         Value::Str(row.kind),
         Value::Str(row.path),

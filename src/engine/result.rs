@@ -62,6 +62,7 @@ impl QueryResult {
 
 /// The metrics of a maintenance procedure.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Metrics {
     Expire(ExpireMetrics),
     Orphans(OrphanMetrics),

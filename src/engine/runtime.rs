@@ -1,6 +1,6 @@
 //! What statements run with beyond the session: the clock and an optional storage override. One
 //! `Runtime` per `Engine`, shared by its sessions (progress sinks and cancellation are per session
-//! and per statement: see [`super::progress`]).
+//! and per statement: see [`crate::progress`]).
 
 use std::sync::Arc;
 

@@ -24,7 +24,6 @@ use super::ddl;
 use super::introspect::system_table_rows;
 use super::params::{PARAM_SETTING_PREFIX, setting_value_text, substitute};
 use super::procedures::{OPTIMIZE_DISABLED, check_gates, run_procedure_on, run_table_change_on};
-use super::progress::{CancelToken, Progress, ProgressSink, cancelled_error};
 use super::registry::Registry;
 use super::result::QueryResult;
 use super::runtime::Runtime;
@@ -35,6 +34,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::format::{Column, OutputFormat, Value};
 use crate::maintain::target::BeforeCommit;
 use crate::plan::{CompactOptions, ProcedureCall, RewriteManifestsOptions, TableChange};
+use crate::progress::{CancelToken, Progress, ProgressSink, cancelled_error};
 use crate::settings::Settings;
 use crate::sql::ast::OptimizeTable;
 use crate::sql::bind_snapshots::bind_alter;
@@ -126,7 +126,8 @@ impl EngineBuilder {
     /// ```
     /// use std::sync::atomic::{AtomicUsize, Ordering};
     /// use std::sync::Arc;
-    /// use icetrim::engine::{Engine, ProgressEvent};
+    /// use icetrim::engine::Engine;
+    /// use icetrim::progress::ProgressEvent;
     ///
     /// let events = Arc::new(AtomicUsize::new(0));
     /// let counter = Arc::clone(&events);
@@ -140,7 +141,7 @@ impl EngineBuilder {
     /// ```
     pub fn progress(
         mut self,
-        sink: impl Fn(&super::ProgressEvent) + Send + Sync + 'static,
+        sink: impl Fn(&crate::progress::ProgressEvent) + Send + Sync + 'static,
     ) -> Self {
         self.progress = Sink(Some(std::sync::Arc::new(sink)));
         self
@@ -320,7 +321,8 @@ impl Session {
     ///
     /// ```
     /// use std::sync::Arc;
-    /// use icetrim::engine::{Engine, ProgressEvent};
+    /// use icetrim::engine::Engine;
+    /// use icetrim::progress::ProgressEvent;
     /// let mut session = Engine::builder().build()?.session();
     /// session.set_progress(Some(Arc::new(|e: &ProgressEvent| eprintln!("{} {}", e.phase, e.done))));
     /// session.set_progress(None);
@@ -371,7 +373,8 @@ impl Session {
     /// says so in a warning. Statements after a cancelled one do not run.
     ///
     /// ```
-    /// use icetrim::engine::{CancelToken, Engine};
+    /// use icetrim::engine::Engine;
+    /// use icetrim::progress::CancelToken;
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> icetrim::Result<()> {
     /// let mut session = Engine::builder().build()?.session();
@@ -398,7 +401,8 @@ impl Session {
     /// [`execute_with`](Self::execute_with).
     ///
     /// ```
-    /// use icetrim::engine::{CancelToken, Engine};
+    /// use icetrim::engine::Engine;
+    /// use icetrim::progress::CancelToken;
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> icetrim::Result<()> {
     /// let mut session = Engine::builder().build()?.session();
@@ -505,9 +509,8 @@ impl Session {
             .transpose()?;
         let mut result = match statement {
             Statement::AlterExecute(alter) => self.alter_execute(alter, false).await?,
-            Statement::Explain(alter) => self.alter_execute(alter, true).await?,
+            Statement::Explain(inner) => self.explain(inner).await?,
             Statement::Optimize(o) => self.optimize(o, false).await?,
-            Statement::ExplainOptimize(o) => self.optimize(o, true).await?,
             Statement::CreateTable(create) => {
                 let def = ddl::table_def(create, &self.database)?;
                 self.refuse_in_catalog(&def.database, "CREATE TABLE")
@@ -565,8 +568,9 @@ impl Session {
             }
             Statement::Select(select) => self.select(select).await?,
             Statement::AlterTable(alter) => self.alter_table(alter, false).await?,
-            Statement::ExplainAlterTable(alter) => self.alter_table(alter, true).await?,
-            Statement::OptimizeManifest(optimize) => self.optimize_manifest(optimize).await?,
+            Statement::OptimizeManifest(optimize) => {
+                self.optimize_manifest(optimize, false).await?
+            }
             Statement::CreateDatabase(create) => {
                 let def = catalog_db::database_def(create)?;
                 if def
@@ -818,10 +822,28 @@ impl Session {
             .await
     }
 
+    /// `EXPLAIN <statement>`: the plan of a statement that changes a table, nothing changed.
+    async fn explain(&self, inner: &Statement) -> Result<QueryResult> {
+        match inner {
+            Statement::AlterExecute(alter) => self.alter_execute(alter, true).await,
+            Statement::Optimize(o) => self.optimize(o, true).await,
+            Statement::AlterTable(alter) => self.alter_table(alter, true).await,
+            Statement::OptimizeManifest(optimize) => self.optimize_manifest(optimize, true).await,
+            other => Err(Error::new(
+                ErrorKind::NotImplemented,
+                format!("EXPLAIN is not supported for {other}"),
+            )),
+        }
+    }
+
     /// `OPTIMIZE TABLE t MANIFEST` (ClickHouse 26.9): `rewrite_manifests` with the table's
     /// defaults, acting only above `iceberg_manifest_min_count_to_compact` manifests; no rows, as
     /// in ClickHouse (warnings still reach the result). `EXPLAIN` gives the plan.
-    async fn optimize_manifest(&self, optimize: &OptimizeManifest) -> Result<QueryResult> {
+    async fn optimize_manifest(
+        &self,
+        optimize: &OptimizeManifest,
+        explain: bool,
+    ) -> Result<QueryResult> {
         let place = self.place_of(&optimize.table).await?;
         if !self.settings.allow_experimental_iceberg_compaction() {
             return Err(Error::bad_arguments(OPTIMIZE_DISABLED));
@@ -832,9 +854,9 @@ impl Session {
         });
         let work = TableWork::Procedure(call);
         let result = self
-            .run_at(&place, &optimize.table.table, work, optimize.explain)
+            .run_at(&place, &optimize.table.table, work, explain)
             .await?;
-        if optimize.explain {
+        if explain {
             return Ok(result);
         }
         Ok(QueryResult {

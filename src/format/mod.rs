@@ -11,6 +11,7 @@ use crate::error::{Error, ErrorKind, Result};
 
 /// The formats icetrim prints (`FORMAT <name>` or `--format`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum OutputFormat {
     PrettyCompact,
     Pretty,

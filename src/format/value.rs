@@ -4,6 +4,7 @@ use std::fmt;
 
 /// One cell of a result row.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum Value {
     Null,
     Bool(bool),

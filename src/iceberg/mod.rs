@@ -1,6 +1,7 @@
 //! The Iceberg table format: the domain model, `metadata.json`, Avro manifests and manifest lists,
 //! finding the current metadata, and commits.
 
+pub mod arrow;
 pub mod avro;
 pub mod commit;
 pub mod guard;

@@ -29,7 +29,22 @@ pub(crate) fn storage_error(op: &str, uri: &str, e: object_store::Error) -> Erro
         (object_store::Error::Generic { source, .. }, Some(Family::File)) => source.to_string(),
         _ => e.to_string(),
     };
-    Error::new(kind, format!("Cannot {op} '{uri}': {}", mask_urls_in(&why)))
+    let message = format!("Cannot {op} '{uri}': {}", mask_urls_in(&why));
+    if prints_a_url_part_masking_hides(&e) {
+        Error::new(kind, message)
+    } else {
+        Error::with_source(kind, message, e)
+    }
+}
+
+/// Whether `e`, or an error below it, prints a URL with a part [`mask_urls_in`] hides (a query,
+/// credentials). Such an error is not kept as the [`Error`]'s source: a caller may print the
+/// source chain in full, and a presigned query or a SAS token must not show there.
+fn prints_a_url_part_masking_hides(e: &(dyn std::error::Error + 'static)) -> bool {
+    std::iter::successors(Some(e), |e| e.source()).any(|e| {
+        let text = e.to_string();
+        mask_urls_in(&text) != text
+    })
 }
 
 /// The store family of `uri`, when it parses.
@@ -220,5 +235,49 @@ mod tests {
             ErrorKind::AzureBlobStorageError
         );
         assert_eq!(delete_failure_kind("s3://b/x"), ErrorKind::StorageError);
+    }
+
+    /// The store's error is the source a caller can inspect, unless its text (or its cause's)
+    /// carries a URL query or credentials: then no source, and no secret in any printing.
+    #[test]
+    fn the_store_error_is_the_source_unless_it_prints_a_secret() {
+        use std::error::Error as _;
+        let missing = object_store::Error::NotFound {
+            path: "t/x".into(),
+            source: "gone".into(),
+        };
+        let err = storage_error("read", "s3://b/t/x", missing);
+        let source = err.cause().expect("the store's error is kept");
+        assert!(err.source().is_some());
+        let store_error = source.downcast_ref::<object_store::Error>();
+        assert!(
+            matches!(store_error, Some(object_store::Error::NotFound { .. })),
+            "{source:?}"
+        );
+        assert_eq!(
+            source.source().map(|e| e.to_string()).as_deref(),
+            Some("gone")
+        );
+
+        let presigned = object_store::Error::Generic {
+            store: "S3",
+            source: "Error performing GET http://h/b/t/x?X-Amz-Signature=S3CR3T in 1ms".into(),
+        };
+        let err = storage_error("read", "s3://b/t/x", presigned);
+        assert!(err.source().is_none(), "{err:?}");
+        for text in [err.to_string(), format!("{err:?}")] {
+            assert!(!text.contains("S3CR3T"), "{text}");
+        }
+        let below = object_store::Error::Generic {
+            store: "S3",
+            source: Box::new(std::io::Error::other(
+                "https://u:pa55@h/b?sig=S3CR3T unreachable",
+            )),
+        };
+        assert!(
+            storage_error("read", "s3://b/t/x", below)
+                .source()
+                .is_none()
+        );
     }
 }

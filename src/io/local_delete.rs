@@ -19,9 +19,9 @@ use rustix::fs::{AtFlags, FileType};
 use rustix::io::Errno;
 
 use super::FileIO;
+use super::deletes::DeleteOutcome;
 use super::local_walk::{open_below, open_root};
 use super::location::{Family, Location};
-use super::ops::DeleteOutcome;
 use crate::error::{Error, ErrorKind, Result};
 
 impl FileIO {

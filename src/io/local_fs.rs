@@ -99,8 +99,9 @@ pub(super) fn read_blocking(uri: &str, file: &str) -> Result<Bytes> {
 /// `<name>#<digits>`) are left out rather than failing the listing. A missing folder has no
 /// files; `uri` names it in errors.
 pub(super) fn file_names(uri: &str, dir: &str) -> Result<Vec<String>> {
-    let fail =
-        |kind: ErrorKind, e: std::io::Error| Error::new(kind, format!("Cannot list '{uri}': {e}"));
+    let fail = |kind: ErrorKind, e: std::io::Error| {
+        Error::with_source(kind, format!("Cannot list '{uri}': {e}"), e)
+    };
     let entries = match std::fs::read_dir(dir) {
         Ok(entries) => entries,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),

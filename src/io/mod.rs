@@ -16,6 +16,7 @@
 
 mod build;
 mod counting;
+mod deletes;
 mod errors;
 mod faulty;
 mod local_delete;
@@ -30,6 +31,7 @@ mod read_cache;
 mod sas_store;
 mod vended;
 mod vended_store;
+mod writes;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -44,7 +46,7 @@ pub use mask::{
     HIDDEN, check_engine_urls, mask_target, mask_url, mask_urls_in, refuse_url_credentials,
     refuse_url_query,
 };
-pub use ops::{FileInfo, Listed, SkipReason, Upload, WriteOutcome};
+pub use ops::{FileInfo, Listed, SkipReason};
 pub use options::{
     AZURE_EMULATOR_ACCOUNT, AZURE_EMULATOR_KEY, AzureOptions, GcsOptions, S3Options, StorageOptions,
 };
@@ -54,6 +56,7 @@ pub use vended::{
     AzureSas, CredentialRefresh, REFRESH_MARGIN_MS, S3Credential, VendedCredentials, VendedSource,
     sas_expiry_ms,
 };
+pub use writes::{Upload, WriteOutcome};
 
 use crate::error::{Error, Result};
 

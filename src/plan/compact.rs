@@ -79,6 +79,7 @@ impl CompactOptions {
 
 /// A comparison operator of a `where` predicate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum CmpOp {
     Eq,
     NotEq,
@@ -114,6 +115,7 @@ impl CmpOp {
 
 /// A `where` predicate on columns of the table (partition source columns), literals only.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Predicate {
     Cmp {
         column: String,

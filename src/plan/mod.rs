@@ -3,6 +3,7 @@
 
 pub mod compact;
 pub mod options;
+pub mod procedures;
 pub mod snapshots;
 
 pub use compact::{CmpOp, CompactOptions, Predicate};

@@ -7,6 +7,7 @@ use crate::error::{Error, Result};
 
 /// One of the snapshot-management procedures, bound.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum SnapshotProcedure {
     /// `rollback_to_snapshot(snapshot_id)`: `main` back to an ancestor of the current snapshot.
     RollbackToSnapshot { snapshot_id: i64 },
@@ -65,6 +66,7 @@ pub const PUBLISH_CHANGES: &str = "publish_changes";
 
 /// Which snapshot `set_current_snapshot` makes current.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum SnapshotSelector {
     Id(i64),
     /// The head of this branch or tag.
@@ -73,6 +75,7 @@ pub enum SnapshotSelector {
 
 /// A branch's or tag's kind, as the DDL names it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum RefType {
     Branch,
     Tag,
@@ -90,6 +93,7 @@ impl RefType {
 
 /// How a `CREATE`/`REPLACE` of a ref treats an existing one (Spark's three forms).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum CreateMode {
     /// `CREATE`: the name must be free.
     Create,
@@ -115,6 +119,7 @@ pub struct RefRetention {
 
 /// One DDL statement on a table's refs or properties, bound.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum TableChange {
     /// `CREATE [OR REPLACE] BRANCH|TAG [IF NOT EXISTS] name`, `REPLACE BRANCH|TAG name`.
     PutRef {

@@ -21,9 +21,10 @@ use tokio::runtime::Runtime;
 
 use super::output::{Output, OutputError};
 use crate::engine::registry::{is_masked_setting, mask_engine_arg};
-use crate::engine::{CancelToken, QueryResult, Session};
+use crate::engine::{QueryResult, Session};
 use crate::error::ErrorKind;
 use crate::format::OutputFormat;
+use crate::progress::CancelToken;
 use crate::sql::{Literal, split_statements};
 
 /// How the shell runs.

@@ -15,7 +15,7 @@ use std::io::Write;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::engine::{ProgressEvent, ProgressSink};
+use crate::progress::{ProgressEvent, ProgressSink};
 
 /// Width of the bar itself, in cells.
 const BAR_CELLS: usize = 14;
@@ -24,7 +24,7 @@ const BAR_CELLS: usize = 14;
 ///
 /// ```
 /// use std::time::Duration;
-/// use icetrim::engine::{Phase, ProgressEvent};
+/// use icetrim::progress::{Phase, ProgressEvent};
 /// use icetrim::internals::shell::progress_bar::render;
 ///
 /// let event = ProgressEvent { phase: Phase::ReadingManifests, done: 50, total: Some(100), bytes: 3 << 20, finished: false };
@@ -115,7 +115,7 @@ pub struct ProgressBar {
 #[derive(Debug, Default)]
 struct BarState {
     /// The phase being drawn and when it started.
-    phase: Option<(crate::engine::Phase, Instant)>,
+    phase: Option<(crate::progress::Phase, Instant)>,
     /// Whether a line is on screen.
     drawn: bool,
 }
@@ -192,7 +192,7 @@ fn width_of(terminal: Option<u16>, columns: Option<&str>) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::Phase;
+    use crate::progress::Phase;
 
     fn event(done: u64, total: Option<u64>, bytes: u64) -> ProgressEvent {
         ProgressEvent {

@@ -17,13 +17,13 @@ pub use crate::literal::Literal;
 pub enum Statement {
     /// `ALTER TABLE [db.]t EXECUTE name(args) [FORMAT f]`.
     AlterExecute(AlterExecute),
-    /// `EXPLAIN ALTER TABLE [db.]t EXECUTE name(args) [FORMAT f]`: the plan, nothing changed.
-    Explain(Box<AlterExecute>),
+    /// `EXPLAIN <statement>`: the plan of an [`Statement::AlterExecute`], [`Statement::Optimize`],
+    /// [`Statement::AlterTable`] or [`Statement::OptimizeManifest`] (the only statements the parser
+    /// puts here), nothing changed.
+    Explain(Box<Statement>),
     /// `OPTIMIZE TABLE [db.]t [FORMAT f]`: compaction (`rewrite_data_files` with
     /// `delete_file_threshold = 1`).
     Optimize(OptimizeTable),
-    /// `EXPLAIN OPTIMIZE TABLE [db.]t [FORMAT f]`: the compaction plan, nothing changed.
-    ExplainOptimize(OptimizeTable),
     /// `CREATE TABLE [IF NOT EXISTS] [db.]t [(cols)] ENGINE = Iceberg…(args) [SETTINGS …]`.
     CreateTable(CreateTable),
     /// `DROP TABLE [IF EXISTS] [db.]t`: forgets the table, never deletes files.
@@ -46,9 +46,7 @@ pub enum Statement {
     Select(Select),
     /// `ALTER TABLE [db.]t` on refs or properties (`CREATE BRANCH`, `SET TBLPROPERTIES`, ...).
     AlterTable(AlterTable),
-    /// `EXPLAIN` of an [`Statement::AlterTable`]: what it would change, nothing changed.
-    ExplainAlterTable(Box<AlterTable>),
-    /// `[EXPLAIN] OPTIMIZE TABLE [db.]t MANIFEST` (ClickHouse 26.9): manifest rewrite.
+    /// `OPTIMIZE TABLE [db.]t MANIFEST` (ClickHouse 26.9): manifest rewrite.
     OptimizeManifest(OptimizeManifest),
     /// `CREATE DATABASE [IF NOT EXISTS] db ENGINE = DataLakeCatalog(args) [SETTINGS …]`.
     CreateDatabase(CreateDatabase),
@@ -63,20 +61,16 @@ pub enum Statement {
     },
 }
 
-/// `[EXPLAIN] OPTIMIZE TABLE [db.]t MANIFEST [FORMAT f]` (a format only after `EXPLAIN`: the
-/// statement itself returns no rows, as in ClickHouse).
+/// `OPTIMIZE TABLE [db.]t MANIFEST [FORMAT f]` (a format only under `EXPLAIN`: the statement
+/// itself returns no rows, as in ClickHouse).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OptimizeManifest {
     pub table: TableName,
-    pub explain: bool,
     pub format: Option<String>,
 }
 
 impl fmt::Display for OptimizeManifest {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.explain {
-            f.write_str("EXPLAIN ")?;
-        }
         write!(f, "OPTIMIZE TABLE {} MANIFEST", self.table)?;
         write_format(f, &self.format)
     }
@@ -490,13 +484,9 @@ impl fmt::Display for Statement {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Statement::AlterExecute(alter) => write!(f, "{alter}"),
-            Statement::Explain(alter) => write!(f, "EXPLAIN {alter}"),
+            Statement::Explain(inner) => write!(f, "EXPLAIN {inner}"),
             Statement::Optimize(o) => {
                 write!(f, "OPTIMIZE TABLE {}", o.table)?;
-                write_format(f, &o.format)
-            }
-            Statement::ExplainOptimize(o) => {
-                write!(f, "EXPLAIN OPTIMIZE TABLE {}", o.table)?;
                 write_format(f, &o.format)
             }
             Statement::CreateTable(create) => write!(f, "{create}"),
@@ -526,7 +516,6 @@ impl fmt::Display for Statement {
             }
             Statement::Select(select) => write!(f, "{select}"),
             Statement::AlterTable(alter) => write!(f, "{alter}"),
-            Statement::ExplainAlterTable(alter) => write!(f, "EXPLAIN {alter}"),
             Statement::OptimizeManifest(optimize) => write!(f, "{optimize}"),
             Statement::CreateDatabase(create) => write!(f, "{create}"),
             Statement::DropDatabase { if_exists, name } => {
@@ -555,14 +544,18 @@ impl Statement {
     pub fn format(&self) -> Option<&str> {
         match self {
             Statement::AlterExecute(alter) => alter.format.as_deref(),
-            Statement::Explain(alter) => alter.format.as_deref(),
-            Statement::Optimize(o) | Statement::ExplainOptimize(o) => o.format.as_deref(),
+            // A ref or property statement keeps a format only for its EXPLAIN (it returns no
+            // rows itself).
+            Statement::Explain(inner) => match inner.as_ref() {
+                Statement::AlterTable(alter) => alter.format.as_deref(),
+                other => other.format(),
+            },
+            Statement::Optimize(o) => o.format.as_deref(),
             Statement::ShowTables { format, .. }
             | Statement::ShowCreateTable { format, .. }
             | Statement::ShowDatabases { format }
             | Statement::ShowCreateDatabase { format, .. } => format.as_deref(),
             Statement::Select(select) => select.format.as_deref(),
-            Statement::ExplainAlterTable(alter) => alter.format.as_deref(),
             Statement::OptimizeManifest(optimize) => optimize.format.as_deref(),
             _ => None,
         }

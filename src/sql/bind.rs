@@ -11,107 +11,22 @@
 //! `dry_run` and `protect_other_tables` (icetrim's own) are `UInt64`, any non-zero value is true.
 //! Messages are ClickHouse's, word for word.
 
-use std::collections::BTreeMap;
-
-use super::ast::{Arg, ArgValue, Literal};
+use super::ast::{Arg, Literal};
+pub use super::bind_args::BindContext;
+use super::bind_args::collect;
 use super::duration::{DurationError, parse_duration_ms};
-use super::limits::ParseLimits;
-use super::timestamp::{SessionTimeZone, parse_timestamp_noted};
+use super::timestamp::parse_timestamp_noted;
 use crate::error::{Error, Result};
+use crate::plan::procedures::{
+    EXPIRE_SNAPSHOTS, REMOVE_ORPHAN_FILES, REWRITE_DATA_FILES, REWRITE_MANIFESTS,
+};
 use crate::plan::{
     ExpireOptions, OrphanOptions, ProcedureCall, RewriteManifestsOptions, check_older_than,
     normalize_location, retain_last_count,
 };
 
-const EXPIRE: &str = "expire_snapshots";
-const ORPHANS: &str = "remove_orphan_files";
-const REWRITE_MANIFESTS: &str = "rewrite_manifests";
-
-/// What binding needs to know about the session.
-#[derive(Debug, Clone, Copy)]
-pub struct BindContext {
-    /// "Now" for the future-timestamp check (Unix ms).
-    pub now_ms: i64,
-    /// The zone local timestamps are read in.
-    pub time_zone: SessionTimeZone,
-    /// The limits a predicate given as a string (`rewrite_data_files`' `where`) is read under.
-    pub limits: ParseLimits,
-}
-
-/// A parameter's declared type: checked when the argument is collected.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub(super) enum ParamType {
-    String,
-    UInt64,
-    /// Validated later, with the parameter's own message.
-    Any,
-}
-
-pub(super) struct Param {
-    pub(super) name: &'static str,
-    pub(super) ty: ParamType,
-}
-
-const EXPIRE_PARAMS: [Param; 6] = [
-    Param {
-        name: "expire_before",
-        ty: ParamType::String,
-    },
-    Param {
-        name: "retention_period",
-        ty: ParamType::Any,
-    },
-    Param {
-        name: "retain_last",
-        ty: ParamType::Any,
-    },
-    Param {
-        name: "snapshot_ids",
-        ty: ParamType::Any,
-    },
-    Param {
-        name: "dry_run",
-        ty: ParamType::Any,
-    },
-    Param {
-        name: "clean_expired_metadata",
-        ty: ParamType::Any,
-    },
-];
-
-const REWRITE_MANIFESTS_PARAMS: [Param; 3] = [
-    Param {
-        name: "spec_id",
-        ty: ParamType::UInt64,
-    },
-    Param {
-        name: "target_manifest_size_bytes",
-        ty: ParamType::UInt64,
-    },
-    Param {
-        name: "dry_run",
-        ty: ParamType::Any,
-    },
-];
-
-const ORPHAN_PARAMS: [Param; 4] = [
-    Param {
-        name: "older_than",
-        ty: ParamType::String,
-    },
-    Param {
-        name: "location",
-        ty: ParamType::String,
-    },
-    Param {
-        name: "dry_run",
-        ty: ParamType::UInt64,
-    },
-    Param {
-        name: "protect_other_tables",
-        ty: ParamType::UInt64,
-    },
-];
+const EXPIRE: &str = EXPIRE_SNAPSHOTS.name;
+const ORPHANS: &str = REMOVE_ORPHAN_FILES.name;
 
 /// Binds `procedure(args)` to typed options (`BAD_ARGUMENTS` / `CANNOT_PARSE_DATETIME` on bad input).
 pub fn bind(procedure: &str, args: &[Arg], context: &BindContext) -> Result<ProcedureCall> {
@@ -134,8 +49,10 @@ pub fn bind_noted(
             super::bind_snapshots::bind_snapshot_procedure(other, args, context, &mut notes)
                 .map(ProcedureCall::Snapshots)
         }
-        REWRITE_MANIFESTS => bind_rewrite_manifests(args).map(ProcedureCall::RewriteManifests),
-        super::bind_compact::REWRITE => {
+        name if name == REWRITE_MANIFESTS.name => {
+            bind_rewrite_manifests(args).map(ProcedureCall::RewriteManifests)
+        }
+        name if name == REWRITE_DATA_FILES.name => {
             super::bind_compact::bind_rewrite(args, &context.limits).map(ProcedureCall::Compact)
         }
         other => Err(Error::bad_arguments(format!(
@@ -157,78 +74,6 @@ fn timestamp(
     Ok(ms)
 }
 
-/// Collects arguments by parameter name, applying the per-argument rules of the module comment.
-pub(super) fn collect<'a>(
-    command: &str,
-    params: &[Param],
-    args: &'a [Arg],
-) -> Result<BTreeMap<&'static str, &'a Literal>> {
-    let mut values = BTreeMap::new();
-    let mut seen_named = false;
-    let mut positional = 0;
-    for (index, arg) in args.iter().enumerate() {
-        let ArgValue::Literal(literal) = &arg.value else {
-            return Err(Error::bad_arguments(format!(
-                "Argument {} to {command}() must be a literal value",
-                index + 1
-            )));
-        };
-        let param = match &arg.name {
-            None => {
-                if seen_named {
-                    return Err(Error::bad_arguments(format!(
-                        "Positional arguments must precede named arguments in {command}()"
-                    )));
-                }
-                positional += 1;
-                match params.first() {
-                    Some(first) if positional == 1 => first,
-                    _ => {
-                        return Err(Error::bad_arguments(format!(
-                            "{command} accepts at most 1 positional argument(s)"
-                        )));
-                    }
-                }
-            }
-            Some(name) => {
-                seen_named = true;
-                params.iter().find(|p| p.name == name).ok_or_else(|| {
-                    Error::bad_arguments(format!("Unknown parameter '{name}' for {command}"))
-                })?
-            }
-        };
-        if values.contains_key(param.name) {
-            return Err(Error::bad_arguments(format!(
-                "Duplicate parameter '{}' for {command}()",
-                param.name
-            )));
-        }
-        check_type(command, param, literal)?;
-        values.insert(param.name, literal);
-    }
-    Ok(values)
-}
-
-fn check_type(command: &str, param: &Param, literal: &Literal) -> Result<()> {
-    let ok = match param.ty {
-        ParamType::Any => true,
-        ParamType::String => matches!(literal, Literal::String(_)),
-        ParamType::UInt64 => literal.type_name() == "UInt64",
-    };
-    if ok {
-        return Ok(());
-    }
-    let expected = match param.ty {
-        ParamType::UInt64 => "UInt64",
-        _ => "String",
-    };
-    Err(Error::bad_arguments(format!(
-        "Parameter '{}' for {command} has wrong type (got {}, expected {expected})",
-        param.name,
-        literal.type_name()
-    )))
-}
-
 fn string_of<'a>(literal: Option<&&'a Literal>) -> Option<&'a str> {
     match literal {
         Some(Literal::String(text)) => Some(text),
@@ -241,7 +86,7 @@ fn bind_expire(
     context: &BindContext,
     notes: &mut Vec<String>,
 ) -> Result<ExpireOptions> {
-    let values = collect(EXPIRE, &EXPIRE_PARAMS, args)?;
+    let values = collect(&EXPIRE_SNAPSHOTS, args)?;
     let expire_before_ms = string_of(values.get("expire_before"))
         .map(|text| timestamp("expire_before", text, context, notes))
         .transpose()?;
@@ -346,7 +191,7 @@ fn flag(command: &str, name: &str, value: &Literal) -> Result<bool> {
 /// `rewrite_manifests([spec_id,] [target_manifest_size_bytes = N,] [dry_run = 1])`: `spec_id` is
 /// also positional (`UInt64` up to `i32::MAX`), `target_manifest_size_bytes` a positive `UInt64`.
 fn bind_rewrite_manifests(args: &[Arg]) -> Result<RewriteManifestsOptions> {
-    let values = collect(REWRITE_MANIFESTS, &REWRITE_MANIFESTS_PARAMS, args)?;
+    let values = collect(&REWRITE_MANIFESTS, args)?;
     let spec_id = values
         .get("spec_id")
         .and_then(|v| v.as_integer())
@@ -369,7 +214,7 @@ fn bind_rewrite_manifests(args: &[Arg]) -> Result<RewriteManifestsOptions> {
         .transpose()?;
     let dry_run = values
         .get("dry_run")
-        .map(|v| flag(REWRITE_MANIFESTS, "dry_run", v))
+        .map(|v| flag(REWRITE_MANIFESTS.name, "dry_run", v))
         .transpose()?;
     let options = RewriteManifestsOptions {
         spec_id,
@@ -386,7 +231,7 @@ fn bind_orphans(
     context: &BindContext,
     notes: &mut Vec<String>,
 ) -> Result<OrphanOptions> {
-    let values = collect(ORPHANS, &ORPHAN_PARAMS, args)?;
+    let values = collect(&REMOVE_ORPHAN_FILES, args)?;
     let older_than_ms = string_of(values.get("older_than"))
         .map(|text| timestamp("older_than", text, context, notes))
         .transpose()?;
@@ -418,6 +263,9 @@ fn bind_orphans(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sql::ast::ArgValue;
+    use crate::sql::limits::ParseLimits;
+    use crate::sql::timestamp::SessionTimeZone;
 
     fn named(name: &str, literal: Literal) -> Arg {
         Arg {
@@ -443,12 +291,12 @@ mod tests {
             name: None,
             value: ArgValue::Literal(Literal::String("x".into())),
         }];
-        let values = collect(EXPIRE, &EXPIRE_PARAMS, &args).unwrap();
+        let values = collect(&EXPIRE_SNAPSHOTS, &args).unwrap();
         assert_eq!(
             values.keys().copied().collect::<Vec<_>>(),
             ["expire_before"]
         );
-        let values = collect(ORPHANS, &ORPHAN_PARAMS, &args).unwrap();
+        let values = collect(&REMOVE_ORPHAN_FILES, &args).unwrap();
         assert_eq!(values.keys().copied().collect::<Vec<_>>(), ["older_than"]);
     }
 

@@ -16,62 +16,20 @@ use sqlparser::dialect::ClickHouseDialect;
 use sqlparser::parser::Parser;
 
 use super::ast::{Arg, Literal};
-use super::bind::{Param, ParamType, collect};
+use super::bind_args::collect;
 use super::lexer::Lexer;
 use super::limits::{ParseLimits, sqlparser_can_parse};
 use super::parser::literal_of;
 use crate::error::{Error, Result};
+use crate::plan::procedures::REWRITE_DATA_FILES;
 use crate::plan::{CmpOp, CompactOptions, Predicate};
 
 /// The procedure's SQL name.
-pub const REWRITE: &str = "rewrite_data_files";
-
-const PARAMS: [Param; 10] = [
-    Param {
-        name: "where",
-        ty: ParamType::String,
-    },
-    Param {
-        name: "target_file_size_bytes",
-        ty: ParamType::UInt64,
-    },
-    Param {
-        name: "min_file_size_bytes",
-        ty: ParamType::UInt64,
-    },
-    Param {
-        name: "max_file_size_bytes",
-        ty: ParamType::UInt64,
-    },
-    Param {
-        name: "min_input_files",
-        ty: ParamType::UInt64,
-    },
-    Param {
-        name: "delete_file_threshold",
-        ty: ParamType::UInt64,
-    },
-    Param {
-        name: "max_file_group_size_bytes",
-        ty: ParamType::UInt64,
-    },
-    Param {
-        name: "max_concurrent_file_group_rewrites",
-        ty: ParamType::UInt64,
-    },
-    Param {
-        name: "rewrite_all",
-        ty: ParamType::Any,
-    },
-    Param {
-        name: "dry_run",
-        ty: ParamType::Any,
-    },
-];
+pub const REWRITE: &str = REWRITE_DATA_FILES.name;
 
 /// Binds `rewrite_data_files(args)`; the `where` predicate is read under `limits`.
 pub fn bind_rewrite(args: &[Arg], limits: &ParseLimits) -> Result<CompactOptions> {
-    let values = collect(REWRITE, &PARAMS, args)?;
+    let values = collect(&REWRITE_DATA_FILES, args)?;
     let uint = |name: &str| -> Option<u64> {
         values
             .get(name)

@@ -20,10 +20,11 @@
 
 use std::collections::BTreeMap;
 
-use super::ast::{AlterAction, Arg, ArgValue, Literal};
-use super::bind::BindContext;
+use super::ast::{AlterAction, Arg, Literal};
+use super::bind_args::BindContext;
 use super::timestamp::parse_timestamp_noted;
 use crate::error::{Error, ErrorKind, Result};
+use crate::plan::procedures::{Positional, procedure as procedure_spec};
 use crate::plan::snapshots::retention_ms;
 use crate::plan::snapshots::{
     CHERRYPICK_SNAPSHOT, FAST_FORWARD, PUBLISH_CHANGES, ROLLBACK_TO_SNAPSHOT,
@@ -31,27 +32,9 @@ use crate::plan::snapshots::{
 };
 use crate::plan::{RefRetention, SnapshotProcedure, SnapshotSelector, TableChange};
 
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Kind {
-    Int64,
-    String,
-}
-
-/// The parameters of `procedure` in positional order, `None` for another procedure.
-fn params(procedure: &str) -> Option<&'static [(&'static str, Kind)]> {
-    Some(match procedure {
-        ROLLBACK_TO_SNAPSHOT | CHERRYPICK_SNAPSHOT => &[("snapshot_id", Kind::Int64)],
-        ROLLBACK_TO_TIMESTAMP => &[("timestamp", Kind::String)],
-        SET_CURRENT_SNAPSHOT => &[("snapshot_id", Kind::Int64), ("ref", Kind::String)],
-        FAST_FORWARD => &[("branch", Kind::String), ("to", Kind::String)],
-        PUBLISH_CHANGES => &[("wap_id", Kind::String)],
-        _ => return None,
-    })
-}
-
 /// Whether `procedure` is one of the snapshot-management procedures.
 pub fn is_snapshot_procedure(procedure: &str) -> bool {
-    params(procedure).is_some()
+    procedure_spec(procedure).is_some_and(|p| p.positional == Positional::InOrder)
 }
 
 /// A bound value.
@@ -60,76 +43,30 @@ enum Value<'a> {
     Str(&'a str),
 }
 
+/// The arguments of `command` by parameter name ([`super::bind_args::collect`] against its table in
+/// `plan::procedures`), as the values the parameters' types promise.
 fn collect<'a>(command: &str, args: &'a [Arg]) -> Result<BTreeMap<&'static str, Value<'a>>> {
-    let params = params(command)
+    let spec = procedure_spec(command)
+        .filter(|p| p.positional == Positional::InOrder)
         .ok_or_else(|| Error::logical(format!("{command} is not a snapshot procedure")))?;
+    let literals = super::bind_args::collect(spec, args)?;
     let mut values = BTreeMap::new();
-    let mut seen_named = false;
-    let mut positional = 0;
-    for (index, arg) in args.iter().enumerate() {
-        let ArgValue::Literal(literal) = &arg.value else {
-            return Err(Error::bad_arguments(format!(
-                "Argument {} to {command}() must be a literal value",
-                index + 1
-            )));
-        };
-        let (name, kind) = match &arg.name {
-            None => {
-                if seen_named {
-                    return Err(Error::bad_arguments(format!(
-                        "Positional arguments must precede named arguments in {command}()"
+    for (name, literal) in literals {
+        let value = match literal {
+            Literal::String(text) => Value::Str(text),
+            // `collect` checked the type: an Int64 parameter holds an integer in range.
+            other => match other.as_integer().and_then(|n| i64::try_from(n).ok()) {
+                Some(n) => Value::Int(n),
+                None => {
+                    return Err(Error::logical(format!(
+                        "{command}: parameter '{name}' passed its type check but is no Int64"
                     )));
                 }
-                positional += 1;
-                *params.get(positional - 1).ok_or_else(|| {
-                    Error::new(
-                        ErrorKind::NumberOfArgumentsDoesntMatch,
-                        format!(
-                            "{command} takes at most {} positional argument(s), got {}",
-                            params.len(),
-                            args.iter().filter(|a| a.name.is_none()).count()
-                        ),
-                    )
-                })?
-            }
-            Some(name) => {
-                seen_named = true;
-                *params.iter().find(|(p, _)| p == name).ok_or_else(|| {
-                    Error::bad_arguments(format!("Unknown parameter '{name}' for {command}"))
-                })?
-            }
-        };
-        if values.contains_key(name) {
-            return Err(Error::bad_arguments(format!(
-                "Duplicate parameter '{name}' for {command}()"
-            )));
-        }
-        let value = match (kind, literal) {
-            (Kind::String, Literal::String(text)) => Value::Str(text),
-            (Kind::Int64, Literal::Number(_)) => match literal.as_integer() {
-                Some(n) => Value::Int(i64::try_from(n).map_err(|_| {
-                    Error::bad_arguments(format!(
-                        "Parameter '{name}' for {command} is out of the Int64 range: {literal}"
-                    ))
-                })?),
-                None => return Err(wrong_type(command, name, kind, literal)),
             },
-            _ => return Err(wrong_type(command, name, kind, literal)),
         };
         values.insert(name, value);
     }
     Ok(values)
-}
-
-fn wrong_type(command: &str, name: &str, kind: Kind, literal: &Literal) -> Error {
-    let expected = match kind {
-        Kind::Int64 => "Int64",
-        Kind::String => "String",
-    };
-    Error::bad_arguments(format!(
-        "Parameter '{name}' for {command} has wrong type (got {}, expected {expected})",
-        literal.type_name()
-    ))
 }
 
 fn missing(command: &str, name: &str) -> Error {
@@ -258,6 +195,7 @@ pub fn bind_alter(action: &AlterAction) -> Result<TableChange> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sql::ast::ArgValue;
     use crate::time_zone::SessionTimeZone;
 
     fn ctx() -> BindContext {

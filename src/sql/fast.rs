@@ -129,10 +129,11 @@ fn execute_rest(
         args,
         format,
     };
+    let statement = Statement::AlterExecute(alter);
     Ok(if explain {
-        Statement::Explain(Box::new(alter))
+        Statement::Explain(Box::new(statement))
     } else {
-        Statement::AlterExecute(alter)
+        statement
     })
 }
 

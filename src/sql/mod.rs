@@ -14,6 +14,7 @@
 pub mod alter_refs;
 pub mod ast;
 pub mod bind;
+mod bind_args;
 pub mod bind_compact;
 pub mod bind_snapshots;
 pub mod duration;

@@ -197,9 +197,11 @@ fn parse_explain(p: &mut Parser, sql: &str, format: Option<String>) -> PResult<O
         return Ok(None);
     }
     p.next_token();
-    Ok(parse_alter(p, sql, format)?.map(|altered| match altered {
-        Altered::Execute(alter) => Statement::Explain(Box::new(alter)),
-        Altered::Table(alter) => Statement::ExplainAlterTable(Box::new(alter)),
+    Ok(parse_alter(p, sql, format)?.map(|altered| {
+        Statement::Explain(Box::new(match altered {
+            Altered::Execute(alter) => Statement::AlterExecute(alter),
+            Altered::Table(alter) => Statement::AlterTable(alter),
+        }))
     }))
 }
 
@@ -262,21 +264,20 @@ fn parse_optimize(
         return Ok(None);
     }
     let table = parse_table_name(p)?;
-    if p.parse_keyword(Keyword::MANIFEST) {
-        return Ok(Some(Statement::OptimizeManifest(OptimizeManifest {
+    let statement = if p.parse_keyword(Keyword::MANIFEST) {
+        Statement::OptimizeManifest(OptimizeManifest {
             table,
-            explain,
             format: format.filter(|_| explain),
-        })));
-    }
-    if p.peek_token().token != Token::EOF {
+        })
+    } else if p.peek_token().token != Token::EOF {
         return Ok(None);
-    }
-    let optimize = OptimizeTable { table, format };
-    Ok(Some(if explain {
-        Statement::ExplainOptimize(optimize)
     } else {
-        Statement::Optimize(optimize)
+        Statement::Optimize(OptimizeTable { table, format })
+    };
+    Ok(Some(if explain {
+        Statement::Explain(Box::new(statement))
+    } else {
+        statement
     }))
 }
 

@@ -9,12 +9,13 @@ use std::sync::{Arc, Mutex};
 
 use icetrim::ErrorKind;
 use icetrim::FixedClock;
-use icetrim::engine::{CancelToken, Engine, Phase, ProgressEvent, QueryResult, Session};
+use icetrim::engine::{Engine, QueryResult, Session};
 use icetrim::internals::generate::{GenerateOptions, generate};
 use icetrim::internals::iceberg::locate::{MetadataSettings, locate};
 use icetrim::internals::iceberg::spec::FormatVersion;
 use icetrim::internals::io::{FileIO, path_key};
 use icetrim::internals::maintain::file_graph::reachable::{Lookup, collect_reachable};
+use icetrim::progress::{CancelToken, Phase, ProgressEvent};
 
 const DAY: i64 = 86_400_000;
 const EXPIRE: &str =

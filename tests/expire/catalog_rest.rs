@@ -786,7 +786,7 @@ async fn a_hanging_catalog_is_cancelled() {
     run(&mut s, &table.create("vended_credentials = 0")).await;
     let files = table.files().await;
     rest_catalog::warehouse(table.warehouse(), serde_json::json!({"hang_loads": true})).await;
-    let token = icetrim::CancelToken::new();
+    let token = icetrim::progress::CancelToken::new();
     let canceller = token.clone();
     tokio::spawn(async move {
         tokio::time::sleep(std::time::Duration::from_millis(500)).await;

@@ -240,7 +240,7 @@ async fn expiry_reads_with_a_conflict(
         retain_last: Some(2),
         ..ExpireOptions::default()
     };
-    let progress = icetrim::Progress::default();
+    let progress = icetrim::progress::Progress::default();
     let result = run_procedure_on(target, ProcedureCall::Expire(options), false, &progress)
         .await
         .expect("the expiry re-plans and commits");

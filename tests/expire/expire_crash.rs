@@ -3,6 +3,7 @@
 //! stay), and a concurrent writer committing between planning and commit (recompute from scratch;
 //! the other writer's snapshot and files survive; bounded retries end in LIMIT_EXCEEDED).
 
+use crate::support::copy_dir;
 use crate::support::expire as support;
 
 use std::collections::BTreeSet;
@@ -17,19 +18,6 @@ use icetrim::internals::sql::ast::Literal;
 use object_store::local::LocalFileSystem;
 use object_store::path::Path as ObjectPath;
 use support::*;
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.path().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), target).unwrap();
-        }
-    }
-}
 
 fn restore(backup: &Path, dir: &Path) {
     std::fs::remove_dir_all(dir).unwrap();
@@ -343,7 +331,7 @@ async fn expire_def(
     opts: icetrim::internals::plan::ExpireOptions,
     io: Option<FileIO>,
 ) -> icetrim::Result<icetrim::engine::QueryResult> {
-    let runtime = icetrim::engine::Runtime {
+    let runtime = icetrim::internals::engine::Runtime {
         clock: icetrim::FixedClock::new(NOW),
         io_override: io,
         before_commit: None,

@@ -12,7 +12,8 @@ use object_store::local::LocalFileSystem;
 use serde_json::Value;
 
 use crate::rewrite_manifests::{build, build_with, ch_rows, pyread, rewrite, rewrite_with};
-use crate::rewrite_manifests_faults::{copy_dir, reset};
+use crate::rewrite_manifests_faults::reset;
+use crate::support::copy_dir;
 use crate::support::expire::{current_metadata, expire_at};
 use crate::support::fixtures;
 

@@ -11,7 +11,8 @@ use std::path::{Path, PathBuf};
 
 use icetrim::FixedClock;
 use icetrim::Settings;
-use icetrim::engine::{Metrics, QueryResult, Runtime};
+use icetrim::engine::{Metrics, QueryResult};
+use icetrim::internals::engine::Runtime;
 use icetrim::internals::engine::run_procedure;
 use icetrim::internals::iceberg::manifest::{inherit, read_manifest};
 use icetrim::internals::iceberg::manifest_list::{ManifestFile, read_manifest_list};
@@ -373,7 +374,7 @@ async fn same_rows_as_clickhouse_optimize_manifest_and_no_more_manifests() {
             );
         }
         // OPTIMIZE through our SQL session, with ClickHouse's setting.
-        let engine = icetrim::Engine::builder()
+        let engine = icetrim::engine::Engine::builder()
             .clock(FixedClock::new(NOW))
             .build()
             .unwrap();
@@ -406,7 +407,7 @@ async fn same_rows_as_clickhouse_optimize_manifest_and_no_more_manifests() {
 async fn optimize_manifest_acts_only_above_the_threshold() {
     let (_tmp, dir) = build(2, 6);
     let (before, _) = own_view(&dir).await;
-    let engine = icetrim::Engine::builder()
+    let engine = icetrim::engine::Engine::builder()
         .clock(FixedClock::new(NOW))
         .build()
         .unwrap();

@@ -15,20 +15,8 @@ use object_store::path::Path as ObjectPath;
 use crate::rewrite_manifests::{
     build, build_with, ch_rows, groups, metrics, own_view, pyread, rewrite, rewrite_with,
 };
+use crate::support::copy_dir;
 use crate::support::fixtures;
-
-pub(crate) fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.path().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), target).unwrap();
-        }
-    }
-}
 
 /// Put `dir` back as `backup` holds it. A failed run may leave a write of its own in flight (the
 /// local store writes on blocking threads): wait for the folder to settle.

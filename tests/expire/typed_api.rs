@@ -114,7 +114,7 @@ async fn builders_match_sql_on_a_pyiceberg_twin_and_pyiceberg_still_reads() {
         .remove_orphan_files()
         .older_than(DAY_BEFORE_NOW)
         .time_zone("UTC")
-        .progress(Arc::new(move |_: &icetrim::ProgressEvent| {
+        .progress(Arc::new(move |_: &icetrim::progress::ProgressEvent| {
             *seen.lock().unwrap() += 1
         }))
         .execute()
@@ -189,7 +189,7 @@ async fn builders_refuse_what_sql_refuses_before_touching_the_table() {
         .await;
     assert!(refused.is_err());
     // A cancelled token stops the run before it writes: nothing changes.
-    let token = icetrim::CancelToken::new();
+    let token = icetrim::progress::CancelToken::new();
     token.cancel();
     let cancelled = table
         .expire_snapshots()

@@ -7,6 +7,7 @@
 //! removes the replaced files and the rows stay. A delete committed while compaction runs fails
 //! the group it touches (no row comes back).
 
+use crate::support::copy_dir;
 use crate::support::fixtures::{python, run_python_json};
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -116,7 +117,10 @@ pub(crate) async fn current_files(dir: &Path) -> (Vec<DataFile>, Vec<DataFile>, 
     (data, deletes, op, snap.snapshot_id)
 }
 
-pub(crate) async fn engine_sql(dir: &Path, statements: &[&str]) -> Vec<icetrim::QueryResult> {
+pub(crate) async fn engine_sql(
+    dir: &Path,
+    statements: &[&str],
+) -> Vec<icetrim::engine::QueryResult> {
     let engine = Engine::builder().build().unwrap();
     let mut s = engine.session();
     s.execute(&format!(
@@ -132,7 +136,7 @@ pub(crate) async fn engine_sql(dir: &Path, statements: &[&str]) -> Vec<icetrim::
     out
 }
 
-pub(crate) fn compact_metrics(r: &icetrim::QueryResult) -> CompactMetrics {
+pub(crate) fn compact_metrics(r: &icetrim::engine::QueryResult) -> CompactMetrics {
     match r.metrics {
         Some(Metrics::Compact(m)) => m,
         ref other => panic!("no compaction metrics: {other:?}"),
@@ -1023,19 +1027,6 @@ pub(crate) fn position_delete(dir: &Path, name: &str, rows: &[(String, i64)]) ->
         rows.len() as i64,
         bytes.len() as i64,
     )
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.path().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), target).unwrap();
-        }
-    }
 }
 
 /// v2 position deletes both ways: a file-scoped one (its `file_path` bounds name one data file,

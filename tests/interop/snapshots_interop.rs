@@ -326,7 +326,7 @@ async fn typed_api_manages_snapshots_and_refs() {
         (Some(id("a5")), Some(id("b2")))
     );
     let rolled = table
-        .rollback_to_timestamp(icetrim::Timestamp::Millis(
+        .rollback_to_timestamp(icetrim::engine::Timestamp::Millis(
             fx.facts["snapshot_ts"]["a4"].as_i64().expect("ts") + 1,
         ))
         .execute()
@@ -389,7 +389,7 @@ async fn typed_api_manages_snapshots_and_refs() {
         "refused statements write nothing"
     );
     // Cancelled before the commit: QUERY_WAS_CANCELLED, nothing written.
-    let token = icetrim::CancelToken::new();
+    let token = icetrim::progress::CancelToken::new();
     token.cancel();
     let e = table
         .rollback_to_snapshot(id("a3"))

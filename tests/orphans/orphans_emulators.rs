@@ -13,7 +13,7 @@ use crate::support::relocate;
 use std::time::Duration;
 
 use bytes::Bytes;
-use icetrim::engine::OrphanMetrics;
+use icetrim::OrphanMetrics;
 use icetrim::internals::iceberg::avro::Codec;
 use icetrim::internals::iceberg::manifest::{DataFile, ManifestEntry, ManifestWriter, NewManifest};
 use icetrim::internals::iceberg::manifest_list::{ManifestListMeta, write_manifest_list};

@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use fixtures::{Fixture, make_fixture, now_ms, oracle_inspect};
 use icetrim::ErrorKind;
-use icetrim::engine::OrphanMetrics;
+use icetrim::OrphanMetrics;
 use icetrim::internals::io::{Fault, FaultInjector, FaultyStore, FileIO, HookFn, Op};
 use object_store::ObjectStore;
 use object_store::local::LocalFileSystem;

@@ -281,7 +281,7 @@ async fn protect_other_tables_deletes_only_the_tables_own_orphans() {
         .unwrap();
     assert_eq!(
         metrics(&r),
-        icetrim::engine::OrphanMetrics {
+        icetrim::OrphanMetrics {
             deleted_data_files_count: 1,
             ..Default::default()
         },
@@ -301,7 +301,7 @@ async fn protect_other_tables_deletes_only_the_tables_own_orphans() {
     let r = run_on(&rt, &a, narrowed, false).await.unwrap();
     assert_eq!(
         metrics(&r),
-        icetrim::engine::OrphanMetrics {
+        icetrim::OrphanMetrics {
             deleted_data_files_count: 1,
             ..Default::default()
         }
@@ -312,7 +312,7 @@ async fn protect_other_tables_deletes_only_the_tables_own_orphans() {
         .unwrap();
     assert_eq!(
         metrics(&r),
-        icetrim::engine::OrphanMetrics {
+        icetrim::OrphanMetrics {
             deleted_data_files_count: 1,
             deleted_manifest_lists_count: 1,
             ..Default::default()
@@ -450,7 +450,7 @@ async fn a_metadata_file_outside_a_metadata_folder_protects_the_folder_above_it(
     let r = run_on(&rt, &table, aggressive(now, true, false), false)
         .await
         .unwrap();
-    assert_eq!(metrics(&r), icetrim::engine::OrphanMetrics::default());
+    assert_eq!(metrics(&r), icetrim::OrphanMetrics::default());
     assert_eq!(all_files(&nested.root()), before);
 }
 

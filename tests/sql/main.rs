@@ -6,6 +6,7 @@
 mod support;
 
 mod compaction_where_filter;
+mod public_api;
 mod send_futures;
 mod sql_bind;
 mod sql_examples;

@@ -315,7 +315,10 @@ fn random_long_or_deep_expressions_never_panic() {
                     );
                     let alter = match &statement {
                         Statement::AlterExecute(alter) => Some(alter),
-                        Statement::Explain(alter) => Some(alter.as_ref()),
+                        Statement::Explain(inner) => match inner.as_ref() {
+                            Statement::AlterExecute(alter) => Some(alter),
+                            _ => None,
+                        },
                         _ => None,
                     };
                     if let Some(alter) = alter {

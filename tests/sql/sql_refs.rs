@@ -198,7 +198,7 @@ mod props {
                 format: None,
             };
             let statement = if explain {
-                Statement::ExplainAlterTable(Box::new(alter))
+                Statement::Explain(Box::new(Statement::AlterTable(alter)))
             } else {
                 Statement::AlterTable(alter)
             };

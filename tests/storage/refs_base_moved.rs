@@ -20,10 +20,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use futures::FutureExt;
+use icetrim::engine::Timestamp;
 use icetrim::internals::engine::Runtime;
 use icetrim::internals::iceberg::metadata::TableMetadata;
 use icetrim::internals::maintain::target::BeforeCommit;
-use icetrim::{Settings, StorageOptions, Table, Timestamp};
+use icetrim::{Settings, StorageOptions, Table};
 
 use crate::refs_base_moved_cases::{At, Gone, L, Other, Ours, SCENARIOS, Scenario, Stmt, Stmt::*};
 use crate::support::backends::{Backend, Place};

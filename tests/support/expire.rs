@@ -6,9 +6,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use icetrim::ExpireMetrics;
 use icetrim::FixedClock;
 use icetrim::Settings;
-use icetrim::engine::{ExpireMetrics, Metrics, QueryResult, Runtime};
+use icetrim::engine::{Metrics, QueryResult};
+use icetrim::internals::engine::Runtime;
 use icetrim::internals::engine::run_procedure;
 use icetrim::internals::engine::{EngineArg, TableDef};
 use icetrim::internals::iceberg::locate::{MetadataSettings, locate};

@@ -6,7 +6,7 @@
 //! uses is a file of that binary's folder (`tests/sessions/session_text.rs`).
 //!
 //! This file itself: storage emulators (started by `scripts/emulators.sh`, which `scripts/test.sh`
-//! runs) and unique scratch locations. A missing emulator fails the test (panic), never skips it.
+//! runs), unique scratch locations and copies of local folders. A missing emulator fails the test (panic), never skips it.
 #![allow(dead_code)]
 
 pub mod backends;
@@ -37,6 +37,21 @@ pub fn emulator_var(name: &str) -> String {
 /// A short unique name for one test's scratch folder.
 pub fn unique(label: &str) -> String {
     format!("{label}-{}", uuid::Uuid::new_v4().simple())
+}
+
+/// Copy the folder `from` with everything below it to `to` (created when missing): a table's
+/// backup, to put it back after a failed or crashed run.
+pub fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.path().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
 }
 
 /// Options reaching the moto S3 emulator.

@@ -10,8 +10,10 @@ use std::path::Path;
 use std::sync::Arc;
 
 use icetrim::FixedClock;
+use icetrim::OrphanMetrics;
 use icetrim::Settings;
-use icetrim::engine::{Metrics, OrphanMetrics, QueryResult, Runtime};
+use icetrim::engine::{Metrics, QueryResult};
+use icetrim::internals::engine::Runtime;
 use icetrim::internals::engine::run_procedure;
 use icetrim::internals::engine::{EngineArg, TableDef};
 use icetrim::internals::io::FileIO;

@@ -20,7 +20,7 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use super::fields::{Obj, field_error, type_name};
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::iceberg::spec::{FormatVersion, Snapshot, SnapshotId};
 
 /// The member this module holds.
@@ -189,9 +189,8 @@ impl<'a> DocumentIn<'a> {
             )));
         }
         serde_json::from_slice(text).map_err(|e| {
-            Error::incorrect_data(format!(
-                "Cannot parse Iceberg metadata file '{file}': invalid JSON: {e}"
-            ))
+            let message = format!("Cannot parse Iceberg metadata file '{file}': invalid JSON: {e}");
+            Error::with_source(ErrorKind::IncorrectData, message, e)
         })
     }
 }
@@ -271,4 +270,32 @@ pub(crate) fn split_values(
         _ => SnapshotList::default(),
     };
     Ok((members, list))
+}
+
+#[cfg(test)]
+mod tests {
+
+    use super::DocumentIn;
+    use crate::error::ErrorKind;
+
+    /// Malformed JSON is `INCORRECT_DATA` naming the file, with serde's error as the source.
+    #[test]
+    fn invalid_json_keeps_the_parser_error_as_the_source() {
+        let Err(err) =
+            DocumentIn::parse(b"{\"format-version\": 2,", "/t/metadata/v1.metadata.json")
+        else {
+            panic!("truncated JSON parsed");
+        };
+        assert_eq!(err.kind(), ErrorKind::IncorrectData);
+        assert!(
+            err.message()
+                .starts_with("Cannot parse Iceberg metadata file '/t/metadata/v1.metadata.json'"),
+            "{err}"
+        );
+        let source = err.cause().expect("the parser's error");
+        assert!(
+            source.downcast_ref::<serde_json::Error>().is_some(),
+            "{source:?}"
+        );
+    }
 }

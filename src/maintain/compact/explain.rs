@@ -6,7 +6,7 @@ use super::plan::Plan;
 
 /// One file group of the plan.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ExplainRow {
+pub struct CompactExplainRow {
     /// `rewrite` or `skip`.
     pub decision: String,
     pub spec_id: i64,
@@ -22,7 +22,7 @@ pub struct ExplainRow {
 }
 
 /// The rows of `plan` over `data` and `deletes`.
-pub fn explain_rows(plan: &Plan, deletes: &[LiveFile]) -> Vec<ExplainRow> {
+pub fn explain_rows(plan: &Plan, deletes: &[LiveFile]) -> Vec<CompactExplainRow> {
     plan.groups
         .iter()
         .map(|g| {
@@ -36,7 +36,7 @@ pub fn explain_rows(plan: &Plan, deletes: &[LiveFile]) -> Vec<ExplainRow> {
                     })
                     .count() as i64
             };
-            ExplainRow {
+            CompactExplainRow {
                 decision: if g.rewrite { "rewrite" } else { "skip" }.into(),
                 spec_id: i64::from(g.spec_id),
                 partition: g.partition.clone(),

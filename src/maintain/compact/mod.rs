@@ -66,16 +66,14 @@ mod plan_props;
 pub mod read;
 pub mod repartition;
 pub mod rewrite;
-pub mod schema;
 pub mod sort;
 pub mod source;
 pub mod stats;
-pub mod transform;
 pub mod where_value;
 pub mod writer;
 
 pub use execute::execute;
-pub use explain::ExplainRow;
+pub use explain::CompactExplainRow;
 pub use metrics::CompactMetrics;
 
 /// The procedure's name in messages.
@@ -85,6 +83,6 @@ pub const PROCEDURE: &str = "rewrite_data_files";
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct CompactOutcome {
     pub metrics: CompactMetrics,
-    pub explain: Option<Vec<ExplainRow>>,
+    pub explain: Option<Vec<CompactExplainRow>>,
     pub warnings: Vec<String>,
 }

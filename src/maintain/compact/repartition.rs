@@ -28,9 +28,9 @@ use arrow_array::{
 use arrow_schema::{DataType, Schema, TimeUnit};
 
 use super::path::PathField;
-use super::schema::{field_by_id, leaf_by_id};
-use super::transform::Transform;
 use crate::error::{Error, Result};
+use crate::iceberg::arrow::schema::{field_by_id, leaf_by_id};
+use crate::iceberg::arrow::transform::Transform;
 use crate::iceberg::avro::partition::avro_type;
 use crate::iceberg::avro::value::strip_union;
 use crate::iceberg::metadata::PartitionSpec;
@@ -304,9 +304,9 @@ pub fn avro_value(array: &ArrayRef, row: usize, result_type: &str) -> Result<Val
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::iceberg::arrow::schema::arrow_schema;
     use crate::iceberg::metadata::PartitionField;
     use crate::maintain::compact::model::partition_text;
-    use crate::maintain::compact::schema::arrow_schema;
 
     fn schema() -> Arc<Schema> {
         arrow_schema(

@@ -31,13 +31,13 @@ use super::memory::MemoryPlan;
 use super::model::LiveFile;
 use super::path::partition_path;
 use super::repartition::OutputSpec;
-use super::schema::{
-    LAST_UPDATED_FIELD, ROW_ID_FIELD, adapt_batch, field_by_id, field_id, leaf_by_id, project,
-};
 use super::sort::{RowOrder, Sorter};
-use super::transform::Transform;
 use super::writer::{Finished, OutputFile, WriteConfig};
 use crate::error::{Error, ErrorKind, Result};
+use crate::iceberg::arrow::schema::{
+    LAST_UPDATED_FIELD, ROW_ID_FIELD, adapt_batch, field_by_id, field_id, leaf_by_id, project,
+};
+use crate::iceberg::arrow::transform::Transform;
 use crate::io::FileIO;
 use crate::io::Upload;
 

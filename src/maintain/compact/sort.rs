@@ -30,8 +30,8 @@ use arrow_schema::{ArrowError, SchemaRef, SortOptions};
 
 use super::repartition::OutputSpec;
 use super::rewrite::SortKey;
-use super::schema::leaf_by_id;
 use crate::error::{Error, ErrorKind, Result};
+use crate::iceberg::arrow::schema::leaf_by_id;
 
 /// Runs merged at once.
 pub const FAN_IN: usize = 16;

@@ -10,7 +10,7 @@ use arrow_schema::{DataType, Field, Fields, Schema};
 use parquet::arrow::PARQUET_FIELD_ID_META_KEY;
 
 use super::*;
-use crate::maintain::compact::transform::Transform;
+use crate::iceberg::arrow::transform::Transform;
 
 fn with_id(name: &str, ty: DataType, id: i32) -> Field {
     Field::new(name, ty, true).with_metadata(HashMap::from([(

@@ -23,9 +23,9 @@ use parquet::arrow::arrow_writer::ArrowWriterOptions;
 use parquet::basic::{Compression, GzipLevel, ZstdLevel};
 use parquet::file::properties::{EnabledStatistics, WriterProperties};
 
-use super::schema::field_id;
 use super::stats::{LeafInfo, file_metrics};
 use crate::error::{Error, Result};
+use crate::iceberg::arrow::schema::field_id;
 use crate::iceberg::manifest::DataFile;
 use crate::iceberg::spec::DataContent;
 use crate::io::{FileIO, Upload};

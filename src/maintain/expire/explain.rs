@@ -23,7 +23,7 @@ use crate::time_zone::SessionTimeZone;
 
 /// One row of the EXPLAIN plan (the columns above, in order); the engine renders it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ExplainRow {
+pub struct ExpireExplainRow {
     pub kind: String,
     pub id: String,
     pub decision: String,
@@ -32,13 +32,16 @@ pub struct ExplainRow {
     pub bytes: Option<i64>,
 }
 
+/// The name `execute.rs` knows the row by (inside the crate only; public: [`ExpireExplainRow`]).
+pub(crate) use self::ExpireExplainRow as ExplainRow;
+
 /// The EXPLAIN rows of `plan`. `parent_of` gives each snapshot's parent; times print in `zone`.
 pub fn explain_rows(
     plan: &ExpiryPlan,
     parent_of: impl Fn(SnapshotId) -> Option<SnapshotId>,
     warnings: &[String],
     zone: &SessionTimeZone,
-) -> Vec<ExplainRow> {
+) -> Vec<ExpireExplainRow> {
     let mut rows = Vec::new();
     for v in &plan.decision.snapshots {
         let (decision, reason) = match &v.fate {
@@ -104,7 +107,7 @@ pub fn explain_rows(
     rows
 }
 
-fn totals(delete: &FileDecision, rows: &mut Vec<ExplainRow>) {
+fn totals(delete: &FileDecision, rows: &mut Vec<ExpireExplainRow>) {
     for category in FileDecision::DELETION_ORDER {
         let files = delete.files(category);
         let known: i64 = files
@@ -147,8 +150,8 @@ fn row(
     reason: &str,
     detail: &str,
     bytes: Option<i64>,
-) -> ExplainRow {
-    ExplainRow {
+) -> ExpireExplainRow {
+    ExpireExplainRow {
         kind: kind.into(),
         id: id.into(),
         decision: decision.into(),
@@ -159,11 +162,11 @@ fn row(
 }
 
 /// EXPLAIN rows of `clean_expired_metadata`: each schema and spec it removes.
-pub fn cleanup_rows(cleanup: Option<&MetadataCleanup>) -> Vec<ExplainRow> {
+pub fn cleanup_rows(cleanup: Option<&MetadataCleanup>) -> Vec<ExpireExplainRow> {
     let Some(c) = cleanup else {
         return Vec::new();
     };
-    let row = |kind: &str, id: i32| ExplainRow {
+    let row = |kind: &str, id: i32| ExpireExplainRow {
         kind: kind.to_string(),
         id: id.to_string(),
         decision: "remove".to_string(),

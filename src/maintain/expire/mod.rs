@@ -74,7 +74,7 @@ pub mod retention;
 
 pub use delete::DeleteReport;
 pub use execute::{ExpireOutcome, execute};
-pub use explain::{ExplainRow, category_name, format_ts};
+pub use explain::{ExpireExplainRow, category_name, format_ts};
 pub use metrics::ExpireMetrics;
 pub use plan::{ExpiryPlan, PROP_GC_ENABLED, new_metadata, plan_expiry, plan_files};
 pub use recover::{Recovered, finish_pending, retract_unconfirmed};

@@ -13,13 +13,16 @@ use crate::iceberg::spec::SnapshotRef;
 
 /// One EXPLAIN row (the columns above).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ExplainRow {
+pub struct SnapshotExplainRow {
     pub kind: String,
     pub name: String,
     pub before: Option<String>,
     pub after: Option<String>,
     pub detail: String,
 }
+
+/// The name `execute.rs` knows the row by (inside the crate only; public: [`SnapshotExplainRow`]).
+pub(crate) use self::SnapshotExplainRow as ExplainRow;
 
 /// `branch 123 min-snapshots-to-keep=2 max-snapshot-age-ms=... max-ref-age-ms=...`.
 pub fn ref_text(r: &SnapshotRef) -> String {
@@ -37,8 +40,8 @@ pub fn ref_text(r: &SnapshotRef) -> String {
 }
 
 /// The row saying nothing changes.
-pub fn nothing_row(detail: impl Into<String>) -> ExplainRow {
-    ExplainRow {
+pub fn nothing_row(detail: impl Into<String>) -> SnapshotExplainRow {
+    SnapshotExplainRow {
         kind: "nothing".into(),
         name: String::new(),
         before: None,

@@ -19,7 +19,7 @@
 
 use super::Change;
 use super::ancestry::{current_ancestors, is_ancestor_of, is_current_ancestor};
-use super::explain::{ExplainRow, ref_text};
+use super::explain::{SnapshotExplainRow, ref_text};
 use crate::error::{Error, Result};
 use crate::iceberg::metadata::TableMetadata;
 use crate::iceberg::spec::{MAIN_BRANCH, RefKind, SnapshotId, SnapshotRef};
@@ -54,14 +54,14 @@ pub(super) fn ref_row(
     name: &str,
     before: Option<&SnapshotRef>,
     after: Option<&SnapshotRef>,
-) -> ExplainRow {
+) -> SnapshotExplainRow {
     let detail = match (before, after) {
         (None, _) => "created",
         (_, None) => "removed",
         (Some(b), Some(a)) if b.snapshot_id != a.snapshot_id => "moved",
         _ => "retention changed",
     };
-    ExplainRow {
+    SnapshotExplainRow {
         kind: "ref".into(),
         name: name.into(),
         before: before.map(ref_text),

@@ -21,8 +21,8 @@
 //!    wrote for the lost attempt first). Nothing is ever deleted otherwise.
 //!
 //! Results: the procedures answer `previous_snapshot_id`, `current_snapshot_id`
-//! ([`SnapshotMetrics`]); the DDL statements return no rows. EXPLAIN returns [`ExplainRow`]s and
-//! changes nothing.
+//! ([`SnapshotMetrics`]); the DDL statements return no rows. EXPLAIN returns
+//! [`SnapshotExplainRow`]s and changes nothing.
 //!
 //! Deliberate differences: Spark's `cherrypick_snapshot`/`publish_changes` name their first column
 //! `source_snapshot_id` and `fast_forward` answers `branch_updated, previous_ref, updated_ref`;
@@ -47,7 +47,7 @@ pub mod refs;
 mod tests;
 
 pub use execute::{SnapshotOutcome, execute_change, execute_procedure};
-pub use explain::ExplainRow;
+pub use explain::SnapshotExplainRow;
 pub use metrics::SnapshotMetrics;
 
 use crate::error::Result;
@@ -62,7 +62,7 @@ pub struct Change {
     /// The metadata to commit; `None`: nothing changes, nothing is written.
     pub metadata: Option<TableMetadata>,
     /// What changes, as EXPLAIN rows (empty when nothing does).
-    pub rows: Vec<ExplainRow>,
+    pub rows: Vec<SnapshotExplainRow>,
     /// The moved ref's head before (`main` for the procedures).
     pub previous_snapshot_id: Option<i64>,
     /// ... and after.
@@ -81,7 +81,7 @@ impl Change {
     }
 
     /// An edit that moves no snapshot (properties): nothing to write when `rows` is empty.
-    pub fn edit(metadata: TableMetadata, rows: Vec<ExplainRow>) -> Change {
+    pub fn edit(metadata: TableMetadata, rows: Vec<SnapshotExplainRow>) -> Change {
         let current = metadata.current_snapshot_id();
         Change {
             metadata: (!rows.is_empty()).then_some(metadata),

@@ -17,7 +17,7 @@
 use std::collections::BTreeMap;
 
 use super::Change;
-use super::explain::ExplainRow;
+use super::explain::SnapshotExplainRow;
 use crate::error::{Error, Result};
 use crate::iceberg::metadata::TableMetadata;
 
@@ -70,7 +70,7 @@ pub fn set_properties(metadata: &TableMetadata, pairs: &[(String, String)]) -> R
         if before == Some(value.as_str()) {
             continue;
         }
-        rows.push(ExplainRow {
+        rows.push(SnapshotExplainRow {
             kind: "property".into(),
             name: key.clone(),
             before: before.map(str::to_string),
@@ -109,7 +109,7 @@ pub fn unset_properties(
         let Some(before) = metadata.property(key) else {
             continue;
         };
-        rows.push(ExplainRow {
+        rows.push(SnapshotExplainRow {
             kind: "property".into(),
             name: key.clone(),
             before: Some(before.to_string()),

@@ -8,7 +8,7 @@ use crate::time_zone::SessionTimeZone;
 
 /// One row of the EXPLAIN plan (the columns of the parent module, in order).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ExplainRow {
+pub struct OrphanExplainRow {
     pub item: String,
     pub path: String,
     pub category: String,
@@ -17,6 +17,9 @@ pub struct ExplainRow {
     pub size_bytes: i64,
     pub last_modified: String,
 }
+
+/// The name `execute.rs` knows the row by (inside the crate only; public: [`OrphanExplainRow`]).
+pub(crate) use self::OrphanExplainRow as ExplainRow;
 
 /// The category's EXPLAIN spelling.
 pub fn category_name(category: OrphanCategory) -> &'static str {
@@ -48,8 +51,8 @@ pub(super) fn row(
     files: i64,
     size: i64,
     last_modified: String,
-) -> ExplainRow {
-    ExplainRow {
+) -> OrphanExplainRow {
+    OrphanExplainRow {
         item: item.to_string(),
         path: path.to_string(),
         category: category.to_string(),
@@ -65,7 +68,7 @@ pub fn explain_rows(
     outcome: &ScanOutcome,
     reachable_files: usize,
     zone: &SessionTimeZone,
-) -> Vec<ExplainRow> {
+) -> Vec<OrphanExplainRow> {
     let mut rows = Vec::new();
     for o in &outcome.orphans {
         let category = category_name(o.category);
@@ -180,7 +183,7 @@ pub fn explain_rows(
 /// would refuse) and one `other_table_metadata` row per metadata file found for it; after the
 /// totals, `kept_other_table_count` (orphans kept because they are another table's).
 pub fn add_other_tables(
-    plan: &mut Vec<ExplainRow>,
+    plan: &mut Vec<OrphanExplainRow>,
     protection: &super::other_tables::Protection,
     outcome: &ScanOutcome,
     kept: i64,

@@ -127,7 +127,7 @@ mod scan;
 
 pub use crate::io::SkipReason;
 pub use execute::{OrphanOutcome, execute};
-pub use explain::ExplainRow;
+pub use explain::OrphanExplainRow;
 pub use metrics::OrphanMetrics;
 pub use scan::KeepReason;
 

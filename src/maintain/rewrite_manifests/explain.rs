@@ -8,7 +8,7 @@ use crate::iceberg::spec::ManifestContent;
 
 /// One row of the plan.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ExplainRow {
+pub struct RewriteManifestsExplainRow {
     /// `manifest` (of the current snapshot) or `new_manifest`.
     pub kind: String,
     /// The manifest's path; for a new manifest, `new #<n>` (its name is chosen when written).
@@ -24,6 +24,9 @@ pub struct ExplainRow {
     /// The manifest's length; for a new manifest, the estimate.
     pub bytes: i64,
 }
+
+/// The name `execute.rs` knows the row by (inside the crate only; public: [`RewriteManifestsExplainRow`]).
+pub(crate) use self::RewriteManifestsExplainRow as ExplainRow;
 
 /// A new manifest as planned.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -51,7 +54,7 @@ pub fn explain_rows(
     selection: &Selection,
     planned: &[PlannedManifest],
     target: i64,
-) -> Vec<ExplainRow> {
+) -> Vec<RewriteManifestsExplainRow> {
     let mut rows = Vec::new();
     for (m, verdict) in list.iter().zip(&selection.verdicts) {
         let live = i64::from(m.added_files_count.unwrap_or(0))
@@ -73,7 +76,7 @@ pub fn explain_rows(
             }
             ManifestVerdict::Keep(reason) => ("keep", reason.as_str().to_string()),
         };
-        rows.push(ExplainRow {
+        rows.push(RewriteManifestsExplainRow {
             kind: "manifest".into(),
             path: m.manifest_path.clone(),
             spec_id: i64::from(m.partition_spec_id),
@@ -85,7 +88,7 @@ pub fn explain_rows(
         });
     }
     for (n, p) in planned.iter().enumerate() {
-        rows.push(ExplainRow {
+        rows.push(RewriteManifestsExplainRow {
             kind: "new_manifest".into(),
             path: format!("new #{}", n + 1),
             spec_id: i64::from(p.spec_id),

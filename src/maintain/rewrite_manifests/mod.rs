@@ -55,5 +55,5 @@ pub mod reuse;
 mod write;
 
 pub use execute::{RewriteManifestsOutcome, execute};
-pub use explain::ExplainRow;
+pub use explain::RewriteManifestsExplainRow;
 pub use metrics::RewriteManifestsMetrics;

@@ -6,8 +6,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use icetrim::Table;
+use icetrim::engine::{ManageSnapshots, Timestamp};
 use icetrim::internals::maintain::target::{BeforeCommit, MaintenanceTarget};
-use icetrim::{ManageSnapshots, Table, Timestamp};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
