@@ -3,7 +3,7 @@
 //! [`ExpireOutcome`].
 
 use super::cleanup::{self, MetadataCleanup};
-use super::explain::{ExplainRow, explain_rows};
+use super::explain::{ExpireExplainRow, explain_rows};
 use super::keepset::ExpiryFileCounts;
 use super::metrics::ExpireMetrics;
 use super::plan::{ExpiryPlan, new_metadata, plan_expiry};
@@ -25,7 +25,7 @@ pub struct ExpireOutcome {
     /// The counts (all 0 for EXPLAIN).
     pub metrics: ExpireMetrics,
     /// EXPLAIN only: the plan, row by row.
-    pub explain: Option<Vec<ExplainRow>>,
+    pub explain: Option<Vec<ExpireExplainRow>>,
     /// Things the user should know that did not fail the statement.
     pub warnings: Vec<String>,
 }

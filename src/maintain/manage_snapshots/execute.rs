@@ -6,7 +6,7 @@ use std::collections::HashSet;
 use futures::{StreamExt, TryStreamExt};
 
 use super::cherrypick::{PartitionKey, Reapply, check_replaced_partitions};
-use super::explain::{ExplainRow, nothing_row};
+use super::explain::{SnapshotExplainRow, nothing_row};
 use super::moved_base::{
     Pinned, PlannedFrom, change_may_commit, change_on_new_head, pin_procedure, procedure_may_commit,
 };
@@ -33,13 +33,13 @@ pub struct SnapshotOutcome {
     /// The procedures' `previous_snapshot_id` / `current_snapshot_id`; `None` for the DDL.
     pub metrics: Option<SnapshotMetrics>,
     /// The EXPLAIN rows, when explaining (nothing was changed).
-    pub explain: Option<Vec<ExplainRow>>,
+    pub explain: Option<Vec<SnapshotExplainRow>>,
     pub warnings: Vec<String>,
     /// The metadata file written, if any.
     pub committed_path: Option<String>,
 }
 
-fn explain_rows(rows: Vec<ExplainRow>) -> Vec<ExplainRow> {
+fn explain_rows(rows: Vec<SnapshotExplainRow>) -> Vec<SnapshotExplainRow> {
     if rows.is_empty() {
         vec![nothing_row("the statement changes nothing")]
     } else {
@@ -280,13 +280,13 @@ struct Picked {
     removed: Vec<String>,
 }
 
-fn reapply_row(metadata: &TableMetadata, reapply: &Reapply, picked: &Picked) -> ExplainRow {
+fn reapply_row(metadata: &TableMetadata, reapply: &Reapply, picked: &Picked) -> SnapshotExplainRow {
     let summary: Vec<String> = reapply
         .summary
         .iter()
         .map(|(k, v)| format!("{k}={v}"))
         .collect();
-    ExplainRow {
+    SnapshotExplainRow {
         kind: "snapshot".into(),
         name: "main".into(),
         before: metadata

@@ -8,7 +8,7 @@ use std::collections::{BTreeSet, HashSet};
 use futures::{StreamExt, TryStreamExt};
 
 use super::decide::{ManifestVerdict, Selection, select, target_size};
-use super::explain::{ExplainRow, PlannedManifest, explain_rows};
+use super::explain::{PlannedManifest, RewriteManifestsExplainRow, explain_rows};
 use super::metrics::RewriteManifestsMetrics;
 use super::reuse::{PlannedFrom, Reuse, reuse};
 use super::write::{new_snapshot, regroup, write_outputs};
@@ -33,7 +33,7 @@ pub(super) const CODEC: Codec = Codec::Deflate;
 pub struct RewriteManifestsOutcome {
     pub metrics: RewriteManifestsMetrics,
     /// The plan, for EXPLAIN.
-    pub explain: Option<Vec<ExplainRow>>,
+    pub explain: Option<Vec<RewriteManifestsExplainRow>>,
     pub warnings: Vec<String>,
     /// The committed snapshot, when one was.
     pub snapshot_id: Option<i64>,
