@@ -3,8 +3,9 @@
 //! statement's progress reporting and cancellation.
 //!
 //! **The one way procedures read and commit table metadata**: [`MaintenanceTarget::locate_newest`]
-//! and [`MaintenanceTarget::commit`] (or [`MaintenanceTarget::commit_edit`] for edits that delete
-//! nothing). Path tables ([`TableSource::Path`]) locate and commit through `metadata/`
+//! and [`MaintenanceTarget::commit`], driven by the commit protocol's one loop
+//! ([`crate::iceberg::commit::protocol::run`], for which this target is the [`CommitTarget`];
+//! [`MaintenanceTarget::commit_edit`] runs it for edits that delete nothing). Path tables ([`TableSource::Path`]) locate and commit through `metadata/`
 //! ([`crate::iceberg::commit`]); catalog tables ([`TableSource::Catalog`]) load from and commit
 //! through their catalog ([`crate::catalog`]) behind these same calls, so no procedure calls
 //! [`crate::iceberg::commit::commit`] itself.
@@ -18,8 +19,9 @@
 
 use super::old_metadata;
 use crate::catalog::{CatalogCommit, CatalogTable};
-use crate::error::{Error, ErrorKind, Result};
-use crate::iceberg::commit::{CommitOptions, CommitOutcome, Committed, commit, unconfirmed_error};
+use crate::error::Result;
+use crate::iceberg::commit::protocol::{self, CommitTarget};
+use crate::iceberg::commit::{CommitOptions, CommitOutcome, Committed, commit};
 use crate::iceberg::guard::{check_single_table_uuid, locate_newest};
 use crate::iceberg::locate::{LocatedMetadata, MetadataSettings, parse_file_name};
 use crate::iceberg::metadata::TableMetadata;
@@ -208,43 +210,61 @@ impl MaintenanceTarget {
     }
 
     /// Locate the newest metadata, let `change` compute the new metadata from it (`None`: nothing
-    /// to write, `Ok(None)`) and commit; on a conflict start over, at most
-    /// `iceberg_commit_max_attempts` times (then `LIMIT_EXCEEDED`). For commits that delete
-    /// nothing (refs, properties, snapshot management). `procedure` names the statement.
-    pub async fn commit_edit<F>(&self, procedure: &str, mut change: F) -> Result<Option<Committed>>
+    /// to write, `Ok(None)`) and commit, through the one loop ([`protocol::run`]): on a conflict
+    /// start over, at most `iceberg_commit_max_attempts` times (then `LIMIT_EXCEEDED`). For
+    /// commits that delete nothing (refs, properties, snapshot management). `procedure` names the
+    /// statement.
+    pub async fn commit_edit<F>(&self, procedure: &str, change: F) -> Result<Option<Committed>>
     where
         F: FnMut(&TableMetadata) -> Result<Option<TableMetadata>>,
     {
-        let max_attempts = self.settings.commit_max_attempts();
-        let options = CommitOptions {
+        let mut edit = protocol::Edit {
+            name: procedure,
+            options: self.commit_options(),
+            change,
+        };
+        protocol::run(self, &mut edit, self.settings.commit_max_attempts(), None).await
+    }
+
+    /// The options of this statement's commits: `metadata-log` kept, "now" the statement's.
+    pub fn commit_options(&self) -> CommitOptions {
+        CommitOptions {
             update_metadata_log: true,
             now_ms: Some(self.now_ms),
-        };
-        let mut last_conflict = String::new();
-        for _ in 0..max_attempts {
-            let located = self.locate_newest(procedure).await?;
-            located.check_writable()?;
-            let Some(new_metadata) = change(&located.metadata)? else {
-                return Ok(None);
-            };
-            match self.commit(&located, new_metadata, &options).await? {
-                CommitOutcome::Committed(done) => return Ok(Some(*done)),
-                CommitOutcome::Conflict { path } => last_conflict = path,
-                CommitOutcome::Unconfirmed { path, rival, why } => {
-                    return Err(unconfirmed_error(&self.location, &path, &rival, &why));
-                }
-                CommitOutcome::Unknown { why } => {
-                    return Err(Error::new(ErrorKind::NetworkError, why));
-                }
-            }
         }
-        Err(Error::new(
-            ErrorKind::LimitExceeded,
-            format!(
-                "{procedure} on {}: {max_attempts} commit attempt(s) conflicted with concurrent \
-                 writers (last taken name: {last_conflict})",
-                self.table_name
-            ),
-        ))
+    }
+
+    /// Deletes `paths`, files this statement wrote that no commit references (never one outside
+    /// the table location). Returns those not deleted, each with the reason.
+    pub async fn delete_uncommitted(&self, paths: &[String]) -> Vec<String> {
+        protocol::delete_uncommitted(&self.io, &self.location, paths).await
+    }
+}
+
+/// A statement's commits: the path or catalog commit above, picked by [`TableSource`].
+impl CommitTarget for MaintenanceTarget {
+    async fn load_newest(&self, procedure: &str) -> Result<LocatedMetadata> {
+        self.locate_newest(procedure).await
+    }
+
+    async fn commit_on(
+        &self,
+        base: &LocatedMetadata,
+        new_metadata: TableMetadata,
+        options: &CommitOptions,
+    ) -> Result<CommitOutcome> {
+        self.commit(base, new_metadata, options).await
+    }
+
+    fn io(&self) -> &FileIO {
+        &self.io
+    }
+
+    fn location(&self) -> &str {
+        &self.location
+    }
+
+    fn subject(&self, procedure: &str) -> String {
+        format!("{procedure} on {}", self.table_name)
     }
 }

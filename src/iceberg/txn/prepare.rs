@@ -39,9 +39,10 @@ use super::summary::{Counted, Tally, build_summary};
 use super::{
     CommitRequest, FileChanges, Operation, PrepareOptions, PreparedCommit, Summary, Target,
 };
-use crate::error::{Error, ErrorKind, Result};
-use crate::iceberg::commit::{CommitOptions, CommitOutcome, Committed, commit};
-use crate::iceberg::locate::{MetadataSettings, locate};
+use crate::error::{Error, Result};
+use crate::iceberg::commit::protocol::{self, Attempt, Procedure, Step};
+use crate::iceberg::commit::{CommitOptions, Committed};
+use crate::iceberg::locate::{LocatedMetadata, MetadataSettings};
 use crate::iceberg::manifest::{
     DataFile, ManifestEntry, ManifestWriter, NewManifest, for_each_projected, inherit,
     read_manifest,
@@ -516,8 +517,9 @@ impl Plan {
     }
 }
 
-/// Locate the table, prepare the commit on its current metadata and commit it; on a conflict the
-/// files written are deleted (best effort) and the whole is retried, at most `max_attempts` times.
+/// Locate the table, prepare the commit on its current metadata and commit it, through the one
+/// loop ([`protocol::run`]): on a conflict the files written are deleted (best effort) and the
+/// whole is retried, at most `max_attempts` times.
 pub async fn commit_changes(
     io: &FileIO,
     location: &str,
@@ -525,41 +527,48 @@ pub async fn commit_changes(
     max_attempts: usize,
     request: &CommitRequest,
 ) -> Result<Committed> {
-    for _ in 0..max_attempts {
-        let located = locate(io, location, settings).await?;
-        located.check_writable()?;
+    let table = protocol::PathTable {
+        io,
+        location,
+        settings,
+    };
+    let mut changes = ChangesCommit { io, request };
+    let max_attempts = u32::try_from(max_attempts).unwrap_or(u32::MAX);
+    protocol::run(&table, &mut changes, max_attempts, None).await
+}
+
+/// [`commit_changes`]'s side of the loop: every attempt prepares the request anew on its base.
+struct ChangesCommit<'a> {
+    io: &'a FileIO,
+    request: &'a CommitRequest,
+}
+
+impl Procedure for ChangesCommit<'_> {
+    type Output = Committed;
+
+    fn name(&self) -> &str {
+        self.request.operation.as_str()
+    }
+
+    async fn step(&mut self, _attempt: u32, base: &LocatedMetadata) -> Result<Step<Committed>> {
+        let request = self.request;
         let prepared = prepare_commit_with(
-            io,
-            &located.metadata,
+            self.io,
+            &base.metadata,
             request.operation,
             request.changes.clone(),
             request.extra_summary.clone(),
             &request.options,
         )
         .await?;
-        match commit(io, &located, prepared.metadata, &CommitOptions::default()).await? {
-            CommitOutcome::Committed(done) => return Ok(*done),
-            CommitOutcome::Conflict { .. } => {
-                io.delete_many(&prepared.written).await;
-            }
-            // Readers may take our file: the files it names stay.
-            CommitOutcome::Unconfirmed { path, rival, why } => {
-                return Err(crate::iceberg::commit::unconfirmed_error(
-                    location, &path, &rival, &why,
-                ));
-            }
-            CommitOutcome::Unknown { why } => {
-                return Err(Error::new(
-                    ErrorKind::NetworkError,
-                    format!("Cannot commit to Iceberg table at '{location}': {why}"),
-                ));
-            }
-        }
+        Ok(Step::Commit(Box::new(Attempt {
+            metadata: prepared.metadata,
+            written: prepared.written,
+            options: CommitOptions::default(),
+        })))
     }
-    Err(Error::new(
-        ErrorKind::LimitExceeded,
-        format!(
-            "Cannot commit to Iceberg table at '{location}': {max_attempts} attempt(s) conflicted"
-        ),
-    ))
+
+    async fn committed(&mut self, _base: &LocatedMetadata, done: Committed) -> Result<Committed> {
+        Ok(done)
+    }
 }

@@ -1,5 +1,5 @@
-//! The commit of a compaction: one `replace` snapshot of the rewritten groups through
-//! [`MaintenanceTarget::commit`], every attempt after the first judged against the start
+//! The commit of a compaction: one `replace` snapshot of the rewritten groups through the commit
+//! protocol's one loop ([`protocol::run`]), every attempt after the first judged against the start
 //! ([`super::conflicts`]: the history, the format version, the default spec, then each group).
 //!
 //! What this statement wrote and no commit references is deleted as soon as that is certain:
@@ -18,14 +18,14 @@ use super::metrics::CompactMetrics;
 use super::model::LiveFile;
 use super::plan::Group;
 use super::read::{TableState, read_state};
-use crate::error::{Error, ErrorKind, Result};
-use crate::iceberg::commit::{CommitOptions, CommitOutcome, unconfirmed_error};
+use crate::error::Result;
+use crate::iceberg::commit::protocol::{self, Attempt, Procedure, Step};
+use crate::iceberg::commit::{CommitOptions, Committed};
 use crate::iceberg::locate::LocatedMetadata;
 use crate::iceberg::manifest::DataFile;
 use crate::iceberg::metadata::TableMetadata;
 use crate::iceberg::spec::{FormatVersion, Snapshot};
 use crate::iceberg::txn::{FileChanges, Operation, PrepareOptions, Summary, prepare_commit_with};
-use crate::io::is_under;
 use crate::maintain::compact::CompactOutcome;
 use crate::maintain::target::MaintenanceTarget;
 
@@ -99,65 +99,84 @@ impl Attempts<'_> {
             .map(|i| &self.start_state.data[*i])
             .collect()
     }
+}
 
-    fn nothing_committed(self) -> CompactOutcome {
-        CompactOutcome {
-            metrics: CompactMetrics {
-                failed_data_files_count: self.failed_files,
-                ..Default::default()
-            },
-            explain: None,
-            warnings: self.warnings,
-        }
+/// No group left to commit: only the failed files counted.
+fn nothing_committed(failed_files: i64, warnings: Vec<String>) -> CompactOutcome {
+    CompactOutcome {
+        metrics: CompactMetrics {
+            failed_data_files_count: failed_files,
+            ..Default::default()
+        },
+        explain: None,
+        warnings,
     }
 }
 
-/// Commits the rewritten groups on the newest metadata, re-judging them on every attempt after
-/// the first against the starting snapshot `snapshot` of `start` (see the module comment).
+/// Commits the rewritten groups on the newest metadata through the one loop
+/// ([`protocol::run`]), re-judging them on every attempt after the first against the starting
+/// snapshot `snapshot` of `start` (see the module comment).
 pub(super) async fn commit_loop(
     target: &MaintenanceTarget,
     start: &LocatedMetadata,
     snapshot: &Snapshot,
     start_state: &TableState,
     groups: &[Group],
-    mut rewritten: Vec<Rewritten>,
+    rewritten: Vec<Rewritten>,
     warnings: Vec<String>,
 ) -> Result<CompactOutcome> {
-    let max_attempts = target.settings.commit_max_attempts();
-    let start_facts = table_facts(&start.metadata);
-    let start_set = LiveSet::new(&start_state.data, &start_state.deletes);
-    let mut run = Attempts {
-        target,
-        groups,
-        start_state,
-        failed_files: 0,
-        warnings,
+    let mut compaction = Compaction {
+        run: Attempts {
+            target,
+            groups,
+            start_state,
+            failed_files: 0,
+            warnings,
+        },
+        snapshot,
+        start_facts: table_facts(&start.metadata),
+        start_set: LiveSet::new(&start_state.data, &start_state.deletes),
+        data_sequence_number: (start.metadata.format_version() >= FormatVersion::V2)
+            .then_some(snapshot.sequence_number),
+        rewritten,
+        metrics: CompactMetrics::default(),
     };
-    let mut last_conflict = String::new();
-    let data_sequence_number =
-        (start.metadata.format_version() >= FormatVersion::V2).then_some(snapshot.sequence_number);
-    for attempt in 0..max_attempts {
-        let located = if attempt == 0 {
-            start.clone()
-        } else {
-            target.locate_newest(PROCEDURE).await?
-        };
-        located.check_writable()?;
-        let md = &located.metadata;
+    let max_attempts = target.settings.commit_max_attempts();
+    protocol::run(target, &mut compaction, max_attempts, Some(start.clone())).await
+}
+
+/// Compaction's side of the commit loop.
+struct Compaction<'a> {
+    run: Attempts<'a>,
+    snapshot: &'a Snapshot,
+    start_facts: TableFacts,
+    start_set: LiveSet<'a>,
+    data_sequence_number: Option<i64>,
+    /// The groups still to commit.
+    rewritten: Vec<Rewritten>,
+    /// The metrics of the attempt being committed.
+    metrics: CompactMetrics,
+}
+
+impl Compaction<'_> {
+    /// Refuses the groups the moved base `md` no longer allows (attempts after the first), and
+    /// returns the newest state the rest commit on.
+    async fn judge(&mut self, attempt: u32, md: &TableMetadata) -> Result<TableState> {
+        let target = self.run.target;
+        let snapshot_id = self.snapshot.snapshot_id;
         let head = md.current_snapshot_id();
         if attempt > 0 {
-            let history = md.ancestry(snapshot.snapshot_id, head);
-            if let Some(why) =
-                base_refusal(snapshot.snapshot_id, history, start_facts, table_facts(md))
+            let history = md.ancestry(snapshot_id, head);
+            if let Some(why) = base_refusal(snapshot_id, history, self.start_facts, table_facts(md))
             {
-                for r in std::mem::take(&mut rewritten) {
-                    run.refuse(r, &why).await;
+                for r in std::mem::take(&mut self.rewritten) {
+                    self.run.refuse(r, &why).await;
                 }
             }
         }
         let now_state = match md.current_snapshot() {
-            Some(s) if s.snapshot_id == snapshot.snapshot_id => start_state.clone(),
-            Some(s) if !rewritten.is_empty() => {
+            Some(s) if s.snapshot_id == snapshot_id => self.run.start_state.clone(),
+            Some(s) if !self.rewritten.is_empty() => {
                 read_state(
                     &target.io,
                     md,
@@ -168,25 +187,44 @@ pub(super) async fn commit_loop(
             }
             _ => TableState::default(),
         };
-        if head != Some(snapshot.snapshot_id) && !rewritten.is_empty() {
+        if head != Some(snapshot_id) && !self.rewritten.is_empty() {
             let now_set = LiveSet::new(&now_state.data, &now_state.deletes);
             let mut kept = Vec::new();
-            for r in std::mem::take(&mut rewritten) {
-                match group_conflict(&run.inputs_of(&r), &start_set, &now_set) {
+            for r in std::mem::take(&mut self.rewritten) {
+                match group_conflict(&self.run.inputs_of(&r), &self.start_set, &now_set) {
                     None => kept.push(r),
-                    Some(why) => run.refuse(r, &why).await,
+                    Some(why) => self.run.refuse(r, &why).await,
                 }
             }
-            rewritten = kept;
+            self.rewritten = kept;
         }
-        if rewritten.is_empty() {
-            return Ok(run.nothing_committed());
+        Ok(now_state)
+    }
+}
+
+impl Procedure for Compaction<'_> {
+    type Output = CompactOutcome;
+
+    fn name(&self) -> &str {
+        PROCEDURE
+    }
+
+    async fn step(&mut self, attempt: u32, base: &LocatedMetadata) -> Result<Step<CompactOutcome>> {
+        let target = self.run.target;
+        let md = &base.metadata;
+        let now_state = self.judge(attempt, md).await?;
+        if self.rewritten.is_empty() {
+            let warnings = std::mem::take(&mut self.run.warnings);
+            return Ok(Step::Done(nothing_committed(
+                self.run.failed_files,
+                warnings,
+            )));
         }
-        let (changes, metrics) = changes_of(&run, &rewritten, &now_state);
+        let (changes, metrics) = changes_of(&self.run, &self.rewritten, &now_state);
         let parent_ts = md.current_snapshot().map_or(0, |s| s.timestamp_ms);
         let options = PrepareOptions {
             timestamp_ms: Some(target.now_ms.max(parent_ts)),
-            data_sequence_number,
+            data_sequence_number: self.data_sequence_number,
             ..PrepareOptions::default()
         };
         target.progress.check()?;
@@ -200,72 +238,66 @@ pub(super) async fn commit_loop(
         )
         .await?;
         target.progress.begin_writes()?;
-        let commit_options = CommitOptions {
-            update_metadata_log: true,
-            now_ms: Some(target.now_ms.max(parent_ts)),
-        };
-        let metrics = CompactMetrics {
-            failed_data_files_count: run.failed_files,
+        self.metrics = CompactMetrics {
+            failed_data_files_count: self.run.failed_files,
             ..metrics
         };
-        match target
-            .commit(&located, prepared.metadata, &commit_options)
-            .await?
-        {
-            CommitOutcome::Committed(_) => {
-                return Ok(CompactOutcome {
-                    metrics,
-                    explain: None,
-                    warnings: run.warnings,
-                });
-            }
-            CommitOutcome::Conflict { path } => {
-                // Refused or superseded: this attempt's manifests and list are referenced by
-                // nothing, now or later.
-                target.progress.writes_abandoned();
-                let kept = delete_uncommitted(target, &prepared.written).await;
-                if !kept.is_empty() {
-                    run.warnings.push(format!(
-                        "{}: files of a commit attempt that conflicted are left for \
-                         remove_orphan_files: {}",
-                        target.table_name,
-                        kept.join("; ")
-                    ));
-                }
-                last_conflict = path;
-            }
-            CommitOutcome::Unconfirmed { path, rival, why } => {
-                return Err(unconfirmed_error(&target.location, &path, &rival, &why));
-            }
-            CommitOutcome::Unknown { why } => {
-                // The catalog may hold our commit: the new files stay (orphans at worst).
-                return Err(Error::new(ErrorKind::NetworkError, why));
-            }
+        Ok(Step::Commit(Box::new(Attempt {
+            metadata: prepared.metadata,
+            written: prepared.written,
+            options: CommitOptions {
+                update_metadata_log: true,
+                now_ms: Some(target.now_ms.max(parent_ts)),
+            },
+        })))
+    }
+
+    async fn committed(
+        &mut self,
+        _base: &LocatedMetadata,
+        _done: Committed,
+    ) -> Result<CompactOutcome> {
+        Ok(CompactOutcome {
+            metrics: self.metrics,
+            explain: None,
+            warnings: std::mem::take(&mut self.run.warnings),
+        })
+    }
+
+    async fn conflicted(&mut self, kept: Vec<String>) {
+        // Refused or superseded: this attempt's manifests and list are referenced by nothing,
+        // now or later (the loop deleted them).
+        self.run.target.progress.writes_abandoned();
+        if !kept.is_empty() {
+            self.run.warnings.push(format!(
+                "{}: files of a commit attempt that conflicted are left for \
+                 remove_orphan_files: {}",
+                self.run.target.table_name,
+                kept.join("; ")
+            ));
         }
     }
-    // Every attempt conflicted: none of the outputs was ever committed.
-    let outputs: Vec<String> = rewritten
-        .iter()
-        .flat_map(|r| r.outputs.iter().map(|f| f.file_path.clone()))
-        .collect();
-    let kept = delete_uncommitted(target, &outputs).await;
-    let fate = if kept.is_empty() {
-        "the new data files were deleted (never committed)".to_string()
-    } else {
-        format!(
-            "the new data files were deleted (never committed) except {}, left for \
-             remove_orphan_files",
-            kept.join("; ")
-        )
-    };
-    Err(Error::new(
-        ErrorKind::LimitExceeded,
-        format!(
-            "{PROCEDURE} on {}: {max_attempts} commit attempt(s) conflicted with concurrent \
-             writers (last taken name: {last_conflict}); {fate}",
-            target.table_name
-        ),
-    ))
+
+    // After an unconfirmed or unknown outcome the new files stay: the commit may stand.
+
+    async fn exhausted(&mut self) -> Option<String> {
+        // Every attempt conflicted: none of the outputs was ever committed.
+        let outputs: Vec<String> = self
+            .rewritten
+            .iter()
+            .flat_map(|r| r.outputs.iter().map(|f| f.file_path.clone()))
+            .collect();
+        let kept = delete_uncommitted(self.run.target, &outputs).await;
+        Some(if kept.is_empty() {
+            "the new data files were deleted (never committed)".to_string()
+        } else {
+            format!(
+                "the new data files were deleted (never committed) except {}, left for \
+                 remove_orphan_files",
+                kept.join("; ")
+            )
+        })
+    }
 }
 
 /// The file changes and metrics of committing `rewritten` on `now_state`.
@@ -324,18 +356,5 @@ pub(super) async fn delete_uncommitted(
     target: &MaintenanceTarget,
     paths: &[String],
 ) -> Vec<String> {
-    let (inside, outside): (Vec<String>, Vec<String>) = paths
-        .iter()
-        .cloned()
-        .partition(|p| is_under(&target.location, p));
-    let mut kept: Vec<String> = outside
-        .into_iter()
-        .map(|p| format!("'{p}' (outside the table location)"))
-        .collect();
-    for outcome in target.io.delete_many(&inside).await {
-        if let Err(e) = outcome.result {
-            kept.push(format!("'{}' ({})", outcome.uri, e.message()));
-        }
-    }
-    kept
+    target.delete_uncommitted(paths).await
 }

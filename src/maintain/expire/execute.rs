@@ -1,8 +1,9 @@
-//! The executor of `expire_snapshots`: the attempt loop of [`super`]'s algorithm (locate, plan,
-//! commit, delete), returning an [`ExpireOutcome`].
+//! The executor of `expire_snapshots`: [`super`]'s algorithm (locate, plan, commit, delete) as a
+//! [`Procedure`] of the commit protocol's one loop ([`protocol::run`]), returning an
+//! [`ExpireOutcome`].
 
 use super::cleanup::{self, MetadataCleanup};
-use super::explain::{ExplainRow, explain_rows};
+use super::explain::{ExpireExplainRow, explain_rows};
 use super::keepset::ExpiryFileCounts;
 use super::metrics::ExpireMetrics;
 use super::plan::{ExpiryPlan, new_metadata, plan_expiry};
@@ -10,9 +11,10 @@ use super::policy::{RefFate, RefRemoval};
 use super::recover::{Recovered, finish_pending, retract_unconfirmed};
 use super::{delete, journal};
 use crate::error::{Error, ErrorKind, Result};
-use crate::iceberg::commit::{CommitOptions, CommitOutcome};
+use crate::iceberg::commit::Committed;
+use crate::iceberg::commit::protocol::{self, Attempt, Procedure, Step};
 use crate::iceberg::locate::LocatedMetadata;
-use crate::io::unsettled_write_kind;
+use crate::iceberg::metadata::TableMetadata;
 use crate::maintain::target::MaintenanceTarget;
 use crate::plan::ExpireOptions;
 use crate::pool::DropLater;
@@ -23,7 +25,7 @@ pub struct ExpireOutcome {
     /// The counts (all 0 for EXPLAIN).
     pub metrics: ExpireMetrics,
     /// EXPLAIN only: the plan, row by row.
-    pub explain: Option<Vec<ExplainRow>>,
+    pub explain: Option<Vec<ExpireExplainRow>>,
     /// Things the user should know that did not fail the statement.
     pub warnings: Vec<String>,
 }
@@ -34,36 +36,98 @@ pub async fn execute(
     options: &ExpireOptions,
     explain: bool,
 ) -> Result<ExpireOutcome> {
+    let mut expiry = Expiry {
+        target,
+        options,
+        explain,
+        retracted: Vec::new(),
+        journals: None,
+        recovered: Recovered::default(),
+        attempt: None,
+        unsettled: None,
+    };
+    if !explain && !options.dry_run {
+        let (found, parse_warnings) = journal::pending(&target.io, &target.location).await?;
+        let (still, warnings) = retract_unconfirmed(target, found).await?;
+        expiry.retracted = warnings;
+        expiry.journals = Some((still, parse_warnings));
+    }
     let max_attempts = target.settings.commit_max_attempts();
-    let mut last_conflict = String::new();
-    let mut recovered = Recovered::default();
-    let mut retracted = Vec::new();
-    let mut journals = None;
-    for attempt in 0..max_attempts {
-        if attempt == 0 && !explain && !options.dry_run {
-            let (found, parse_warnings) = journal::pending(&target.io, &target.location).await?;
-            let (still, warnings) = retract_unconfirmed(target, found).await?;
-            retracted = warnings;
-            journals = Some((still, parse_warnings));
-        }
-        let located = DropLater::new(target.locate_newest("expire_snapshots").await?);
-        if let Some(pending) = journals.take() {
+    let result = protocol::run(target, &mut expiry, max_attempts, None).await;
+    // An outcome that is not known ends the statement with an error, as in every procedure,
+    // followed by what the statement did before it.
+    result.map_err(|e| match expiry.unsettled.take() {
+        Some(warnings) => with_warnings(e, &warnings),
+        None => e,
+    })
+}
+
+/// Expiry's side of the commit loop.
+struct Expiry<'a> {
+    target: &'a MaintenanceTarget,
+    options: &'a ExpireOptions,
+    explain: bool,
+    /// Warnings of retracting unconfirmed commits of earlier runs.
+    retracted: Vec<String>,
+    /// Journals of earlier runs still to finish (on the first attempt's metadata).
+    journals: Option<(Vec<journal::PendingJournal>, Vec<String>)>,
+    recovered: Recovered,
+    /// The attempt being committed.
+    attempt: Option<Planned>,
+    /// The warnings of an attempt whose outcome is unconfirmed or unknown, for the error.
+    unsettled: Option<Vec<String>>,
+}
+
+/// An attempt's plan, committed or not.
+struct Planned {
+    plan: DropLater<ExpiryPlan>,
+    journal_uri: Option<String>,
+    metadata: TableMetadata,
+    cleanup: Option<MetadataCleanup>,
+    warnings: Vec<String>,
+}
+
+impl Expiry<'_> {
+    fn attempt(&mut self) -> Result<Planned> {
+        self.attempt
+            .take()
+            .ok_or_else(|| Error::logical("expire_snapshots: a commit without a plan"))
+    }
+}
+
+impl Procedure for Expiry<'_> {
+    type Output = ExpireOutcome;
+
+    fn name(&self) -> &str {
+        "expire_snapshots"
+    }
+
+    /// EXPLAIN, dry runs and plans that change nothing read any table; recovery and commits
+    /// check it first.
+    fn plans_only_on_writable(&self) -> bool {
+        false
+    }
+
+    async fn step(
+        &mut self,
+        _attempt: u32,
+        located: &LocatedMetadata,
+    ) -> Result<Step<ExpireOutcome>> {
+        let (target, options) = (self.target, self.options);
+        if let Some(pending) = self.journals.take() {
             // Recovery deletes files: never on a table whose current file is in doubt.
             located.check_writable()?;
-            recovered = finish_pending(target, &located.metadata, pending).await?;
+            self.recovered = finish_pending(target, &located.metadata, pending).await?;
         }
         let plan = match plan_expiry(target, &located.metadata, options).await {
             Ok(plan) => DropLater::new(plan),
             // A concurrent expiry may have committed and deleted a file our plan reads: that is
             // a conflict (re-plan on the newest metadata), not a broken table.
             Err(e) if e.kind() == ErrorKind::FileDoesntExist => {
-                match newer_metadata_path(target, &located).await {
-                    Some(newer) => {
-                        last_conflict = newer;
-                        continue;
-                    }
-                    None => return Err(e),
-                }
+                return match newer_metadata_path(target, located).await {
+                    Some(newer) => Ok(Step::Moved(newer)),
+                    None => Err(e),
+                };
             }
             Err(e) => return Err(e),
         };
@@ -78,12 +142,11 @@ pub async fn execute(
         } else {
             None
         };
-        let outcome = |counts, dry_run, warnings| outcome(counts, dry_run, warnings, &cleanup);
-        let mut warnings = retracted.clone();
+        let mut warnings = self.retracted.clone();
         warnings.extend(located.warnings.iter().cloned());
-        warnings.extend(recovered.warnings.iter().cloned());
+        warnings.extend(self.recovered.warnings.iter().cloned());
         warnings.extend(plan_warnings(&plan));
-        if explain {
+        if self.explain {
             let metadata = &located.metadata;
             let parent_of = |id| metadata.snapshot(id).and_then(|s| s.parent_snapshot_id);
             let rows = explain_rows(
@@ -94,60 +157,66 @@ pub async fn execute(
             );
             let mut rows = rows;
             rows.extend(super::explain::cleanup_rows(cleanup.as_ref()));
-            return Ok(ExpireOutcome {
+            return Ok(Step::Done(ExpireOutcome {
                 explain: Some(rows),
                 warnings,
                 ..ExpireOutcome::default()
-            });
+            }));
         }
         // Nothing expires, no ref goes, no schema or spec to remove: nothing is written.
         if plan.is_noop() && cleanup.as_ref().is_none_or(MetadataCleanup::is_empty) {
-            return Ok(outcome(
-                ExpiryFileCounts::default(),
+            let counts = ExpiryFileCounts::default();
+            return Ok(Step::Done(outcome(
+                counts,
                 options.dry_run,
                 warnings,
-            ));
+                &cleanup,
+            )));
         }
         if options.dry_run {
             // A dry run fails where the real run would: an ambiguous table cannot be committed.
             located.check_writable()?;
-            return Ok(outcome(plan.delete.counts(), true, warnings));
+            let counts = plan.delete.counts();
+            return Ok(Step::Done(outcome(counts, true, warnings, &cleanup)));
         }
         located.check_writable()?;
         target.progress.begin_writes()?;
-        let journal_uri = write_journal(target, &located, &plan).await?;
-        let planned = planned_metadata(&located, &plan, cleanup.as_ref())?;
-        match commit_plan(target, &located, planned.clone()).await? {
-            CommitOutcome::Conflict { path } => {
-                // Definitely not committed: the journal announces nothing.
-                if let Some(uri) = journal_uri {
-                    journal::remove(&target.io, &uri).await;
-                }
-                target.progress.writes_abandoned();
-                last_conflict = path;
-                continue;
-            }
-            // An outcome that is not known ends the statement with an error, as in every
-            // procedure; the journal stays, so the next run settles it and finishes the deletes.
-            CommitOutcome::Unconfirmed { path, rival, why } => {
-                let journaled =
-                    unconfirmed(target, &located, &plan, journal_uri, (&path, &rival, &why));
-                let error = Error::new(unsettled_write_kind(&path), journaled.await);
-                return Err(with_warnings(error, &warnings));
-            }
-            CommitOutcome::Unknown { why } => {
-                let error = unknown_outcome(&why, journal_uri.as_deref());
-                return Err(with_warnings(error, &warnings));
-            }
-            CommitOutcome::Committed(done) => {
-                // A catalog may merge our commit after another writer's: then the returned
-                // metadata is not ours alone and the plan's deletes are not proven; the journal
-                // re-plans them against every current snapshot next run.
-                if let Some(why) = target.foreign_commit(&located, &planned, &done) {
-                    warnings.push(format!("expire_snapshots on {}: {why}", target.table_name));
-                    return Ok(outcome(ExpiryFileCounts::default(), false, warnings));
-                }
-            }
+        let journal_uri = write_journal(target, located, &plan).await?;
+        let metadata = planned_metadata(located, &plan, cleanup.as_ref())?;
+        self.attempt = Some(Planned {
+            plan,
+            journal_uri,
+            metadata: metadata.clone(),
+            cleanup,
+            warnings,
+        });
+        Ok(Step::Commit(Box::new(Attempt {
+            metadata,
+            written: Vec::new(),
+            options: target.commit_options(),
+        })))
+    }
+
+    async fn committed(
+        &mut self,
+        base: &LocatedMetadata,
+        done: Committed,
+    ) -> Result<ExpireOutcome> {
+        let target = self.target;
+        let Planned {
+            plan,
+            journal_uri,
+            metadata: planned,
+            cleanup,
+            mut warnings,
+        } = self.attempt()?;
+        // A catalog may merge our commit after another writer's: then the returned metadata is
+        // not ours alone and the plan's deletes are not proven; the journal re-plans them
+        // against every current snapshot next run.
+        if let Some(why) = target.foreign_commit(base, &planned, &done) {
+            warnings.push(format!("expire_snapshots on {}: {why}", target.table_name));
+            let counts = ExpiryFileCounts::default();
+            return Ok(outcome(counts, false, warnings, &cleanup));
         }
         let report = delete::delete_planned(
             &target.io,
@@ -164,16 +233,54 @@ pub async fn execute(
             warnings.extend(journal::remove(&target.io, &uri).await);
         }
         warnings.extend(target.progress.cancel_warning());
-        return Ok(outcome(report.counts, false, warnings));
+        Ok(outcome(report.counts, false, warnings, &cleanup))
     }
-    Err(Error::new(
-        ErrorKind::LimitExceeded,
-        format!(
-            "expire_snapshots on {}: {max_attempts} commit attempt(s) conflicted with concurrent \
-             writers (last taken name: {last_conflict}); nothing was deleted",
-            target.table_name
-        ),
-    ))
+
+    async fn conflicted(&mut self, _kept: Vec<String>) {
+        // Definitely not committed: the journal announces nothing.
+        if let Some(uri) = self.attempt.take().and_then(|a| a.journal_uri) {
+            journal::remove(&self.target.io, &uri).await;
+        }
+        self.target.progress.writes_abandoned();
+    }
+
+    /// Nothing is deleted; the journal (written now if the plan had none) is marked so the
+    /// next run retracts our file when it can.
+    async fn unconfirmed(&mut self, base: &LocatedMetadata, ours: &str, rival: &str) -> String {
+        let Some(planned) = self.attempt.take() else {
+            return "no file was deleted".to_string();
+        };
+        let next = unconfirmed(
+            self.target,
+            base,
+            &planned.plan,
+            planned.journal_uri,
+            ours,
+            rival,
+        );
+        let next = next.await;
+        self.unsettled = Some(planned.warnings);
+        format!("no file was deleted; {next}")
+    }
+
+    /// Nothing is deleted; the journal stays, so the next run settles it and finishes the
+    /// deletes.
+    async fn unknown(&mut self) -> Option<String> {
+        let planned = self.attempt.take()?;
+        let next = match &planned.journal_uri {
+            Some(uri) => format!(
+                "no file was deleted; the next expire_snapshots finishes the deletes if it \
+                 landed (journal '{uri}')"
+            ),
+            None => "no file was deleted (the plan deleted none)".to_string(),
+        };
+        self.unsettled = Some(planned.warnings);
+        Some(next)
+    }
+
+    async fn exhausted(&mut self) -> Option<String> {
+        Some("nothing was deleted".to_string())
+    }
 }
 
 /// The newest metadata file when it is no longer the one `located` planned on (another writer
@@ -186,30 +293,15 @@ async fn newer_metadata_path(
     (crate::io::path_key(&now.path) != crate::io::path_key(&located.path)).then_some(now.path)
 }
 
-/// The error of a commit whose outcome is unknown (a catalog's 5xx, a timeout, a lost answer):
-/// what was and was not done, and what the next run does (the journal stays).
-fn unknown_outcome(why: &str, journal_uri: Option<&str>) -> Error {
-    let next = match journal_uri {
-        Some(uri) => format!(
-            "no file was deleted; the next expire_snapshots finishes the deletes if it landed \
-             (journal '{uri}')"
-        ),
-        None => "no file was deleted (the plan deleted none)".to_string(),
-    };
-    Error::new(
-        ErrorKind::NetworkError,
-        format!("{why}; the commit may or may not have landed; {next}"),
-    )
-}
-
-/// An unconfirmed commit: nothing is deleted; the journal (written now if the plan had none) is
-/// marked so the next run retracts our file when it can. Returns the error's message.
+/// An unconfirmed commit of `path`: the journal (written now if the plan had none) is marked
+/// with it. Returns what the next run does.
 async fn unconfirmed(
     target: &MaintenanceTarget,
     located: &LocatedMetadata,
     plan: &ExpiryPlan,
     journal_uri: Option<String>,
-    (path, rival, why): (&str, &str, &str),
+    path: &str,
+    rival: &str,
 ) -> String {
     let mut record = journal::Journal::new(
         &located.path,
@@ -223,7 +315,7 @@ async fn unconfirmed(
             .map(|()| uri.clone()),
         None => journal::write(&target.io, &target.location, &record).await,
     };
-    let next = match marked {
+    match marked {
         Ok(uri) => format!(
             "the next expire_snapshots retracts '{path}' if it still can and plans again \
              (journal '{uri}')"
@@ -232,12 +324,7 @@ async fn unconfirmed(
             "the expiry journal could not record it ({}); remove '{path}' or '{rival}' by hand",
             e.message()
         ),
-    };
-    format!(
-        "expire_snapshots on {}: {}; no file was deleted; {next}",
-        target.table_name,
-        CommitOutcome::unconfirmed_message(path, rival, why)
-    )
+    }
 }
 
 /// Record the plan's expired snapshots before committing, when it has files to delete.
@@ -264,25 +351,13 @@ fn planned_metadata(
     located: &LocatedMetadata,
     plan: &ExpiryPlan,
     cleanup: Option<&MetadataCleanup>,
-) -> Result<crate::iceberg::metadata::TableMetadata> {
+) -> Result<TableMetadata> {
     let mut metadata = new_metadata(&located.metadata, &plan.decision)?;
     if let Some(c) = cleanup {
         metadata.remove_schemas(&c.schemas)?;
         metadata.remove_partition_specs(&c.partition_specs)?;
     }
     Ok(metadata)
-}
-
-async fn commit_plan(
-    target: &MaintenanceTarget,
-    located: &LocatedMetadata,
-    metadata: crate::iceberg::metadata::TableMetadata,
-) -> Result<CommitOutcome> {
-    let options = CommitOptions {
-        update_metadata_log: true,
-        now_ms: Some(target.now_ms),
-    };
-    target.commit(located, metadata, &options).await
 }
 
 /// Warnings of a plan: dangling refs removed, files already gone.

@@ -33,7 +33,6 @@ pub struct ExpireExplainRow {
 }
 
 /// The name `execute.rs` knows the row by (inside the crate only; public: [`ExpireExplainRow`]).
-pub(crate) use self::ExpireExplainRow as ExplainRow;
 
 /// The EXPLAIN rows of `plan`. `parent_of` gives each snapshot's parent; times print in `zone`.
 pub fn explain_rows(

@@ -18,7 +18,8 @@
 //!    EXPLAIN, so they fail exactly where the real run would.
 //! 3. EXPLAIN returns the plan ([`explain`]); nothing expires and no ref is removed → nothing is
 //!    written, all counts 0; a dry run returns the counts of the plan.
-//! 4. Commit `v<N+1>` ([`commit`](crate::iceberg::commit::commit), create-if-absent): kept snapshots in original order, removed
+//! 4. Commit `v<N+1>` ([`commit`](crate::iceberg::commit::commit), create-if-absent, through the
+//!    one commit loop [`run`](crate::iceberg::commit::protocol::run)): kept snapshots in original order, removed
 //!    refs dropped, snapshot-log trimmed after the last expired entry, statistics of expired
 //!    snapshots dropped; the commit appends to and trims metadata-log and sets last-updated-ms.
 //!    On [`CommitOutcome::Conflict`](crate::iceberg::commit::CommitOutcome::Conflict) go back to 1 (another writer may have added snapshots and

@@ -6,13 +6,15 @@ use std::collections::HashSet;
 use futures::{StreamExt, TryStreamExt};
 
 use super::cherrypick::{PartitionKey, Reapply, check_replaced_partitions};
-use super::explain::{ExplainRow, nothing_row};
+use super::explain::{SnapshotExplainRow, nothing_row};
 use super::moved_base::{
     Pinned, PlannedFrom, change_may_commit, change_on_new_head, pin_procedure, procedure_may_commit,
 };
 use super::{Change, Decision, SnapshotMetrics, decide_change, decide_pinned};
 use crate::error::{Error, ErrorKind, Result};
-use crate::iceberg::commit::{CommitOptions, CommitOutcome, unconfirmed_error};
+use crate::iceberg::commit::Committed;
+use crate::iceberg::commit::protocol::{self, Attempt, Procedure, Step};
+use crate::iceberg::locate::LocatedMetadata;
 use crate::iceberg::manifest::{DataFile, inherit, read_manifest};
 use crate::iceberg::manifest_list::read_manifest_list;
 use crate::iceberg::metadata::TableMetadata;
@@ -31,20 +33,13 @@ pub struct SnapshotOutcome {
     /// The procedures' `previous_snapshot_id` / `current_snapshot_id`; `None` for the DDL.
     pub metrics: Option<SnapshotMetrics>,
     /// The EXPLAIN rows, when explaining (nothing was changed).
-    pub explain: Option<Vec<ExplainRow>>,
+    pub explain: Option<Vec<SnapshotExplainRow>>,
     pub warnings: Vec<String>,
     /// The metadata file written, if any.
     pub committed_path: Option<String>,
 }
 
-fn commit_options(target: &MaintenanceTarget) -> CommitOptions {
-    CommitOptions {
-        update_metadata_log: true,
-        now_ms: Some(target.now_ms),
-    }
-}
-
-fn explain_rows(rows: Vec<ExplainRow>) -> Vec<ExplainRow> {
+fn explain_rows(rows: Vec<SnapshotExplainRow>) -> Vec<SnapshotExplainRow> {
     if rows.is_empty() {
         vec![nothing_row("the statement changes nothing")]
     } else {
@@ -155,20 +150,51 @@ async fn execute_procedure_inner(
     call: &SnapshotProcedure,
     explain: bool,
 ) -> Result<SnapshotOutcome> {
-    let name = call.procedure_name();
+    let mut procedure = SnapshotCall {
+        target,
+        call,
+        explain,
+        planned: None,
+        metrics: SnapshotMetrics::default(),
+    };
     let max_attempts = target.settings.commit_max_attempts();
-    let mut last_conflict = String::new();
-    let mut planned: Option<(PlannedFrom, Pinned)> = None;
-    for _ in 0..max_attempts {
-        let located = target.locate_newest(name).await?;
-        if !explain {
-            located.check_writable()?;
-        }
+    protocol::run(target, &mut procedure, max_attempts, None).await
+}
+
+/// A snapshot-management procedure's side of the commit loop.
+struct SnapshotCall<'a> {
+    target: &'a MaintenanceTarget,
+    call: &'a SnapshotProcedure,
+    explain: bool,
+    /// What the first attempt planned from and resolved.
+    planned: Option<(PlannedFrom, Pinned)>,
+    /// The metrics of the attempt being committed.
+    metrics: SnapshotMetrics,
+}
+
+impl Procedure for SnapshotCall<'_> {
+    type Output = SnapshotOutcome;
+
+    fn name(&self) -> &str {
+        self.call.procedure_name()
+    }
+
+    fn plans_only_on_writable(&self) -> bool {
+        !self.explain
+    }
+
+    async fn step(
+        &mut self,
+        _attempt: u32,
+        located: &LocatedMetadata,
+    ) -> Result<Step<SnapshotOutcome>> {
+        let (target, call, explain) = (self.target, self.call, self.explain);
+        let name = call.procedure_name();
         let metadata = &located.metadata;
-        let pinned = match &planned {
+        let pinned = match &self.planned {
             None => {
                 let pinned = pin_procedure(metadata, call)?;
-                planned = Some((PlannedFrom::of(metadata), pinned.clone()));
+                self.planned = Some((PlannedFrom::of(metadata), pinned.clone()));
                 pinned
             }
             Some((from, pinned)) => {
@@ -205,55 +231,47 @@ async fn execute_procedure_inner(
             }
         };
         if explain {
-            return Ok(SnapshotOutcome {
+            return Ok(Step::Done(SnapshotOutcome {
                 explain: Some(explain_rows(rows)),
                 ..Default::default()
-            });
+            }));
         }
         let Some(new_metadata) = new_metadata else {
-            return Ok(SnapshotOutcome {
+            return Ok(Step::Done(SnapshotOutcome {
                 metrics: Some(metrics),
                 ..Default::default()
-            });
+            }));
         };
         if let Err(cancelled) = target.progress.begin_writes() {
             target.io.delete_many(&written).await;
             return Err(cancelled);
         }
-        match target
-            .commit(&located, new_metadata, &commit_options(target))
-            .await?
-        {
-            CommitOutcome::Committed(done) => {
-                return Ok(SnapshotOutcome {
-                    metrics: Some(metrics),
-                    committed_path: Some(done.path),
-                    ..Default::default()
-                });
-            }
-            CommitOutcome::Conflict { path } => {
-                // Our manifests were never referenced by a committed file: remove them.
-                target.io.delete_many(&written).await;
-                target.progress.writes_abandoned();
-                last_conflict = path;
-            }
-            CommitOutcome::Unconfirmed { path, rival, why } => {
-                return Err(unconfirmed_error(&target.location, &path, &rival, &why));
-            }
-            CommitOutcome::Unknown { why } => {
-                // The catalog may hold our commit: the files we wrote stay (orphans at worst).
-                return Err(Error::new(ErrorKind::NetworkError, why));
-            }
-        }
+        self.metrics = metrics;
+        // On a conflict the loop deletes our manifests: never referenced by a committed file.
+        Ok(Step::Commit(Box::new(Attempt {
+            metadata: new_metadata,
+            written,
+            options: target.commit_options(),
+        })))
     }
-    Err(Error::new(
-        ErrorKind::LimitExceeded,
-        format!(
-            "{name} on {}: {max_attempts} commit attempt(s) conflicted with concurrent writers \
-             (last taken name: {last_conflict})",
-            target.table_name
-        ),
-    ))
+
+    async fn committed(
+        &mut self,
+        _base: &LocatedMetadata,
+        done: Committed,
+    ) -> Result<SnapshotOutcome> {
+        Ok(SnapshotOutcome {
+            metrics: Some(self.metrics),
+            committed_path: Some(done.path),
+            ..Default::default()
+        })
+    }
+
+    async fn conflicted(&mut self, _kept: Vec<String>) {
+        self.target.progress.writes_abandoned();
+    }
+
+    // After an unconfirmed or unknown outcome the files we wrote stay (orphans at worst).
 }
 
 /// The files a cherry-pick re-applies.
@@ -262,13 +280,13 @@ struct Picked {
     removed: Vec<String>,
 }
 
-fn reapply_row(metadata: &TableMetadata, reapply: &Reapply, picked: &Picked) -> ExplainRow {
+fn reapply_row(metadata: &TableMetadata, reapply: &Reapply, picked: &Picked) -> SnapshotExplainRow {
     let summary: Vec<String> = reapply
         .summary
         .iter()
         .map(|(k, v)| format!("{k}={v}"))
         .collect();
-    ExplainRow {
+    SnapshotExplainRow {
         kind: "snapshot".into(),
         name: "main".into(),
         before: metadata

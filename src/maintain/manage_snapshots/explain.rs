@@ -22,7 +22,6 @@ pub struct SnapshotExplainRow {
 }
 
 /// The name `execute.rs` knows the row by (inside the crate only; public: [`SnapshotExplainRow`]).
-pub(crate) use self::SnapshotExplainRow as ExplainRow;
 
 /// `branch 123 min-snapshots-to-keep=2 max-snapshot-age-ms=... max-ref-age-ms=...`.
 pub fn ref_text(r: &SnapshotRef) -> String {

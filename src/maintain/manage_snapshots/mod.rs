@@ -14,8 +14,8 @@
 //!    cherry-pick that is not a fast-forward also reads the picked snapshot's manifests and
 //!    writes the new snapshot's manifests and manifest list (`iceberg::txn::prepare_commit_with`)
 //!    before committing.
-//! 3. Commit through `MaintenanceTarget::commit_edit` (or `commit` for a cherry-pick's new
-//!    snapshot). After a concurrent commit the statement locates the new head, asks
+//! 3. Commit through the commit protocol's one loop (`iceberg::commit::protocol::run`, by way of
+//!    `MaintenanceTarget::commit_edit` for the edits). After a concurrent commit the statement locates the new head, asks
 //!    [`moved_base`] whether it may still commit there (refused: nothing is changed), and decides
 //!    again on it with what it resolved when planning kept (a cherry-pick deletes the files it
 //!    wrote for the lost attempt first). Nothing is ever deleted otherwise.

@@ -1,7 +1,7 @@
 //! The executor of `remove_orphan_files`: the steps of [`super`]'s algorithm (locate, read the
 //! reachable set, list, judge, delete), returning an [`OrphanOutcome`].
 
-use super::explain::ExplainRow;
+use super::explain::OrphanExplainRow;
 use super::metrics::OrphanMetrics;
 use super::scan::{KeepReason, Kept, ScanOutcome};
 use super::{delete, explain, newer_metadata, other_tables, protect, scan};
@@ -18,7 +18,7 @@ pub struct OrphanOutcome {
     /// The counts (all 0 for EXPLAIN).
     pub metrics: OrphanMetrics,
     /// EXPLAIN only: the plan, row by row.
-    pub explain: Option<Vec<ExplainRow>>,
+    pub explain: Option<Vec<OrphanExplainRow>>,
     /// Things the user should know that did not fail the statement.
     pub warnings: Vec<String>,
 }

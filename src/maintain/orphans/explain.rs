@@ -19,7 +19,6 @@ pub struct OrphanExplainRow {
 }
 
 /// The name `execute.rs` knows the row by (inside the crate only; public: [`OrphanExplainRow`]).
-pub(crate) use self::OrphanExplainRow as ExplainRow;
 
 /// The category's EXPLAIN spelling.
 pub fn category_name(category: OrphanCategory) -> &'static str {

@@ -1,49 +1,39 @@
 //! The executor of `rewrite_manifests` (and `OPTIMIZE TABLE t MANIFEST`): read the current
 //! snapshot's manifest list and the manifests to rewrite, decide ([`super::decide`]), write the
-//! new manifests and a manifest list, commit a `replace` snapshot through
-//! [`MaintenanceTarget::commit`], and on a conflict apply Java's `BaseRewriteManifests` rule.
+//! new manifests and a manifest list, commit a `replace` snapshot through the commit protocol's
+//! one loop ([`protocol::run`]), and on a conflict apply Java's `BaseRewriteManifests` rule.
 
 use std::collections::{BTreeSet, HashSet};
 
-use bytes::Bytes;
 use futures::{StreamExt, TryStreamExt};
 
-use super::decide::{
-    LiveEntry, ManifestVerdict, Selection, cluster, partition_key, select, target_size,
-};
-use super::explain::{ExplainRow, PlannedManifest, explain_rows};
+use super::decide::{ManifestVerdict, Selection, select, target_size};
+use super::explain::{PlannedManifest, RewriteManifestsExplainRow, explain_rows};
 use super::metrics::RewriteManifestsMetrics;
 use super::reuse::{PlannedFrom, Reuse, reuse};
-use crate::error::{Error, ErrorKind, Result};
+use super::write::{new_snapshot, regroup, write_outputs};
+use crate::error::{Error, Result};
 use crate::iceberg::avro::Codec;
-use crate::iceberg::commit::{CommitOptions, CommitOutcome, unconfirmed_error};
+use crate::iceberg::commit::Committed;
+use crate::iceberg::commit::protocol::{self, Attempt, Procedure, Step};
 use crate::iceberg::locate::LocatedMetadata;
-use crate::iceberg::manifest::read_manifest;
-use crate::iceberg::manifest::{Manifest, ManifestEntry, ManifestWriter, NewManifest, inherit};
-use crate::iceberg::manifest_list::{
-    ManifestFile, ManifestListMeta, read_manifest_list, write_manifest_list,
-};
-use crate::iceberg::metadata::TableMetadata;
-use crate::iceberg::spec::{EntryStatus, FormatVersion, Snapshot};
-use crate::iceberg::txn::names::{
-    current_schema_json, fresh_snapshot_id, manifest_list_path, manifest_path, metadata_dir,
-    spec_json,
-};
-use crate::iceberg::txn::summary::{Tally, build_summary};
+use crate::iceberg::manifest::{Manifest, inherit, read_manifest};
+use crate::iceberg::manifest_list::{ManifestFile, read_manifest_list};
+use crate::iceberg::spec::Snapshot;
 use crate::io::FileIO;
 use crate::maintain::target::MaintenanceTarget;
 use crate::plan::RewriteManifestsOptions;
 use crate::progress::Phase;
 
-const PROCEDURE: &str = "rewrite_manifests";
-const CODEC: Codec = Codec::Deflate;
+pub(super) const PROCEDURE: &str = "rewrite_manifests";
+pub(super) const CODEC: Codec = Codec::Deflate;
 
 /// What a run (or dry run, or EXPLAIN) of `rewrite_manifests` returns.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct RewriteManifestsOutcome {
     pub metrics: RewriteManifestsMetrics,
     /// The plan, for EXPLAIN.
-    pub explain: Option<Vec<ExplainRow>>,
+    pub explain: Option<Vec<RewriteManifestsExplainRow>>,
     pub warnings: Vec<String>,
     /// The committed snapshot, when one was.
     pub snapshot_id: Option<i64>,
@@ -51,15 +41,15 @@ pub struct RewriteManifestsOutcome {
 
 /// New manifests written but not yet committed.
 #[derive(Debug, Clone)]
-struct Written {
+pub(super) struct Written {
     /// List entries of the new manifests (snapshot id and sequence number set at commit).
-    manifests: Vec<(ManifestFile, Option<i64>)>,
+    pub(super) manifests: Vec<(ManifestFile, Option<i64>)>,
     /// Paths of the manifests they replace.
-    replaced: BTreeSet<String>,
+    pub(super) replaced: BTreeSet<String>,
     /// Live entries rewritten.
-    entries: usize,
+    pub(super) entries: usize,
     /// The snapshot and format version they were planned from.
-    planned: PlannedFrom,
+    pub(super) planned: PlannedFrom,
 }
 
 impl Written {
@@ -72,7 +62,7 @@ impl Written {
 }
 
 /// What one planning pass ended in.
-enum Step {
+enum Planned {
     Done(RewriteManifestsOutcome),
     Write(Written),
 }
@@ -84,25 +74,68 @@ pub async fn execute(
     explain: bool,
 ) -> Result<RewriteManifestsOutcome> {
     options.validate()?;
+    let mut rewrite = Rewrite {
+        target,
+        options,
+        explain,
+        carried: None,
+        attempt: None,
+        warnings: Vec::new(),
+    };
     let max_attempts = target.settings.commit_max_attempts();
-    let mut carried: Option<Written> = None;
-    let mut last_conflict = String::new();
-    let mut warnings = Vec::new();
-    for _ in 0..max_attempts {
-        let located = target.locate_newest(PROCEDURE).await?;
+    protocol::run(target, &mut rewrite, max_attempts, None).await
+}
+
+/// The rewrite's side of the commit loop.
+struct Rewrite<'a> {
+    target: &'a MaintenanceTarget,
+    options: &'a RewriteManifestsOptions,
+    explain: bool,
+    /// Manifests written before a conflict, which may serve the next attempt.
+    carried: Option<Written>,
+    /// The manifests and snapshot id of the attempt being committed.
+    attempt: Option<(Written, i64)>,
+    warnings: Vec<String>,
+}
+
+impl Rewrite<'_> {
+    fn done(&mut self, outcome: RewriteManifestsOutcome) -> Step<RewriteManifestsOutcome> {
+        Step::Done(with_warnings(outcome, std::mem::take(&mut self.warnings)))
+    }
+}
+
+impl Procedure for Rewrite<'_> {
+    type Output = RewriteManifestsOutcome;
+
+    fn name(&self) -> &str {
+        PROCEDURE
+    }
+
+    /// EXPLAIN and dry runs read any table; the loop checks before committing.
+    fn plans_only_on_writable(&self) -> bool {
+        false
+    }
+
+    async fn step(
+        &mut self,
+        _attempt: u32,
+        located: &LocatedMetadata,
+    ) -> Result<Step<RewriteManifestsOutcome>> {
+        let (target, options, explain) = (self.target, self.options, self.explain);
         let metadata = &located.metadata;
         let Some(current) = metadata.current_snapshot() else {
-            if let Some(w) = carried.take() {
+            if let Some(w) = self.carried.take() {
                 let why = "the table has no current snapshot any more";
-                warnings.push(drop_written(target, &w, why, None).await);
+                self.warnings
+                    .push(drop_written(target, &w, why, None).await);
             }
-            return Ok(with_warnings(noop(options), warnings));
+            return Ok(self.done(noop(options)));
         };
         let list = read_list(&target.io, current).await?;
         // The manifests written before a conflict serve this attempt only when the head still
         // descends from what they were planned from, in the same format version, and lists every
         // manifest they replace (`reuse.rs`); else they go and the rewrite plans again.
-        let verdict = carried.as_ref().map(|w| {
+        let verdict = self.carried.as_ref().map(|w| {
             let history = metadata.ancestry(w.planned.snapshot_id, Some(current.snapshot_id));
             reuse(
                 w.planned,
@@ -111,19 +144,20 @@ pub async fn execute(
                 still_listed(w, &list),
             )
         });
-        let written = match (carried.take(), verdict) {
+        let written = match (self.carried.take(), verdict) {
             (Some(w), Some(Reuse::Reuse)) => w,
             (Some(w), Some(Reuse::PlanAgain(why))) => {
                 let planned_again = Some(current.snapshot_id);
-                warnings.push(drop_written(target, &w, &why, planned_again).await);
-                match plan(target, &located, &list, options, explain).await? {
-                    Step::Done(outcome) => return Ok(with_warnings(outcome, warnings)),
-                    Step::Write(w) => w,
+                self.warnings
+                    .push(drop_written(target, &w, &why, planned_again).await);
+                match plan(target, located, &list, options, explain).await? {
+                    Planned::Done(outcome) => return Ok(self.done(outcome)),
+                    Planned::Write(w) => w,
                 }
             }
-            _ => match plan(target, &located, &list, options, explain).await? {
-                Step::Done(outcome) => return Ok(with_warnings(outcome, warnings)),
-                Step::Write(w) => w,
+            _ => match plan(target, located, &list, options, explain).await? {
+                Planned::Done(outcome) => return Ok(self.done(outcome)),
+                Planned::Write(w) => w,
             },
         };
         let (new_metadata, list_path, snapshot_id) = new_snapshot(
@@ -135,54 +169,50 @@ pub async fn execute(
             target.now_ms,
         )
         .await?;
-        let commit_options = CommitOptions {
-            update_metadata_log: true,
-            now_ms: Some(target.now_ms),
-        };
-        match target
-            .commit(&located, new_metadata, &commit_options)
-            .await?
-        {
-            CommitOutcome::Committed(_) => {
-                return Ok(RewriteManifestsOutcome {
-                    metrics: RewriteManifestsMetrics {
-                        rewritten_manifests_count: written.replaced.len() as i64,
-                        added_manifests_count: written.manifests.len() as i64,
-                        dry_run: false,
-                    },
-                    explain: None,
-                    warnings,
-                    snapshot_id: Some(snapshot_id),
-                });
-            }
-            CommitOutcome::Conflict { path } => {
-                // Never committed: the list goes, the manifests may serve the next attempt.
-                target.progress.writes_abandoned();
-                target.io.delete_many(&[list_path]).await;
-                last_conflict = path;
-                carried = Some(written);
-            }
-            CommitOutcome::Unconfirmed { path, rival, why } => {
-                return Err(unconfirmed_error(&target.location, &path, &rival, &why));
-            }
-            CommitOutcome::Unknown { why } => {
-                // The catalog may hold our commit: the files we wrote stay (orphans at worst).
-                return Err(Error::new(ErrorKind::NetworkError, why));
-            }
+        self.attempt = Some((written, snapshot_id));
+        // On a conflict the loop deletes the list; the manifests may serve the next attempt.
+        Ok(Step::Commit(Box::new(Attempt {
+            metadata: new_metadata,
+            written: vec![list_path],
+            options: target.commit_options(),
+        })))
+    }
+
+    async fn committed(
+        &mut self,
+        _base: &LocatedMetadata,
+        _done: Committed,
+    ) -> Result<RewriteManifestsOutcome> {
+        let (written, snapshot_id) = self
+            .attempt
+            .take()
+            .ok_or_else(|| Error::logical(format!("{PROCEDURE}: a commit without an attempt")))?;
+        Ok(RewriteManifestsOutcome {
+            metrics: RewriteManifestsMetrics {
+                rewritten_manifests_count: written.replaced.len() as i64,
+                added_manifests_count: written.manifests.len() as i64,
+                dry_run: false,
+            },
+            explain: None,
+            warnings: std::mem::take(&mut self.warnings),
+            snapshot_id: Some(snapshot_id),
+        })
+    }
+
+    async fn conflicted(&mut self, _kept: Vec<String>) {
+        self.target.progress.writes_abandoned();
+        self.carried = self.attempt.take().map(|(written, _)| written);
+    }
+
+    // After an unconfirmed or unknown outcome the files we wrote stay (orphans at worst).
+
+    async fn exhausted(&mut self) -> Option<String> {
+        if let Some(w) = self.carried.take() {
+            // Never committed: every attempt conflicted.
+            self.target.delete_uncommitted(&w.paths()).await;
         }
+        None
     }
-    if let Some(w) = carried {
-        // Never committed: every attempt conflicted.
-        target.io.delete_many(&w.paths()).await;
-    }
-    Err(Error::new(
-        ErrorKind::LimitExceeded,
-        format!(
-            "{PROCEDURE} on {}: {max_attempts} commit attempt(s) conflicted with concurrent \
-             writers (last taken name: {last_conflict})",
-            target.table_name
-        ),
-    ))
 }
 
 fn with_warnings(
@@ -262,7 +292,7 @@ async fn plan(
     list: &[ManifestFile],
     options: &RewriteManifestsOptions,
     explain: bool,
-) -> Result<Step> {
+) -> Result<Planned> {
     let metadata = &located.metadata;
     if let Some(id) = options.spec_id
         && metadata.partition_spec(id).is_none()
@@ -292,7 +322,7 @@ async fn plan(
         if explain {
             outcome.explain = Some(explain_rows(list, &selection, &[], target_bytes));
         }
-        return Ok(Step::Done(outcome));
+        return Ok(Planned::Done(outcome));
     }
     let manifests = read_manifests(target, list, &selection).await?;
     let outputs = regroup(list, &selection, &manifests);
@@ -305,11 +335,11 @@ async fn plan(
             outcome.metrics.rewritten_manifests_count = selection.rewritten_count() as i64;
             outcome.metrics.added_manifests_count = planned.len() as i64;
         }
-        return Ok(Step::Done(outcome));
+        return Ok(Planned::Done(outcome));
     }
     target.progress.begin_writes()?;
     let written = write_outputs(target, metadata, list, &selection, &manifests, &outputs).await?;
-    Ok(Step::Write(written))
+    Ok(Planned::Write(written))
 }
 
 /// The manifests of the rewritten groups, read whole, inherited fields made explicit (seed
@@ -345,251 +375,4 @@ async fn read_manifests(
         out[i] = Some(manifest);
     }
     Ok(out)
-}
-
-/// One new manifest: its entries as (manifest index, entry index) and its plan row.
-#[derive(Debug, Clone)]
-struct Output {
-    entries: Vec<(usize, usize)>,
-    planned: PlannedManifest,
-}
-
-/// Cluster each group's live entries into its new manifests.
-fn regroup(
-    list: &[ManifestFile],
-    selection: &Selection,
-    manifests: &[Option<Manifest>],
-) -> Vec<Output> {
-    let mut outputs = Vec::new();
-    for (g, group) in selection.groups.iter().enumerate() {
-        let mut refs = Vec::new();
-        let mut entries = Vec::new();
-        for &i in &group.manifests {
-            let Some(manifest) = &manifests[i] else {
-                continue;
-            };
-            // Each entry stands for an equal share of its manifest's length.
-            let total = manifest.entries.len().max(1) as i64;
-            let length = list[i].manifest_length.max(total);
-            for (j, e) in manifest.entries.iter().enumerate() {
-                if !e.status.is_live() {
-                    continue;
-                }
-                refs.push((i, j));
-                entries.push(LiveEntry {
-                    key: partition_key(&e.data_file.partition),
-                    bytes: length / total,
-                });
-            }
-        }
-        if entries.is_empty() {
-            continue;
-        }
-        for bin in cluster(&entries, group.target_count) {
-            let mut partitions = BTreeSet::new();
-            for &k in &bin {
-                partitions.insert(&entries[k].key);
-            }
-            outputs.push(Output {
-                entries: bin.iter().map(|&k| refs[k]).collect(),
-                planned: PlannedManifest {
-                    spec_id: group.spec_id,
-                    content: group.content,
-                    entries: bin.len(),
-                    estimated_bytes: bin.iter().map(|&k| entries[k].bytes).sum(),
-                    partitions: partitions.len(),
-                    group: g,
-                },
-            });
-        }
-    }
-    outputs
-}
-
-/// Write every new manifest (Iceberg's schema for the table's format version, the partition type
-/// of the group's spec; every live entry EXISTING with its numbers explicit and every metric kept).
-async fn write_outputs(
-    target: &MaintenanceTarget,
-    metadata: &TableMetadata,
-    list: &[ManifestFile],
-    selection: &Selection,
-    manifests: &[Option<Manifest>],
-    outputs: &[Output],
-) -> Result<Written> {
-    let dir = metadata_dir(metadata);
-    let uuid = uuid::Uuid::new_v4();
-    let version = metadata.format_version();
-    let current_schema = current_schema_json(metadata)?;
-    let mut files = Vec::new();
-    let mut new_manifests = Vec::new();
-    let mut entries = 0usize;
-    for (n, output) in outputs.iter().enumerate() {
-        let group = &selection.groups[output.planned.group];
-        let source = group
-            .manifests
-            .iter()
-            .find_map(|&i| manifests[i].as_ref())
-            .ok_or_else(|| Error::logical(format!("{PROCEDURE}: a group without manifests")))?;
-        let mut writer = new_writer(metadata, version, source, group.spec_id, &current_schema)?;
-        for &(i, j) in &output.entries {
-            let Some(manifest) = &manifests[i] else {
-                continue;
-            };
-            let mut entry: ManifestEntry = manifest.entries[j].clone();
-            entry.status = EntryStatus::Existing;
-            writer.add(&entry).map_err(|e| {
-                Error::new(
-                    e.kind(),
-                    format!(
-                        "{PROCEDURE} on {}: cannot rewrite an entry of '{}': {}",
-                        target.table_name,
-                        list[i].manifest_path,
-                        e.message()
-                    ),
-                )
-            })?;
-            entries += 1;
-        }
-        let done = writer.finish()?;
-        let path = manifest_path(&dir, &uuid, n);
-        let min_seq = done.min_sequence_number;
-        new_manifests.push((done.manifest_file(path.clone(), 0, 0), min_seq));
-        files.push((path, done.bytes));
-    }
-    let replaced = selection
-        .groups
-        .iter()
-        .flat_map(|g| g.manifests.iter().map(|&i| list[i].manifest_path.clone()))
-        .collect();
-    let io = &target.io;
-    let concurrency = target.settings.metadata_read_concurrency();
-    futures::stream::iter(files)
-        .map(|(path, bytes)| async move { io.overwrite(&path, Bytes::from(bytes)).await })
-        .buffer_unordered(concurrency)
-        .boxed()
-        .try_collect::<Vec<()>>()
-        .await?;
-    Ok(Written {
-        manifests: new_manifests,
-        replaced,
-        entries,
-        planned: PlannedFrom {
-            snapshot_id: metadata.current_snapshot_id().unwrap_or_default(),
-            format_version: version,
-        },
-    })
-}
-
-/// A writer with Iceberg's manifest schema for `version` and the partition type of `spec_id`
-/// (from the source manifest's header, else the table's spec); when that cannot be built (an
-/// unknown transform), a rewrite of the source manifest's own schema and header.
-fn new_writer(
-    metadata: &TableMetadata,
-    version: FormatVersion,
-    source: &Manifest,
-    spec_id: i32,
-    current_schema: &str,
-) -> Result<ManifestWriter> {
-    let schema = source.meta_str("schema").unwrap_or(current_schema);
-    let spec = match source.meta_str("partition-spec") {
-        Some(spec) => spec.to_string(),
-        None => spec_json(metadata, spec_id)?,
-    };
-    ManifestWriter::new(&NewManifest {
-        format_version: version,
-        content: source.content(),
-        table_schema_json: schema,
-        partition_spec_json: &spec,
-        partition_spec_id: spec_id,
-        codec: CODEC,
-    })
-    .or_else(|_| ManifestWriter::rewrite_of(source, CODEC))
-}
-
-/// Write the manifest list of the `replace` snapshot on top of `parent` (new manifests first, then
-/// the parent's other manifests in order) and build the metadata that makes it current.
-async fn new_snapshot(
-    io: &FileIO,
-    metadata: &TableMetadata,
-    parent: &Snapshot,
-    list: &[ManifestFile],
-    written: &Written,
-    now_ms: i64,
-) -> Result<(TableMetadata, String, i64)> {
-    let version = metadata.format_version();
-    let snapshot_id = fresh_snapshot_id(metadata);
-    let sequence_number = if version >= FormatVersion::V2 {
-        metadata.last_sequence_number() + 1
-    } else {
-        0
-    };
-    let first_row_id = (version >= FormatVersion::V3).then(|| metadata.next_row_id().unwrap_or(0));
-    let mut new_list: Vec<ManifestFile> = written
-        .manifests
-        .iter()
-        .map(|(m, min_seq)| {
-            let mut m = m.clone();
-            m.added_snapshot_id = snapshot_id;
-            m.sequence_number = sequence_number;
-            m.min_sequence_number = min_seq.unwrap_or(sequence_number);
-            m
-        })
-        .collect();
-    let kept: Vec<ManifestFile> = list
-        .iter()
-        .filter(|m| !written.replaced.contains(&m.manifest_path))
-        .cloned()
-        .collect();
-    let kept_count = kept.len();
-    new_list.extend(kept);
-    let meta = ManifestListMeta {
-        format_version: version,
-        snapshot_id,
-        parent_snapshot_id: Some(parent.snapshot_id),
-        sequence_number,
-        first_row_id,
-    };
-    let out = write_manifest_list(&meta, &new_list, CODEC)?;
-    let path = manifest_list_path(&metadata_dir(metadata), snapshot_id, &uuid::Uuid::new_v4());
-    io.overwrite(&path, Bytes::from(out.bytes)).await?;
-    let mut summary = build_summary(
-        "replace",
-        &Tally::default(),
-        &Tally::default(),
-        Some(&parent.summary.to_map()),
-    );
-    for (key, value) in [
-        ("manifests-created", written.manifests.len()),
-        ("manifests-kept", kept_count),
-        ("manifests-replaced", written.replaced.len()),
-        ("entries-processed", written.entries),
-    ] {
-        summary.insert(key.to_string(), value.to_string());
-    }
-    let added_rows = match (first_row_id, out.next_row_id) {
-        (Some(first), Some(next)) => Some(next - first),
-        _ => None,
-    };
-    let snapshot = Snapshot {
-        snapshot_id,
-        parent_snapshot_id: Some(parent.snapshot_id),
-        sequence_number,
-        timestamp_ms: now_ms.max(parent.timestamp_ms),
-        manifest_list: Some(path.clone()),
-        manifests: Vec::new(),
-        summary: summary.into(),
-        schema_id: Some(metadata.current_schema_id()),
-        first_row_id,
-        added_rows,
-    };
-    let mut md = metadata.clone();
-    md.add_snapshot(&snapshot)?;
-    if version >= FormatVersion::V2 {
-        md.set_last_sequence_number(sequence_number)?;
-    }
-    if let Some(next) = out.next_row_id {
-        md.set_next_row_id(next)?;
-    }
-    md.set_current_snapshot(Some(snapshot_id), snapshot.timestamp_ms)?;
-    Ok((md, path, snapshot_id))
 }

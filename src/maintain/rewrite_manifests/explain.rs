@@ -26,7 +26,6 @@ pub struct RewriteManifestsExplainRow {
 }
 
 /// The name `execute.rs` knows the row by (inside the crate only; public: [`RewriteManifestsExplainRow`]).
-pub(crate) use self::RewriteManifestsExplainRow as ExplainRow;
 
 /// A new manifest as planned.
 #[derive(Debug, Clone, PartialEq, Eq)]

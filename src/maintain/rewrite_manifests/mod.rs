@@ -26,7 +26,8 @@
 //!    reference; partition summaries recomputed; the new manifests' list entries are credited to
 //!    the new snapshot. The snapshot summary carries the parent's totals and Java's
 //!    `manifests-created`, `manifests-kept`, `manifests-replaced`, `entries-processed`.
-//! 6. Commit through [`MaintenanceTarget::commit`] (path and catalog tables alike). On a conflict
+//! 6. Commit through [`MaintenanceTarget::commit`] (path and catalog tables alike), by way of
+//!    the one commit loop (`iceberg::commit::protocol::run`). On a conflict
 //!    the unreferenced manifest list is deleted; the next attempt re-reads the newest metadata and
 //!    reuses the written manifests only when the head still descends from the snapshot they were
 //!    planned from (Java's history check), the format version is unchanged, and every manifest
@@ -51,6 +52,7 @@ pub mod execute;
 pub mod explain;
 pub mod metrics;
 pub mod reuse;
+mod write;
 
 pub use execute::{RewriteManifestsOutcome, execute};
 pub use explain::RewriteManifestsExplainRow;

@@ -4,7 +4,9 @@
 //! `v<N+1>-<uuid>.metadata.json`, or `<N+1>-<uuid>.metadata.json` zero-padded to 5 digits as
 //! pyiceberg does — with the current file's compression marker, through
 //! [`FileIO::write_if_absent`]. A taken name is a [`CommitOutcome::Conflict`]: the caller re-reads
-//! and recomputes ([`commit_with_retries`] does that, then fails with `LIMIT_EXCEEDED`).
+//! and recomputes. Every statement does that through the one loop of [`protocol`] (which fails
+//! with `LIMIT_EXCEEDED` after the last attempt); [`commit_with_retries`] is that loop for a
+//! metadata edit on a path table.
 //!
 //! Before writing, `last-updated-ms` becomes now (never below the previous file's value + 1, so
 //! selection by `last-updated-ms` also finds the new file) and, unless asked not to, the previous
@@ -15,7 +17,7 @@
 //! file name otherwise. A hint that already names a higher version is left alone (ClickHouse's rule).
 //!
 //! An `Err` from [`commit`] means the outcome is unknown (a store may apply a write and still report
-//! failure): callers must delete nothing and re-read before trying again. [`commit_with_retries`]
+//! failure): callers must delete nothing and re-read before trying again. [`protocol::run`]
 //! retries conflicts only, never storage errors.
 //!
 //! **One file per version, in any naming scheme.** Names with a random uuid (`<N>-<uuid>`,
@@ -40,9 +42,11 @@ use bytes::Bytes;
 use crate::error::{Error, ErrorKind, Result};
 use crate::iceberg::guard::pinned_not_newest;
 use crate::iceberg::locate::{
-    LocatedMetadata, MetadataSettings, NamingScheme, file_name, hinted_file_name, locate,
+    LocatedMetadata, MetadataSettings, NamingScheme, file_name, hinted_file_name,
     metadata_versions, parse_file_name, same_place, version_hint_path,
 };
+
+pub mod protocol;
 use crate::iceberg::metadata::{MetadataCompression, TableMetadata};
 use crate::io::{FileIO, WriteOutcome};
 
@@ -299,60 +303,32 @@ fn hint_content(existing: Option<&str>, new_name: &str, version: u64) -> String 
     }
 }
 
-/// Locate the current metadata, let `change` compute the new metadata from it, and commit; on a
-/// conflict start over, at most `max_attempts` times (then `LIMIT_EXCEEDED`). `change` returning
-/// `None` means nothing to write: `Ok(None)`.
+/// Locate the current metadata, let `change` compute the new metadata from it, and commit, through
+/// the one loop ([`protocol::run`]): on a conflict start over, at most `max_attempts` times (then
+/// `LIMIT_EXCEEDED`). `change` returning `None` means nothing to write: `Ok(None)`.
 pub async fn commit_with_retries<F>(
     io: &FileIO,
     location: &str,
     settings: &MetadataSettings,
     max_attempts: usize,
     options: &CommitOptions,
-    mut change: F,
+    change: F,
 ) -> Result<Option<Committed>>
 where
     F: FnMut(&TableMetadata) -> Result<Option<TableMetadata>>,
 {
-    let mut last_conflict = None;
-    for _ in 0..max_attempts {
-        let located = locate(io, location, settings).await?;
-        located.check_writable()?;
-        let Some(new_metadata) = change(&located.metadata)? else {
-            return Ok(None);
-        };
-        match commit(io, &located, new_metadata, options).await? {
-            CommitOutcome::Committed(done) => return Ok(Some(*done)),
-            CommitOutcome::Conflict { path } => last_conflict = Some(path),
-            CommitOutcome::Unconfirmed { path, rival, why } => {
-                return Err(unconfirmed_error(location, &path, &rival, &why));
-            }
-            CommitOutcome::Unknown { why } => {
-                return Err(Error::new(
-                    ErrorKind::NetworkError,
-                    format!("Cannot commit to Iceberg table at '{location}': {why}"),
-                ));
-            }
-        }
-    }
-    Err(Error::new(
-        ErrorKind::LimitExceeded,
-        format!(
-            "Cannot commit to Iceberg table at '{location}': {max_attempts} attempt(s) conflicted \
-             with concurrent writers (last taken name: {})",
-            last_conflict.as_deref().unwrap_or("none")
-        ),
-    ))
-}
-
-/// The error of an unconfirmed commit for callers without a journal (the outcome is unknown).
-pub fn unconfirmed_error(location: &str, path: &str, rival: &str, why: &str) -> Error {
-    Error::new(
-        crate::io::unsettled_write_kind(path),
-        format!(
-            "Cannot commit to Iceberg table at '{location}': {}; remove one of them by hand",
-            CommitOutcome::unconfirmed_message(path, rival, why)
-        ),
-    )
+    let table = protocol::PathTable {
+        io,
+        location,
+        settings,
+    };
+    let mut edit = protocol::Edit {
+        name: "commit",
+        options: *options,
+        change,
+    };
+    let max_attempts = u32::try_from(max_attempts).unwrap_or(u32::MAX);
+    protocol::run(&table, &mut edit, max_attempts, None).await
 }
 
 fn now_ms() -> i64 {
