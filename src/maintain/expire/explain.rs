@@ -32,8 +32,6 @@ pub struct ExpireExplainRow {
     pub bytes: Option<i64>,
 }
 
-/// The name `execute.rs` knows the row by (inside the crate only; public: [`ExpireExplainRow`]).
-
 /// The EXPLAIN rows of `plan`. `parent_of` gives each snapshot's parent; times print in `zone`.
 pub fn explain_rows(
     plan: &ExpiryPlan,

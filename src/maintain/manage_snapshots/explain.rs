@@ -21,8 +21,6 @@ pub struct SnapshotExplainRow {
     pub detail: String,
 }
 
-/// The name `execute.rs` knows the row by (inside the crate only; public: [`SnapshotExplainRow`]).
-
 /// `branch 123 min-snapshots-to-keep=2 max-snapshot-age-ms=... max-ref-age-ms=...`.
 pub fn ref_text(r: &SnapshotRef) -> String {
     let mut text = format!("{} {}", r.kind.as_str(), r.snapshot_id);

@@ -18,8 +18,6 @@ pub struct OrphanExplainRow {
     pub last_modified: String,
 }
 
-/// The name `execute.rs` knows the row by (inside the crate only; public: [`OrphanExplainRow`]).
-
 /// The category's EXPLAIN spelling.
 pub fn category_name(category: OrphanCategory) -> &'static str {
     match category {

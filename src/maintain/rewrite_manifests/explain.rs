@@ -25,8 +25,6 @@ pub struct RewriteManifestsExplainRow {
     pub bytes: i64,
 }
 
-/// The name `execute.rs` knows the row by (inside the crate only; public: [`RewriteManifestsExplainRow`]).
-
 /// A new manifest as planned.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PlannedManifest {
