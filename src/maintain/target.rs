@@ -172,7 +172,7 @@ impl MaintenanceTarget {
                 metadata: *metadata,
                 version_hint_written: false,
             })),
-            CatalogCommit::Conflict { reason } => CommitOutcome::Conflict { path: reason },
+            CatalogCommit::Conflict { reason } => CommitOutcome::Conflict { taken: reason },
             CatalogCommit::Unknown { reason } => CommitOutcome::Unknown {
                 why: format!(
                     "the commit to {} through the catalog at '{}' has an unknown outcome: {reason}",

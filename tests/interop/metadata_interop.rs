@@ -90,7 +90,7 @@ async fn expire_first_and_commit(io: &FileIO, located: &LocatedMetadata) -> (Str
         .expect("commit")
     {
         CommitOutcome::Committed(done) => (done.path, first),
-        CommitOutcome::Conflict { path } => panic!("conflict on {path}"),
+        CommitOutcome::Conflict { taken } => panic!("conflict on {taken}"),
         other => panic!("unexpected outcome {other:?}"),
     }
 }

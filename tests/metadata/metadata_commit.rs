@@ -37,7 +37,7 @@ fn drop_first(m: &TableMetadata) -> TableMetadata {
 async fn committed(outcome: CommitOutcome) -> icetrim::internals::iceberg::commit::Committed {
     match outcome {
         CommitOutcome::Committed(c) => *c,
-        CommitOutcome::Conflict { path } => panic!("unexpected conflict on {path}"),
+        CommitOutcome::Conflict { taken } => panic!("unexpected conflict on {taken}"),
         other => panic!("unexpected outcome {other:?}"),
     }
 }

@@ -83,9 +83,10 @@ pub struct Committed {
 #[derive(Debug, Clone)]
 pub enum CommitOutcome {
     Committed(Box<Committed>),
-    /// Another writer took the name (or the version) first; re-read and recompute.
+    /// Another writer committed first; re-read and recompute. `taken` says what it took: on a
+    /// path table the metadata file of our version, on a catalog table the catalog's reason.
     Conflict {
-        path: String,
+        taken: String,
     },
     /// Our file `path` was written, but `rival` carries the same version and ours could not be
     /// taken back: readers may take either. Delete nothing.
@@ -179,11 +180,11 @@ pub async fn commit(
     }
     if let Some((_, taken)) = listed.iter().find(|(v, _)| *v >= version) {
         return Ok(CommitOutcome::Conflict {
-            path: format!("{}{taken}", located.metadata_dir()),
+            taken: format!("{}{taken}", located.metadata_dir()),
         });
     }
     match io.write_if_absent(&path, Bytes::from(bytes)).await? {
-        WriteOutcome::AlreadyExists => return Ok(CommitOutcome::Conflict { path }),
+        WriteOutcome::AlreadyExists => return Ok(CommitOutcome::Conflict { taken: path }),
         WriteOutcome::Created => {}
     }
     let listed = metadata_versions(io, &located.location).await?;
@@ -226,7 +227,7 @@ async fn after_write_check(
             // Two icetrim writers that saw each other both retry: do not meet again.
             let pause = 20 + (uuid::Uuid::new_v4().as_u128() % 200) as u64;
             tokio::time::sleep(std::time::Duration::from_millis(pause)).await;
-            Some(CommitOutcome::Conflict { path: rival })
+            Some(CommitOutcome::Conflict { taken: rival })
         }
         Err(e) => Some(CommitOutcome::Unconfirmed {
             path: path.to_string(),

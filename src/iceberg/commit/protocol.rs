@@ -157,10 +157,10 @@ where
         base.check_writable()?;
         match target.commit_on(&base, metadata, &options).await? {
             CommitOutcome::Committed(done) => return procedure.committed(&base, *done).await,
-            CommitOutcome::Conflict { path } => {
+            CommitOutcome::Conflict { taken } => {
                 let kept = delete_uncommitted(target.io(), target.location(), &written).await;
                 procedure.conflicted(kept).await;
-                last_taken = Some(path);
+                last_taken = Some(taken);
             }
             CommitOutcome::Unconfirmed { path, rival, why } => {
                 let done = procedure.unconfirmed(&base, &path, &rival).await;

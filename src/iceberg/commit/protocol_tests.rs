@@ -93,7 +93,7 @@ impl CommitTarget for Scripted {
                 version_hint_written: false,
             })),
             Answer::Conflict => CommitOutcome::Conflict {
-                path: format!("{LOCATION}/metadata/v{version}-rival.metadata.json"),
+                taken: format!("{LOCATION}/metadata/v{version}-rival.metadata.json"),
             },
             Answer::Unconfirmed => CommitOutcome::Unconfirmed {
                 rival: format!("{LOCATION}/metadata/v{version}-rival.metadata.json"),

@@ -1,0 +1,153 @@
+//! The statements that act on one table: `ALTER TABLE … EXECUTE`, `OPTIMIZE TABLE [… MANIFEST]`,
+//! the ref and property statements, and their `EXPLAIN`: where the table is (path or catalog),
+//! the gates, then the procedure or change through `engine/procedures.rs`.
+
+use super::*;
+
+impl Session {
+    /// `ALTER TABLE` on refs or properties (or its `EXPLAIN`): table, gate and statement are
+    /// checked before storage is touched.
+    pub(super) async fn alter_table(
+        &self,
+        alter: &AlterTable,
+        explain: bool,
+    ) -> Result<QueryResult> {
+        let place = self.place_of(&alter.table).await?;
+        check_gates("ALTER TABLE", &self.settings)?;
+        let change = bind_alter(&alter.action)?;
+        self.run_at(
+            &place,
+            &alter.table.table,
+            TableWork::Change(change),
+            explain,
+        )
+        .await
+    }
+
+    /// `OPTIMIZE TABLE t` (or its `EXPLAIN`): `rewrite_data_files` with `delete_file_threshold = 1`,
+    /// behind ClickHouse's gate `allow_experimental_iceberg_compaction`; path and catalog tables.
+    pub(super) async fn optimize(&self, o: &OptimizeTable, explain: bool) -> Result<QueryResult> {
+        let place = self.place_of(&o.table).await?;
+        check_gates("rewrite_data_files", &self.settings)?;
+        let call = ProcedureCall::Compact(CompactOptions::optimize());
+        self.run_at(&place, &o.table.table, TableWork::Procedure(call), explain)
+            .await
+    }
+
+    /// `EXPLAIN <statement>`: the plan of a statement that changes a table, nothing changed.
+    pub(super) async fn explain(&self, inner: &Statement) -> Result<QueryResult> {
+        match inner {
+            Statement::AlterExecute(alter) => self.alter_execute(alter, true).await,
+            Statement::Optimize(o) => self.optimize(o, true).await,
+            Statement::AlterTable(alter) => self.alter_table(alter, true).await,
+            Statement::OptimizeManifest(optimize) => self.optimize_manifest(optimize, true).await,
+            other => Err(Error::new(
+                ErrorKind::NotImplemented,
+                format!("EXPLAIN is not supported for {other}"),
+            )),
+        }
+    }
+
+    /// `OPTIMIZE TABLE t MANIFEST` (ClickHouse 26.9): `rewrite_manifests` with the table's
+    /// defaults, acting only above `iceberg_manifest_min_count_to_compact` manifests; no rows, as
+    /// in ClickHouse (warnings still reach the result). `EXPLAIN` gives the plan.
+    pub(super) async fn optimize_manifest(
+        &self,
+        optimize: &OptimizeManifest,
+        explain: bool,
+    ) -> Result<QueryResult> {
+        let place = self.place_of(&optimize.table).await?;
+        if !self.settings.allow_experimental_iceberg_compaction() {
+            return Err(Error::bad_arguments(OPTIMIZE_DISABLED));
+        }
+        let call = ProcedureCall::RewriteManifests(RewriteManifestsOptions {
+            min_manifest_count: Some(self.settings.manifest_min_count_to_compact()),
+            ..Default::default()
+        });
+        let work = TableWork::Procedure(call);
+        let result = self
+            .run_at(&place, &optimize.table.table, work, explain)
+            .await?;
+        if explain {
+            return Ok(result);
+        }
+        Ok(QueryResult {
+            warnings: result.warnings,
+            ..QueryResult::empty()
+        })
+    }
+
+    /// `ALTER TABLE … EXECUTE` (or its `EXPLAIN`): table, gates and arguments are checked before the
+    /// procedure touches storage.
+    pub(super) async fn alter_execute(
+        &self,
+        alter: &AlterExecute,
+        explain: bool,
+    ) -> Result<QueryResult> {
+        let place = self.place_of(&alter.table).await?;
+        check_gates(&alter.procedure, &self.settings)?;
+        let context = BindContext {
+            now_ms: self.shared.runtime.clock.now_ms(),
+            time_zone: self.settings.session_time_zone(),
+            limits: self.parse_limits(),
+        };
+        let (call, notes) = bind_noted(&alter.procedure, &alter.args, &context)?;
+        let work = TableWork::Procedure(call);
+        let mut result = self
+            .run_at(&place, &alter.table.table, work, explain)
+            .await?;
+        // The arguments' warnings (a DST gap or fold) come before the run's own.
+        result.warnings.splice(0..0, notes);
+        Ok(result)
+    }
+
+    /// Where the table `name` is, the one routing of every statement on a table: a catalog
+    /// database's table (its catalog is the session's, see [`Self::run_at`]), or a registered path table
+    /// (`UNKNOWN_DATABASE` for a named database that does not exist, `UNKNOWN_TABLE` when there
+    /// is no such table).
+    pub(super) async fn place_of(&self, name: &TableName) -> Result<TablePlace> {
+        let database = self.database_of(name);
+        if let Some(def) = self.catalog_database(&database).await {
+            return Ok(TablePlace::Catalog(def));
+        }
+        if name.database.is_some() {
+            self.check_database(&database).await?;
+        }
+        let registry = self.shared.registry.lock().await;
+        Ok(TablePlace::Path(
+            registry.get(&database, &name.table)?.clone(),
+        ))
+    }
+
+    /// Runs `work` on `table` at `place` within the statement's progress scope: a catalog table is
+    /// loaded through its catalog (cancellable; errors scrubbed of the catalog's secrets).
+    pub(super) async fn run_at(
+        &self,
+        place: &TablePlace,
+        table: &str,
+        work: TableWork,
+        explain: bool,
+    ) -> Result<QueryResult> {
+        let progress = Progress::new(self.progress.0.clone(), self.cancel.clone());
+        let runtime = &self.shared.runtime;
+        let target = match place {
+            TablePlace::Catalog(def) => {
+                let catalog = self.catalogs.get(def)?;
+                let open = catalog_db::open_table_in(runtime, &self.settings, def, catalog, table);
+                // Loading the table is cancellable too (the catalog may be slow).
+                catalog_db::cancellable(&progress, open).await?
+            }
+            TablePlace::Path(def) => open_table(runtime, &self.settings, def)?,
+        };
+        let result = match work {
+            TableWork::Procedure(call) => run_procedure_on(target, call, explain, &progress).await,
+            TableWork::Change(change) => {
+                run_table_change_on(target, &change, explain, &progress).await
+            }
+        };
+        match place {
+            TablePlace::Catalog(def) => result.map_err(|e| catalog_db::scrub(e, def)),
+            TablePlace::Path(_) => result,
+        }
+    }
+}
