@@ -21,8 +21,11 @@ use crate::iceberg::metadata::TableMetadata;
 use crate::iceberg::spec::{EntryStatus, ManifestContent, Snapshot, SnapshotId};
 use crate::iceberg::txn::{FileChanges, Operation, PrepareOptions, Target, prepare_commit_with};
 use crate::io::FileIO;
+use crate::maintain::report::{Metrics, Report, ReportBody, Reported};
+use crate::maintain::shape::{Intent, MaintenanceProcedure};
 use crate::maintain::target::MaintenanceTarget;
 use crate::plan::{SnapshotProcedure, TableChange};
+use crate::progress::Phase;
 
 /// Manifests read at once.
 const READ_CONCURRENCY: usize = 16;
@@ -39,6 +42,18 @@ pub struct SnapshotOutcome {
     pub committed_path: Option<String>,
 }
 
+/// The procedures' two metric rows, the plan of EXPLAIN, or nothing (the ref and property
+/// statements: "Ok.").
+impl Reported for SnapshotOutcome {
+    fn into_report(self) -> Report {
+        let body = match self.metrics {
+            Some(metrics) => ReportBody::Metrics(Metrics::Snapshots(metrics)),
+            None => ReportBody::Nothing,
+        };
+        Report::explain_or(self.explain, body, self.warnings)
+    }
+}
+
 fn explain_rows(rows: Vec<SnapshotExplainRow>) -> Vec<SnapshotExplainRow> {
     if rows.is_empty() {
         vec![nothing_row("the statement changes nothing")]
@@ -47,17 +62,145 @@ fn explain_rows(rows: Vec<SnapshotExplainRow>) -> Vec<SnapshotExplainRow> {
     }
 }
 
-/// Run a DDL statement on `target` (or explain it). A retry after a concurrent commit first asks
+/// The snapshot-management procedures (`rollback_to_snapshot`, `cherrypick_snapshot`, ...) in
+/// the procedure shape.
+pub struct ManageSnapshots;
+
+/// The branch, tag and table-property statements in the procedure shape.
+pub struct ChangeTable;
+
+/// What a snapshot or ref statement decided.
+pub enum SnapshotPlan {
+    /// EXPLAIN: the decision on the newest metadata, as the rows of what it changes.
+    Decided(Vec<SnapshotExplainRow>),
+    /// A run decides on each commit attempt's base inside the commit protocol, pinned to what
+    /// the first attempt resolved (`moved_base.rs`).
+    AtCommit,
+}
+
+impl SnapshotPlan {
+    fn explain(self) -> SnapshotOutcome {
+        let rows = match self {
+            SnapshotPlan::Decided(rows) => rows,
+            SnapshotPlan::AtCommit => Vec::new(),
+        };
+        SnapshotOutcome {
+            explain: Some(explain_rows(rows)),
+            ..Default::default()
+        }
+    }
+}
+
+impl MaintenanceProcedure for ManageSnapshots {
+    type Options = SnapshotProcedure;
+    type Plan = SnapshotPlan;
+    type Outcome = SnapshotOutcome;
+    const PHASES: &'static [Phase] = &[];
+
+    fn name(call: &SnapshotProcedure) -> String {
+        call.procedure_name().to_string()
+    }
+
+    /// These procedures have no dry run (EXPLAIN shows what they would do).
+    fn dry_run(_: &SnapshotProcedure) -> bool {
+        false
+    }
+
+    async fn plan(
+        target: &MaintenanceTarget,
+        call: &SnapshotProcedure,
+        intent: Intent,
+    ) -> Result<SnapshotPlan> {
+        let context = format!("{} on {}", call.procedure_name(), target.table_name);
+        call.validate().map_err(|e| e.context(&context))?;
+        if intent != Intent::Explain {
+            return Ok(SnapshotPlan::AtCommit);
+        }
+        let outcome = run_procedure(target, call, true)
+            .await
+            .map_err(|e| contextual(e, &context))?;
+        Ok(SnapshotPlan::Decided(outcome.explain.unwrap_or_default()))
+    }
+
+    fn explain(plan: SnapshotPlan) -> SnapshotOutcome {
+        plan.explain()
+    }
+
+    fn count(_: SnapshotPlan) -> SnapshotOutcome {
+        SnapshotOutcome::default()
+    }
+
+    async fn execute(
+        target: &MaintenanceTarget,
+        call: &SnapshotProcedure,
+        _: SnapshotPlan,
+    ) -> Result<SnapshotOutcome> {
+        let context = format!("{} on {}", call.procedure_name(), target.table_name);
+        run_procedure(target, call, false)
+            .await
+            .map_err(|e| contextual(e, &context))
+    }
+}
+
+impl MaintenanceProcedure for ChangeTable {
+    type Options = TableChange;
+    type Plan = SnapshotPlan;
+    type Outcome = SnapshotOutcome;
+    const PHASES: &'static [Phase] = &[];
+
+    fn name(change: &TableChange) -> String {
+        change.statement_name()
+    }
+
+    /// The ref and property statements have no dry run.
+    fn dry_run(_: &TableChange) -> bool {
+        false
+    }
+
+    async fn plan(
+        target: &MaintenanceTarget,
+        change: &TableChange,
+        intent: Intent,
+    ) -> Result<SnapshotPlan> {
+        let context = format!("{} on {}", change.statement_name(), target.table_name);
+        change.validate().map_err(|e| e.context(&context))?;
+        if intent != Intent::Explain {
+            return Ok(SnapshotPlan::AtCommit);
+        }
+        let decided = async {
+            let located = target.locate_newest(&change.statement_name()).await?;
+            decide_change(&located.metadata, change, target.now_ms)
+        };
+        let decided = decided.await.map_err(|e| contextual(e, &context))?;
+        Ok(SnapshotPlan::Decided(decided.rows))
+    }
+
+    fn explain(plan: SnapshotPlan) -> SnapshotOutcome {
+        plan.explain()
+    }
+
+    fn count(_: SnapshotPlan) -> SnapshotOutcome {
+        SnapshotOutcome::default()
+    }
+
+    async fn execute(
+        target: &MaintenanceTarget,
+        change: &TableChange,
+        _: SnapshotPlan,
+    ) -> Result<SnapshotOutcome> {
+        execute_change(target, change).await
+    }
+}
+
+/// Run a DDL statement on `target`. A retry after a concurrent commit first asks
 /// [`change_may_commit`] whether the statement still holds on the new head, then decides it there
 /// ([`change_on_new_head`]).
-pub async fn execute_change(
+async fn execute_change(
     target: &MaintenanceTarget,
     change: &TableChange,
-    explain: bool,
 ) -> Result<SnapshotOutcome> {
     let statement = change.statement_name();
     let context = format!("{statement} on {}", target.table_name);
-    change.validate().map_err(|e| e.context(&context))?;
     let mut planned: Option<PlannedFrom> = None;
     let decide = |md: &TableMetadata| match &planned {
         None => {
@@ -70,7 +213,7 @@ pub async fn execute_change(
             decide_change(md, &change_on_new_head(change), target.now_ms)
         }
     };
-    let (_, outcome) = run_edit(target, &statement, explain, decide)
+    let (_, outcome) = run_edit(target, &statement, decide)
         .await
         .map_err(|e| contextual(e, &context))?;
     Ok(outcome)
@@ -89,25 +232,15 @@ fn contextual(error: Error, context: &str) -> Error {
     }
 }
 
-/// Locate, decide with `decide`, commit (or explain); the last decision's ids come back.
+/// Locate, decide with `decide`, commit; the last decision's ids come back.
 async fn run_edit<F>(
     target: &MaintenanceTarget,
     statement: &str,
-    explain: bool,
     mut decide: F,
 ) -> Result<(Change, SnapshotOutcome)>
 where
     F: FnMut(&TableMetadata) -> Result<Change>,
 {
-    if explain {
-        let located = target.locate_newest(statement).await?;
-        let change = decide(&located.metadata)?;
-        let outcome = SnapshotOutcome {
-            explain: Some(explain_rows(change.rows.clone())),
-            ..Default::default()
-        };
-        return Ok((change, outcome));
-    }
     let mut last: Option<Change> = None;
     let committed = target
         .commit_edit(statement, |md| {
@@ -131,21 +264,9 @@ where
     Ok((change, outcome))
 }
 
-/// Run a snapshot-management procedure on `target` (or explain it).
-pub async fn execute_procedure(
-    target: &MaintenanceTarget,
-    call: &SnapshotProcedure,
-    explain: bool,
-) -> Result<SnapshotOutcome> {
-    let name = call.procedure_name();
-    let context = format!("{name} on {}", target.table_name);
-    call.validate().map_err(|e| e.context(&context))?;
-    execute_procedure_inner(target, call, explain)
-        .await
-        .map_err(|e| contextual(e, &context))
-}
-
-async fn execute_procedure_inner(
+/// Run a snapshot-management procedure on `target` through the commit loop (with `explain`,
+/// decide on the newest metadata and stop there).
+async fn run_procedure(
     target: &MaintenanceTarget,
     call: &SnapshotProcedure,
     explain: bool,

@@ -46,7 +46,7 @@ pub mod refs;
 #[cfg(test)]
 mod tests;
 
-pub use execute::{SnapshotOutcome, execute_change, execute_procedure};
+pub use execute::{ChangeTable, ManageSnapshots, SnapshotOutcome};
 pub use explain::SnapshotExplainRow;
 pub use metrics::SnapshotMetrics;
 
