@@ -41,8 +41,11 @@ pub mod history;
 pub mod metrics;
 pub mod moved_base;
 pub mod properties;
+mod reapply;
 pub mod refs;
 
+#[cfg(test)]
+mod refs_tests;
 #[cfg(test)]
 mod tests;
 
