@@ -229,6 +229,31 @@ async fn explain_names_removed_refs_and_why() {
     assert!(cell(m2, 3).contains("tag 't_old'"), "{m2:?}");
     let b1 = find("snapshot", &fx.snapshot_id("b1").to_string());
     assert_eq!(cell(b1, 2), "expire");
+    // Each verdict names its rule, its number and where the number comes from.
+    assert_eq!(
+        cell(find("tag", "t_old"), 3),
+        "no max-ref-age-ms limits it (default of setting iceberg_expire_default_max_ref_age_ms: \
+         refs are kept forever)"
+    );
+    assert!(cell(find("tag", "t_short"), 3).ends_with("(ref 't_short')"));
+    let b3 = find("snapshot", &fx.snapshot_id("b3").to_string());
+    assert!(
+        cell(b3, 3).contains("within min-snapshots-to-keep 2 of branch 'audit' (ref 'audit')"),
+        "{b3:?}"
+    );
+    let policy = find("policy", "max-snapshot-age-ms");
+    assert_eq!(cell(policy, 2), "432000000 ms (5days)");
+    assert_eq!(
+        cell(policy, 3),
+        "default of setting iceberg_expire_default_max_snapshot_age_ms"
+    );
+    // The summary says what the deletes free, in the bytes column and in words.
+    let all = find("total", "all");
+    let Cell::Int(bytes) = all[5] else {
+        panic!("no byte count: {all:?}");
+    };
+    assert!(bytes > 0, "{all:?}");
+    assert!(cell(all, 4).starts_with("frees "), "{all:?}");
 }
 
 /// EXPLAIN's snapshot times are in the session time zone.

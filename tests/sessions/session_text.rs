@@ -6,7 +6,8 @@
 //! `${delete_file:<label>}`, `${statistics_file:<label>}`, `${partition_statistics_file:<label>}`,
 //! `${metadata_file:<index>}` (a file of the fixture, as a path or URI on the backend), and `${time:<base>[±<n><unit>...]}`: a UTC time `YYYY-MM-DD hh:mm:ss` (the
 //! second it falls in) where base is `now` (the fixture's clock) or a snapshot label, and units are
-//! `d`, `h`, `m`, `s`, `ms` (e.g. `${time:now-10d+1s}`, `${time:a3}`).
+//! `d`, `h`, `m`, `s`, `ms` (e.g. `${time:now-10d+1s}`, `${time:a3}`); `${time_ms:...}` is the
+//! same with milliseconds, `YYYY-MM-DD hh:mm:ss.mmm`, as EXPLAIN prints snapshot times.
 //!
 #![allow(dead_code)]
 
@@ -108,6 +109,14 @@ pub fn utc_text(ms: i64) -> String {
         .to_string()
 }
 
+/// `ms` as `YYYY-MM-DD hh:mm:ss.mmm` in UTC.
+pub fn utc_text_ms(ms: i64) -> String {
+    chrono::DateTime::from_timestamp_millis(ms)
+        .expect("time in range")
+        .format("%Y-%m-%d %H:%M:%S%.3f")
+        .to_string()
+}
+
 #[test]
 fn time_expressions() {
     let base = |b: &str| (b == "now").then_some(1_000_000_000_500);
@@ -119,6 +128,7 @@ fn time_expressions() {
     assert_eq!(time_expr("now-3x", base), None);
     assert_eq!(time_expr("then", base), None);
     assert_eq!(utc_text(1_000_000_000_500), "2001-09-09 01:46:40");
+    assert_eq!(utc_text_ms(1_000_000_000_500), "2001-09-09 01:46:40.500");
 }
 
 #[test]

@@ -67,7 +67,7 @@ use icetrim::engine::{Engine, Session};
 use icetrim::format::OutputFormat;
 use icetrim::internals::maintain::target::BeforeCommit;
 use pyserver::PyServer;
-use session_text::{Block, Resolve, parse_blocks, substitute, time_expr, utc_text};
+use session_text::{Block, Resolve, parse_blocks, substitute, time_expr, utc_text, utc_text_ms};
 
 /// A fixture of the file, built once, with its copy on every backend.
 struct Prepared {
@@ -170,12 +170,17 @@ impl Resolve for Vars<'_> {
                     .as_str()
                     .map(|local| place.path_of(local))
             }
-            Some(("time", expr)) => {
+            Some((kind @ ("time" | "time_ms"), expr)) => {
                 let base = |b: &str| match b {
                     "now" => Some(fx.now_ms()),
                     label => facts["snapshot_ts"][label].as_i64(),
                 };
-                time_expr(expr, base).map(utc_text)
+                let ms = time_expr(expr, base)?;
+                Some(if kind == "time" {
+                    utc_text(ms)
+                } else {
+                    utc_text_ms(ms)
+                })
             }
             _ => None,
         }
@@ -595,7 +600,31 @@ macro_rules! sessions {
                 run_file($file).await;
             }
         )*
+
+        /// The session files the tests above run.
+        const REGISTERED: &[&str] = &[$($file),*];
     };
+}
+
+/// A session file that no test runs would look green while asserting nothing.
+#[test]
+fn every_session_file_is_run() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/sessions");
+    let mut unregistered = Vec::new();
+    for entry in std::fs::read_dir(&dir).expect("tests/sessions") {
+        let name = entry
+            .expect("an entry")
+            .file_name()
+            .to_string_lossy()
+            .into_owned();
+        if name.ends_with(".test") && !REGISTERED.contains(&name.as_str()) {
+            unregistered.push(name);
+        }
+    }
+    assert!(
+        unregistered.is_empty(),
+        "not in sessions!: {unregistered:?}"
+    );
 }
 
 sessions! {
@@ -609,6 +638,7 @@ sessions! {
     expire_clean_metadata_evolved => "expire_clean_metadata_evolved.test",
     catalog_delete_after_commit => "catalog_delete_after_commit.test",
     expire_counted_once => "expire_counted_once.test",
+    expire_explained => "expire_explained.test",
     expire_defaults => "expire_defaults.test",
     expire_delete_files => "expire_delete_files.test",
     expire_fuse => "expire_fuse.test",

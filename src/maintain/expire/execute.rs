@@ -545,6 +545,7 @@ fn plan_warnings(plan: &ExpiryPlan) -> Vec<String> {
     });
     dangling
         .chain(plan.files.warnings.iter().cloned())
+        .chain(super::reasons::age_kept_warning(plan))
         .collect()
 }
 

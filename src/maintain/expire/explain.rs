@@ -3,7 +3,11 @@
 //!
 //! Columns: `kind String, id String, decision String, reason String, detail String,
 //! bytes Nullable(Int64)`. Rows, in this order:
-//! - `snapshot` — id: snapshot id; decision `keep`/`expire`; reason: why (several joined by `; `);
+//! - `policy` (policy mode) — id: `min-snapshots-to-keep`, `max-snapshot-age-ms`,
+//!   `max-ref-age-ms`; decision: the table-level value; reason: where it comes from (a table
+//!   property, an argument, a setting's default); detail: what it does.
+//! - `snapshot` — id: snapshot id; decision `keep`/`expire`; reason: why, naming the rule, its
+//!   number and its source (several joined by `; `, worded in `reasons.rs`);
 //!   detail: `<timestamp 'YYYY-MM-DD hh:mm:ss.mmm' in the session time zone> parent <id|none>`;
 //!   bytes NULL.
 //! - `branch` / `tag` — id: ref name; decision `keep`/`remove`; reason; detail: `snapshot <id>`.
@@ -11,13 +15,15 @@
 //!   `position_delete`, `equality_delete`, `manifest`, `manifest_list`, `statistics`); detail
 //!   empty; bytes: size when known. In deletion order.
 //! - `total` — id: a category, then `all`; decision `delete`; reason `<n> file(s)`; detail names
-//!   how many sizes are unknown, if any; bytes: the known sizes summed.
+//!   how many sizes are unknown, if any (for `all`: what the deletes free, `frees 1.5 MiB`);
+//!   bytes: the known sizes summed.
 //! - `warning` — one per warning (e.g. a skipped missing manifest), in reason.
 
 use super::cleanup::MetadataCleanup;
 use super::keepset::{FileCategory, FileDecision};
 use super::plan::ExpiryPlan;
-use super::policy::{ExpireReason, KeepReason, RefFate, RefRemoval, SnapshotFate};
+use super::policy::{RefFate, SnapshotFate};
+use super::reasons::{expire_reason, keep_reason, policy_rows, ref_kept, ref_removed, size_text};
 use crate::iceberg::spec::{MAIN_BRANCH, RefKind, SnapshotId};
 use crate::maintain::report::{Cell, ColumnDef, ExplainRow, column};
 use crate::time_zone::SessionTimeZone;
@@ -63,17 +69,21 @@ pub fn explain_rows(
     zone: &SessionTimeZone,
 ) -> Vec<ExpireExplainRow> {
     let mut rows = Vec::new();
+    let retention = plan.retention.as_ref();
+    for (id, value, source, meaning) in retention.map(policy_rows).unwrap_or_default() {
+        rows.push(row("policy", id, &value, &source, meaning, None));
+    }
     for v in &plan.decision.snapshots {
         let (decision, reason) = match &v.fate {
             SnapshotFate::Kept(reasons) => (
                 "keep",
                 reasons
                     .iter()
-                    .map(keep_reason)
+                    .map(|r| keep_reason(r, retention))
                     .collect::<Vec<_>>()
                     .join("; "),
             ),
-            SnapshotFate::Expired(r) => ("expire", expire_reason(*r).to_string()),
+            SnapshotFate::Expired(r) => ("expire", expire_reason(*r, retention)),
         };
         let parent = parent_of(v.snapshot_id).map_or("none".to_string(), |p| p.to_string());
         let detail = format!("{} parent {parent}", zone.format_ms(v.timestamp_ms));
@@ -93,17 +103,13 @@ pub fn explain_rows(
         };
         let (decision, reason) = match r.fate {
             RefFate::Kept if r.name == MAIN_BRANCH => ("keep", "main is never removed".into()),
-            RefFate::Kept => ("keep", "its head is within its max-ref-age-ms".into()),
-            RefFate::Removed(RefRemoval::Dangling) => (
+            RefFate::Kept => {
+                let head_ms = plan.decision.verdict(r.snapshot_id).map(|v| v.timestamp_ms);
+                ("keep", ref_kept(&r.name, head_ms, retention))
+            }
+            RefFate::Removed(removal) => (
                 "remove",
-                format!("its snapshot {} does not exist", r.snapshot_id),
-            ),
-            RefFate::Removed(RefRemoval::AgedOut {
-                age_ms,
-                max_ref_age_ms,
-            }) => (
-                "remove",
-                format!("its head is {age_ms} ms old, over max-ref-age-ms {max_ref_age_ms}"),
+                ref_removed(&r.name, removal, r.snapshot_id, retention),
             ),
         };
         let detail = format!("snapshot {}", r.snapshot_id);
@@ -145,12 +151,16 @@ fn totals(delete: &FileDecision, rows: &mut Vec<ExpireExplainRow>) {
         ));
     }
     let (bytes, unknown) = delete.total_bytes();
+    let frees = match unknown {
+        0 => format!("frees {}", size_text(bytes)),
+        _ => format!("frees {} and {}", size_text(bytes), unknown_note(unknown)),
+    };
     rows.push(row(
         "total",
         "all",
         "delete",
         &format!("{} file(s)", delete.len()),
-        &unknown_note(unknown),
+        &frees,
         Some(bytes),
     ));
 }
@@ -214,37 +224,6 @@ pub fn category_name(category: FileCategory) -> &'static str {
         FileCategory::Manifest => "manifest",
         FileCategory::ManifestList => "manifest_list",
         FileCategory::StatisticsFile => "statistics",
-    }
-}
-
-fn keep_reason(r: &KeepReason) -> String {
-    match r {
-        KeepReason::Current => "current snapshot".into(),
-        KeepReason::RefHead(name) => format!("head of ref '{name}'"),
-        KeepReason::BranchMinKeep(name) => {
-            format!("within min-snapshots-to-keep of branch '{name}'")
-        }
-        KeepReason::BranchYoung(name) => {
-            format!("within max-snapshot-age-ms of branch '{name}'")
-        }
-        KeepReason::Tag(name) => format!("snapshot of tag '{name}'"),
-        KeepReason::UnreferencedYoung => {
-            "on no branch or tag, but within the table's max snapshot age".into()
-        }
-        KeepReason::ProtectedByExpireBefore => "timestamp >= expire_before".into(),
-        KeepReason::NotNamed => "not named in snapshot_ids".into(),
-    }
-}
-
-fn expire_reason(r: ExpireReason) -> &'static str {
-    match r {
-        ExpireReason::Aged => {
-            "older than its branch retention (min-snapshots-to-keep, max-snapshot-age-ms)"
-        }
-        ExpireReason::UnreferencedAged => {
-            "on no branch or tag, and older than the table's max snapshot age"
-        }
-        ExpireReason::NamedInIds => "named in snapshot_ids",
     }
 }
 

@@ -69,6 +69,7 @@ pub mod keepset;
 pub mod metrics;
 mod plan;
 pub mod policy;
+mod reasons;
 mod recover;
 pub mod retention;
 

@@ -13,7 +13,7 @@ use crate::maintain::expire::keepset::{
 };
 use crate::maintain::expire::policy::{ExpiryDecision, ExpiryInput, ExpiryMode, decide_expiry};
 use crate::maintain::expire::retention::{
-    SETTING_MIN_SNAPSHOTS_TO_KEEP, TablePolicy, effective_policy,
+    Retention, SETTING_MIN_SNAPSHOTS_TO_KEEP, TablePolicy, effective_policy_sourced,
 };
 use crate::maintain::file_graph::graph::TableFiles;
 use crate::maintain::file_graph::paths::Fingerprint;
@@ -37,6 +37,8 @@ pub struct ExpiryPlan {
     /// (what [`crate::maintain::expire::keepset::after_failed_deletes`] needs).
     pub contents: ManifestContents,
     pub delete: FileDecision,
+    /// The retention applied (policy mode; `None` when `snapshot_ids` named the snapshots).
+    pub retention: Option<Retention>,
 }
 
 impl ExpiryPlan {
@@ -60,7 +62,7 @@ pub async fn plan_expiry(
     options: &ExpireOptions,
 ) -> Result<ExpiryPlan> {
     check_gc_enabled(&target.table_name, metadata)?;
-    let policy = effective_policy(
+    let (policy, sources) = effective_policy_sourced(
         session_policy(target)?,
         metadata.properties(),
         options.retain_last,
@@ -79,7 +81,17 @@ pub async fn plan_expiry(
         expire_before_ms: options.expire_before_ms,
         mode: &mode,
     })?;
-    plan_files(target, metadata, decision).await
+    let mut plan = plan_files(target, metadata, decision).await?;
+    plan.retention = matches!(mode, ExpiryMode::Policy).then(|| Retention {
+        policy,
+        sources,
+        refs: metadata.refs().to_vec(),
+        now_ms: target.now_ms,
+        retain_last_alone: options
+            .retain_last
+            .filter(|_| options.retention_period_ms.is_none()),
+    });
+    Ok(plan)
 }
 
 /// The files side of a plan: read what `decision` needs from `metadata` (whose snapshots are
@@ -95,6 +107,7 @@ pub async fn plan_files(
             files: TableFiles::default(),
             contents: ManifestContents::new(),
             delete: FileDecision::default(),
+            retention: None,
         });
     }
     let concurrency = target.settings.metadata_read_concurrency();
@@ -143,6 +156,7 @@ pub async fn plan_files(
         files,
         contents,
         delete,
+        retention: None,
     })
 }
 

@@ -17,6 +17,7 @@
 //! ClickHouse parses these with `std::stoi`/`std::stoll`, which accepts `"12abc"`; icetrim does not.
 
 use crate::error::{Error, Result};
+use crate::iceberg::spec::SnapshotRef;
 
 /// Table property: minimum number of snapshots kept on each branch.
 pub const PROP_MIN_SNAPSHOTS_TO_KEEP: &str = "history.expire.min-snapshots-to-keep";
@@ -53,6 +54,49 @@ impl Default for TablePolicy {
     }
 }
 
+/// Where an effective policy value comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PolicySource {
+    /// The default of this session setting.
+    Setting(&'static str),
+    /// This table property.
+    Property(&'static str),
+    /// This argument of the call.
+    Argument(&'static str),
+    /// The ref's own field (the ref's name).
+    Ref(String),
+}
+
+impl std::fmt::Display for PolicySource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PolicySource::Setting(name) => write!(f, "default of setting {name}"),
+            PolicySource::Property(name) => write!(f, "table property {name}"),
+            PolicySource::Argument(name) => write!(f, "argument {name}"),
+            PolicySource::Ref(name) => write!(f, "ref '{name}'"),
+        }
+    }
+}
+
+/// Where each value of a [`TablePolicy`] comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PolicySources {
+    pub min_snapshots_to_keep: PolicySource,
+    pub max_snapshot_age_ms: PolicySource,
+    pub max_ref_age_ms: PolicySource,
+}
+
+impl Default for PolicySources {
+    /// Every value from its session setting.
+    fn default() -> Self {
+        PolicySources {
+            min_snapshots_to_keep: PolicySource::Setting(SETTING_MIN_SNAPSHOTS_TO_KEEP),
+            max_snapshot_age_ms: PolicySource::Setting(SETTING_MAX_SNAPSHOT_AGE_MS),
+            max_ref_age_ms: PolicySource::Setting(SETTING_MAX_REF_AGE_MS),
+        }
+    }
+}
+
 /// The effective policy: `defaults` (the session settings) overridden by the table `properties`,
 /// overridden by the call's `retain_last` and `retention_period_ms`.
 ///
@@ -66,13 +110,37 @@ pub fn effective_policy<'a, P>(
 where
     P: IntoIterator<Item = (&'a String, &'a String)>,
 {
+    effective_policy_sourced(defaults, properties, retain_last, retention_period_ms)
+        .map(|(policy, _)| policy)
+}
+
+/// [`effective_policy`], with where each value comes from (what EXPLAIN names).
+pub fn effective_policy_sourced<'a, P>(
+    defaults: TablePolicy,
+    properties: P,
+    retain_last: Option<i32>,
+    retention_period_ms: Option<i64>,
+) -> Result<(TablePolicy, PolicySources)>
+where
+    P: IntoIterator<Item = (&'a String, &'a String)>,
+{
     validate_settings(&defaults)?;
     let mut policy = defaults;
+    let mut sources = PolicySources::default();
     for (key, value) in properties {
         match key.as_str() {
-            PROP_MIN_SNAPSHOTS_TO_KEEP => policy.min_snapshots_to_keep = parse_min_keep(value)?,
-            PROP_MAX_SNAPSHOT_AGE_MS => policy.max_snapshot_age_ms = parse_age(key, value)?,
-            PROP_MAX_REF_AGE_MS => policy.max_ref_age_ms = parse_age(key, value)?,
+            PROP_MIN_SNAPSHOTS_TO_KEEP => {
+                policy.min_snapshots_to_keep = parse_min_keep(value)?;
+                sources.min_snapshots_to_keep = PolicySource::Property(PROP_MIN_SNAPSHOTS_TO_KEEP);
+            }
+            PROP_MAX_SNAPSHOT_AGE_MS => {
+                policy.max_snapshot_age_ms = parse_age(key, value)?;
+                sources.max_snapshot_age_ms = PolicySource::Property(PROP_MAX_SNAPSHOT_AGE_MS);
+            }
+            PROP_MAX_REF_AGE_MS => {
+                policy.max_ref_age_ms = parse_age(key, value)?;
+                sources.max_ref_age_ms = PolicySource::Property(PROP_MAX_REF_AGE_MS);
+            }
             _ => {}
         }
     }
@@ -83,6 +151,7 @@ where
             ));
         }
         policy.min_snapshots_to_keep = n;
+        sources.min_snapshots_to_keep = PolicySource::Argument("retain_last");
     }
     if let Some(ms) = retention_period_ms {
         if ms < 0 {
@@ -91,8 +160,74 @@ where
             ));
         }
         policy.max_snapshot_age_ms = ms;
+        sources.max_snapshot_age_ms = PolicySource::Argument("retention_period");
     }
-    Ok(policy)
+    Ok((policy, sources))
+}
+
+/// The retention a policy-mode expiry applied: the table policy with its sources and the refs'
+/// own fields, so that every verdict can name the number that decided it (EXPLAIN) and a call
+/// that protected less than it meant can be told so (the warnings).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Retention {
+    pub policy: TablePolicy,
+    pub sources: PolicySources,
+    /// Every ref, with its own fields.
+    pub refs: Vec<SnapshotRef>,
+    pub now_ms: i64,
+    /// The call's `retain_last`, when given without `retention_period`.
+    pub retain_last_alone: Option<i32>,
+}
+
+impl Retention {
+    fn own(&self, name: &str) -> Option<&SnapshotRef> {
+        self.refs.iter().find(|r| r.name == name)
+    }
+
+    /// Branch `name`'s min-snapshots-to-keep and where it comes from.
+    pub fn min_snapshots_to_keep(&self, name: &str) -> (i32, PolicySource) {
+        match self.own(name).and_then(|r| r.min_snapshots_to_keep) {
+            Some(n) => (n, PolicySource::Ref(name.to_string())),
+            None => (
+                self.policy.min_snapshots_to_keep,
+                self.sources.min_snapshots_to_keep.clone(),
+            ),
+        }
+    }
+
+    /// Branch `name`'s max-snapshot-age-ms and where it comes from.
+    pub fn max_snapshot_age_ms(&self, name: &str) -> (i64, PolicySource) {
+        match self.own(name).and_then(|r| r.max_snapshot_age_ms) {
+            Some(ms) => (ms, PolicySource::Ref(name.to_string())),
+            None => (
+                self.policy.max_snapshot_age_ms,
+                self.sources.max_snapshot_age_ms.clone(),
+            ),
+        }
+    }
+
+    /// Ref `name`'s max-ref-age-ms and where it comes from.
+    pub fn max_ref_age_ms(&self, name: &str) -> (i64, PolicySource) {
+        match self.own(name).and_then(|r| r.max_ref_age_ms) {
+            Some(ms) => (ms, PolicySource::Ref(name.to_string())),
+            None => (
+                self.policy.max_ref_age_ms,
+                self.sources.max_ref_age_ms.clone(),
+            ),
+        }
+    }
+}
+
+/// `ms` as people read an age limit: `432000000 ms (5days)`, or `forever` for the largest value
+/// (no limit).
+pub fn age_limit_text(ms: i64) -> String {
+    if ms == i64::MAX {
+        return "forever".to_string();
+    }
+    let human = humantime::format_duration(std::time::Duration::from_millis(
+        u64::try_from(ms).unwrap_or(0),
+    ));
+    format!("{ms} ms ({human})")
 }
 
 fn validate_settings(defaults: &TablePolicy) -> Result<()> {
@@ -354,5 +489,77 @@ mod tests {
             let result = policy(&[(PROP_MAX_SNAPSHOT_AGE_MS, value.as_str())]);
             proptest::prop_assert_eq!(result.is_ok(), valid, "{:?}", value);
         }
+    }
+
+    #[test]
+    fn every_value_names_where_it_comes_from() {
+        let props = props(&[(PROP_MAX_REF_AGE_MS, "1000")]);
+        let (policy, sources) =
+            effective_policy_sourced(TablePolicy::default(), &props, Some(3), None).unwrap();
+        assert_eq!(policy.min_snapshots_to_keep, 3);
+        assert_eq!(
+            sources.min_snapshots_to_keep.to_string(),
+            "argument retain_last"
+        );
+        assert_eq!(
+            sources.max_snapshot_age_ms.to_string(),
+            "default of setting iceberg_expire_default_max_snapshot_age_ms"
+        );
+        assert_eq!(
+            sources.max_ref_age_ms.to_string(),
+            "table property history.expire.max-ref-age-ms"
+        );
+        let (_, sources) =
+            effective_policy_sourced(TablePolicy::default(), &props, None, Some(0)).unwrap();
+        assert_eq!(
+            sources.max_snapshot_age_ms,
+            PolicySource::Argument("retention_period")
+        );
+        assert_eq!(
+            sources.min_snapshots_to_keep,
+            PolicySources::default().min_snapshots_to_keep
+        );
+    }
+
+    fn branch(name: &str, min_keep: Option<i32>, max_ref_age_ms: Option<i64>) -> SnapshotRef {
+        SnapshotRef {
+            name: name.to_string(),
+            kind: crate::iceberg::spec::RefKind::Branch,
+            snapshot_id: 1,
+            min_snapshots_to_keep: min_keep,
+            max_snapshot_age_ms: None,
+            max_ref_age_ms,
+        }
+    }
+
+    #[test]
+    fn a_refs_own_field_wins_and_is_named() {
+        let retention = Retention {
+            policy: TablePolicy::default(),
+            sources: PolicySources::default(),
+            refs: vec![
+                branch("main", None, None),
+                branch("audit", Some(3), Some(60_000)),
+            ],
+            now_ms: 0,
+            retain_last_alone: None,
+        };
+        assert_eq!(
+            retention.min_snapshots_to_keep("audit"),
+            (3, PolicySource::Ref("audit".into()))
+        );
+        let (n, from) = retention.min_snapshots_to_keep("main");
+        assert_eq!(
+            (n, from.to_string().as_str()),
+            (
+                1,
+                "default of setting iceberg_expire_default_min_snapshots_to_keep"
+            )
+        );
+        assert_eq!(retention.max_ref_age_ms("audit").0, 60_000);
+        assert_eq!(retention.max_ref_age_ms("nobody").0, i64::MAX);
+        assert_eq!(retention.max_snapshot_age_ms("audit").0, 432_000_000);
+        assert_eq!(age_limit_text(i64::MAX), "forever");
+        assert_eq!(age_limit_text(432_000_000), "432000000 ms (5days)");
     }
 }
