@@ -1,9 +1,11 @@
-//! The interactive shell: rustyline line editing with a history file, statements that may span
-//! lines and run at `;`, the current database in the prompt, Ctrl-C to drop the line being typed or
-//! to cancel the running statement (through its [`CancelToken`]: nothing is written when it is
-//! cancelled before its commit; a second Ctrl-C drops it where it stands), Ctrl-D / `exit` /
-//! `quit` / `q` to leave. Progress bars (on by default, `--no-progress`) are cleared before the
-//! result prints. Output as
+//! The interactive shell: rustyline line editing with a history file and Tab completion
+//! ([`super::completion`]), statements that may span lines and run at `;` or at `\G` (which prints
+//! that result Vertical, as clickhouse-client does), the current database in the prompt, Ctrl-C to
+//! drop the line being typed or to cancel the running statement (through its [`CancelToken`]:
+//! nothing is written when it is cancelled before its commit; a second Ctrl-C drops it where it
+//! stands), Ctrl-D / `exit` / `quit` / `logout` / `q` / `\q` to leave, `help` or `\?` for a short
+//! help. Progress bars (on by default, `--no-progress`) are cleared before the result prints.
+//! Output as
 //! clickhouse-client prints it: the result (PrettyCompact unless told otherwise), then
 //! "N rows in set. Elapsed: 0.001 sec." ("Ok." first when there is no result set).
 //!
@@ -14,18 +16,35 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
-use rustyline::DefaultEditor;
-use rustyline::config::Config;
+use rustyline::Editor;
+use rustyline::config::{CompletionType, Config};
 use rustyline::error::ReadlineError;
+use rustyline::history::DefaultHistory;
 use tokio::runtime::Runtime;
 
+use super::completion::ShellHelper;
 use super::output::{Output, OutputError};
+use super::statements;
 use crate::engine::registry::{is_masked_setting, mask_engine_arg};
 use crate::engine::{QueryResult, Session};
 use crate::error::ErrorKind;
 use crate::format::OutputFormat;
 use crate::progress::CancelToken;
-use crate::sql::{Literal, split_statements};
+use crate::sql::Literal;
+
+/// What `help` and `\?` print.
+pub const HELP: &str = "\
+Statements end with ';' (or '\\G' to print the result Vertical) and may span lines.
+  SHOW TABLES; SHOW DATABASES; USE db;
+  CREATE TABLE t ENGINE = IcebergLocal('/path/to/table');
+  SELECT * FROM system.iceberg_snapshots;    also system.iceberg_refs, system.iceberg_history
+  EXPLAIN ALTER TABLE t EXECUTE expire_snapshots(retention_period = '7d');
+  ALTER TABLE t EXECUTE remove_orphan_files(dry_run = 1);
+  OPTIMIZE TABLE t;                           compaction
+  SET name = value;                           session settings
+Tab completes keywords, procedures and their arguments, databases, tables, columns and settings.
+Ctrl-C drops the line or cancels the running statement. Leave with exit, quit, \\q or Ctrl-D.
+";
 
 /// How the shell runs.
 #[derive(Debug, Clone)]
@@ -45,22 +64,37 @@ pub fn run(
     options: &ShellOptions,
     out: &mut Output,
 ) -> Result<u8, OutputError> {
-    let config = Config::builder().auto_add_history(false).build();
-    let mut editor = DefaultEditor::with_config(config).map_err(readline_error)?;
+    let config = Config::builder()
+        .auto_add_history(false)
+        .completion_type(CompletionType::List)
+        .build();
+    let mut editor: Editor<ShellHelper, DefaultHistory> =
+        Editor::with_config(config).map_err(readline_error)?;
+    editor.set_helper(Some(ShellHelper::default()));
     if let Some(file) = &options.history_file {
         let _ = editor.load_history(file);
     }
     out.print(&format!(
-        "icetrim {}. Statements end with ';'. Leave with exit, quit or Ctrl-D.\n\n",
+        "icetrim {}. Statements end with ';'. Type help for help; leave with exit, quit or \
+         Ctrl-D.\n\n",
         env!("CARGO_PKG_VERSION")
     ))?;
     let mut buffer = String::new();
     loop {
+        let names = runtime.block_on(session.known_names());
+        if let Some(helper) = editor.helper_mut() {
+            helper.set_names(names);
+        }
         let prompt = prompt(session.current_database(), !buffer.is_empty());
         match editor.readline(&prompt) {
             Ok(line) => {
                 if buffer.is_empty() && is_exit_command(&line) {
                     break;
+                }
+                if buffer.is_empty() && is_help_command(&line) {
+                    out.print(HELP)?;
+                    out.print("\n")?;
+                    continue;
                 }
                 if !buffer.is_empty() {
                     buffer.push('\n');
@@ -284,20 +318,24 @@ pub fn prompt(database: &str, continuation: bool) -> String {
     }
 }
 
-/// `exit`, `quit`, `q` (any case, optionally with `;`).
+/// clickhouse-client's words to leave: `exit`, `quit`, `logout`, `q` (any case, optionally with
+/// `;`), `\q`.
 pub fn is_exit_command(line: &str) -> bool {
     let word = line.trim().trim_end_matches(';').trim();
-    ["exit", "quit", "q", "logout"]
+    ["exit", "quit", "q", "logout", "\\q"]
         .iter()
         .any(|w| word.eq_ignore_ascii_case(w))
 }
 
-/// Whether `input` ends with a `;` that terminates a statement (not one inside a string or a
-/// comment): appending a fresh word must then start a statement of its own.
+/// `help` or `\?` (optionally with `;`).
+pub fn is_help_command(line: &str) -> bool {
+    let word = line.trim().trim_end_matches(';').trim();
+    word.eq_ignore_ascii_case("help") || word == "\\?"
+}
+
+/// Whether `input` ends with a terminator (`;` or `\G`) outside strings and comments.
 pub fn ends_with_terminator(input: &str) -> bool {
-    const PROBE: &str = "icetrim_probe";
-    let probed = format!("{input}\n{PROBE}");
-    matches!(split_statements(&probed).last(), Some((text, _)) if *text == PROBE)
+    statements::ends_with_terminator(input)
 }
 
 fn run_input(
@@ -307,13 +345,14 @@ fn run_input(
     options: &ShellOptions,
     out: &mut Output,
 ) -> Result<(), OutputError> {
-    for (text, line) in split_statements(input) {
+    let prepared = statements::prepare(input);
+    for statement in statements::statements(&prepared) {
         let started = Instant::now();
         let token = CancelToken::new();
         let outcome = run_cancellable(
             runtime,
             &token,
-            session.execute_one_with(text, line, &token),
+            session.execute_one_with(statement.text, statement.line, &token),
         );
         let elapsed = started.elapsed().as_secs_f64();
         out.clear_progress();
@@ -331,10 +370,21 @@ fn run_input(
                 return Ok(());
             }
             Some(Ok(result)) if token.is_cancelled() => {
-                print_result(out, &result, options.format, elapsed)?;
+                let format = super::result_format(&result, &statement, options.format);
+                print_result(out, session, &result, format, elapsed)?;
                 return Ok(());
             }
-            Some(Ok(result)) => print_result(out, &result, options.format, elapsed)?,
+            Some(Ok(result)) => {
+                let format = super::result_format(&result, &statement, options.format);
+                print_result(out, session, &result, format, elapsed)?;
+                if let Some(error) = super::failed_deletions_error(&result, session.settings()) {
+                    out.error(&error);
+                    out.print("\n")?;
+                    if !options.ignore_error {
+                        return Ok(());
+                    }
+                }
+            }
             Some(Err(error)) => {
                 out.error(&error);
                 out.print("\n")?;
@@ -370,8 +420,9 @@ pub fn run_cancellable<F: Future>(
 
 fn print_result(
     out: &mut Output,
+    session: &Session,
     result: &QueryResult,
-    default_format: OutputFormat,
+    format: OutputFormat,
     elapsed: f64,
 ) -> Result<(), OutputError> {
     let rows = result.rows.len();
@@ -383,7 +434,8 @@ fn print_result(
             "Ok.\n\n0 rows in set. Elapsed: {elapsed:.3} sec.\n\n"
         ));
     }
-    out.print_result(result, result.format.unwrap_or(default_format), elapsed)?;
+    let layout = super::output::layout(session.settings());
+    out.print_result(result, format, elapsed, layout)?;
     let noun = if rows == 1 { "row" } else { "rows" };
     out.print(&format!(
         "\n{rows} {noun} in set. Elapsed: {elapsed:.3} sec.\n\n"
@@ -444,6 +496,7 @@ mod tests {
         assert!(!ends_with_terminator("SET a = 'x;"));
         assert!(!ends_with_terminator("SHOW TABLES -- ;"));
         assert!(!ends_with_terminator("SHOW TABLES /* ; */"));
+        assert!(ends_with_terminator("SHOW TABLES\\G"));
     }
 
     #[test]
@@ -548,9 +601,13 @@ mod tests {
 
     #[test]
     fn exit_words() {
-        for word in ["exit", "QUIT", " q ", "exit;", "logout"] {
+        for word in ["exit", "QUIT", " q ", "exit;", "logout", "\\q", "\\Q;"] {
             assert!(is_exit_command(word), "{word}");
         }
+        for word in ["help", "HELP;", " \\? "] {
+            assert!(is_help_command(word), "{word}");
+        }
+        assert!(!is_help_command("help me"));
         assert!(!is_exit_command("exits"));
         assert!(!is_exit_command("SHOW TABLES"));
     }
