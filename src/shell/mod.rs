@@ -82,8 +82,8 @@ pub fn failed_deletions_error(result: &QueryResult, settings: &Settings) -> Opti
     Some(Error::new(
         ErrorKind::CannotUnlink,
         format!(
-            "{failed} of the planned deletions failed (the warning above names them); nothing \
-             else went wrong. SET iceberg_error_on_failed_deletions = 0 to only warn"
+            "{failed} of the planned deletions failed (the warning above names them). \
+             SET iceberg_error_on_failed_deletions = 0 to only warn"
         ),
     ))
 }
