@@ -5,6 +5,7 @@
 //! show paths relative to their location, printed once above them
 //! ([`crate::format::relative_to_location`] has the rule).
 
+use std::borrow::Cow;
 use std::io::{self, IsTerminal, Write};
 use std::sync::Arc;
 
@@ -114,8 +115,8 @@ impl Output {
             return self.print(&format.render(&result.columns, &result.rows, elapsed_seconds));
         }
         let (location, rows) = match relative_to_location(&result.columns, &result.rows) {
-            Some((location, rows)) => (Some(location), rows),
-            None => (None, result.rows.clone()),
+            Some((location, rows)) => (Some(location), Cow::Owned(rows)),
+            None => (None, Cow::Borrowed(result.rows.as_slice())),
         };
         let format = if fallback.applies(&result.columns, &rows) {
             OutputFormat::Vertical

@@ -2,7 +2,7 @@
 //! statement in order, each result printed as it comes, the first error ends the run unless
 //! `--ignore-error`. An error of a statement read from standard input or a file is followed by a
 //! line naming where the statement is (its line and first words); `--echo` prints each statement
-//! before its result, as clickhouse-client does. A procedure whose planned deletes partly failed
+//! before its result, as clickhouse-client does. Both mask secrets as the history does. A procedure whose planned deletes partly failed
 //! prints its rows, then fails (see [`super::failed_deletions_error`]).
 
 use std::time::Instant;
@@ -76,11 +76,13 @@ pub fn run(
     Ok(exit)
 }
 
-/// A statement as `--echo` prints it: its text and its terminator.
+/// A statement as `--echo` prints it: its text (secrets masked as the history masks them) and its
+/// terminator.
 fn echoed(statement: &ShellStatement<'_>) -> String {
+    let text = super::interactive::history_text(statement.text);
     match (statement.terminated, statement.vertical) {
-        (true, true) => format!("{}\\G", statement.text),
-        (true, false) => format!("{};", statement.text),
-        (false, _) => statement.text.to_string(),
+        (true, true) => format!("{text}\\G"),
+        (true, false) => format!("{text};"),
+        (false, _) => text,
     }
 }

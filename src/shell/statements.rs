@@ -4,6 +4,7 @@
 //! string or a comment is text. Also where a failing statement of a script is: its line and first
 //! words, for the line under the error.
 
+use super::interactive::history_text;
 use crate::sql::split_statements;
 
 /// One statement of the input.
@@ -87,10 +88,11 @@ pub fn ends_with_terminator(input: &str) -> bool {
 }
 
 /// The line printed under a failing statement's error: `at line N: <first words>`, with the
-/// script's name when it has one.
+/// script's name when it has one. Secrets are masked as the history masks them.
 pub fn location(statement: &ShellStatement<'_>, script: Option<&str>) -> String {
     const WORDS: usize = 8;
-    let words: Vec<&str> = statement.text.split_whitespace().collect();
+    let masked = history_text(statement.text);
+    let words: Vec<&str> = masked.split_whitespace().collect();
     let mut shown = words[..words.len().min(WORDS)].join(" ");
     if words.len() > WORDS {
         shown.push_str(" …");

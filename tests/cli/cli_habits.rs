@@ -463,6 +463,17 @@ fn demo_piped_names_columns_and_ends_with_next_steps() {
         assert!(step.starts_with("--   icetrim "), "{step}");
         assert!(step.contains(location), "{step}");
     }
+    // The two one-line suggestions run as printed.
+    for step in [tail[2], tail[1]] {
+        let command = step.trim_start_matches("--   ").replacen("icetrim", BIN, 1);
+        let ran = Command::new("sh").args(["-c", &command]).output().unwrap();
+        assert!(
+            ran.status.success(),
+            "{command}: {}",
+            String::from_utf8_lossy(&ran.stderr)
+        );
+        assert!(!ran.stdout.is_empty(), "{command}");
+    }
     let folder = Path::new(location).parent().expect("a temporary folder");
     std::fs::remove_dir_all(folder).expect("remove the demo folder");
 }
