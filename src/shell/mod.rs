@@ -269,6 +269,36 @@ mod tests {
     use super::*;
 
     #[test]
+    fn failed_deletions_fail_unless_the_setting_says_warn() {
+        use crate::engine::Metrics;
+        use crate::maintain::OrphanMetrics;
+        let failed = |n: i64| {
+            QueryResult::from_metrics(Metrics::Orphans(OrphanMetrics {
+                failed_deletions_count: n,
+                ..Default::default()
+            }))
+        };
+        let mut settings = Settings::new();
+        let error = failed_deletions_error(&failed(3), &settings).expect("an error");
+        assert_eq!(error.kind(), ErrorKind::CannotUnlink);
+        assert_eq!(exit_code(&error), 202);
+        assert!(
+            error
+                .message()
+                .starts_with("3 of the planned deletions failed")
+        );
+        assert!(failed_deletions_error(&failed(0), &settings).is_none());
+        assert!(failed_deletions_error(&QueryResult::empty(), &settings).is_none());
+        settings
+            .set(
+                "iceberg_error_on_failed_deletions",
+                &crate::literal::Literal::Bool(false),
+            )
+            .unwrap();
+        assert!(failed_deletions_error(&failed(3), &settings).is_none());
+    }
+
+    #[test]
     fn exit_codes_are_clickhouse_codes_modulo_256() {
         assert_eq!(exit_code(&Error::bad_arguments("x")), 36);
         assert_eq!(

@@ -179,6 +179,12 @@ fn piped_script_errors_name_the_line() {
 fn backslash_g_prints_vertical_in_scripts() {
     let output = run(&["-q", "SHOW DATABASES\\G SHOW DATABASES"], "");
     assert_eq!(stdout(&output), "Row 1:\n──────\nname: default\ndefault\n");
+    let output = run(&["--echo", "-q", "SHOW DATABASES\\G"], "");
+    assert_eq!(
+        stdout(&output),
+        "SHOW DATABASES\\G\nRow 1:\n──────\nname: default\n",
+        "echoed with its terminator"
+    );
     let output = run(
         &[],
         "SELECT name FROM system.iceberg_refs WHERE name = '\\G'; -- \\G\nSHOW DATABASES;",
@@ -227,7 +233,7 @@ fn markdown_and_unknown_formats() {
 }
 
 /// A generated table (three snapshots, no data files).
-fn generated_table(dir: &Path) -> String {
+pub(super) fn generated_table(dir: &Path) -> String {
     let location = dir.join("t").display().to_string();
     let output = Command::new(env!("CARGO_BIN_EXE_icetrim-generate"))
         .args([
@@ -344,41 +350,52 @@ fn pretty_falls_back_to_vertical_at_the_width_and_shows_relative_paths() {
     assert!(!tsv.contains("Paths relative"));
 }
 
-/// Makes `files` impossible to delete for this process: the folder read-only, or, for root
-/// (which a mode does not stop), the files immutable (`chattr +i`). Returns the undo.
-fn undeletable(folder: &Path, files: &[std::path::PathBuf]) -> Box<dyn Fn()> {
+/// Makes `files` impossible to delete for this process until dropped: the folder read-only, or,
+/// for root (which a mode does not stop), the files immutable (`chattr +i`).
+pub(super) struct Undeletable {
+    folder: std::path::PathBuf,
+    immutable: Vec<std::path::PathBuf>,
+}
+
+pub(super) fn undeletable(folder: &Path, files: &[std::path::PathBuf]) -> Undeletable {
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(folder, std::fs::Permissions::from_mode(0o555)).unwrap();
+    let mut guard = Undeletable {
+        folder: folder.to_path_buf(),
+        immutable: Vec::new(),
+    };
     let probe = folder.join("probe");
     if std::fs::write(&probe, "x").is_err() {
-        let folder = folder.to_path_buf();
-        return Box::new(move || {
-            std::fs::set_permissions(&folder, std::fs::Permissions::from_mode(0o755)).unwrap();
-        });
+        return guard;
     }
     // Root: the mode is no obstacle. The immutable attribute is.
     std::fs::remove_file(&probe).unwrap();
-    std::fs::set_permissions(folder, std::fs::Permissions::from_mode(0o755)).unwrap();
     let status = Command::new("chattr")
         .arg("+i")
         .args(files)
         .status()
         .expect("chattr runs (root: the only way to make an unlink fail)");
+    guard.immutable = files.to_vec();
     assert!(status.success(), "chattr +i works on this filesystem");
-    let files = files.to_vec();
-    Box::new(move || {
-        let _ = Command::new("chattr").arg("-i").args(&files).status();
-    })
+    guard
 }
 
-/// Three stray files, two of which cannot be deleted: the result's rows print, then
-/// `CANNOT_UNLINK` ends the script with exit status 202 (458 mod 256), located; with
-/// `iceberg_error_on_failed_deletions = 0` the warning alone, exit status 0.
-#[test]
-fn failed_deletions_end_the_script_with_cannot_unlink() {
-    let dir = tempfile::tempdir().unwrap();
-    let location = generated_table(dir.path());
-    let data = Path::new(&location).join("data");
+impl Drop for Undeletable {
+    fn drop(&mut self) {
+        use std::os::unix::fs::PermissionsExt;
+        let _ = std::fs::set_permissions(&self.folder, std::fs::Permissions::from_mode(0o755));
+        if !self.immutable.is_empty() {
+            let _ = Command::new("chattr")
+                .arg("-i")
+                .args(&self.immutable)
+                .status();
+        }
+    }
+}
+
+/// Three stray files ten days old in the table's `data/` folder.
+pub(super) fn stray_files(location: &str) -> (std::path::PathBuf, Vec<std::path::PathBuf>) {
+    let data = Path::new(location).join("data");
     std::fs::create_dir_all(&data).unwrap();
     let strays: Vec<_> = (0..3)
         .map(|i| data.join(format!("stray-{i}.parquet")))
@@ -389,6 +406,17 @@ fn failed_deletions_end_the_script_with_cannot_unlink() {
         let file = std::fs::File::options().write(true).open(stray).unwrap();
         file.set_modified(old).unwrap();
     }
+    (data, strays)
+}
+
+/// Three stray files, two of which cannot be deleted: the result's rows print, then
+/// `CANNOT_UNLINK` ends the script with exit status 202 (458 mod 256), located; with
+/// `iceberg_error_on_failed_deletions = 0` the warning alone, exit status 0.
+#[test]
+fn failed_deletions_end_the_script_with_cannot_unlink() {
+    let dir = tempfile::tempdir().unwrap();
+    let location = generated_table(dir.path());
+    let (data, strays) = stray_files(&location);
     let script = format!(
         "CREATE TABLE t ENGINE = IcebergLocal('{location}');\n\
          ALTER TABLE t EXECUTE remove_orphan_files();\nSHOW TABLES;\n"
@@ -400,7 +428,7 @@ fn failed_deletions_end_the_script_with_cannot_unlink() {
         &[],
         &format!("SET iceberg_error_on_failed_deletions = 0;\n{script}"),
     );
-    undo();
+    drop(undo);
     let (out, err) = (stdout(&failing), stderr(&failing));
     assert!(out.contains("failed_deletions_count\t2\n"), "{out}");
     assert!(

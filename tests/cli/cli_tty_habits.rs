@@ -104,3 +104,30 @@ fn query_on_a_terminal_prints_pretty_compact() {
         "{screen}"
     );
 }
+
+/// In the shell too, a procedure whose planned deletes partly failed prints its rows, then
+/// `CANNOT_UNLINK`; the shell goes on.
+#[test]
+fn failed_deletions_are_an_error_in_the_shell() {
+    let dir = tempfile::tempdir().unwrap();
+    let location = super::cli_habits::generated_table(dir.path());
+    let (data, strays) = super::cli_habits::stray_files(&location);
+    let undo = super::cli_habits::undeletable(&data, &strays[..1]);
+    let pane = Pane::start_with(false, "--no-progress");
+    pane.line(&format!(
+        "CREATE TABLE t ENGINE = IcebergLocal('{location}');"
+    ));
+    pane.wait_for("Ok.", 1);
+    pane.line("ALTER TABLE t EXECUTE remove_orphan_files();");
+    let screen = pane.wait_for("(CANNOT_UNLINK)", 1);
+    drop(undo);
+    let rows = screen
+        .find("failed_deletions_count")
+        .expect("the rows print");
+    let error = screen
+        .find("Code: 458. DB::Exception: 1 of the planned deletions failed")
+        .expect("the error");
+    assert!(rows < error, "rows first, then the error: {screen}");
+    pane.line("SHOW TABLES;");
+    pane.wait_for("1 row in set", 1);
+}
