@@ -16,6 +16,7 @@
 pub mod args;
 pub mod completion;
 pub mod demo;
+pub mod history;
 pub mod interactive;
 pub mod output;
 pub mod progress_bar;

@@ -79,7 +79,7 @@ pub fn run(
 /// A statement as `--echo` prints it: its text (secrets masked as the history masks them) and its
 /// terminator.
 fn echoed(statement: &ShellStatement<'_>) -> String {
-    let text = super::interactive::history_text(statement.text);
+    let text = super::history::history_text(statement.text);
     match (statement.terminated, statement.vertical) {
         (true, true) => format!("{text}\\G"),
         (true, false) => format!("{text};"),

@@ -4,7 +4,7 @@
 //! string or a comment is text. Also where a failing statement of a script is: its line and first
 //! words, for the line under the error.
 
-use super::interactive::history_text;
+use super::history::history_text;
 use crate::sql::split_statements;
 
 /// One statement of the input.
