@@ -3,10 +3,9 @@
 //! that result Vertical, as clickhouse-client does), the current database in the prompt, Ctrl-C to
 //! drop the line being typed or to cancel the running statement (through its [`CancelToken`]:
 //! nothing is written when it is cancelled before its commit; a second Ctrl-C drops it where it
-//! stands), Ctrl-D / `exit` / `quit` / `logout` / `q` / `\q` to leave, `help` or `\?` for a short
-//! help. Progress bars (on by default, `--no-progress`) are cleared before the result prints.
-//! Output as
-//! clickhouse-client prints it: the result (PrettyCompact unless told otherwise), then
+//! stands), Ctrl-D / `exit` / `quit` / `logout` / `q` / `\q` / `:q` to leave, `help` or `\?` for a
+//! short help. Progress bars (on by default, `--no-progress`) are cleared before the result prints.
+//! Output as clickhouse-client prints it: the result (PrettyCompact unless told otherwise), then
 //! "N rows in set. Elapsed: 0.001 sec." ("Ok." first when there is no result set).
 //!
 //! The history (in memory and in the file) keeps each input as typed except its secrets
@@ -139,10 +138,10 @@ pub fn prompt(database: &str, continuation: bool) -> String {
 }
 
 /// clickhouse-client's words to leave: `exit`, `quit`, `logout`, `q` (any case, optionally with
-/// `;`), `\q`.
+/// `;`), `\q`, `:q`.
 pub fn is_exit_command(line: &str) -> bool {
     let word = line.trim().trim_end_matches(';').trim();
-    ["exit", "quit", "q", "logout", "\\q"]
+    ["exit", "quit", "q", "logout", "\\q", ":q"]
         .iter()
         .any(|w| word.eq_ignore_ascii_case(w))
 }
@@ -318,7 +317,9 @@ mod tests {
 
     #[test]
     fn exit_words() {
-        for word in ["exit", "QUIT", " q ", "exit;", "logout", "\\q", "\\Q;"] {
+        for word in [
+            "exit", "QUIT", " q ", "exit;", "logout", "\\q", "\\Q;", ":q",
+        ] {
             assert!(is_exit_command(word), "{word}");
         }
         for word in ["help", "HELP;", " \\? "] {
