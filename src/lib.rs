@@ -177,7 +177,7 @@ pub mod internals {
             check_gates, run_procedure, run_procedure_on, run_procedure_with,
         };
         pub use crate::engine::registry::{DatabaseDef, EngineArg, TableDef};
-        pub use crate::engine::render::{compact_result, expire_result, orphan_result};
+        pub use crate::engine::render::render;
         pub use crate::engine::runtime::Runtime;
     }
     /// See `src/generate/`.
@@ -203,7 +203,7 @@ pub mod internals {
     /// See `src/maintain/`.
     pub mod maintain {
         pub use crate::maintain::{
-            compact, expire, file_graph, manage_snapshots, rewrite_manifests, target,
+            compact, expire, file_graph, manage_snapshots, report, rewrite_manifests, shape, target,
         };
     }
     /// See `src/plan/`.

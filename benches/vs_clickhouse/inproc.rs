@@ -18,7 +18,8 @@ use icetrim::internals::iceberg::manifest_list::for_each_list_entry;
 use icetrim::internals::iceberg::metadata::TableMetadata;
 use icetrim::internals::io::{FileIO, RequestCounter, RequestCounts, S3Options, StorageOptions};
 use icetrim::internals::maintain::expire::keepset::plan_manifest_reads;
-use icetrim::internals::maintain::expire::{self, plan_expiry};
+use icetrim::internals::maintain::expire::plan_expiry;
+use icetrim::internals::maintain::shape::{self, Expire};
 use icetrim::internals::maintain::target::MaintenanceTarget;
 use icetrim::internals::plan::ExpireOptions;
 
@@ -273,9 +274,9 @@ pub fn s3_expiry(
         let now = icetrim::SystemClock.now_ms();
         let t = target(counted, &opts.location, now);
         let started = Instant::now();
-        let result = expire::execute(&t, options, false)
+        let result = shape::run::<Expire>(&t, options, false)
             .await
-            .map(icetrim::internals::engine::expire_result)
+            .map(icetrim::internals::engine::render)
             .map_err(|e| e.to_string())?;
         let seconds = started.elapsed().as_secs_f64();
         let rows = result

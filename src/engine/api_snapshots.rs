@@ -1,7 +1,7 @@
 //! The typed API of snapshot and ref management, beside [`super::api`]: each
 //! method of [`Table`] builds exactly the typed form the SQL binder builds
 //! ([`SnapshotProcedure`], [`TableChange`]), validated by the same checks, and runs it through the
-//! same executor (`super::procedures::run_snapshots` / `run_change`).
+//! same executor (`super::procedures::run` of `ManageSnapshots` / `ChangeTable`).
 //!
 //! ```no_run
 //! # async fn demo(table: &icetrim::Table) -> icetrim::Result<()> {
@@ -18,9 +18,10 @@
 use std::time::Duration;
 
 use super::api::{Run, Table, Timestamp};
-use super::procedures::{run_change, run_snapshots};
+use super::procedures::run;
 use crate::error::{Error, Result};
 use crate::maintain::SnapshotOutcome;
+use crate::maintain::shape;
 use crate::plan::{
     CreateMode, RefRetention, RefType, SnapshotProcedure, SnapshotSelector, TableChange,
 };
@@ -100,7 +101,7 @@ impl ManageSnapshots<'_> {
     async fn run_it(self, explain: bool) -> Result<SnapshotOutcome> {
         let target = self.run.target()?;
         let (call, notes) = self.procedure()?;
-        let mut outcome = run_snapshots(&target, &call, explain).await?;
+        let mut outcome = run::<shape::ManageSnapshots>(&target, &call, explain).await?;
         outcome.warnings.splice(0..0, notes);
         Ok(outcome)
     }
@@ -222,13 +223,13 @@ impl AlterRefs<'_> {
     /// Run it.
     pub async fn execute(self) -> Result<SnapshotOutcome> {
         let target = self.run.target()?;
-        run_change(&target, &self.change()?, false).await
+        run::<shape::ChangeTable>(&target, &self.change()?, false).await
     }
 
     /// What it would change; nothing is written.
     pub async fn explain(self) -> Result<SnapshotOutcome> {
         let target = self.run.target()?;
-        run_change(&target, &self.change()?, true).await
+        run::<shape::ChangeTable>(&target, &self.change()?, true).await
     }
 }
 

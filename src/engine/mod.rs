@@ -4,6 +4,7 @@
 //! statements to route to icetrim.
 
 pub(crate) mod api;
+pub(crate) mod api_procedures;
 pub(crate) mod api_snapshots;
 pub(crate) mod catalog_db;
 pub(crate) mod ddl;
@@ -18,9 +19,8 @@ pub(crate) mod select_eval;
 pub(crate) mod session;
 pub(crate) mod table;
 
-pub use api::{
-    ExpireSnapshots, RemoveOrphanFiles, RewriteDataFiles, RewriteManifests, Table, Timestamp,
-};
+pub use api::{Table, Timestamp};
+pub use api_procedures::{ExpireSnapshots, RemoveOrphanFiles, RewriteDataFiles, RewriteManifests};
 pub use api_snapshots::{AlterRefs, ManageSnapshots};
 pub use result::{Metrics, QueryResult};
 pub use session::{DEFAULT_DATABASE, Engine, EngineBuilder, KnownNames, Session, handles};

@@ -1,12 +1,12 @@
 //! What a statement returns: columns, rows, warnings, and for the procedures a typed metrics
 //! struct (the same numbers as the `metric_name / metric_value` rows). The metrics structs are
-//! defined by their procedures (`maintain::expire::metrics`, `maintain::orphans::metrics`), which
-//! alone know the metric names and their order.
+//! defined by their procedures (each procedure's `metrics.rs`, gathered in
+//! `maintain::report::Metrics`), which alone know the metric names and their order.
 
 use crate::format::{Column, OutputFormat, Value};
-pub use crate::maintain::{
-    CompactMetrics, ExpireMetrics, OrphanMetrics, RewriteManifestsMetrics, SnapshotMetrics,
-};
+pub use crate::maintain::report::Metrics;
+#[cfg(test)]
+use crate::maintain::{ExpireMetrics, OrphanMetrics};
 
 /// The result of one statement.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -65,31 +65,6 @@ impl QueryResult {
             rows,
             metrics: Some(metrics),
             ..Default::default()
-        }
-    }
-}
-
-/// The metrics of a maintenance procedure.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum Metrics {
-    Expire(ExpireMetrics),
-    Orphans(OrphanMetrics),
-    /// The snapshot-management procedures (`rollback_to_snapshot`, ...).
-    Snapshots(SnapshotMetrics),
-    RewriteManifests(RewriteManifestsMetrics),
-    Compact(CompactMetrics),
-}
-
-impl Metrics {
-    /// `(metric_name, metric_value)` in ClickHouse's row order.
-    pub fn named_values(&self) -> Vec<(&'static str, i64)> {
-        match self {
-            Metrics::Expire(m) => m.rows(),
-            Metrics::Orphans(m) => m.named_values().to_vec(),
-            Metrics::Snapshots(m) => m.named_values().to_vec(),
-            Metrics::RewriteManifests(m) => m.named_values().to_vec(),
-            Metrics::Compact(m) => m.named_values().to_vec(),
         }
     }
 }

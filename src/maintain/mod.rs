@@ -14,8 +14,14 @@
 //! - [`rewrite_manifests`]: `rewrite_manifests` and `OPTIMIZE TABLE t MANIFEST`.
 //! - [`compact`]: `OPTIMIZE TABLE` and `rewrite_data_files`.
 //!
-//! **The shape of a procedure** (every procedure folder above has it; `docs/statement-life.md`
-//! follows one statement through it):
+//! - [`shape`]: the one shape every procedure implements ([`shape::MaintenanceProcedure`]: plan
+//!   on the newest metadata, then explain, count or execute the plan) and the one function that
+//!   runs any of them.
+//! - [`report`]: outcomes in terms that know no output format (EXPLAIN columns and cells, the
+//!   metrics), which the engine renders through one function.
+//!
+//! **The shape of a procedure folder** (every procedure folder above has it;
+//! `docs/statement-life.md` follows one statement through it):
 //! - `mod.rs`: what the procedure owns: its algorithm in order, its result, its deliberate
 //!   differences from ClickHouse; re-exports of its public pieces.
 //! - decision files: pure functions on data (no I/O, no async): they take what was read and
@@ -23,11 +29,13 @@
 //!   `expire/keepset.rs`, `orphans/classify.rs`).
 //! - `metrics.rs`: the metrics struct, the one place that knows the procedure's metric names and
 //!   ClickHouse's row order.
-//! - `explain.rs`: the EXPLAIN plan as typed rows (pure); the engine renders them.
-//! - `execute.rs`: the executor: one `execute(target, &options, explain) -> Result<Outcome>`
-//!   taking the typed options of [`crate::plan`]; it reads, commits and deletes through the
-//!   other execution files (listing, reading, committing, deleting) and calls the decisions
-//!   (`manage_snapshots` has two: `execute_procedure` and `execute_change` for the DDL).
+//! - `explain.rs`: the EXPLAIN plan as typed rows with their columns ([`report::ExplainRow`]).
+//! - `execute.rs`: the procedure's unit type implementing [`shape::MaintenanceProcedure`] on the
+//!   typed options of [`crate::plan`]: its plan value, how the plan is printed and counted, and
+//!   the executor that carries it out (reading, committing through the commit protocol and
+//!   deleting through the other execution files). Procedures that commit through the protocol's
+//!   loop decide a run's plan on each attempt's base, with the same decision function EXPLAIN
+//!   uses (`manage_snapshots` has two unit types: `ManageSnapshots` and `ChangeTable` for the DDL).
 //!
 //! Layers: maintenance sits below the engine and above `catalog`, `iceberg` and `io` (only
 //! [`target`] imports `catalog`); it never imports
@@ -39,7 +47,9 @@ pub mod file_graph;
 pub mod manage_snapshots;
 pub mod old_metadata;
 pub mod orphans;
+pub mod report;
 pub mod rewrite_manifests;
+pub mod shape;
 pub mod target;
 
 pub use compact::{CompactMetrics, CompactOutcome};

@@ -1,4 +1,5 @@
-//! Integration tests: SQL: the grammar, binding, parse/print round trips, property tests and the README's examples.
+//! Integration tests: SQL (the grammar, binding, parse/print round trips, property tests, the
+//! README's examples) and the typed Rust API beside it (builders, public surface, Send futures).
 //!
 //! One binary per area; each file of this folder is a module, helpers come from `tests/support`.
 
@@ -15,3 +16,4 @@ mod sql_limits;
 mod sql_props;
 mod sql_refs;
 mod sql_roundtrip;
+mod typed_api;

@@ -1,4 +1,5 @@
-//! Integration tests: The storage layer against local disk and the S3/Azure emulators.
+//! Integration tests: the storage layer against local disk and the S3/Azure emulators, and
+//! catalog tables (REST, vended credentials, Glue) over them.
 //!
 //! One binary per area; each file of this folder is a module, helpers come from `tests/support`.
 
@@ -10,6 +11,9 @@ mod azure_sas;
 mod catalog_glue;
 #[cfg(feature = "glue")]
 mod catalog_glue_failures;
+mod catalog_rest;
+mod catalog_rest_replan;
+mod catalog_vended;
 mod compaction_cloud;
 #[cfg(feature = "glue")]
 mod glue_support;

@@ -1,6 +1,6 @@
-//! The compaction executor: read the starting snapshot, plan (pure), rewrite the groups, then
-//! commit them (`commit.rs`: a `replace` snapshot through `MaintenanceTarget::commit`, re-judged
-//! against the start on every attempt after the first).
+//! The compaction executor in the procedure shape: the plan comes from `prepare.rs`; a run
+//! rewrites its groups, then commits them (`commit.rs`: a `replace` snapshot through the commit
+//! protocol, re-judged against the start on every attempt after the first).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -9,171 +9,150 @@ use std::sync::atomic::AtomicBool;
 use apache_avro::types::Value;
 use futures::stream::BoxStream;
 use futures::{FutureExt, StreamExt};
-use serde_json::Value as Json;
 
+use super::CompactOutcome;
 use super::commit::{Rewritten, commit_loop, delete_uncommitted, removable_deletes};
 use super::explain::explain_rows;
-use super::filter::PartitionFilter;
 use super::group::{GroupJob, rewrite_group, with_leftovers};
-use super::memory::MemoryPlan;
 use super::metrics::CompactMetrics;
 use super::model::LiveFile;
-use super::path::{PathField, partition_path};
-use super::plan::{Group, Output, Place, Resolved, candidates, plan};
-use super::read::{find_disputed, read_state};
-use super::repartition::OutputSpec;
-use super::rewrite::{GroupWriter, SortKey};
+use super::path::partition_path;
+use super::plan::{Group, Output};
+use super::prepare::{CompactPlan, Planned, output_path_fields, prepare};
+use super::rewrite::GroupWriter;
 use super::stats::leaf_infos;
 use super::writer::{WriteConfig, writer_properties};
-use super::{CompactOutcome, PROCEDURE};
-use crate::error::{Error, Result};
-use crate::iceberg::arrow::schema::{arrow_schema, field_by_id};
-use crate::iceberg::arrow::transform::Transform;
-use crate::iceberg::avro::partition::partition_fields;
+use crate::error::Result;
 use crate::iceberg::metadata::TableMetadata;
-use crate::iceberg::spec::FormatVersion;
-use crate::iceberg::txn::names::current_schema_json;
+use crate::maintain::shape::{Intent, MaintenanceProcedure};
 use crate::maintain::target::MaintenanceTarget;
 use crate::plan::CompactOptions;
+use crate::progress::Phase;
+use serde_json::Value as Json;
 
-/// Runs `rewrite_data_files` / `OPTIMIZE TABLE` on `target`; with `explain`, the plan only.
-pub async fn execute(
+/// `rewrite_data_files` / `OPTIMIZE TABLE` in the procedure shape.
+pub struct Compact;
+
+impl MaintenanceProcedure for Compact {
+    type Options = CompactOptions;
+    type Plan = CompactPlan;
+    type Outcome = CompactOutcome;
+    const PHASES: &'static [Phase] = &[];
+
+    fn name(_: &CompactOptions) -> String {
+        super::PROCEDURE.to_string()
+    }
+
+    fn dry_run(options: &CompactOptions) -> bool {
+        options.dry_run
+    }
+
+    async fn plan(
+        target: &MaintenanceTarget,
+        options: &CompactOptions,
+        _: Intent,
+    ) -> Result<CompactPlan> {
+        prepare(target, options).await
+    }
+
+    fn explain(plan: CompactPlan) -> CompactOutcome {
+        match plan {
+            CompactPlan::NoSnapshot { warnings, .. } => CompactOutcome {
+                metrics: CompactMetrics::default(),
+                explain: Some(Vec::new()),
+                warnings,
+            },
+            CompactPlan::Groups(p) => CompactOutcome {
+                metrics: CompactMetrics::default(),
+                explain: Some(explain_rows(&p.plan, &p.state.deletes)),
+                warnings: p.warnings,
+            },
+        }
+    }
+
+    fn count(plan: CompactPlan) -> CompactOutcome {
+        tally(plan)
+    }
+
+    async fn execute(
+        target: &MaintenanceTarget,
+        _: &CompactOptions,
+        plan: CompactPlan,
+    ) -> Result<CompactOutcome> {
+        match plan {
+            CompactPlan::Groups(p) if p.plan.rewritten().next().is_some() => {
+                rewrite_and_commit(target, *p).await
+            }
+            nothing => Ok(tally(nothing)),
+        }
+    }
+}
+
+/// The plan counted: the metrics of a dry run, or of a run with no group to rewrite.
+fn tally(plan: CompactPlan) -> CompactOutcome {
+    let p = match plan {
+        CompactPlan::NoSnapshot { dry_run, warnings } => {
+            return CompactOutcome {
+                metrics: CompactMetrics {
+                    dry_run,
+                    ..Default::default()
+                },
+                explain: None,
+                warnings,
+            };
+        }
+        CompactPlan::Groups(p) => *p,
+    };
+    let groups: Vec<&Group> = p.plan.rewritten().collect();
+    let rewritten: Vec<&LiveFile> = groups
+        .iter()
+        .flat_map(|g| g.inputs.iter().map(|i| &p.state.data[*i]))
+        .collect();
+    let removed = removable_deletes(&p.state, &rewritten, &HashMap::new());
+    let mut warnings = p.warnings;
+    warnings.extend(p.over_memory);
+    CompactOutcome {
+        metrics: CompactMetrics {
+            rewritten_data_files_count: rewritten.len() as i64,
+            added_data_files_count: groups.iter().map(|g| g.expected_outputs as i64).sum(),
+            rewritten_bytes_count: groups.iter().map(|g| g.input_bytes as i64).sum(),
+            added_bytes_count: 0,
+            removed_delete_files_count: removed.len() as i64,
+            rewritten_file_groups_count: groups.len() as i64,
+            failed_data_files_count: 0,
+            dry_run: p.dry_run,
+        },
+        explain: None,
+        warnings,
+    }
+}
+
+/// Rewrite the plan's groups, then commit them.
+async fn rewrite_and_commit(
     target: &MaintenanceTarget,
-    options: &CompactOptions,
-    explain: bool,
+    planned: Planned,
 ) -> Result<CompactOutcome> {
-    options.validate()?;
-    let located = target.locate_newest(PROCEDURE).await?;
+    let Planned {
+        located,
+        snapshot,
+        state,
+        plan,
+        resolved,
+        memory,
+        schema,
+        schema_json,
+        sort,
+        unsorted,
+        split_spec,
+        default_spec,
+        row_lineage,
+        dry_run: _,
+        mut warnings,
+        over_memory,
+    } = planned;
+    warnings.extend(over_memory);
     let md = &located.metadata;
-    let mut warnings = located.warnings.clone();
-    let dry_run = options.dry_run;
-    let Some(snapshot) = md.current_snapshot().cloned() else {
-        return Ok(CompactOutcome {
-            metrics: CompactMetrics {
-                dry_run,
-                ..Default::default()
-            },
-            explain: explain.then(Vec::new),
-            warnings,
-        });
-    };
-    let resolved = Resolved::new(options, md.property("write.target-file-size-bytes"))?;
-    let schema_json: Json = serde_json::from_str(&current_schema_json(md)?)
-        .map_err(|e| Error::incorrect_data(format!("{}: current schema: {e}", md.file())))?;
-    let row_lineage = md.format_version() >= FormatVersion::V3;
-    // Types we cannot rewrite refuse the table before anything is read or written.
-    let schema = arrow_schema(&schema_json, row_lineage).map_err(|e| in_table(e, target))?;
-    let filter = options
-        .filter
-        .as_ref()
-        .map(|p| PartitionFilter::new(p, &schema_json, md.partition_specs()))
-        .transpose()?;
-    let concurrency = target.settings.metadata_read_concurrency();
-    let (sort, unsorted) = sort_keys(md, &schema);
-    let state = read_state(&target.io, md, &snapshot, concurrency).await?;
-    let default_spec = default_spec(md);
-    // Memory: the budget's split between groups and inside one (`memory.rs`); the planner splits
-    // groups whose delete files would not fit. Rows are buffered (the sort buffer) when the table
-    // has a sort order, or when rows of older specs may be split by the default spec.
-    let may_split = !default_spec.1 && state.data.iter().any(|f| f.spec_id != default_spec.0);
-    let memory = MemoryPlan::new(
-        target.settings.compaction_max_memory_bytes(),
-        resolved.max_concurrent,
-        !sort.is_empty() || may_split,
-    )?;
-    let resolved = Resolved {
-        delete_memory: memory.deletes,
-        ..resolved
-    };
-    // Rows of older specs are re-partitioned by the default spec, when icetrim can compute it.
-    let output_spec: Option<std::result::Result<Arc<OutputSpec>, String>> =
-        (!default_spec.1).then(|| {
-            output_spec(md, default_spec.0, &schema_json, &schema)
-                .map(Arc::new)
-                .map_err(|e| e.message().to_string())
-        });
-    // Data files that a position delete file out of their scope names are left as they are.
-    let selected_by_filter = |f: &LiveFile| filter.as_ref().is_none_or(|p| p.may_match(f));
-    let disputed = find_disputed(
-        &target.io,
-        &state,
-        &candidates(&state.data, &state.deletes, &resolved, selected_by_filter),
-        memory.whole_file,
-        usize::try_from(memory.in_flight).unwrap_or(1),
-    )
-    .await?;
-    warnings.extend(super::disputed::warning(&target.table_name, &disputed));
-    let place = |f: &LiveFile| -> Place {
-        if disputed.contains_key(f.path()) {
-            return Place::Blocked(super::disputed::REASON.to_string());
-        }
-        if f.spec_id == default_spec.0 {
-            return Place::Partition(f.file.partition.clone());
-        }
-        match &output_spec {
-            None => Place::Partition(Value::Record(Vec::new())),
-            Some(Err(why)) => Place::Blocked(format!(
-                "spec {} is not the default spec {}, whose partitions icetrim cannot compute: \
-                 {why}",
-                f.spec_id, default_spec.0
-            )),
-            Some(Ok(out)) => md
-                .partition_spec(f.spec_id)
-                .and_then(|old| out.derive(old, &f.file.partition))
-                .map_or(Place::Split, Place::Partition),
-        }
-    };
-    let plan = plan(
-        &state.data,
-        &state.deletes,
-        &resolved,
-        selected_by_filter,
-        default_spec.0,
-        place,
-    );
-    let split_spec = output_spec.and_then(|o| o.ok());
-    if split_spec.is_none() && plan.rewritten().any(|g| matches!(g.output, Output::Split)) {
-        return Err(Error::logical(format!(
-            "{PROCEDURE} on {}: a file group splits rows by a partition spec that could not be \
-             computed",
-            target.table_name
-        )));
-    }
-    if explain {
-        return Ok(CompactOutcome {
-            metrics: CompactMetrics::default(),
-            explain: Some(explain_rows(&plan, &state.deletes)),
-            warnings,
-        });
-    }
-    for g in plan.groups.iter().filter(|g| g.over_memory) {
-        warnings.push(format!(
-            "{}: a data file in partition '{}' is not rewritten: {}",
-            target.table_name, g.partition, g.reason
-        ));
-    }
     let groups: Vec<(usize, &Group)> = plan.rewritten().map(|g| (g.index, g)).collect();
-    if dry_run || groups.is_empty() {
-        let rewritten: Vec<&LiveFile> = groups
-            .iter()
-            .flat_map(|(_, g)| g.inputs.iter().map(|i| &state.data[*i]))
-            .collect();
-        let removed = removable_deletes(&state, &rewritten, &HashMap::new());
-        return Ok(CompactOutcome {
-            metrics: CompactMetrics {
-                rewritten_data_files_count: rewritten.len() as i64,
-                added_data_files_count: groups.iter().map(|(_, g)| g.expected_outputs as i64).sum(),
-                rewritten_bytes_count: groups.iter().map(|(_, g)| g.input_bytes as i64).sum(),
-                added_bytes_count: 0,
-                removed_delete_files_count: removed.len() as i64,
-                rewritten_file_groups_count: groups.len() as i64,
-                failed_data_files_count: 0,
-                dry_run,
-            },
-            explain: None,
-            warnings,
-        });
-    }
     located.check_writable()?;
     let (properties, row_group_bytes) = writer_properties(md.properties())?;
     let config = WriteConfig {
@@ -197,7 +176,7 @@ pub async fn execute(
             target.table_name
         ));
     }
-    let path_fields = output_path_fields(md, default_spec.0, &schema_json)?;
+    let path_fields = output_path_fields(md, default_spec.id, &schema_json)?;
     let dir_of = |partition: &Value| -> String {
         let folder = partition_path(&path_fields, partition);
         if folder.is_empty() {
@@ -272,137 +251,6 @@ pub async fn execute(
         warnings,
     )
     .await
-}
-
-fn in_table(e: Error, target: &MaintenanceTarget) -> Error {
-    let kind = e.kind();
-    Error::new(
-        kind,
-        format!("{PROCEDURE} on {}: {}", target.table_name, e.message()),
-    )
-}
-
-/// The fields of the default spec as output folders name them (name, transform, result type).
-fn output_path_fields(
-    md: &TableMetadata,
-    spec_id: i32,
-    schema_json: &Json,
-) -> Result<Vec<PathField>> {
-    let Some(spec) = md.partition_spec(spec_id) else {
-        return Ok(Vec::new());
-    };
-    let spec_json = serde_json::json!({
-        "spec-id": spec_id,
-        "fields": spec.fields.iter().map(|f| serde_json::json!({
-            "name": f.name,
-            "transform": f.transform,
-            "source-id": f.source_id,
-            "field-id": f.field_id,
-        })).collect::<Vec<_>>(),
-    });
-    let typed = partition_fields(&spec_json.to_string(), &schema_json.to_string())?;
-    Ok(spec
-        .fields
-        .iter()
-        .zip(typed)
-        .map(|(f, t)| PathField {
-            name: f.name.clone(),
-            transform: f.transform.clone(),
-            result_type: t.result_type,
-        })
-        .collect())
-}
-
-/// The default spec, ready to place rows (its transforms parsed, its sources found).
-fn output_spec(
-    md: &TableMetadata,
-    spec_id: i32,
-    schema_json: &Json,
-    schema: &arrow_schema::SchemaRef,
-) -> Result<OutputSpec> {
-    let spec = md.partition_spec(spec_id).ok_or_else(|| {
-        Error::incorrect_data(format!("{}: no partition spec {spec_id}", md.file()))
-    })?;
-    let types: Vec<String> = output_path_fields(md, spec_id, schema_json)?
-        .into_iter()
-        .map(|f| f.result_type)
-        .collect();
-    OutputSpec::new(spec, &types, schema)
-}
-
-/// The default spec id and whether it is unpartitioned.
-fn default_spec(md: &TableMetadata) -> (i32, bool) {
-    let id = md.default_spec_id();
-    (
-        id,
-        md.partition_spec(id).is_none_or(|s| s.fields.is_empty()),
-    )
-}
-
-/// The default sort order as keys; a reason when it cannot be applied (an unknown transform,
-/// one that does not apply to its column's type, or a column inside a list or map).
-fn sort_keys(
-    md: &TableMetadata,
-    schema: &arrow_schema::SchemaRef,
-) -> (Vec<SortKey>, Option<String>) {
-    let Some(id) = md
-        .members()
-        .get("default-sort-order-id")
-        .and_then(Json::as_i64)
-    else {
-        return (Vec::new(), None);
-    };
-    let Some(order) = md
-        .members()
-        .get("sort-orders")
-        .and_then(Json::as_array)
-        .and_then(|o| {
-            o.iter()
-                .find(|o| o.get("order-id").and_then(Json::as_i64) == Some(id))
-        })
-    else {
-        return (Vec::new(), None);
-    };
-    let fields = order
-        .get("fields")
-        .and_then(Json::as_array)
-        .cloned()
-        .unwrap_or_default();
-    let mut keys = Vec::new();
-    for f in &fields {
-        let text = f
-            .get("transform")
-            .and_then(Json::as_str)
-            .unwrap_or("identity");
-        let transform = match Transform::parse(text) {
-            Ok(t) => t,
-            Err(e) => return (Vec::new(), Some(e.message().to_string())),
-        };
-        let source = f
-            .get("source-id")
-            .and_then(Json::as_i64)
-            .and_then(|v| i32::try_from(v).ok())
-            .unwrap_or(-1);
-        let Some(column) = field_by_id(schema.fields(), source) else {
-            return (
-                Vec::new(),
-                Some(format!(
-                    "sort column {source} is not a column or struct field"
-                )),
-            );
-        };
-        let empty = arrow_array::new_empty_array(column.data_type());
-        if let Err(e) = transform.apply(&empty) {
-            return (Vec::new(), Some(e.message().to_string()));
-        }
-        keys.push(SortKey {
-            source_id: source,
-            transform,
-            descending: f.get("direction").and_then(Json::as_str) == Some("desc"),
-            nulls_first: f.get("null-order").and_then(Json::as_str) != Some("nulls-last"),
-        });
-    }
-    (keys, None)
 }
 
 /// The default sort order id and its number of fields.

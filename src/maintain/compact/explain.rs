@@ -3,9 +3,10 @@
 
 use super::model::LiveFile;
 use super::plan::Plan;
+use crate::maintain::report::{Cell, ColumnDef, ExplainRow, column};
 
 /// One file group of the plan.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct CompactExplainRow {
     /// `rewrite` or `skip`.
     pub decision: String,
@@ -19,6 +20,36 @@ pub struct CompactExplainRow {
     pub equality_delete_files: i64,
     pub expected_output_files: i64,
     pub reason: String,
+}
+
+impl ExplainRow for CompactExplainRow {
+    const COLUMNS: &'static [ColumnDef] = &[
+        column("decision", "String"),
+        column("spec_id", "Int64"),
+        column("partition", "String"),
+        column("input_files", "Int64"),
+        column("input_bytes", "Int64"),
+        column("input_records", "Int64"),
+        column("position_delete_files", "Int64"),
+        column("equality_delete_files", "Int64"),
+        column("expected_output_files", "Int64"),
+        column("reason", "String"),
+    ];
+
+    fn into_cells(self) -> Vec<Cell> {
+        vec![
+            Cell::Text(self.decision),
+            Cell::Int(self.spec_id),
+            Cell::Text(self.partition),
+            Cell::Int(self.input_files),
+            Cell::Int(self.input_bytes),
+            Cell::Int(self.input_records),
+            Cell::Int(self.position_delete_files),
+            Cell::Int(self.equality_delete_files),
+            Cell::Int(self.expected_output_files),
+            Cell::Text(self.reason),
+        ]
+    }
 }
 
 /// The rows of `plan` over `data` and `deletes`.

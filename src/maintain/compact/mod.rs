@@ -63,6 +63,7 @@ pub mod path;
 pub mod plan;
 #[cfg(test)]
 mod plan_props;
+pub mod prepare;
 pub mod read;
 pub mod repartition;
 pub mod rewrite;
@@ -72,7 +73,8 @@ pub mod stats;
 pub mod where_value;
 pub mod writer;
 
-pub use execute::execute;
+use crate::maintain::report::{Metrics, Report, ReportBody, Reported};
+pub use execute::Compact;
 pub use explain::CompactExplainRow;
 pub use metrics::CompactMetrics;
 
@@ -85,4 +87,11 @@ pub struct CompactOutcome {
     pub metrics: CompactMetrics,
     pub explain: Option<Vec<CompactExplainRow>>,
     pub warnings: Vec<String>,
+}
+
+impl Reported for CompactOutcome {
+    fn into_report(self) -> Report {
+        let metrics = ReportBody::Metrics(Metrics::Compact(self.metrics));
+        Report::explain_or(self.explain, metrics, self.warnings)
+    }
 }

@@ -1,8 +1,12 @@
-//! The executor of `expire_snapshots`: [`super`]'s algorithm (locate, plan, commit, delete) as a
-//! [`Procedure`] of the commit protocol's one loop ([`protocol::run`]), returning an
-//! [`ExpireOutcome`].
+//! The executor of `expire_snapshots` in the procedure shape: [`super`]'s algorithm (locate,
+//! plan, commit, delete) as a [`Procedure`] of the commit protocol's one loop
+//! ([`protocol::run`]), returning an [`ExpireOutcome`]. EXPLAIN and dry runs decide on the newest
+//! metadata and stop there; a run decides on each attempt's base with the same [`decide`].
 
 use super::cleanup::{self, MetadataCleanup};
+use crate::maintain::report::{Metrics, Report, ReportBody, Reported};
+use std::collections::HashMap;
+
 use super::explain::{ExpireExplainRow, explain_rows};
 use super::keepset::ExpiryFileCounts;
 use super::metrics::ExpireMetrics;
@@ -15,7 +19,13 @@ use crate::iceberg::commit::Committed;
 use crate::iceberg::commit::protocol::{self, Attempt, Procedure, Step};
 use crate::iceberg::locate::LocatedMetadata;
 use crate::iceberg::metadata::TableMetadata;
+use crate::iceberg::spec::SnapshotId;
+use crate::maintain::shape::{Intent, MaintenanceProcedure};
 use crate::maintain::target::MaintenanceTarget;
+use crate::progress::Phase;
+use crate::time_zone::SessionTimeZone;
+
+const PROCEDURE: &str = "expire_snapshots";
 use crate::plan::ExpireOptions;
 use crate::pool::DropLater;
 
@@ -30,28 +40,220 @@ pub struct ExpireOutcome {
     pub warnings: Vec<String>,
 }
 
-/// Run `expire_snapshots` on `target`; with `explain`, return the plan only.
-pub async fn execute(
+impl Reported for ExpireOutcome {
+    fn into_report(self) -> Report {
+        let metrics = ReportBody::Metrics(Metrics::Expire(self.metrics));
+        Report::explain_or(self.explain, metrics, self.warnings)
+    }
+}
+
+/// `expire_snapshots` in the procedure shape.
+pub struct Expire;
+
+/// What `expire_snapshots` decided.
+pub enum ExpirePlan {
+    /// EXPLAIN and dry runs: the decision on the newest metadata.
+    Decided(Box<Decided>),
+    /// A run: it first finishes what earlier runs left (their journals), then decides on each
+    /// commit attempt's base inside the commit protocol, with the same [`decide`].
+    AtCommit,
+}
+
+/// The decision on one base: what expires, which files go, what metadata cleanup removes.
+pub struct Decided {
+    plan: DropLater<ExpiryPlan>,
+    cleanup: Option<MetadataCleanup>,
+    warnings: Vec<String>,
+    /// EXPLAIN's context: each snapshot's parent on the base, and the session time zone.
+    parents: HashMap<SnapshotId, SnapshotId>,
+    zone: SessionTimeZone,
+    dry_run: bool,
+}
+
+impl Decided {
+    /// Nothing expires, no ref goes, no schema or spec to remove: nothing is written.
+    fn is_noop(&self) -> bool {
+        self.plan.is_noop() && self.cleanup.as_ref().is_none_or(MetadataCleanup::is_empty)
+    }
+}
+
+impl MaintenanceProcedure for Expire {
+    type Options = ExpireOptions;
+    type Plan = ExpirePlan;
+    type Outcome = ExpireOutcome;
+    const PHASES: &'static [Phase] = &[
+        Phase::ReadingManifestLists,
+        Phase::ReadingManifests,
+        Phase::DeletingFiles,
+    ];
+
+    fn name(_: &ExpireOptions) -> String {
+        PROCEDURE.to_string()
+    }
+
+    fn dry_run(options: &ExpireOptions) -> bool {
+        options.dry_run
+    }
+
+    async fn plan(
+        target: &MaintenanceTarget,
+        options: &ExpireOptions,
+        intent: Intent,
+    ) -> Result<ExpirePlan> {
+        if intent == Intent::Run {
+            return Ok(ExpirePlan::AtCommit);
+        }
+        let mut planning = Planning {
+            target,
+            options,
+            explain: intent == Intent::Explain,
+        };
+        let max_attempts = target.settings.commit_max_attempts();
+        let decided = protocol::run(target, &mut planning, max_attempts, None).await?;
+        Ok(ExpirePlan::Decided(Box::new(decided)))
+    }
+
+    fn explain(plan: ExpirePlan) -> ExpireOutcome {
+        let ExpirePlan::Decided(d) = plan else {
+            return ExpireOutcome::default();
+        };
+        let parent_of = |id| d.parents.get(&id).copied();
+        let mut rows = explain_rows(&d.plan, parent_of, &d.warnings, &d.zone);
+        rows.extend(super::explain::cleanup_rows(d.cleanup.as_ref()));
+        ExpireOutcome {
+            explain: Some(rows),
+            warnings: d.warnings,
+            ..ExpireOutcome::default()
+        }
+    }
+
+    fn count(plan: ExpirePlan) -> ExpireOutcome {
+        let ExpirePlan::Decided(d) = plan else {
+            return ExpireOutcome::default();
+        };
+        let counts = if d.is_noop() {
+            ExpiryFileCounts::default()
+        } else {
+            d.plan.delete.counts()
+        };
+        outcome(counts, d.dry_run, d.warnings, &d.cleanup)
+    }
+
+    async fn execute(
+        target: &MaintenanceTarget,
+        options: &ExpireOptions,
+        _: ExpirePlan,
+    ) -> Result<ExpireOutcome> {
+        run(target, options).await
+    }
+}
+
+/// Decide on `located` (the warnings gathered before deciding come first): the plan, or the
+/// newer metadata to plan on when a file the plan reads vanished.
+async fn decide(
     target: &MaintenanceTarget,
     options: &ExpireOptions,
+    located: &LocatedMetadata,
+    mut warnings: Vec<String>,
+) -> Result<Step<Decided>> {
+    let plan = match plan_expiry(target, &located.metadata, options).await {
+        Ok(plan) => DropLater::new(plan),
+        // A concurrent expiry may have committed and deleted a file our plan reads: that is
+        // a conflict (re-plan on the newest metadata), not a broken table.
+        Err(e) if e.kind() == ErrorKind::FileDoesntExist => {
+            return match newer_metadata_path(target, located).await {
+                Some(newer) => Ok(Step::Moved(newer)),
+                None => Err(e),
+            };
+        }
+        Err(e) => return Err(e),
+    };
+    let cleanup = if options.clean_expired_metadata {
+        let retained = &plan.decision.retained;
+        let specs = cleanup::specs_in_use(target, &located.metadata, retained).await?;
+        Some(cleanup::decide_cleanup(
+            &located.metadata,
+            retained,
+            specs.as_ref(),
+        ))
+    } else {
+        None
+    };
+    warnings.extend(plan_warnings(&plan));
+    Ok(Step::Done(Decided {
+        plan,
+        cleanup,
+        warnings,
+        parents: HashMap::new(),
+        zone: target.settings.session_time_zone(),
+        dry_run: options.dry_run,
+    }))
+}
+
+/// The parent of every snapshot of `metadata` that has one.
+fn parents(metadata: &TableMetadata) -> HashMap<SnapshotId, SnapshotId> {
+    metadata
+        .snapshots()
+        .iter()
+        .filter_map(|s| Some((s.snapshot_id, s.parent_snapshot_id?)))
+        .collect()
+}
+
+/// EXPLAIN's and dry runs' side of the commit loop: decide on the newest metadata (again on a
+/// newer one when a file the plan reads vanished), commit nothing.
+struct Planning<'a> {
+    target: &'a MaintenanceTarget,
+    options: &'a ExpireOptions,
     explain: bool,
-) -> Result<ExpireOutcome> {
+}
+
+impl Procedure for Planning<'_> {
+    type Output = Decided;
+
+    fn name(&self) -> &str {
+        PROCEDURE
+    }
+
+    /// EXPLAIN and dry runs read any table; a dry run that would write checks it below.
+    fn plans_only_on_writable(&self) -> bool {
+        false
+    }
+
+    async fn step(&mut self, _attempt: u32, located: &LocatedMetadata) -> Result<Step<Decided>> {
+        let warnings = located.warnings.clone();
+        let mut decided = match decide(self.target, self.options, located, warnings).await? {
+            Step::Done(decided) => decided,
+            other => return Ok(other),
+        };
+        if self.explain {
+            decided.parents = parents(&located.metadata);
+        } else if !decided.is_noop() {
+            // A dry run fails where the real run would: an ambiguous table cannot be committed.
+            located.check_writable()?;
+        }
+        Ok(Step::Done(decided))
+    }
+
+    async fn committed(&mut self, _: &LocatedMetadata, _: Committed) -> Result<Decided> {
+        Err(Error::logical("expire_snapshots: planning committed"))
+    }
+}
+
+/// A run: finish earlier runs' journals, then decide, commit and delete in the commit loop.
+async fn run(target: &MaintenanceTarget, options: &ExpireOptions) -> Result<ExpireOutcome> {
     let mut expiry = Expiry {
         target,
         options,
-        explain,
         retracted: Vec::new(),
         journals: None,
         recovered: Recovered::default(),
         attempt: None,
         unsettled: None,
     };
-    if !explain && !options.dry_run {
-        let (found, parse_warnings) = journal::pending(&target.io, &target.location).await?;
-        let (still, warnings) = retract_unconfirmed(target, found).await?;
-        expiry.retracted = warnings;
-        expiry.journals = Some((still, parse_warnings));
-    }
+    let (found, parse_warnings) = journal::pending(&target.io, &target.location).await?;
+    let (still, warnings) = retract_unconfirmed(target, found).await?;
+    expiry.retracted = warnings;
+    expiry.journals = Some((still, parse_warnings));
     let max_attempts = target.settings.commit_max_attempts();
     let result = protocol::run(target, &mut expiry, max_attempts, None).await;
     // An outcome that is not known ends the statement with an error, as in every procedure,
@@ -62,11 +264,10 @@ pub async fn execute(
     })
 }
 
-/// Expiry's side of the commit loop.
+/// A run's side of the commit loop.
 struct Expiry<'a> {
     target: &'a MaintenanceTarget,
     options: &'a ExpireOptions,
-    explain: bool,
     /// Warnings of retracting unconfirmed commits of earlier runs.
     retracted: Vec<String>,
     /// Journals of earlier runs still to finish (on the first attempt's metadata).
@@ -99,11 +300,10 @@ impl Procedure for Expiry<'_> {
     type Output = ExpireOutcome;
 
     fn name(&self) -> &str {
-        "expire_snapshots"
+        PROCEDURE
     }
 
-    /// EXPLAIN, dry runs and plans that change nothing read any table; recovery and commits
-    /// check it first.
+    /// Plans that change nothing read any table; recovery and commits check it first.
     fn plans_only_on_writable(&self) -> bool {
         false
     }
@@ -119,66 +319,27 @@ impl Procedure for Expiry<'_> {
             located.check_writable()?;
             self.recovered = finish_pending(target, &located.metadata, pending).await?;
         }
-        let plan = match plan_expiry(target, &located.metadata, options).await {
-            Ok(plan) => DropLater::new(plan),
-            // A concurrent expiry may have committed and deleted a file our plan reads: that is
-            // a conflict (re-plan on the newest metadata), not a broken table.
-            Err(e) if e.kind() == ErrorKind::FileDoesntExist => {
-                return match newer_metadata_path(target, located).await {
-                    Some(newer) => Ok(Step::Moved(newer)),
-                    None => Err(e),
-                };
-            }
-            Err(e) => return Err(e),
-        };
-        let cleanup = if options.clean_expired_metadata {
-            let retained = &plan.decision.retained;
-            let specs = cleanup::specs_in_use(target, &located.metadata, retained).await?;
-            Some(cleanup::decide_cleanup(
-                &located.metadata,
-                retained,
-                specs.as_ref(),
-            ))
-        } else {
-            None
-        };
         let mut warnings = self.retracted.clone();
         warnings.extend(located.warnings.iter().cloned());
         warnings.extend(self.recovered.warnings.iter().cloned());
-        warnings.extend(plan_warnings(&plan));
-        if self.explain {
-            let metadata = &located.metadata;
-            let parent_of = |id| metadata.snapshot(id).and_then(|s| s.parent_snapshot_id);
-            let rows = explain_rows(
-                &plan,
-                parent_of,
-                &warnings,
-                &target.settings.session_time_zone(),
-            );
-            let mut rows = rows;
-            rows.extend(super::explain::cleanup_rows(cleanup.as_ref()));
-            return Ok(Step::Done(ExpireOutcome {
-                explain: Some(rows),
-                warnings,
-                ..ExpireOutcome::default()
-            }));
-        }
-        // Nothing expires, no ref goes, no schema or spec to remove: nothing is written.
-        if plan.is_noop() && cleanup.as_ref().is_none_or(MetadataCleanup::is_empty) {
+        let decided = match decide(target, options, located, warnings).await? {
+            Step::Done(decided) => decided,
+            Step::Moved(newer) => return Ok(Step::Moved(newer)),
+            Step::Commit(_) => return Err(Error::logical("expire_snapshots: decided a commit")),
+        };
+        if decided.is_noop() {
             let counts = ExpiryFileCounts::default();
-            return Ok(Step::Done(outcome(
-                counts,
-                options.dry_run,
-                warnings,
-                &cleanup,
-            )));
+            let Decided {
+                warnings, cleanup, ..
+            } = decided;
+            return Ok(Step::Done(outcome(counts, false, warnings, &cleanup)));
         }
-        if options.dry_run {
-            // A dry run fails where the real run would: an ambiguous table cannot be committed.
-            located.check_writable()?;
-            let counts = plan.delete.counts();
-            return Ok(Step::Done(outcome(counts, true, warnings, &cleanup)));
-        }
+        let Decided {
+            plan,
+            cleanup,
+            warnings,
+            ..
+        } = decided;
         located.check_writable()?;
         target.progress.begin_writes()?;
         let journal_uri = write_journal(target, located, &plan).await?;

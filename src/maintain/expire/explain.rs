@@ -19,10 +19,11 @@ use super::keepset::{FileCategory, FileDecision};
 use super::plan::ExpiryPlan;
 use super::policy::{ExpireReason, KeepReason, RefFate, RefRemoval, SnapshotFate};
 use crate::iceberg::spec::{MAIN_BRANCH, RefKind, SnapshotId};
+use crate::maintain::report::{Cell, ColumnDef, ExplainRow, column};
 use crate::time_zone::SessionTimeZone;
 
 /// One row of the EXPLAIN plan (the columns above, in order); the engine renders it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct ExpireExplainRow {
     pub kind: String,
     pub id: String,
@@ -30,6 +31,28 @@ pub struct ExpireExplainRow {
     pub reason: String,
     pub detail: String,
     pub bytes: Option<i64>,
+}
+
+impl ExplainRow for ExpireExplainRow {
+    const COLUMNS: &'static [ColumnDef] = &[
+        column("kind", "String"),
+        column("id", "String"),
+        column("decision", "String"),
+        column("reason", "String"),
+        column("detail", "String"),
+        column("bytes", "Nullable(Int64)"),
+    ];
+
+    fn into_cells(self) -> Vec<Cell> {
+        vec![
+            Cell::Text(self.kind),
+            Cell::Text(self.id),
+            Cell::Text(self.decision),
+            Cell::Text(self.reason),
+            Cell::Text(self.detail),
+            Cell::int_or_null(self.bytes),
+        ]
+    }
 }
 
 /// The EXPLAIN rows of `plan`. `parent_of` gives each snapshot's parent; times print in `zone`.

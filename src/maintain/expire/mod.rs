@@ -73,7 +73,7 @@ mod recover;
 pub mod retention;
 
 pub use delete::DeleteReport;
-pub use execute::{ExpireOutcome, execute};
+pub use execute::{Expire, ExpireOutcome};
 pub use explain::{ExpireExplainRow, category_name, format_ts};
 pub use metrics::ExpireMetrics;
 pub use plan::{ExpiryPlan, PROP_GC_ENABLED, new_metadata, plan_expiry, plan_files};

@@ -10,15 +10,36 @@
 //! - `nothing` — one row when the statement changes nothing.
 
 use crate::iceberg::spec::SnapshotRef;
+use crate::maintain::report::{Cell, ColumnDef, ExplainRow, column};
 
 /// One EXPLAIN row (the columns above).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct SnapshotExplainRow {
     pub kind: String,
     pub name: String,
     pub before: Option<String>,
     pub after: Option<String>,
     pub detail: String,
+}
+
+impl ExplainRow for SnapshotExplainRow {
+    const COLUMNS: &'static [ColumnDef] = &[
+        column("kind", "String"),
+        column("name", "String"),
+        column("before", "Nullable(String)"),
+        column("after", "Nullable(String)"),
+        column("detail", "String"),
+    ];
+
+    fn into_cells(self) -> Vec<Cell> {
+        vec![
+            Cell::Text(self.kind),
+            Cell::Text(self.name),
+            Cell::text_or_null(self.before),
+            Cell::text_or_null(self.after),
+            Cell::Text(self.detail),
+        ]
+    }
 }
 
 /// `branch 123 min-snapshots-to-keep=2 max-snapshot-age-ms=... max-ref-age-ms=...`.

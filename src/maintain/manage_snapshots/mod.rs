@@ -41,12 +41,15 @@ pub mod history;
 pub mod metrics;
 pub mod moved_base;
 pub mod properties;
+mod reapply;
 pub mod refs;
 
 #[cfg(test)]
+mod refs_tests;
+#[cfg(test)]
 mod tests;
 
-pub use execute::{SnapshotOutcome, execute_change, execute_procedure};
+pub use execute::{ChangeTable, ManageSnapshots, SnapshotOutcome};
 pub use explain::SnapshotExplainRow;
 pub use metrics::SnapshotMetrics;
 

@@ -1,5 +1,6 @@
-//! The executor of `remove_orphan_files`: the steps of [`super`]'s algorithm (locate, read the
-//! reachable set, list, judge, delete), returning an [`OrphanOutcome`].
+//! The executor of `remove_orphan_files` in the procedure shape: the plan is the steps of
+//! [`super`]'s algorithm up to the judgement (locate, read the reachable set, list, judge); a run
+//! re-checks the metadata and deletes, returning an [`OrphanOutcome`].
 
 use super::explain::OrphanExplainRow;
 use super::metrics::OrphanMetrics;
@@ -9,8 +10,12 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::iceberg::locate::LocatedMetadata;
 use crate::io::path_key;
 use crate::maintain::file_graph::reachable::collect_reachable_reporting;
+use crate::maintain::report::{Metrics, Report, ReportBody, Reported};
+use crate::maintain::shape::{Intent, MaintenanceProcedure};
 use crate::maintain::target::MaintenanceTarget;
 use crate::plan::{OrphanOptions, normalize_location};
+use crate::progress::Phase;
+use crate::time_zone::SessionTimeZone;
 
 /// What one `remove_orphan_files` statement did (a dry run: would do; EXPLAIN: plans).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -23,12 +28,95 @@ pub struct OrphanOutcome {
     pub warnings: Vec<String>,
 }
 
-/// Run `remove_orphan_files` on `target`; with `explain`, return the plan only.
-pub async fn execute(
+impl Reported for OrphanOutcome {
+    fn into_report(self) -> Report {
+        let metrics = ReportBody::Metrics(Metrics::Orphans(self.metrics));
+        Report::explain_or(self.explain, metrics, self.warnings)
+    }
+}
+
+/// `remove_orphan_files` in the procedure shape.
+pub struct RemoveOrphans;
+
+/// What `remove_orphan_files` decided: the unreachable files old enough to delete, after
+/// protecting other tables and newer metadata, on the metadata it scanned.
+pub struct OrphanPlan {
+    /// The metadata the scan started from (a run re-checks it is still the newest).
+    located: LocatedMetadata,
+    scan: ScanOutcome,
+    /// Other tables found under the location, and how many of our orphans are theirs.
+    protection: Option<(other_tables::Protection, i64)>,
+    /// EXPLAIN's context: the reachable files, the time zone and the protect option.
+    reachable_files: usize,
+    zone: SessionTimeZone,
+    protect_other_tables: bool,
+}
+
+impl MaintenanceProcedure for RemoveOrphans {
+    type Options = OrphanOptions;
+    type Plan = OrphanPlan;
+    type Outcome = OrphanOutcome;
+    const PHASES: &'static [Phase] = &[
+        Phase::ReadingManifestLists,
+        Phase::ReadingManifests,
+        Phase::ListingFiles,
+        Phase::DeletingFiles,
+    ];
+    const DELETES_BY_LISTING: bool = true;
+
+    fn name(_: &OrphanOptions) -> String {
+        "remove_orphan_files".to_string()
+    }
+
+    fn dry_run(options: &OrphanOptions) -> bool {
+        options.dry_run
+    }
+
+    async fn plan(
+        target: &MaintenanceTarget,
+        options: &OrphanOptions,
+        intent: Intent,
+    ) -> Result<OrphanPlan> {
+        plan(target, options, intent == Intent::Explain).await
+    }
+
+    fn explain(plan: OrphanPlan) -> OrphanOutcome {
+        let mut rows = explain::explain_rows(&plan.scan, plan.reachable_files, &plan.zone);
+        if let Some((protection, kept)) = &plan.protection {
+            let protected = plan.protect_other_tables;
+            explain::add_other_tables(&mut rows, protection, &plan.scan, *kept, protected);
+        }
+        OrphanOutcome {
+            explain: Some(rows),
+            ..OrphanOutcome::default()
+        }
+    }
+
+    fn count(plan: OrphanPlan) -> OrphanOutcome {
+        let warnings = plan.located.warnings.iter().cloned();
+        OrphanOutcome {
+            metrics: plan.scan.dry_run_tally(),
+            explain: None,
+            warnings: warnings.chain(plan.scan.warnings()).collect(),
+        }
+    }
+
+    async fn execute(
+        target: &MaintenanceTarget,
+        _: &OrphanOptions,
+        plan: OrphanPlan,
+    ) -> Result<OrphanOutcome> {
+        delete_planned(target, plan).await
+    }
+}
+
+/// Locate, read the reachable set, list, judge: the plan (EXPLAIN's when `explain`: it refuses
+/// nothing and keeps the rows of kept files).
+async fn plan(
     target: &MaintenanceTarget,
     options: &OrphanOptions,
     explain: bool,
-) -> Result<OrphanOutcome> {
+) -> Result<OrphanPlan> {
     let older_than_ms = effective_older_than(target, options)?;
     let scan_rel = normalize_scan_location(options.location.as_deref())?;
     let located = locate_newest(target).await?;
@@ -100,29 +188,23 @@ pub async fn execute(
         &target.table_name,
     )
     .await?;
-    if explain {
-        let mut rows = explain::explain_rows(
-            &outcome,
-            reachable.len(),
-            &target.settings.session_time_zone(),
-        );
-        if let Some((protection, kept)) = &protection {
-            let protected = options.protect_other_tables;
-            explain::add_other_tables(&mut rows, protection, &outcome, *kept, protected);
-        }
-        return Ok(OrphanOutcome {
-            explain: Some(rows),
-            ..OrphanOutcome::default()
-        });
-    }
-    if options.dry_run {
-        let warnings = located.warnings.iter().cloned().chain(outcome.warnings());
-        return Ok(OrphanOutcome {
-            metrics: outcome.dry_run_tally(),
-            explain: None,
-            warnings: warnings.collect(),
-        });
-    }
+    Ok(OrphanPlan {
+        located,
+        scan: outcome,
+        protection,
+        reachable_files: reachable.len(),
+        zone: target.settings.session_time_zone(),
+        protect_other_tables: options.protect_other_tables,
+    })
+}
+
+/// Delete the planned orphans, after checking the metadata did not move since the scan.
+async fn delete_planned(target: &MaintenanceTarget, plan: OrphanPlan) -> Result<OrphanOutcome> {
+    let OrphanPlan {
+        located,
+        scan: outcome,
+        ..
+    } = plan;
     check_pointer_unchanged(target, &located.path).await?;
     target.progress.begin_writes()?;
     let deleted = delete::delete_orphans(

@@ -4,10 +4,11 @@
 use super::metrics::OrphanMetrics;
 use super::scan::ScanOutcome;
 use crate::maintain::orphans::classify::OrphanCategory;
+use crate::maintain::report::{Cell, ColumnDef, ExplainRow, column};
 use crate::time_zone::SessionTimeZone;
 
 /// One row of the EXPLAIN plan (the columns of the parent module, in order).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct OrphanExplainRow {
     pub item: String,
     pub path: String,
@@ -16,6 +17,30 @@ pub struct OrphanExplainRow {
     pub files: i64,
     pub size_bytes: i64,
     pub last_modified: String,
+}
+
+impl ExplainRow for OrphanExplainRow {
+    const COLUMNS: &'static [ColumnDef] = &[
+        column("item", "String"),
+        column("path", "String"),
+        column("category", "String"),
+        column("reason", "String"),
+        column("files", "Int64"),
+        column("size_bytes", "Int64"),
+        column("last_modified", "String"),
+    ];
+
+    fn into_cells(self) -> Vec<Cell> {
+        vec![
+            Cell::Text(self.item),
+            Cell::Text(self.path),
+            Cell::Text(self.category),
+            Cell::Text(self.reason),
+            Cell::Int(self.files),
+            Cell::Int(self.size_bytes),
+            Cell::Text(self.last_modified),
+        ]
+    }
 }
 
 /// The category's EXPLAIN spelling.

@@ -126,7 +126,7 @@ mod protect;
 mod scan;
 
 pub use crate::io::SkipReason;
-pub use execute::{OrphanOutcome, execute};
+pub use execute::OrphanOutcome;
 pub use explain::OrphanExplainRow;
 pub use metrics::OrphanMetrics;
 pub use scan::KeepReason;

@@ -3,24 +3,21 @@
 //! new manifests and a manifest list, commit a `replace` snapshot through the commit protocol's
 //! one loop ([`protocol::run`]), and on a conflict apply Java's `BaseRewriteManifests` rule.
 
+use crate::maintain::report::{Metrics, Report, ReportBody, Reported};
 use std::collections::{BTreeSet, HashSet};
 
-use futures::{StreamExt, TryStreamExt};
-
-use super::decide::{ManifestVerdict, Selection, select, target_size};
-use super::explain::{PlannedManifest, RewriteManifestsExplainRow, explain_rows};
+use super::explain::RewriteManifestsExplainRow;
 use super::metrics::RewriteManifestsMetrics;
+use super::plan::{ManifestPlan, read_list};
 use super::reuse::{PlannedFrom, Reuse, reuse};
-use super::write::{new_snapshot, regroup, write_outputs};
+use super::write::new_snapshot;
 use crate::error::{Error, Result};
 use crate::iceberg::avro::Codec;
 use crate::iceberg::commit::Committed;
 use crate::iceberg::commit::protocol::{self, Attempt, Procedure, Step};
 use crate::iceberg::locate::LocatedMetadata;
-use crate::iceberg::manifest::{Manifest, inherit, read_manifest};
-use crate::iceberg::manifest_list::{ManifestFile, read_manifest_list};
-use crate::iceberg::spec::Snapshot;
-use crate::io::FileIO;
+use crate::iceberg::manifest_list::ManifestFile;
+use crate::maintain::shape::{Intent, MaintenanceProcedure};
 use crate::maintain::target::MaintenanceTarget;
 use crate::plan::RewriteManifestsOptions;
 use crate::progress::Phase;
@@ -37,6 +34,13 @@ pub struct RewriteManifestsOutcome {
     pub warnings: Vec<String>,
     /// The committed snapshot, when one was.
     pub snapshot_id: Option<i64>,
+}
+
+impl Reported for RewriteManifestsOutcome {
+    fn into_report(self) -> Report {
+        let metrics = ReportBody::Metrics(Metrics::RewriteManifests(self.metrics));
+        Report::explain_or(self.explain, metrics, self.warnings)
+    }
 }
 
 /// New manifests written but not yet committed.
@@ -67,30 +71,121 @@ enum Planned {
     Write(Written),
 }
 
-/// Run `rewrite_manifests` on `target`; with `explain`, return the plan and change nothing.
-pub async fn execute(
-    target: &MaintenanceTarget,
-    options: &RewriteManifestsOptions,
-    explain: bool,
-) -> Result<RewriteManifestsOutcome> {
-    options.validate()?;
-    let mut rewrite = Rewrite {
-        target,
-        options,
-        explain,
-        carried: None,
-        attempt: None,
-        warnings: Vec::new(),
-    };
-    let max_attempts = target.settings.commit_max_attempts();
-    protocol::run(target, &mut rewrite, max_attempts, None).await
+/// `rewrite_manifests` and `OPTIMIZE TABLE t MANIFEST` in the procedure shape.
+pub struct RewriteManifests;
+
+impl MaintenanceProcedure for RewriteManifests {
+    type Options = RewriteManifestsOptions;
+    type Plan = RewritePlan;
+    type Outcome = RewriteManifestsOutcome;
+    const PHASES: &'static [Phase] = &[Phase::ReadingManifests];
+
+    fn name(_: &RewriteManifestsOptions) -> String {
+        PROCEDURE.to_string()
+    }
+
+    fn dry_run(options: &RewriteManifestsOptions) -> bool {
+        options.dry_run
+    }
+
+    async fn plan(
+        target: &MaintenanceTarget,
+        options: &RewriteManifestsOptions,
+        intent: Intent,
+    ) -> Result<RewritePlan> {
+        options.validate()?;
+        if intent == Intent::Run {
+            return Ok(RewritePlan::AtCommit);
+        }
+        let mut planning = Planning { target, options };
+        let max_attempts = target.settings.commit_max_attempts();
+        protocol::run(target, &mut planning, max_attempts, None).await
+    }
+
+    fn explain(plan: RewritePlan) -> RewriteManifestsOutcome {
+        match plan {
+            RewritePlan::Decided(plan) => plan.explain(),
+            other => Self::count(other),
+        }
+    }
+
+    fn count(plan: RewritePlan) -> RewriteManifestsOutcome {
+        match plan {
+            RewritePlan::Decided(plan) => plan.count(),
+            RewritePlan::NoSnapshot { dry_run } => noop(dry_run),
+            RewritePlan::AtCommit => noop(false),
+        }
+    }
+
+    async fn execute(
+        target: &MaintenanceTarget,
+        options: &RewriteManifestsOptions,
+        _: RewritePlan,
+    ) -> Result<RewriteManifestsOutcome> {
+        let mut rewrite = Rewrite {
+            target,
+            options,
+            carried: None,
+            attempt: None,
+            warnings: Vec::new(),
+        };
+        let max_attempts = target.settings.commit_max_attempts();
+        protocol::run(target, &mut rewrite, max_attempts, None).await
+    }
+}
+
+/// What `rewrite_manifests` decided.
+pub enum RewritePlan {
+    /// EXPLAIN and dry runs: the decision on the newest metadata's current snapshot.
+    Decided(Box<ManifestPlan>),
+    /// The table has no current snapshot: nothing to rewrite.
+    NoSnapshot { dry_run: bool },
+    /// A run decides on each commit attempt's base inside the commit protocol (a conflict may
+    /// keep the manifests already written), with the same [`ManifestPlan::decide`].
+    AtCommit,
+}
+
+/// EXPLAIN's and dry runs' side of the commit loop: decide on the newest metadata, commit
+/// nothing.
+struct Planning<'a> {
+    target: &'a MaintenanceTarget,
+    options: &'a RewriteManifestsOptions,
+}
+
+impl Procedure for Planning<'_> {
+    type Output = RewritePlan;
+
+    fn name(&self) -> &str {
+        PROCEDURE
+    }
+
+    fn plans_only_on_writable(&self) -> bool {
+        false
+    }
+
+    async fn step(
+        &mut self,
+        _attempt: u32,
+        located: &LocatedMetadata,
+    ) -> Result<Step<RewritePlan>> {
+        let Some(current) = located.metadata.current_snapshot() else {
+            let dry_run = self.options.dry_run;
+            return Ok(Step::Done(RewritePlan::NoSnapshot { dry_run }));
+        };
+        let list = read_list(&self.target.io, current).await?;
+        let plan = ManifestPlan::decide(self.target, located, list, self.options).await?;
+        Ok(Step::Done(RewritePlan::Decided(Box::new(plan))))
+    }
+
+    async fn committed(&mut self, _: &LocatedMetadata, _: Committed) -> Result<RewritePlan> {
+        Err(Error::logical(format!("{PROCEDURE}: planning committed")))
+    }
 }
 
 /// The rewrite's side of the commit loop.
 struct Rewrite<'a> {
     target: &'a MaintenanceTarget,
     options: &'a RewriteManifestsOptions,
-    explain: bool,
     /// Manifests written before a conflict, which may serve the next attempt.
     carried: Option<Written>,
     /// The manifests and snapshot id of the attempt being committed.
@@ -99,6 +194,23 @@ struct Rewrite<'a> {
 }
 
 impl Rewrite<'_> {
+    /// Decide on `located`'s current snapshot (listing `list`) and write the new manifests.
+    async fn plan_and_write(
+        &self,
+        located: &LocatedMetadata,
+        list: Vec<ManifestFile>,
+    ) -> Result<Planned> {
+        let target = self.target;
+        let plan = ManifestPlan::decide(target, located, list, self.options).await?;
+        if plan.is_noop() {
+            return Ok(Planned::Done(noop(false)));
+        }
+        target.progress.begin_writes()?;
+        plan.write(target, &located.metadata)
+            .await
+            .map(Planned::Write)
+    }
+
     fn done(&mut self, outcome: RewriteManifestsOutcome) -> Step<RewriteManifestsOutcome> {
         Step::Done(with_warnings(outcome, std::mem::take(&mut self.warnings)))
     }
@@ -121,7 +233,7 @@ impl Procedure for Rewrite<'_> {
         _attempt: u32,
         located: &LocatedMetadata,
     ) -> Result<Step<RewriteManifestsOutcome>> {
-        let (target, options, explain) = (self.target, self.options, self.explain);
+        let (target, options) = (self.target, self.options);
         let metadata = &located.metadata;
         let Some(current) = metadata.current_snapshot() else {
             if let Some(w) = self.carried.take() {
@@ -129,7 +241,7 @@ impl Procedure for Rewrite<'_> {
                 self.warnings
                     .push(drop_written(target, &w, why, None).await);
             }
-            return Ok(self.done(noop(options)));
+            return Ok(self.done(noop(options.dry_run)));
         };
         let list = read_list(&target.io, current).await?;
         // The manifests written before a conflict serve this attempt only when the head still
@@ -150,12 +262,12 @@ impl Procedure for Rewrite<'_> {
                 let planned_again = Some(current.snapshot_id);
                 self.warnings
                     .push(drop_written(target, &w, &why, planned_again).await);
-                match plan(target, located, &list, options, explain).await? {
+                match self.plan_and_write(located, list.clone()).await? {
                     Planned::Done(outcome) => return Ok(self.done(outcome)),
                     Planned::Write(w) => w,
                 }
             }
-            _ => match plan(target, located, &list, options, explain).await? {
+            _ => match self.plan_and_write(located, list.clone()).await? {
                 Planned::Done(outcome) => return Ok(self.done(outcome)),
                 Planned::Write(w) => w,
             },
@@ -224,10 +336,11 @@ fn with_warnings(
     outcome
 }
 
-fn noop(options: &RewriteManifestsOptions) -> RewriteManifestsOutcome {
+/// Nothing rewritten (`dry_run` as asked).
+pub(super) fn noop(dry_run: bool) -> RewriteManifestsOutcome {
     RewriteManifestsOutcome {
         metrics: RewriteManifestsMetrics {
-            dry_run: options.dry_run,
+            dry_run,
             ..Default::default()
         },
         ..Default::default()
@@ -271,108 +384,4 @@ async fn drop_written(
 fn still_listed(written: &Written, list: &[ManifestFile]) -> bool {
     let listed: HashSet<&str> = list.iter().map(|m| m.manifest_path.as_str()).collect();
     written.replaced.iter().all(|p| listed.contains(p.as_str()))
-}
-
-async fn read_list(io: &FileIO, snapshot: &Snapshot) -> Result<Vec<ManifestFile>> {
-    let Some(path) = &snapshot.manifest_list else {
-        return Err(Error::not_implemented(format!(
-            "{PROCEDURE}: snapshot {} lists its manifests inline (v1 without a manifest list); \
-             rewriting them is not supported",
-            snapshot.snapshot_id
-        )));
-    };
-    let bytes = io.read_immutable(path, None).await?;
-    read_manifest_list(&bytes, path)
-}
-
-/// Decide, read and (unless EXPLAIN or a dry run) write the new manifests.
-async fn plan(
-    target: &MaintenanceTarget,
-    located: &LocatedMetadata,
-    list: &[ManifestFile],
-    options: &RewriteManifestsOptions,
-    explain: bool,
-) -> Result<Planned> {
-    let metadata = &located.metadata;
-    if let Some(id) = options.spec_id
-        && metadata.partition_spec(id).is_none()
-    {
-        return Err(Error::bad_arguments(format!(
-            "{PROCEDURE}: table {} has no partition spec with id {id}",
-            target.table_name
-        )));
-    }
-    let target_bytes = target_size(options.target_manifest_size_bytes, metadata.properties())?;
-    let below_threshold = options
-        .min_manifest_count
-        .is_some_and(|min| list.len() as u64 <= min);
-    let selection = if below_threshold {
-        Selection {
-            verdicts: vec![
-                ManifestVerdict::Keep(super::decide::KeepReason::BelowMinCount);
-                list.len()
-            ],
-            groups: Vec::new(),
-        }
-    } else {
-        select(list, options.spec_id, target_bytes)
-    };
-    if selection.is_noop() {
-        let mut outcome = noop(options);
-        if explain {
-            outcome.explain = Some(explain_rows(list, &selection, &[], target_bytes));
-        }
-        return Ok(Planned::Done(outcome));
-    }
-    let manifests = read_manifests(target, list, &selection).await?;
-    let outputs = regroup(list, &selection, &manifests);
-    if explain || options.dry_run {
-        let planned: Vec<PlannedManifest> = outputs.iter().map(|o| o.planned.clone()).collect();
-        let mut outcome = noop(options);
-        if explain {
-            outcome.explain = Some(explain_rows(list, &selection, &planned, target_bytes));
-        } else {
-            outcome.metrics.rewritten_manifests_count = selection.rewritten_count() as i64;
-            outcome.metrics.added_manifests_count = planned.len() as i64;
-        }
-        return Ok(Planned::Done(outcome));
-    }
-    target.progress.begin_writes()?;
-    let written = write_outputs(target, metadata, list, &selection, &manifests, &outputs).await?;
-    Ok(Planned::Write(written))
-}
-
-/// The manifests of the rewritten groups, read whole, inherited fields made explicit (seed
-/// 001's rule): `None` for the manifests that are kept.
-async fn read_manifests(
-    target: &MaintenanceTarget,
-    list: &[ManifestFile],
-    selection: &Selection,
-) -> Result<Vec<Option<Manifest>>> {
-    let wanted: Vec<usize> = selection
-        .groups
-        .iter()
-        .flat_map(|g| g.manifests.iter().copied())
-        .collect();
-    target
-        .progress
-        .phase(Phase::ReadingManifests, Some(wanted.len()))?;
-    let io = &target.io;
-    let concurrency = target.settings.metadata_read_concurrency();
-    let mut out: Vec<Option<Manifest>> = vec![None; list.len()];
-    let mut reads = futures::stream::iter(wanted)
-        .map(|i| async move {
-            let m = &list[i];
-            let bytes = io.read_immutable(&m.manifest_path, m.length()).await?;
-            let mut manifest = read_manifest(&bytes, &m.manifest_path)?;
-            inherit(&mut manifest.entries, m);
-            Ok::<_, Error>((i, bytes.len(), manifest))
-        })
-        .buffer_unordered(concurrency)
-        .boxed();
-    while let Some((i, len, manifest)) = reads.try_next().await? {
-        target.progress.advance(1, len as u64);
-        out[i] = Some(manifest);
-    }
-    Ok(out)
 }

@@ -5,9 +5,10 @@
 use super::decide::{ManifestVerdict, Selection};
 use crate::iceberg::manifest_list::ManifestFile;
 use crate::iceberg::spec::ManifestContent;
+use crate::maintain::report::{Cell, ColumnDef, ExplainRow, column};
 
 /// One row of the plan.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct RewriteManifestsExplainRow {
     /// `manifest` (of the current snapshot) or `new_manifest`.
     pub kind: String,
@@ -23,6 +24,32 @@ pub struct RewriteManifestsExplainRow {
     pub entries: i64,
     /// The manifest's length; for a new manifest, the estimate.
     pub bytes: i64,
+}
+
+impl ExplainRow for RewriteManifestsExplainRow {
+    const COLUMNS: &'static [ColumnDef] = &[
+        column("kind", "String"),
+        column("path", "String"),
+        column("spec_id", "Int64"),
+        column("content", "String"),
+        column("decision", "String"),
+        column("reason", "String"),
+        column("entries", "Int64"),
+        column("bytes", "Int64"),
+    ];
+
+    fn into_cells(self) -> Vec<Cell> {
+        vec![
+            Cell::Text(self.kind),
+            Cell::Text(self.path),
+            Cell::Int(self.spec_id),
+            Cell::Text(self.content),
+            Cell::Text(self.decision),
+            Cell::Text(self.reason),
+            Cell::Int(self.entries),
+            Cell::Int(self.bytes),
+        ]
+    }
 }
 
 /// A new manifest as planned.

@@ -51,9 +51,10 @@ pub mod decide;
 pub mod execute;
 pub mod explain;
 pub mod metrics;
+mod plan;
 pub mod reuse;
 mod write;
 
-pub use execute::{RewriteManifestsOutcome, execute};
+pub use execute::{RewriteManifests, RewriteManifestsOutcome};
 pub use explain::RewriteManifestsExplainRow;
 pub use metrics::RewriteManifestsMetrics;
