@@ -37,7 +37,7 @@ const RULES: &[(&[&str], &[&str])] = &[
         &["generate"],
         &["crate::engine", "crate::maintain", "crate::shell"],
     ),
-    (&["settings.rs"], &["crate::sql"]),
+    (&["settings"], &["crate::sql"]),
     (
         &[
             "progress.rs",

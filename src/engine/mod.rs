@@ -23,7 +23,7 @@ pub use api::{Table, Timestamp};
 pub use api_procedures::{ExpireSnapshots, RemoveOrphanFiles, RewriteDataFiles, RewriteManifests};
 pub use api_snapshots::{AlterRefs, ManageSnapshots};
 pub use result::{Metrics, QueryResult};
-pub use session::{DEFAULT_DATABASE, Engine, EngineBuilder, Session, handles};
+pub use session::{DEFAULT_DATABASE, Engine, EngineBuilder, KnownNames, Session, handles};
 
 #[cfg(test)]
 mod tests {

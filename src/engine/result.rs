@@ -41,6 +41,15 @@ impl QueryResult {
         self.columns.is_empty()
     }
 
+    /// How many of the procedure's planned deletes failed, when its metrics count them
+    /// (`failed_deletions_count` of `remove_orphan_files`); 0 otherwise.
+    pub fn failed_deletions(&self) -> i64 {
+        match &self.metrics {
+            Some(Metrics::Orphans(m)) => m.failed_deletions_count,
+            _ => 0,
+        }
+    }
+
     /// The `metric_name / metric_value` result of a procedure.
     pub fn from_metrics(metrics: Metrics) -> Self {
         let rows = metrics

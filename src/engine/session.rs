@@ -46,6 +46,7 @@ use crate::sql::{
 };
 
 mod databases;
+pub use databases::KnownNames;
 mod dispatch;
 mod table_statements;
 

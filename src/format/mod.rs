@@ -1,11 +1,18 @@
 //! Output formats: how a result (columns and rows) is printed, exactly as ClickHouse prints it.
-//! `TabSeparated` is the default for scripts, `PrettyCompact` for a terminal.
+//! `TabSeparated` is the default for scripts, `PrettyCompact` for a terminal. Pretty formats fall
+//! back to Vertical for a few wide rows ([`VerticalFallback`]) and show paths relative to their
+//! folder ([`relative_to_location`]); the shell applies both.
 
+pub(crate) mod name_hints;
 mod pretty;
+mod relative_paths;
 mod text;
 mod value;
+mod vertical_fallback;
 
+pub use relative_paths::relative_to_location;
 pub use value::{Column, Value};
+pub use vertical_fallback::VerticalFallback;
 
 use crate::error::{Error, ErrorKind, Result};
 
@@ -22,11 +29,12 @@ pub enum OutputFormat {
     JsonEachRow,
     Json,
     Vertical,
+    Markdown,
 }
 
 impl OutputFormat {
     /// Every format with its canonical name.
-    pub const ALL: [(OutputFormat, &'static str); 9] = [
+    pub const ALL: [(OutputFormat, &'static str); 10] = [
         (OutputFormat::PrettyCompact, "PrettyCompact"),
         (OutputFormat::Pretty, "Pretty"),
         (OutputFormat::TabSeparated, "TabSeparated"),
@@ -36,20 +44,38 @@ impl OutputFormat {
         (OutputFormat::JsonEachRow, "JSONEachRow"),
         (OutputFormat::Json, "JSON"),
         (OutputFormat::Vertical, "Vertical"),
+        (OutputFormat::Markdown, "Markdown"),
     ];
 
-    /// Look a format up by name, ignoring case; `TSV` and `TSVWithNames` are aliases.
+    /// Other names ClickHouse accepts for these formats.
+    const ALIASES: [(&'static str, OutputFormat); 3] = [
+        ("TSV", OutputFormat::TabSeparated),
+        ("TSVWithNames", OutputFormat::TabSeparatedWithNames),
+        ("MD", OutputFormat::Markdown),
+    ];
+
+    /// Look a format up by name, ignoring case; `TSV`, `TSVWithNames` and `MD` are aliases. An
+    /// unknown name is ClickHouse's `Unknown format X. Maybe you meant: [...]` (`UNKNOWN_FORMAT`),
+    /// the hints chosen as ClickHouse chooses them among the names and aliases.
     pub fn from_name(name: &str) -> Result<Self> {
-        let alias = match name.to_ascii_lowercase().as_str() {
-            "tsv" => "TabSeparated",
-            "tsvwithnames" => "TabSeparatedWithNames",
-            _ => name,
-        };
-        Self::ALL
+        let known = Self::ALL.iter().map(|(f, n)| (*n, *f)).chain(Self::ALIASES);
+        for (known_name, format) in known {
+            if known_name.eq_ignore_ascii_case(name) {
+                return Ok(format);
+            }
+        }
+        let names = Self::ALL
             .iter()
-            .find(|(_, n)| n.eq_ignore_ascii_case(alias))
-            .map(|(f, _)| *f)
-            .ok_or_else(|| Error::new(ErrorKind::UnknownFormat, format!("Unknown format {name}")))
+            .map(|(_, n)| *n)
+            .chain(Self::ALIASES.iter().map(|(n, _)| *n));
+        let hints = name_hints::hints(name, names);
+        Err(Error::new(
+            ErrorKind::UnknownFormat,
+            format!(
+                "Unknown format {name}{}",
+                name_hints::maybe_you_meant(&hints)
+            ),
+        ))
     }
 
     /// The canonical name.
@@ -78,6 +104,7 @@ impl OutputFormat {
             OutputFormat::JsonEachRow => text::json_each_row(columns, rows),
             OutputFormat::Json => text::json_document(columns, rows, elapsed_seconds),
             OutputFormat::Vertical => text::vertical(columns, rows),
+            OutputFormat::Markdown => text::markdown(columns, rows),
         }
     }
 }
@@ -158,6 +185,31 @@ mod tests {
         );
     }
 
+    /// As chdb prints `SELECT 1 a, 'x|y' b, NULL c, 'p\nq' d ... FORMAT Markdown`: numbers
+    /// right-aligned by type, text with TabSeparated's escaping, `|` as it is.
+    #[test]
+    fn markdown_as_clickhouse() {
+        let columns = vec![
+            Column::new("a", "UInt8"),
+            Column::new("b", "String"),
+            Column::new("c", "Nullable(Int8)"),
+            Column::new("d", "String"),
+        ];
+        let rows = vec![
+            vec![Value::UInt(1), "x|y".into(), Value::Null, "p\nq".into()],
+            vec![Value::UInt(22), "z".into(), Value::Int(3), "r".into()],
+        ];
+        assert_eq!(
+            OutputFormat::Markdown.render(&columns, &rows, 0.0),
+            "| a | b | c | d |\n|-:|:-|-:|:-|\n| 1 | x|y | \\N | p\\nq |\n| 22 | z | 3 | r |\n"
+        );
+        assert_eq!(
+            OutputFormat::Markdown.render(&columns[..1], &[], 0.0),
+            "| a |\n|-:|\n",
+            "no rows: the header alone"
+        );
+    }
+
     #[test]
     fn names_and_aliases() {
         assert_eq!(
@@ -170,6 +222,25 @@ mod tests {
         );
         let err = OutputFormat::from_name("Parquet").unwrap_err();
         assert_eq!(err.kind(), ErrorKind::UnknownFormat);
+        assert_eq!(
+            err.to_string(),
+            "Code: 73. DB::Exception: Unknown format Parquet. (UNKNOWN_FORMAT)"
+        );
+        assert_eq!(
+            OutputFormat::from_name("Markdwn").unwrap_err().to_string(),
+            "Code: 73. DB::Exception: Unknown format Markdwn. Maybe you meant: ['Markdown']. \
+             (UNKNOWN_FORMAT)"
+        );
+        assert_eq!(
+            OutputFormat::from_name("CSVWithName")
+                .unwrap_err()
+                .message(),
+            "Unknown format CSVWithName. Maybe you meant: ['CSVWithNames','TSVWithNames']"
+        );
+        assert_eq!(
+            OutputFormat::from_name("md").ok(),
+            Some(OutputFormat::Markdown)
+        );
         for (f, n) in OutputFormat::ALL {
             assert_eq!(OutputFormat::from_name(n).ok(), Some(f));
         }

@@ -1,5 +1,5 @@
 //! ClickHouse's text formats: TabSeparated (+WithNames), CSV (+WithNames), JSONEachRow, JSON and
-//! Vertical, with ClickHouse's escaping (checked against ClickHouse 26.9 output).
+//! Vertical and Markdown, with ClickHouse's escaping (checked against ClickHouse 26.9 output).
 
 use super::value::{Column, Value};
 
@@ -153,4 +153,40 @@ pub fn vertical(columns: &[Column], rows: &[Vec<Value>]) -> String {
         blocks.push(block);
     }
     blocks.join("\n")
+}
+
+/// ClickHouse's Markdown table: a header row, an alignment row (`-:` for numeric column types,
+/// `:-` for the others), then one row per line with TabSeparated's escaping (`|` is not escaped,
+/// as ClickHouse leaves it).
+pub fn markdown(columns: &[Column], rows: &[Vec<Value>]) -> String {
+    let line = |cells: Vec<String>| format!("| {} |\n", cells.join(" | "));
+    let mut out = line(columns.iter().map(|c| c.name.clone()).collect());
+    let aligns: Vec<&str> = columns
+        .iter()
+        .map(|c| {
+            if is_numeric_type(&c.type_name) {
+                "-:"
+            } else {
+                ":-"
+            }
+        })
+        .collect();
+    out.push_str(&format!("|{}|\n", aligns.join("|")));
+    for row in rows {
+        out.push_str(&line(row.iter().map(tsv_field).collect()));
+    }
+    out
+}
+
+/// Whether a ClickHouse type name is a number type (inside `Nullable(…)` or `LowCardinality(…)`).
+fn is_numeric_type(type_name: &str) -> bool {
+    let mut inner = type_name;
+    for wrapper in ["LowCardinality(", "Nullable("] {
+        if let Some(rest) = inner.strip_prefix(wrapper) {
+            inner = rest;
+        }
+    }
+    ["Int", "UInt", "Float", "Decimal"]
+        .iter()
+        .any(|prefix| inner.starts_with(prefix))
 }

@@ -34,14 +34,17 @@ Examples:
   icetrim --demo                            build a demo table and run the maintenance SQL on it
   icetrim                                   interactive shell (on a terminal)
   icetrim < maintenance.sql                 run a script, results as TabSeparated
+  icetrim --queries-file a.sql --queries-file b.sql --echo   run files in order, echo statements
   icetrim --path ~/.icetrim -q \"CREATE TABLE t ENGINE = IcebergLocal('/data/t')\"
   icetrim --path ~/.icetrim -q \"ALTER TABLE t EXECUTE expire_snapshots(retention_period = '7d', dry_run = 1)\" -f PrettyCompact
-  icetrim -n < script.sql                   go on after errors (--ignore-error)
+  icetrim --ignore-error < script.sql       go on after errors
+  icetrim -d lake -q \"SHOW TABLES\"          start in database lake
   icetrim --param_keep=5 -q \"ALTER TABLE t EXECUTE expire_snapshots(retain_last = {keep:UInt64})\"
   icetrim --max_query_size=1048576 < big.sql  any session setting, as --<name>=<value>
 
 Exit status: 0 on success; after an error (a command-line mistake too), its ClickHouse code
-modulo 256 (1 if that is 0).";
+modulo 256 (1 if that is 0); a procedure whose planned deletes partly failed ends with
+CANNOT_UNLINK (202) unless iceberg_error_on_failed_deletions = 0.";
 
 /// A ClickHouse-style SQL procedure engine that keeps Apache Iceberg tables lean.
 #[derive(Debug, Clone, Parser)]
@@ -51,8 +54,26 @@ pub struct Args {
     #[arg(short, long)]
     pub query: Option<String>,
 
-    /// Output format of results without a FORMAT clause (default: TabSeparated in scripts,
-    /// PrettyCompact in the interactive shell).
+    /// Run the statements of FILE instead of reading standard input; repeat it (or name several
+    /// files) to run files in order.
+    #[arg(long = "queries-file", value_name = "FILE", num_args = 1.., conflicts_with = "query")]
+    pub queries_files: Vec<PathBuf>,
+
+    /// Start in database NAME (as `USE NAME` would).
+    #[arg(short, long, value_name = "NAME")]
+    pub database: Option<String>,
+
+    /// Print each statement before its result (scripts, `-q`, `--queries-file`).
+    #[arg(long)]
+    pub echo: bool,
+
+    /// clickhouse-client's `--multiquery`: accepted, no effect (statements separated by `;`
+    /// always run).
+    #[arg(short = 'n', long)]
+    pub multiquery: bool,
+
+    /// Output format of results without a FORMAT clause (default: PrettyCompact when standard
+    /// output is a terminal, TabSeparated otherwise).
     #[arg(short, long, value_name = "NAME")]
     pub format: Option<String>,
 
@@ -64,8 +85,8 @@ pub struct Args {
     #[arg(short, long)]
     pub time: bool,
 
-    /// Go on with the next statement after an error.
-    #[arg(short = 'n', long)]
+    /// Go on with the next statement after an error (the exit status is the last error's).
+    #[arg(long)]
     pub ignore_error: bool,
 
     /// Show progress bars on standard error while a procedure runs, when it is a terminal
@@ -266,12 +287,16 @@ mod tests {
             "--path",
             "/tmp/p",
             "--time",
-            "-n",
+            "--ignore-error",
+            "-d",
+            "lake",
+            "--echo",
         ])
         .unwrap();
         assert_eq!(args.query.as_deref(), Some("SHOW TABLES"));
         assert_eq!(args.format.as_deref(), Some("JSON"));
-        assert!(args.time && args.ignore_error);
+        assert_eq!(args.database.as_deref(), Some("lake"));
+        assert!(args.time && args.ignore_error && args.echo && !args.multiquery);
         assert!(!args.show_progress(false) && args.show_progress(true));
         let args = Args::try_parse_from(["icetrim", "--no-progress", "--progress"]).unwrap();
         assert!(args.show_progress(false));
@@ -287,7 +312,7 @@ mod tests {
             args.params,
             [("a".into(), "x=y".into()), ("b".into(), "2".into())]
         );
-        assert!(args.ignore_error);
+        assert!(args.multiquery && !args.ignore_error, "-n is --multiquery");
         let error = |line: &[&str]| match Args::parse_with_params(line.iter().copied()) {
             Err(ArgsError::Invalid(e)) => (e.kind(), e.message().to_string()),
             other => panic!("{line:?}: {other:?}"),
@@ -314,6 +339,35 @@ mod tests {
             args.params,
             [("n".into(), "-5".into()), ("f".into(), "-.5".into())]
         );
+    }
+
+    /// `--queries-file` repeats or takes several files, in order; it cannot go with `-q`.
+    #[test]
+    fn queries_files_in_order() {
+        let args = Args::parse_with_params([
+            "icetrim",
+            "--queries-file",
+            "a.sql",
+            "--queries-file=b.sql",
+            "--queries-file",
+            "c.sql",
+            "d.sql",
+            "--multiquery",
+        ])
+        .unwrap();
+        let names: Vec<_> = args
+            .queries_files
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect();
+        assert_eq!(names, ["a.sql", "b.sql", "c.sql", "d.sql"]);
+        match Args::parse_with_params(["icetrim", "-q", "SELECT 1", "--queries-file", "a.sql"]) {
+            Err(ArgsError::Invalid(e)) => {
+                assert_eq!(e.kind(), crate::ErrorKind::BadArguments);
+                assert!(e.message().contains("cannot be used with"), "{e}");
+            }
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]

@@ -3,7 +3,9 @@
 //! retention, a tag, a staged snapshot, a statistics file and a few old stray files), then runs the
 //! maintenance SQL a user would run on it (expiry, compaction, manifest rewrite, a tag, orphan
 //! removal), printing each statement and its rows. The data files are real Parquet with rows, so
-//! `OPTIMIZE TABLE` rewrites them.
+//! `OPTIMIZE TABLE` rewrites them. It ends with what to try next on the same table. Piped to a
+//! file (standard output not a terminal) its default format is TabSeparatedWithNames: the column
+//! names stay with the rows, and a file gets no frame-drawing characters to grep through.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -34,6 +36,13 @@ pub const DEMO_SQL: &[&str] = &[
     "EXPLAIN ALTER TABLE events EXECUTE remove_orphan_files()",
     "ALTER TABLE events EXECUTE remove_orphan_files()",
     "ALTER TABLE events EXECUTE remove_orphan_files()",
+];
+
+/// What the demo suggests trying next; `{TABLE}` is the demo table's folder.
+pub const NEXT_STEPS: &[&str] = &[
+    "icetrim -q \"CREATE TABLE events ENGINE = IcebergLocal('{TABLE}'); SELECT snapshot_id, operation, refs FROM system.iceberg_snapshots\"",
+    "icetrim -q \"CREATE TABLE events ENGINE = IcebergLocal('{TABLE}'); EXPLAIN ALTER TABLE events EXECUTE expire_snapshots(retain_last = 1, retention_period = '0s')\"",
+    "icetrim --path ~/.icetrim -q \"CREATE TABLE events ENGINE = IcebergLocal('{TABLE}')\"   then: icetrim --path ~/.icetrim   (the shell; type help)",
 ];
 
 /// Why the demo stopped.
@@ -92,12 +101,16 @@ pub async fn run(out: &mut Output, format: OutputFormat) -> Result<(), DemoFailu
                 &result,
                 result.format.unwrap_or(format),
                 started.elapsed().as_secs_f64(),
+                super::output::layout(session.settings()),
             )?;
         }
         out.print("\n")?;
     }
     out.print(&format!(
-        "-- The demo table stays in {location}; delete it when done.\n"
+        "-- The demo table stays in {location}; delete it when done.\n-- Try next:\n"
     ))?;
+    for step in NEXT_STEPS {
+        out.print(&format!("--   {}\n", step.replace("{TABLE}", &location)))?;
+    }
     Ok(())
 }

@@ -2,17 +2,26 @@
 //! the interactive shell (standard input on a terminal).
 //!
 //! Exit status: 0 on success; after an error, its ClickHouse code modulo 256 as clickhouse-client
-//! does (1 when that would be 0); with `--ignore-error`, the last error's. A closed standard output
-//! (`| head`) ends the program quietly with 0. Command-line mistakes are ClickHouse errors too
-//! ([`args`]: `UNRECOGNIZED_ARGUMENTS`, `BAD_ARGUMENTS`) under the same rule; `--help` and
-//! `--version` print and exit with 0.
+//! does (1 when that would be 0); with `--ignore-error`, the last error's. A procedure whose
+//! planned deletes partly failed prints its rows and then fails with `CANNOT_UNLINK` (458, exit
+//! status 202) unless `iceberg_error_on_failed_deletions = 0` ([`failed_deletions_error`]). A
+//! closed standard output (`| head`) ends the program quietly with 0. Command-line mistakes are
+//! ClickHouse errors too ([`args`]: `UNRECOGNIZED_ARGUMENTS`, `BAD_ARGUMENTS`) under the same
+//! rule; `--help` and `--version` print and exit with 0.
+//!
+//! Results without a `FORMAT` clause print as PrettyCompact when standard output is a terminal
+//! (the interactive shell, `-q`, a script), as TabSeparated otherwise, as clickhouse-client
+//! prints them.
 
 pub mod args;
+pub mod completion;
 pub mod demo;
+pub mod history;
 pub mod interactive;
 pub mod output;
 pub mod progress_bar;
 pub mod script;
+pub mod statements;
 
 use std::io::{IsTerminal, Read};
 use std::path::PathBuf;
@@ -21,9 +30,11 @@ use std::process::ExitCode;
 pub use args::Args;
 use output::{Output, OutputError};
 
-use crate::engine::Engine;
+use crate::engine::{Engine, QueryResult, Session};
 use crate::error::{Error, ErrorKind};
 use crate::format::OutputFormat;
+use crate::settings::Settings;
+use statements::ShellStatement;
 
 /// The binary's `main`: parses the command line, runs, and turns the outcome into the exit status.
 pub fn main() -> ExitCode {
@@ -60,6 +71,35 @@ pub fn exit_code(error: &Error) -> u8 {
         Ok(0) | Err(_) => 1,
         Ok(code) => code,
     }
+}
+
+/// The error that ends a procedure whose planned deletes partly failed (its rows printed first),
+/// unless the session's `iceberg_error_on_failed_deletions` is 0: then its warning is all.
+pub fn failed_deletions_error(result: &QueryResult, settings: &Settings) -> Option<Error> {
+    let failed = result.failed_deletions();
+    if failed <= 0 || !settings.get_bool("iceberg_error_on_failed_deletions") {
+        return None;
+    }
+    Some(Error::new(
+        ErrorKind::CannotUnlink,
+        format!(
+            "{failed} of the planned deletions failed (the warning above names them). \
+             SET iceberg_error_on_failed_deletions = 0 to only warn"
+        ),
+    ))
+}
+
+/// The format a statement's result prints in: Vertical after `\G`, else its `FORMAT` clause's,
+/// else `default`.
+pub fn result_format(
+    result: &QueryResult,
+    statement: &ShellStatement<'_>,
+    default: OutputFormat,
+) -> OutputFormat {
+    if statement.vertical {
+        return OutputFormat::Vertical;
+    }
+    result.format.unwrap_or(default)
 }
 
 /// Why the program stops early.
@@ -99,18 +139,23 @@ fn try_main(args: &Args, out: &mut Output) -> Result<u8, Failure> {
         .as_deref()
         .map(OutputFormat::from_name)
         .transpose()?;
+    let terminal_default = if std::io::stdout().is_terminal() {
+        OutputFormat::PrettyCompact
+    } else {
+        OutputFormat::TabSeparated
+    };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .max_blocking_threads(blocking_threads())
         .build()
         .map_err(|e| Error::logical(format!("Cannot start the async runtime: {e}")))?;
     if args.demo {
-        let format = format.unwrap_or(if std::io::stdout().is_terminal() {
-            OutputFormat::PrettyCompact
+        let piped = if terminal_default == OutputFormat::TabSeparated {
+            OutputFormat::TabSeparatedWithNames
         } else {
-            OutputFormat::TabSeparated
-        });
-        return match runtime.block_on(demo::run(out, format)) {
+            terminal_default
+        };
+        return match runtime.block_on(demo::run(out, format.unwrap_or(piped))) {
             Ok(()) => Ok(0),
             Err(demo::DemoFailure::Error(e)) => Err(Failure::Error(e)),
             Err(demo::DemoFailure::Output(e)) => Err(Failure::Output(e)),
@@ -128,7 +173,11 @@ fn try_main(args: &Args, out: &mut Output) -> Result<u8, Failure> {
     for (name, value) in &args.params {
         session.set_param(name, value);
     }
-    let interactive = args.query.is_none() && std::io::stdin().is_terminal();
+    if let Some(database) = &args.database {
+        use_database(&runtime, &mut session, database)?;
+    }
+    let scripted = args.query.is_some() || !args.queries_files.is_empty();
+    let interactive = !scripted && std::io::stdin().is_terminal();
     let progress = args.show_progress(interactive) && std::io::stderr().is_terminal();
     if progress {
         let bar = progress_bar::ProgressBar::new();
@@ -143,20 +192,62 @@ fn try_main(args: &Args, out: &mut Output) -> Result<u8, Failure> {
         };
         return Ok(interactive::run(&runtime, &mut session, &options, out)?);
     }
-    let stdin;
-    let sql = match &args.query {
-        Some(query) => query.as_str(),
-        None => {
-            stdin = read_stdin()?;
-            stdin.as_str()
-        }
-    };
     let options = script::ScriptOptions {
-        format: format.unwrap_or(OutputFormat::TabSeparated),
+        format: format.unwrap_or(terminal_default),
         time: args.time,
         ignore_error: args.ignore_error,
+        echo: args.echo,
+        located: None,
     };
-    Ok(script::run(&runtime, &mut session, sql, options, out)?)
+    if let Some(query) = &args.query {
+        return Ok(script::run(&runtime, &mut session, query, options, out)?);
+    }
+    if args.queries_files.is_empty() {
+        let sql = read_stdin()?;
+        let options = script::ScriptOptions {
+            located: Some(""),
+            ..options
+        };
+        return Ok(script::run(&runtime, &mut session, &sql, options, out)?);
+    }
+    let mut exit = 0;
+    for file in &args.queries_files {
+        let sql = read_queries_file(file)?;
+        let name = file.display().to_string();
+        let options = script::ScriptOptions {
+            located: Some(&name),
+            ..options
+        };
+        let code = script::run(&runtime, &mut session, &sql, options, out)?;
+        if code != 0 {
+            exit = code;
+            if !args.ignore_error {
+                break;
+            }
+        }
+    }
+    Ok(exit)
+}
+
+/// `-d NAME`: the session starts in database `NAME`, as `USE NAME` would (an unknown one is
+/// `UNKNOWN_DATABASE`).
+fn use_database(
+    runtime: &tokio::runtime::Runtime,
+    session: &mut Session,
+    name: &str,
+) -> Result<(), Error> {
+    let quoted = format!("`{}`", name.replace('\\', "\\\\").replace('`', "\\`"));
+    runtime.block_on(session.execute_one(&format!("USE {quoted}"), 1))?;
+    Ok(())
+}
+
+fn read_queries_file(file: &std::path::Path) -> Result<String, Error> {
+    std::fs::read_to_string(file).map_err(|e| {
+        Error::new(
+            ErrorKind::CannotOpenFile,
+            format!("Cannot open queries file {}: {e}", file.display()),
+        )
+    })
 }
 
 fn read_stdin() -> Result<String, Error> {
@@ -177,6 +268,36 @@ fn default_history_file() -> Option<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn failed_deletions_fail_unless_the_setting_says_warn() {
+        use crate::engine::Metrics;
+        use crate::maintain::OrphanMetrics;
+        let failed = |n: i64| {
+            QueryResult::from_metrics(Metrics::Orphans(OrphanMetrics {
+                failed_deletions_count: n,
+                ..Default::default()
+            }))
+        };
+        let mut settings = Settings::new();
+        let error = failed_deletions_error(&failed(3), &settings).expect("an error");
+        assert_eq!(error.kind(), ErrorKind::CannotUnlink);
+        assert_eq!(exit_code(&error), 202);
+        assert!(
+            error
+                .message()
+                .starts_with("3 of the planned deletions failed")
+        );
+        assert!(failed_deletions_error(&failed(0), &settings).is_none());
+        assert!(failed_deletions_error(&QueryResult::empty(), &settings).is_none());
+        settings
+            .set(
+                "iceberg_error_on_failed_deletions",
+                &crate::literal::Literal::Bool(false),
+            )
+            .unwrap();
+        assert!(failed_deletions_error(&failed(3), &settings).is_none());
+    }
 
     #[test]
     fn exit_codes_are_clickhouse_codes_modulo_256() {

@@ -1,7 +1,11 @@
 //! Writing results and errors: standard output through a handle whose broken pipe ends the
 //! program quietly, errors on standard error (red on a colour terminal unless `NO_COLOR`). A
-//! progress bar, when one is attached, is cleared before anything is written.
+//! progress bar, when one is attached, is cleared before anything is written. Pretty results fall
+//! back to Vertical by the session's `output_format_pretty_fallback_to_vertical*` settings and
+//! show paths relative to their location, printed once above them
+//! ([`crate::format::relative_to_location`] has the rule).
 
+use std::borrow::Cow;
 use std::io::{self, IsTerminal, Write};
 use std::sync::Arc;
 
@@ -9,7 +13,19 @@ use super::progress_bar::ProgressBar;
 
 use crate::engine::QueryResult;
 use crate::error::Error;
-use crate::format::OutputFormat;
+use crate::format::{OutputFormat, VerticalFallback, relative_to_location};
+use crate::settings::Settings;
+
+/// The Vertical fallback the session's settings ask for.
+pub fn layout(settings: &Settings) -> VerticalFallback {
+    VerticalFallback {
+        enabled: settings.get_bool("output_format_pretty_fallback_to_vertical"),
+        max_rows: settings.get_uint("output_format_pretty_fallback_to_vertical_max_rows_per_chunk"),
+        min_columns: settings.get_uint("output_format_pretty_fallback_to_vertical_min_columns"),
+        min_table_width: settings
+            .get_uint("output_format_pretty_fallback_to_vertical_min_table_width"),
+    }
+}
 
 /// Why output stopped.
 #[derive(Debug)]
@@ -77,12 +93,14 @@ impl Output {
         Ok(())
     }
 
-    /// Writes a result in `format` (nothing for a statement without a result set).
+    /// Writes a result in `format` (nothing for a statement without a result set); a Pretty
+    /// format as Vertical when `fallback` applies, with paths relative to their location.
     pub fn print_result(
         &mut self,
         result: &QueryResult,
         format: OutputFormat,
         elapsed_seconds: f64,
+        fallback: VerticalFallback,
     ) -> Result<(), OutputError> {
         for warning in &result.warnings {
             self.note(&format!("Warning: {warning}"));
@@ -93,7 +111,24 @@ impl Output {
         if result.is_empty_set() || (pretty && result.rows.is_empty()) {
             return Ok(());
         }
-        self.print(&format.render(&result.columns, &result.rows, elapsed_seconds))
+        if !pretty {
+            return self.print(&format.render(&result.columns, &result.rows, elapsed_seconds));
+        }
+        let (location, rows) = match relative_to_location(&result.columns, &result.rows) {
+            Some((location, rows)) => (Some(location), Cow::Owned(rows)),
+            None => (None, Cow::Borrowed(result.rows.as_slice())),
+        };
+        let format = if fallback.applies(&result.columns, &rows) {
+            OutputFormat::Vertical
+        } else {
+            format
+        };
+        let mut text = String::new();
+        if let Some(location) = location {
+            text.push_str(&format!("Paths relative to {location}\n"));
+        }
+        text.push_str(&format.render(&result.columns, &rows, elapsed_seconds));
+        self.print(&text)
     }
 
     /// Writes an error as ClickHouse does: `Code: N. DB::Exception: …. (NAME)`.

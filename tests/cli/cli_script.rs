@@ -58,7 +58,8 @@ fn first_error_stops_the_script_with_its_code() {
     let output = run(&[], &format!("{CREATE} SET nope = 1; SHOW TABLES;"));
     assert_eq!(
         stderr(&output),
-        "Code: 115. DB::Exception: Unknown setting 'nope'. (UNKNOWN_SETTING)\n"
+        "Code: 115. DB::Exception: Unknown setting 'nope'. (UNKNOWN_SETTING)\n\
+         (at line 1: SET nope = 1)\n"
     );
     assert_eq!(
         stdout(&output),
@@ -154,11 +155,20 @@ fn ignore_error_goes_on_and_reports_the_last_error() {
     );
     assert_eq!(stdout(&output), "t\n");
     let err = stderr(&output);
-    assert_eq!(err.lines().count(), 2, "{err}");
+    assert_eq!(
+        err.lines().count(),
+        4,
+        "each error and its statement's line: {err}"
+    );
     assert!(err.contains("(UNKNOWN_SETTING)") && err.contains("(UNKNOWN_DATABASE)"));
     assert_eq!(output.status.code(), Some(81));
     let output = run(&["-n"], "SET nope = 1; SHOW TABLES");
     assert_eq!(output.status.code(), Some(115));
+    assert_eq!(
+        stdout(&output),
+        "",
+        "-n is --multiquery: it stops at the error"
+    );
 }
 
 #[test]

@@ -230,8 +230,9 @@ fn signature(sas: &str) -> String {
     sas.split("sig=").nth(1).expect("a signature").to_string()
 }
 
-/// Script mode (`icetrim -n --path <dir>`, statements piped in): standard output and error hold
-/// every expected result and error, and no secret.
+/// Script mode (`icetrim --ignore-error --path <dir>`, statements piped in): standard output and
+/// error (each error's statement line too) hold every expected result and error, and no secret;
+/// with `--echo`, the echoed statements hold none either.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_url_secret_in_output_errors_or_path_files() {
     let folder = azure_table().await;
@@ -241,7 +242,11 @@ async fn no_url_secret_in_output_errors_or_path_files() {
     let script: Vec<(String, String)> = statements(&folder, &sas);
     let input: String = script.iter().map(|(sql, _)| format!("{sql}\n")).collect();
     let output = run(
-        &["-n", "--path", path.path().to_str().expect("UTF-8")],
+        &[
+            "--ignore-error",
+            "--path",
+            path.path().to_str().expect("UTF-8"),
+        ],
         &input,
     );
     let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
@@ -272,6 +277,15 @@ async fn no_url_secret_in_output_errors_or_path_files() {
     let secrets = [REFUSED, FORGED, sig.as_str(), AZURE_EMULATOR_KEY];
     assert_absent("standard output", &stdout, &secrets);
     assert_absent("standard error", &stderr, &secrets);
+    let echoed = run(&["--ignore-error", "--echo"], &input);
+    let echoed_out = String::from_utf8_lossy(&echoed.stdout);
+    assert!(echoed_out.contains("[HIDDEN]"), "{echoed_out}");
+    assert_absent("echoed statements", &echoed_out, &secrets);
+    assert_absent(
+        "standard error with --echo",
+        &String::from_utf8_lossy(&echoed.stderr),
+        &secrets,
+    );
     check_path_files(
         path.path(),
         &[REFUSED],

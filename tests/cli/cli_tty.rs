@@ -34,6 +34,11 @@ impl Pane {
     /// [`start_with`](Self::start_with) in a window `columns` wide. `COLUMNS` is taken out of the
     /// environment: the shell must ask the terminal.
     fn start_sized(color: bool, flags: &str, columns: usize) -> Pane {
+        Pane::start_until(color, flags, columns, "icetrim (default) :) ")
+    }
+
+    /// Starts icetrim with `flags` (not necessarily the shell) and waits until `ready` shows.
+    pub(super) fn start_until(color: bool, flags: &str, columns: usize, ready: &str) -> Pane {
         let id = format!(
             "icetrim-tty-{}-{}",
             std::process::id(),
@@ -63,7 +68,7 @@ impl Pane {
             "-c",
             &command,
         ]);
-        pane.wait_for("icetrim (default) :) ", 1);
+        pane.wait_for(ready, 1);
         pane
     }
 
@@ -85,7 +90,7 @@ impl Pane {
 
     /// Types `text` literally. A `;` ending a tmux argument would separate tmux commands, so a
     /// trailing `;` is sent as its key code.
-    fn type_text(&self, text: &str) {
+    pub(super) fn type_text(&self, text: &str) {
         self.wait_for_empty_prompt();
         let (body, semicolon) = match text.strip_suffix(';') {
             Some(body) => (body, true),

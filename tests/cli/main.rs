@@ -5,10 +5,12 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod cli_habits;
 mod cli_limits;
 mod cli_script;
 mod cli_secrets;
 mod cli_tty;
+mod cli_tty_habits;
 mod compaction_killed;
 mod compaction_memory;
 mod embed_example;

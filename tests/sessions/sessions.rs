@@ -653,6 +653,7 @@ sessions! {
     gates => "gates.test",
     introspection => "introspection.test",
     orphans_clickhouse => "orphans_clickhouse.test",
+    output_formats => "output_formats.test",
     orphans_location => "orphans_location.test",
     orphans_metadata_files => "orphans_metadata_files.test",
     orphans_other_tables => "orphans_other_tables.test",

@@ -3,6 +3,7 @@
 //! `system.iceberg_*` tables.
 
 use super::*;
+use crate::sql::SystemTable;
 
 impl Session {
     pub(super) fn database_of(&self, name: &TableName) -> String {
@@ -131,5 +132,72 @@ impl Session {
         }
         let (columns, rows) = select_eval::evaluate(select, columns, rows)?;
         Ok(QueryResult::table(columns, rows))
+    }
+}
+
+/// The names a session knows, for completing them as the user types: never a storage or catalog
+/// request (the tables of a catalog database are not listed).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct KnownNames {
+    /// Databases: `default`, the current one, those holding a table, catalog databases.
+    pub databases: Vec<String>,
+    /// Registered tables as `(database, table)`.
+    pub tables: Vec<(String, String)>,
+    /// The `system` tables with their columns.
+    pub system_tables: Vec<(&'static str, Vec<String>)>,
+    /// Session settings.
+    pub settings: Vec<&'static str>,
+}
+
+impl Session {
+    /// The names this session knows (see [`KnownNames`]); reads the registry only.
+    ///
+    /// ```
+    /// use icetrim::engine::Engine;
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> icetrim::Result<()> {
+    /// let mut session = Engine::builder().build()?.session();
+    /// session.execute("CREATE TABLE db2.t ENGINE = IcebergLocal('/tmp/t')").await?;
+    /// let names = session.known_names().await;
+    /// assert!(names.tables.contains(&("db2".to_string(), "t".to_string())));
+    /// assert!(names.databases.contains(&"db2".to_string()));
+    /// assert!(names.system_tables.iter().any(|(t, _)| *t == "iceberg_refs"));
+    /// assert!(names.settings.contains(&"session_timezone"));
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn known_names(&self) -> KnownNames {
+        let registry = self.shared.registry.lock().await;
+        let mut databases = registry.table_databases();
+        databases.extend(registry.databases().map(|d| d.name.clone()));
+        databases.push(DEFAULT_DATABASE.to_string());
+        databases.push(self.database.clone());
+        databases.sort();
+        databases.dedup();
+        let mut tables: Vec<(String, String)> = registry
+            .all()
+            .map(|def| (def.database.clone(), def.name.clone()))
+            .collect();
+        tables.sort();
+        let system_tables = [
+            SystemTable::IcebergHistory,
+            SystemTable::IcebergSnapshots,
+            SystemTable::IcebergRefs,
+        ]
+        .into_iter()
+        .map(|table| {
+            let columns = crate::engine::introspect::columns(table);
+            (
+                table.as_str(),
+                columns.into_iter().map(|c| c.name).collect(),
+            )
+        })
+        .collect();
+        KnownNames {
+            databases,
+            tables,
+            system_tables,
+            settings: self.settings.definitions().iter().map(|d| d.name).collect(),
+        }
     }
 }
