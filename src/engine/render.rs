@@ -9,7 +9,11 @@ use crate::maintain::report::{Cell, Report, ReportBody, Reported};
 
 /// The statement result of a procedure's `outcome`.
 pub fn render(outcome: impl Reported) -> QueryResult {
-    let Report { body, warnings } = outcome.into_report();
+    let Report {
+        body,
+        warnings,
+        failed_deletions,
+    } = outcome.into_report();
     let mut result = match body {
         ReportBody::Explain { columns, rows } => QueryResult::table(
             columns
@@ -24,6 +28,7 @@ pub fn render(outcome: impl Reported) -> QueryResult {
         ReportBody::Nothing => QueryResult::empty(),
     };
     result.warnings = warnings;
+    result.failed_deletions = failed_deletions;
     result
 }
 

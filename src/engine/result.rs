@@ -17,6 +17,10 @@ pub struct QueryResult {
     pub warnings: Vec<String>,
     /// Typed metrics, for the maintenance procedures.
     pub metrics: Option<Metrics>,
+    /// How many of the procedure's planned deletes failed (`failed_deletions_count` of
+    /// `remove_orphan_files`; failed deletes of `expire_snapshots`, which ClickHouse's rows do
+    /// not count); 0 otherwise.
+    pub failed_deletions: i64,
     /// A `FORMAT` clause on the statement, if any.
     pub format: Option<OutputFormat>,
 }
@@ -39,15 +43,6 @@ impl QueryResult {
     /// True when the statement returns no table to print.
     pub fn is_empty_set(&self) -> bool {
         self.columns.is_empty()
-    }
-
-    /// How many of the procedure's planned deletes failed, when its metrics count them
-    /// (`failed_deletions_count` of `remove_orphan_files`); 0 otherwise.
-    pub fn failed_deletions(&self) -> i64 {
-        match &self.metrics {
-            Some(Metrics::Orphans(m)) => m.failed_deletions_count,
-            _ => 0,
-        }
     }
 
     /// The `metric_name / metric_value` result of a procedure.

@@ -93,6 +93,8 @@ pub struct Report {
     pub body: ReportBody,
     /// Things the user should know that did not fail the statement.
     pub warnings: Vec<String>,
+    /// Planned deletes that failed (the shell fails a script on them).
+    pub failed_deletions: i64,
 }
 
 impl Report {
@@ -109,7 +111,11 @@ impl Report {
             },
             None => otherwise,
         };
-        Report { body, warnings }
+        Report {
+            body,
+            warnings,
+            failed_deletions: 0,
+        }
     }
 }
 

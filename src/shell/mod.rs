@@ -76,7 +76,7 @@ pub fn exit_code(error: &Error) -> u8 {
 /// The error that ends a procedure whose planned deletes partly failed (its rows printed first),
 /// unless the session's `iceberg_error_on_failed_deletions` is 0: then its warning is all.
 pub fn failed_deletions_error(result: &QueryResult, settings: &Settings) -> Option<Error> {
-    let failed = result.failed_deletions();
+    let failed = result.failed_deletions;
     if failed <= 0 || !settings.get_bool("iceberg_error_on_failed_deletions") {
         return None;
     }
@@ -271,15 +271,24 @@ mod tests {
 
     #[test]
     fn failed_deletions_fail_unless_the_setting_says_warn() {
-        use crate::engine::Metrics;
-        use crate::maintain::OrphanMetrics;
+        use crate::engine::render::render;
+        use crate::maintain::{ExpireOutcome, OrphanMetrics, OrphanOutcome};
         let failed = |n: i64| {
-            QueryResult::from_metrics(Metrics::Orphans(OrphanMetrics {
-                failed_deletions_count: n,
+            render(OrphanOutcome {
+                metrics: OrphanMetrics {
+                    failed_deletions_count: n,
+                    ..Default::default()
+                },
                 ..Default::default()
-            }))
+            })
         };
         let mut settings = Settings::new();
+        // Expiry's failed deletes count too, though ClickHouse's rows have no place for them.
+        let expired = render(ExpireOutcome {
+            failed_deletions: 2,
+            ..Default::default()
+        });
+        assert!(failed_deletions_error(&expired, &settings).is_some());
         let error = failed_deletions_error(&failed(3), &settings).expect("an error");
         assert_eq!(error.kind(), ErrorKind::CannotUnlink);
         assert_eq!(exit_code(&error), 202);

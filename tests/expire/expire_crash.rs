@@ -122,6 +122,8 @@ async fn failed_deletes_warn_and_keep_the_manifests_naming_survivors() {
         "{warning}"
     );
     assert!(warning.contains("kept"), "{warning}");
+    // The shell ends a script with an error on it (the rows stay ClickHouse's).
+    assert_eq!(r.failed_deletions, 1);
     let done = counts(&r);
     assert_eq!(
         done[0] + done[1] + done[2],

@@ -38,12 +38,17 @@ pub struct ExpireOutcome {
     pub explain: Option<Vec<ExpireExplainRow>>,
     /// Things the user should know that did not fail the statement.
     pub warnings: Vec<String>,
+    /// Planned deletes that failed after the commit (each named in a warning; the files stay,
+    /// for `remove_orphan_files`). ClickHouse's metric rows have no place for it.
+    pub failed_deletions: i64,
 }
 
 impl Reported for ExpireOutcome {
     fn into_report(self) -> Report {
         let metrics = ReportBody::Metrics(Metrics::Expire(self.metrics));
-        Report::explain_or(self.explain, metrics, self.warnings)
+        let mut report = Report::explain_or(self.explain, metrics, self.warnings);
+        report.failed_deletions = self.failed_deletions;
+        report
     }
 }
 
@@ -394,7 +399,9 @@ impl Procedure for Expiry<'_> {
             warnings.extend(journal::remove(&target.io, &uri).await);
         }
         warnings.extend(target.progress.cancel_warning());
-        Ok(outcome(report.counts, false, warnings, &cleanup))
+        let mut done = outcome(report.counts, false, warnings, &cleanup);
+        done.failed_deletions = i64::try_from(report.failed.len()).unwrap_or(i64::MAX);
+        Ok(done)
     }
 
     async fn conflicted(&mut self, _kept: Vec<String>) {
@@ -564,6 +571,7 @@ fn outcome(
         metrics,
         explain: None,
         warnings,
+        failed_deletions: 0,
     }
 }
 

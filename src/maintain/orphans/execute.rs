@@ -30,8 +30,11 @@ pub struct OrphanOutcome {
 
 impl Reported for OrphanOutcome {
     fn into_report(self) -> Report {
+        let failed_deletions = self.metrics.failed_deletions_count;
         let metrics = ReportBody::Metrics(Metrics::Orphans(self.metrics));
-        Report::explain_or(self.explain, metrics, self.warnings)
+        let mut report = Report::explain_or(self.explain, metrics, self.warnings);
+        report.failed_deletions = failed_deletions;
+        report
     }
 }
 
