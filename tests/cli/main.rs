@@ -17,3 +17,4 @@ mod embed_example;
 mod engine_limits;
 mod engine_progress;
 mod engine_session;
+mod readme_tour;
