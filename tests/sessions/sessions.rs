@@ -621,6 +621,7 @@ sessions! {
     expire_statistics => "expire_statistics.test",
     expire_table_properties => "expire_table_properties.test",
     gates => "gates.test",
+    hints => "hints.test",
     introspection => "introspection.test",
     orphans_clickhouse => "orphans_clickhouse.test",
     orphans_location => "orphans_location.test",

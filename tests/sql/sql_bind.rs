@@ -323,7 +323,8 @@ fn argument_shape_messages() {
         ),
         (
             "EXPIRE_SNAPSHOTS()",
-            "Unknown EXECUTE command 'EXPIRE_SNAPSHOTS' for Iceberg table",
+            "Unknown EXECUTE command 'EXPIRE_SNAPSHOTS' for Iceberg table. Maybe you meant: \
+             ['expire_snapshots']",
         ),
         ("foo()", "Unknown EXECUTE command 'foo' for Iceberg table"),
     ]);
