@@ -272,7 +272,12 @@ pub async fn locate(
         })
         .collect();
     if candidates.is_empty() {
-        return Err(no_metadata(&location, None));
+        let mut error = no_metadata(&location, None);
+        if listing.is_empty() {
+            let below = tables_below(io, &location).await;
+            error = error.append(&warehouse_hint(&location, &below));
+        }
+        return Err(error);
     }
     let mut chosen = choose(io, &location, candidates, settings).await?;
     let mut hinted = false;
@@ -570,6 +575,84 @@ pub(crate) fn normalize_uuid(uuid: &str) -> String {
         .collect()
 }
 
+/// How many folders [`tables_below`] lists at most, and how many tables it names.
+const FOLDERS_LISTED: usize = 64;
+const TABLES_NAMED: usize = 10;
+
+/// The tables one or two folder levels below `location` (a folder holding a `metadata/` folder),
+/// for a location that is a warehouse or a namespace rather than a table. Bounded: at most
+/// [`FOLDERS_LISTED`] folder listings, [`TABLES_NAMED`] tables, in name order.
+async fn tables_below(io: &FileIO, location: &str) -> Vec<String> {
+    let mut tables = Vec::new();
+    let mut listings = 1;
+    let mut pending: Vec<(String, usize)> = io
+        .folder_names(location, FOLDERS_LISTED)
+        .await
+        .into_iter()
+        .rev()
+        .map(|name| (format!("{location}/{name}"), 1))
+        .collect();
+    while let Some((folder, depth)) = pending.pop() {
+        if tables.len() >= TABLES_NAMED || listings >= FOLDERS_LISTED {
+            break;
+        }
+        listings += 1;
+        let children = io.folder_names(&folder, FOLDERS_LISTED).await;
+        if children.iter().any(|c| c == "metadata") {
+            tables.push(folder);
+        } else if depth < 2 {
+            pending.extend(
+                children
+                    .into_iter()
+                    .rev()
+                    .map(|name| (format!("{folder}/{name}"), depth + 1)),
+            );
+        }
+    }
+    tables
+}
+
+/// What to say when `location` has no `metadata/` folder, given the tables found below it.
+fn warehouse_hint(location: &str, below: &[String]) -> String {
+    match below {
+        [] => String::new(),
+        [first, ..] => format!(
+            ". There is no metadata/ folder in '{location}'; tables below it: {}{}. Give the \
+             table's own folder, e.g. '{first}'",
+            below
+                .iter()
+                .map(|t| format!("'{t}'"))
+                .collect::<Vec<_>>()
+                .join(", "),
+            if below.len() >= TABLES_NAMED { ", ..." } else { "" }
+        ),
+    }
+}
+
+/// For a table whose metadata names files outside its `location`: when every one of `outside`
+/// lies in one other table folder (the part before its `/metadata/` or `/data/`), the question
+/// that explains it, as a sentence to append to the refusal; otherwise nothing.
+pub fn copied_or_moved_hint<S: AsRef<str>>(location: &str, outside: &[S]) -> String {
+    let root_of = |uri: &str| {
+        ["/metadata/", "/data/"]
+            .iter()
+            .filter_map(|marker| uri.rfind(marker).map(|at| uri[..at].to_string()))
+            .min_by_key(String::len)
+    };
+    let mut roots = outside.iter().map(|uri| root_of(uri.as_ref()));
+    let Some(Some(first)) = roots.next() else {
+        return String::new();
+    };
+    if roots.any(|root| root.as_deref() != Some(first.as_str())) || same_place(&first, location) {
+        return String::new();
+    }
+    format!(
+        ". Its manifests point at '{first}': was the table copied or moved? Its metadata still \
+         names the files where they were written; maintain the table there (register \
+         '{first}'), or rewrite its paths for the new place first"
+    )
+}
+
 fn no_metadata(location: &str, uuid: Option<&String>) -> Error {
     let message = match uuid {
         Some(uuid) => format!(
@@ -585,6 +668,66 @@ mod tests {
     use super::*;
 
     const UUID: &str = "0f2a0c38-5d0e-4b4b-9a4c-3c4e5b6a7d8e";
+
+    #[test]
+    fn a_copied_table_is_named_as_such() {
+        let outside = [
+            "file:///w/db/t/metadata/snap-1.avro",
+            "file:///w/db/t/data/a.parquet",
+            "file:///w/db/t/data/p=1/metadata/b.parquet",
+        ];
+        let hint = copied_or_moved_hint("/copy/t", &outside);
+        assert!(
+            hint.starts_with(
+                ". Its manifests point at 'file:///w/db/t': was the table copied or moved?"
+            ),
+            "{hint}"
+        );
+        assert_eq!(copied_or_moved_hint("/copy/t", &["s3://b/x.parquet"]), "");
+        let mixed = ["s3://b/t1/data/a.parquet", "s3://b/t2/data/a.parquet"];
+        assert_eq!(copied_or_moved_hint("s3://b/t", &mixed), "");
+        assert_eq!(copied_or_moved_hint::<&str>("s3://b/t", &[]), "");
+    }
+
+    #[test]
+    fn a_warehouse_hint_names_the_tables_below() {
+        assert_eq!(warehouse_hint("/w", &[]), "");
+        let hint = warehouse_hint("/w", &["/w/db/a".to_string(), "/w/db/b".to_string()]);
+        assert_eq!(
+            hint,
+            ". There is no metadata/ folder in '/w'; tables below it: '/w/db/a', '/w/db/b'. Give \
+             the table's own folder, e.g. '/w/db/a'"
+        );
+    }
+
+    #[tokio::test]
+    async fn tables_are_found_two_levels_down_and_no_further() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().to_str().unwrap().to_string();
+        for table in ["db/a", "db/b", "c", "x/y/z"] {
+            std::fs::create_dir_all(dir.path().join(table).join("metadata")).unwrap();
+        }
+        std::fs::create_dir_all(dir.path().join("empty")).unwrap();
+        let io = FileIO::local();
+        let found = tables_below(&io, &root).await;
+        assert_eq!(
+            found,
+            [
+                format!("{root}/c"),
+                format!("{root}/db/a"),
+                format!("{root}/db/b")
+            ]
+        );
+        let error = locate(&io, &root, &MetadataSettings::default())
+            .await
+            .unwrap_err();
+        assert!(
+            error
+                .message()
+                .contains(&format!("tables below it: '{root}/c', '{root}/db/a'")),
+            "{error}"
+        );
+    }
 
     #[test]
     fn file_names() {

@@ -240,10 +240,11 @@ fn refuse_outside_references(
     }
     Err(Error::not_implemented(format!(
         "remove_orphan_files on {} cannot run: the current metadata references {count} file(s) \
-         outside the table location '{}': {}",
+         outside the table location '{}': {}{}",
         target.table_name,
         target.location,
-        examples.join(", ")
+        examples.join(", "),
+        crate::iceberg::locate::copied_or_moved_hint(&target.location, examples)
     )))
 }
 
