@@ -19,6 +19,8 @@ mod counting;
 mod deletes;
 mod errors;
 mod faulty;
+#[cfg(any(feature = "s3", feature = "azure", feature = "gcs"))]
+mod http;
 mod local_delete;
 mod local_fs;
 mod local_walk;

@@ -15,3 +15,4 @@ mod embed_example;
 mod engine_limits;
 mod engine_progress;
 mod engine_session;
+mod storage_mistakes;

@@ -665,6 +665,7 @@ sessions! {
     pinned_metadata => "pinned_metadata.test",
     refs_ddl => "refs_ddl.test",
     small_findings => "small_findings.test",
+    storage_mistakes => "storage_mistakes.test",
     snapshots_cherrypick => "snapshots_cherrypick.test",
     snapshots_rollback => "snapshots_rollback.test",
     snapshots_v1 => "snapshots_v1.test",
