@@ -33,6 +33,7 @@
 
 #[cfg(feature = "glue")]
 pub mod glue;
+pub mod local_root;
 pub mod rest;
 mod settings;
 

@@ -77,6 +77,8 @@ pub const DATABASE_SETTINGS: &[DatabaseSetting] = &[
     text("namespaces"),
     flag("force_add_bucket"),
     text("vended_credentials_cache_ttl"),
+    // icetrim's own: the local folder a catalog's `file://` tables may live in.
+    text("storage_local_root"),
 ];
 
 /// The setting `name`, if `DataLakeCatalog` has it.
@@ -134,6 +136,9 @@ pub fn normalize_setting(name: &str, value: &str) -> Result<String> {
     }
     if name == "catalog_type" {
         CatalogType::parse(value)?;
+    }
+    if name == super::local_root::SETTING {
+        return super::local_root::normalize_root(value);
     }
     Ok(value.to_string())
 }

@@ -161,6 +161,16 @@ impl FileIO {
         )
     }
 
+    /// [`FileIO::new`]'s remote stores and local disk: for a catalog table on local disk
+    /// (the catalog layer checks its location against the database's `storage_local_root`).
+    pub fn with_local_disk(options: StorageOptions) -> Self {
+        Self::with_parts(
+            options,
+            vec![Family::S3, Family::Azure, Family::Gcs, Family::File],
+            HashMap::new(),
+        )
+    }
+
     /// Serve the store that `base_uri` names (`memory://`, `/`, `s3://bucket`,
     /// `abfss://c@account.dfs.core.windows.net`, ...) with `store`; nothing else is served.
     /// For tests that inject a [`FaultyStore`] or any other wrapper.

@@ -8,6 +8,7 @@ mod support;
 mod catalog_rest;
 mod catalog_rest_replan;
 mod catalog_vended;
+mod catalog_local_files;
 mod expire_crash;
 mod expire_differential;
 mod expire_files;
