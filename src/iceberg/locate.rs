@@ -148,6 +148,19 @@ pub struct LocatedMetadata {
     /// A catalog named this file as the table's current metadata ([`Self::from_catalog`]): the
     /// catalog, not `metadata/`, decides which file is current, so commits need no version.
     pub from_catalog: bool,
+    /// A fork found in `metadata/` ([`find_fork`]): refused by [`Self::check_writable`].
+    pub fork: Option<Fork>,
+}
+
+/// Two metadata files of one version, one in the current file's history and one not: two
+/// writers each committed that version on the same base.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Fork {
+    pub version: u64,
+    /// The file of that version the current metadata descends from.
+    pub ours: String,
+    /// The other writer's file of that version.
+    pub theirs: String,
 }
 
 impl LocatedMetadata {
@@ -171,6 +184,7 @@ impl LocatedMetadata {
             pinned: false,
             warnings: Vec::new(),
             from_catalog: true,
+            fork: None,
         }
     }
 
@@ -183,6 +197,9 @@ impl LocatedMetadata {
     pub fn check_writable(&self) -> Result<()> {
         if self.from_catalog {
             return Ok(());
+        }
+        if let Some(fork) = &self.fork {
+            return Err(self.forked(fork));
         }
         if self.ambiguous_naming {
             return Err(Error::not_implemented(format!(
@@ -203,6 +220,68 @@ impl LocatedMetadata {
         }
         Ok(())
     }
+}
+
+impl LocatedMetadata {
+    /// The refusal for a fork ([`Fork`]): typically a commit by path behind a catalog, then a
+    /// commit through the catalog. Neither branch is safe to build on: each lacks the other's
+    /// changes, and a file only the other references looks unreferenced from here.
+    fn forked(&self, fork: &Fork) -> Error {
+        Error::not_implemented(format!(
+            "Cannot write to Iceberg table at '{}': it forked at version {}. Its metadata folder \
+             holds two metadata files of version {}: '{}', which the current metadata '{}' \
+             descends from, and '{}', which it does not. Two writers each committed version {} \
+             on the same base, typically a commit by path (icetrim, ClickHouse) to a table a \
+             catalog owns, then a commit through the catalog, which knew nothing of the first; \
+             each branch lacks the other's changes. Maintain the table through the catalog that \
+             owns it (DataLakeCatalog), or name the file to build on with the table setting \
+             iceberg_metadata_file_path",
+            self.location,
+            fork.version,
+            fork.version,
+            fork.ours,
+            self.path,
+            fork.theirs,
+            fork.version,
+        ))
+    }
+}
+
+/// The newest fork among `versions` (every versioned metadata file: version and path): a
+/// version with a file in the history of `current` (itself or its `metadata-log`) and another
+/// file that is not. Versions older than the oldest logged file are not judged (the log is
+/// bounded, so their history is unknown).
+pub fn find_fork(versions: &[(u64, String)], current: &str, metadata: &TableMetadata) -> Option<Fork> {
+    let history: std::collections::HashSet<String> = metadata
+        .metadata_log()
+        .iter()
+        .map(|e| crate::io::path_key(&e.metadata_file))
+        .chain(std::iter::once(crate::io::path_key(current)))
+        .collect();
+    let version_of = |path: &str| parse_file_name(path).and_then(|n| n.version);
+    let oldest = metadata
+        .metadata_log()
+        .iter()
+        .filter_map(|e| version_of(&e.metadata_file))
+        .chain(version_of(current))
+        .min()?;
+    let mut forks: Vec<Fork> = Vec::new();
+    for (version, ours) in versions {
+        if *version < oldest || !history.contains(&crate::io::path_key(ours)) {
+            continue;
+        }
+        let theirs = versions
+            .iter()
+            .find(|(v, p)| v == version && !history.contains(&crate::io::path_key(p)));
+        if let Some((_, theirs)) = theirs {
+            forks.push(Fork {
+                version: *version,
+                ours: ours.clone(),
+                theirs: theirs.clone(),
+            });
+        }
+    }
+    forks.into_iter().max_by_key(|f| f.version)
 }
 
 /// `<location>/metadata/`.
@@ -257,6 +336,7 @@ pub async fn locate(
             pinned: true,
             warnings: Vec::new(),
             from_catalog: false,
+            fork: None,
         });
     }
     let dir = metadata_dir(&location);
@@ -279,6 +359,10 @@ pub async fn locate(
         }
         return Err(error);
     }
+    let versions: Vec<(u64, String)> = candidates
+        .iter()
+        .map(|c| (c.version, c.path.clone()))
+        .collect();
     let mut chosen = choose(io, &location, candidates, settings).await?;
     let mut hinted = false;
     let mut warnings = Vec::new();
@@ -306,7 +390,11 @@ pub async fn locate(
         Some(m) => m,
         None => read_metadata(io, &candidate.path).await?,
     };
-    Ok(LocatedMetadata {
+    // A version hint the table asks for settles which file is current.
+    let fork = (!hinted)
+        .then(|| find_fork(&versions, &candidate.path, &metadata))
+        .flatten();
+    let located = LocatedMetadata {
         location,
         path: candidate.path,
         version: Some(candidate.version),
@@ -319,7 +407,9 @@ pub async fn locate(
         pinned: false,
         warnings,
         from_catalog: false,
-    })
+        fork,
+    };
+    Ok(located)
 }
 
 /// The versioned metadata files directly under `<location>/metadata/`: `(version, name)`.
@@ -668,6 +758,60 @@ mod tests {
     use super::*;
 
     const UUID: &str = "0f2a0c38-5d0e-4b4b-9a4c-3c4e5b6a7d8e";
+
+    fn metadata_with_log(log: &[&str]) -> TableMetadata {
+        let entries: Vec<serde_json::Value> = log
+            .iter()
+            .map(|f| serde_json::json!({"metadata-file": f, "timestamp-ms": 1}))
+            .collect();
+        let doc = serde_json::json!({
+            "format-version": 2, "table-uuid": UUID, "location": "/t",
+            "last-sequence-number": 0, "last-updated-ms": 0, "last-column-id": 1,
+            "current-schema-id": 0,
+            "schemas": [{"type": "struct", "schema-id": 0, "fields": [
+                {"id": 1, "name": "id", "required": false, "type": "long"}]}],
+            "default-spec-id": 0, "partition-specs": [{"spec-id": 0, "fields": []}],
+            "last-partition-id": 999, "default-sort-order-id": 0,
+            "sort-orders": [{"order-id": 0, "fields": []}],
+            "metadata-log": entries
+        });
+        TableMetadata::parse(doc.to_string().as_bytes(), "/t/metadata/x.metadata.json").unwrap()
+    }
+
+    #[test]
+    fn a_fork_is_a_version_with_a_file_outside_the_history() {
+        let file = |v: u64, id: &str| format!("/t/metadata/{v:05}-{id}.metadata.json");
+        let a = "0f2a0c38-5d0e-4b4b-9a4c-3c4e5b6a7d8a";
+        let b = "0f2a0c38-5d0e-4b4b-9a4c-3c4e5b6a7d8b";
+        let versions = |list: &[(u64, &str)]| {
+            list.iter()
+                .map(|(v, id)| (*v, file(*v, id)))
+                .collect::<Vec<_>>()
+        };
+        // icetrim committed 4 and 5 by path; the catalog's writer committed its own 4 on 3.
+        let all = versions(&[(3, a), (4, a), (4, b), (5, a)]);
+        let log = [file(3, a), file(4, a)];
+        let log: Vec<&str> = log.iter().map(String::as_str).collect();
+        let fork = find_fork(&all, &file(5, a), &metadata_with_log(&log)).expect("a fork");
+        assert_eq!(
+            fork,
+            Fork {
+                version: 4,
+                ours: file(4, a),
+                theirs: file(4, b)
+            }
+        );
+        // A straight history has no fork; files older than the log are not judged.
+        let straight = versions(&[(1, b), (3, a), (4, a), (5, a)]);
+        let old_dup = versions(&[(1, a), (1, b), (3, a), (4, a), (5, a)]);
+        for all in [straight, old_dup] {
+            assert_eq!(find_fork(&all, &file(5, a), &metadata_with_log(&log)), None);
+        }
+        // Two files of the current version: the other one is the fork.
+        let rivals = versions(&[(4, a), (4, b)]);
+        let fork = find_fork(&rivals, &file(4, a), &metadata_with_log(&[])).expect("a fork");
+        assert_eq!(fork.theirs, file(4, b));
+    }
 
     #[test]
     fn a_copied_table_is_named_as_such() {

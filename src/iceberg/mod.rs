@@ -6,6 +6,7 @@ pub mod avro;
 pub mod commit;
 pub mod guard;
 pub mod locate;
+pub mod ownership;
 pub mod manifest;
 pub mod manifest_list;
 pub mod metadata;

@@ -8,6 +8,7 @@ mod support;
 mod cli_limits;
 mod cli_script;
 mod cli_secrets;
+mod catalog_owned;
 mod cli_tty;
 mod compaction_killed;
 mod compaction_memory;
