@@ -133,7 +133,10 @@ pub fn unknown_parameter(procedure: &str, name: &str, params: &[&str]) -> String
             } else {
                 String::new()
             };
-            format!("{hint}. {} is {}'s name for {}", f.name, f.engine, f.icetrim)
+            format!(
+                "{hint}. {} is {}'s name for {}",
+                f.name, f.engine, f.icetrim
+            )
         }
         None => maybe_you_meant(&closest(name, params.iter().copied(), MAX_HINTS)),
     }
@@ -141,7 +144,11 @@ pub fn unknown_parameter(procedure: &str, name: &str, params: &[&str]) -> String
 
 /// Procedures other engines call by another name, with icetrim's.
 const FOREIGN_PROCEDURES: &[(&str, &str, &str)] = &[
-    ("optimize", "Trino", "rewrite_data_files (or OPTIMIZE TABLE <table>)"),
+    (
+        "optimize",
+        "Trino",
+        "rewrite_data_files (or OPTIMIZE TABLE <table>)",
+    ),
     ("optimize_manifests", "Trino", "rewrite_manifests"),
     ("remove_orphans", "Spark", "remove_orphan_files"),
     ("delete_orphan_files", "Spark", "remove_orphan_files"),
@@ -181,7 +188,11 @@ mod tests {
     fn clickhouses_thresholds() {
         // 15 letters: a third is 5; one letter missing is a hint.
         assert_eq!(
-            closest("expire_snapshot", ["expire_snapshots", "rewrite_manifests"], 2),
+            closest(
+                "expire_snapshot",
+                ["expire_snapshots", "rewrite_manifests"],
+                2
+            ),
             ["expire_snapshots"]
         );
         // A name much shorter than the candidate is not a typo of it.

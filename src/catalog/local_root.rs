@@ -82,7 +82,9 @@ fn link_between(root: &str, location: &str) -> Option<String> {
     let on_disk = |uri: &str| {
         let key = path_key(uri);
         let encoded = key.strip_prefix("file://")?.to_string();
-        let decoded = percent_encoding::percent_decode_str(&encoded).decode_utf8().ok()?;
+        let decoded = percent_encoding::percent_decode_str(&encoded)
+            .decode_utf8()
+            .ok()?;
         Some(decoded.into_owned())
     };
     let (root, location) = (on_disk(root)?, on_disk(location)?);
@@ -114,7 +116,12 @@ mod tests {
 
     #[test]
     fn local_tables_need_the_root_and_stay_under_it() {
-        let remote = check("lake", "ns.t", None, &["s3://b/t", "s3://b/t/metadata/v1.json"]);
+        let remote = check(
+            "lake",
+            "ns.t",
+            None,
+            &["s3://b/t", "s3://b/t/metadata/v1.json"],
+        );
         assert!(remote.is_ok());
         let e = check("lake", "ns.t", None, &["file:///w/t", "file:///w/t/m.json"]).unwrap_err();
         assert!(
@@ -130,13 +137,22 @@ mod tests {
                 "lake",
                 "ns.t",
                 root,
-                &["file:///nonexistent-root/w/ns/t", "/nonexistent-root/w/ns/t/metadata/1.json"]
+                &[
+                    "file:///nonexistent-root/w/ns/t",
+                    "/nonexistent-root/w/ns/t/metadata/1.json"
+                ]
             )
             .is_ok()
         );
-        for outside in ["file:///nonexistent-root/other/t", "file:///nonexistent-root/w/../x"] {
+        for outside in [
+            "file:///nonexistent-root/other/t",
+            "file:///nonexistent-root/w/../x",
+        ] {
             let e = check("lake", "ns.t", root, &[outside]).unwrap_err();
-            assert!(e.message().contains("lies outside storage_local_root"), "{e}");
+            assert!(
+                e.message().contains("lies outside storage_local_root"),
+                "{e}"
+            );
         }
     }
 
@@ -148,7 +164,10 @@ mod tests {
         std::os::unix::fs::symlink(dir.path().join("real"), dir.path().join("ns")).unwrap();
         let linked = format!("file://{root}/ns/t");
         let e = check("lake", "ns.t", Some(&root), &[&linked]).unwrap_err();
-        assert!(e.message().contains("passes through the symbolic link"), "{e}");
+        assert!(
+            e.message().contains("passes through the symbolic link"),
+            "{e}"
+        );
         let direct = format!("file://{root}/real/t");
         assert!(check("lake", "ns.t", Some(&root), &[&direct]).is_ok());
     }

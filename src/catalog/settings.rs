@@ -154,7 +154,9 @@ mod tests {
             "Unknown setting 'nope': for database engine DataLakeCatalog"
         );
         assert_eq!(
-            normalize_setting("catalog_typ", "rest").unwrap_err().message(),
+            normalize_setting("catalog_typ", "rest")
+                .unwrap_err()
+                .message(),
             "Unknown setting 'catalog_typ': for database engine DataLakeCatalog. Maybe you meant: \
              ['catalog_type']"
         );

@@ -461,12 +461,10 @@ mod tests {
             r.get("default", "order").unwrap_err().message(),
             "Table default.order does not exist. Maybe you meant default.orders?"
         );
-        assert!(
-            r.get("default", "t").unwrap_err().message().contains(
-                "Table default.t does not exist. Register it first: CREATE TABLE t ENGINE = \
+        assert!(r.get("default", "t").unwrap_err().message().contains(
+            "Table default.t does not exist. Register it first: CREATE TABLE t ENGINE = \
                  IcebergLocal('/path/to/table')"
-            )
-        );
+        ));
         r.drop_table("default", "orders", false).unwrap();
         assert_eq!(
             r.drop_table("default", "t", false).unwrap_err().kind(),

@@ -251,7 +251,11 @@ impl LocatedMetadata {
 /// version with a file in the history of `current` (itself or its `metadata-log`) and another
 /// file that is not. Versions older than the oldest logged file are not judged (the log is
 /// bounded, so their history is unknown).
-pub fn find_fork(versions: &[(u64, String)], current: &str, metadata: &TableMetadata) -> Option<Fork> {
+pub fn find_fork(
+    versions: &[(u64, String)],
+    current: &str,
+    metadata: &TableMetadata,
+) -> Option<Fork> {
     let history: std::collections::HashSet<String> = metadata
         .metadata_log()
         .iter()
@@ -714,7 +718,11 @@ fn warehouse_hint(location: &str, below: &[String]) -> String {
                 .map(|t| format!("'{t}'"))
                 .collect::<Vec<_>>()
                 .join(", "),
-            if below.len() >= TABLES_NAMED { ", ..." } else { "" }
+            if below.len() >= TABLES_NAMED {
+                ", ..."
+            } else {
+                ""
+            }
         ),
     }
 }

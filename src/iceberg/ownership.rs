@@ -69,7 +69,10 @@ mod tests {
         let older = format!("00001-{uuid}.metadata.json");
         assert!(signs_in_listing(&names(&[&older, &catalog, "snap-1.avro"])));
         assert!(!signs_in_listing(&names(&[&catalog, "version-hint.text"])));
-        assert!(!signs_in_listing(&names(&["v1.metadata.json", "v2.metadata.json"])));
+        assert!(!signs_in_listing(&names(&[
+            "v1.metadata.json",
+            "v2.metadata.json"
+        ])));
         // A path writer took over after the catalog: the newest file decides.
         assert!(!signs_in_listing(&names(&[&catalog, "v3.metadata.json"])));
         assert!(!signs_in_listing(&[]));

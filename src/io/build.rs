@@ -147,7 +147,8 @@ fn build_s3(
         builder = builder
             .with_endpoint(endpoint)
             .with_virtual_hosted_style_request(options.virtual_hosted_style);
-    } else if !explicit && let Some(endpoint) = environment_endpoint(|name| std::env::var(name).ok())
+    } else if !explicit
+        && let Some(endpoint) = environment_endpoint(|name| std::env::var(name).ok())
     {
         // The AWS SDKs' variables: the S3-specific one wins. A plain-HTTP endpoint is allowed
         // HTTP (object_store refuses it otherwise, with "builder error").

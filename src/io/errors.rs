@@ -29,7 +29,10 @@ pub(crate) fn storage_error(op: &str, uri: &str, e: object_store::Error) -> Erro
         (object_store::Error::Generic { source, .. }, Some(Family::File)) => source.to_string(),
         _ => e.to_string(),
     };
-    let message = format!("Cannot {op} '{uri}': {}", reason(&e, uri, &mask_urls_in(&why)));
+    let message = format!(
+        "Cannot {op} '{uri}': {}",
+        reason(&e, uri, &mask_urls_in(&why))
+    );
     if prints_a_url_part_masking_hides(&e) {
         Error::new(kind, message)
     } else {
@@ -117,12 +120,17 @@ struct ErrorDocument {
 
 impl ErrorDocument {
     fn sentence(&self, uri: &str) -> String {
-        let bucket = self.bucket.clone().or_else(|| {
-            Location::parse(uri).ok().map(|l| l.store.bucket.clone())
-        });
+        let bucket = self
+            .bucket
+            .clone()
+            .or_else(|| Location::parse(uri).ok().map(|l| l.store.bucket.clone()));
         match (self.code.as_str(), bucket) {
             (code @ ("NoSuchBucket" | "ContainerNotFound"), Some(bucket)) => {
-                let what = if code == "NoSuchBucket" { "bucket" } else { "container" };
+                let what = if code == "NoSuchBucket" {
+                    "bucket"
+                } else {
+                    "container"
+                };
                 format!(
                     "the {what} '{bucket}' does not exist at this endpoint; check the {what} \
                      name in the table's URL and the endpoint it is served from"
@@ -419,7 +427,9 @@ mod tests {
             ),
             "{told}"
         );
-        assert!(told.contains("at 169.254.169.254 gave none (403 Forbidden); set storage_endpoint"));
+        assert!(
+            told.contains("at 169.254.169.254 gave none (403 Forbidden); set storage_endpoint")
+        );
         assert!(no_credentials("Error performing GET http://127.0.0.1:9/b").is_none());
         assert_eq!(
             first_url_origin("GET http://127.0.0.1:1/b?[HIDDEN] in 1ms").as_deref(),

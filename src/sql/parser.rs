@@ -643,7 +643,9 @@ fn refuse_unknown(sql: &str, first_line: usize) -> Error {
 /// For Spark's `CALL [catalog.]system.name(...)`: icetrim's spelling of the same call.
 fn call_hint(sql: &str) -> String {
     let text = sql.trim_start();
-    let is_call = text.get(..4).is_some_and(|h| h.eq_ignore_ascii_case("call"))
+    let is_call = text
+        .get(..4)
+        .is_some_and(|h| h.eq_ignore_ascii_case("call"))
         && text[4..].starts_with(char::is_whitespace);
     if !is_call {
         return String::new();

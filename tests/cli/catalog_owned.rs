@@ -50,7 +50,10 @@ fn a_catalog_table_committed_by_path_warns_then_its_fork_is_named() {
     let dir = tempfile::tempdir().expect("a warehouse");
     pyiceberg(dir.path(), "create");
     let table = dir.path().join("db/events");
-    let create = format!("CREATE TABLE t ENGINE = IcebergLocal('{}');", table.display());
+    let create = format!(
+        "CREATE TABLE t ENGINE = IcebergLocal('{}');",
+        table.display()
+    );
 
     // Silenced: no warning.
     let quiet = icetrim(&format!(

@@ -5,10 +5,10 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod catalog_owned;
 mod cli_limits;
 mod cli_script;
 mod cli_secrets;
-mod catalog_owned;
 mod cli_tty;
 mod compaction_killed;
 mod compaction_memory;

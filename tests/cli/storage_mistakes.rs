@@ -44,7 +44,10 @@ fn a_missing_bucket_is_named_not_pasted() {
         )),
         "{text}"
     );
-    assert!(!text.contains("<Error>") && !text.contains("<?xml"), "{text}");
+    assert!(
+        !text.contains("<Error>") && !text.contains("<?xml"),
+        "{text}"
+    );
     assert_eq!(output.status.code(), Some(499 % 256), "{text}");
 }
 

@@ -31,7 +31,10 @@ fn create_database(warehouse: &str, extra: &str) -> String {
 /// The metadata file the catalog names now (its load answer), read by pyiceberg
 /// (`tests/py/oracle.py`): no referenced file is missing.
 async fn pyiceberg_reads(warehouse: &str) -> serde_json::Value {
-    let url = format!("{}/v1/{warehouse}/namespaces/ns/tables/t", rest_catalog::uri());
+    let url = format!(
+        "{}/v1/{warehouse}/namespaces/ns/tables/t",
+        rest_catalog::uri()
+    );
     let text = reqwest::get(&url)
         .await
         .expect("the catalog answers")
@@ -39,7 +42,9 @@ async fn pyiceberg_reads(warehouse: &str) -> serde_json::Value {
         .await
         .expect("a load answer");
     let answer: serde_json::Value = serde_json::from_str(&text).expect("JSON");
-    let location = answer["metadata-location"].as_str().expect("a metadata location");
+    let location = answer["metadata-location"]
+        .as_str()
+        .expect("a metadata location");
     let report = fixtures::oracle_inspect(Path::new(location.trim_start_matches("file://")));
     let missing = report["missing"].as_array().map_or(usize::MAX, Vec::len);
     assert_eq!(missing, 0, "files missing: {report}");
@@ -76,7 +81,10 @@ async fn a_local_warehouse_is_maintained_through_the_catalog_under_its_root() {
         "ALTER TABLE lake.`ns.t` EXECUTE expire_snapshots(retention_period = '0s', retain_last = 1)",
     )
     .await;
-    assert!(metric(&expired, "deleted_manifest_lists_count") > 0, "{expired:?}");
+    assert!(
+        metric(&expired, "deleted_manifest_lists_count") > 0,
+        "{expired:?}"
+    );
     pyiceberg_reads(&warehouse).await;
 
     let stray = fixture.table_dir().join("data/stray.parquet");
@@ -87,14 +95,22 @@ async fn a_local_warehouse_is_maintained_through_the_catalog_under_its_root() {
         "ALTER TABLE lake.`ns.t` EXECUTE remove_orphan_files(older_than = '2000-01-01 00:00:00')",
     )
     .await;
-    assert_eq!(metric(&removed, "deleted_data_files_count"), 0, "{removed:?}");
+    assert_eq!(
+        metric(&removed, "deleted_data_files_count"),
+        0,
+        "{removed:?}"
+    );
     let now = chrono::Utc::now().format("%Y-%m-%d %H:%M:%S").to_string();
     let removed = rows(
         &mut s,
         &format!("ALTER TABLE lake.`ns.t` EXECUTE remove_orphan_files(older_than = '{now}')"),
     )
     .await;
-    assert_eq!(metric(&removed, "deleted_data_files_count"), 1, "{removed:?}");
+    assert_eq!(
+        metric(&removed, "deleted_data_files_count"),
+        1,
+        "{removed:?}"
+    );
     assert!(!stray.exists());
 
     let compacted = rows(
@@ -102,10 +118,19 @@ async fn a_local_warehouse_is_maintained_through_the_catalog_under_its_root() {
         "ALTER TABLE lake.`ns.t` EXECUTE rewrite_data_files(rewrite_all = 1)",
     )
     .await;
-    assert!(metric(&compacted, "rewritten_data_files_count") > 1, "{compacted:?}");
+    assert!(
+        metric(&compacted, "rewritten_data_files_count") > 1,
+        "{compacted:?}"
+    );
     let after = pyiceberg_reads(&warehouse).await;
-    assert!(before["rows_main"].as_i64().is_some_and(|n| n > 0), "{before}");
-    assert_eq!(before["rows_main"], after["rows_main"], "{before} / {after}");
+    assert!(
+        before["rows_main"].as_i64().is_some_and(|n| n > 0),
+        "{before}"
+    );
+    assert_eq!(
+        before["rows_main"], after["rows_main"],
+        "{before} / {after}"
+    );
 }
 
 #[tokio::test]

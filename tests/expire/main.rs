@@ -5,10 +5,10 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod catalog_local_files;
 mod catalog_rest;
 mod catalog_rest_replan;
 mod catalog_vended;
-mod catalog_local_files;
 mod expire_crash;
 mod expire_differential;
 mod expire_files;
