@@ -233,7 +233,8 @@ impl Registry {
         let hint = match crate::hints::closest(name, names, 1).first() {
             Some(near) => format!(". Maybe you meant {database}.{near}?"),
             None => format!(
-                ". Register it first: CREATE TABLE {name} ENGINE = IcebergLocal('/path/to/table') \
+                ". Register it first: CREATE TABLE {database}.{name} ENGINE = \
+                 IcebergLocal('/path/to/table') \
                  (IcebergS3('s3://bucket/path/to/table') or IcebergAzure(...) for object \
                  storage), or reach a catalog's tables with CREATE DATABASE ... ENGINE = \
                  DataLakeCatalog(...)"
@@ -462,8 +463,8 @@ mod tests {
             "Table default.order does not exist. Maybe you meant default.orders?"
         );
         assert!(r.get("default", "t").unwrap_err().message().contains(
-            "Table default.t does not exist. Register it first: CREATE TABLE t ENGINE = \
-                 IcebergLocal('/path/to/table')"
+            "Table default.t does not exist. Register it first: CREATE TABLE default.t ENGINE = \
+             IcebergLocal('/path/to/table')"
         ));
         r.drop_table("default", "orders", false).unwrap();
         assert_eq!(
