@@ -181,12 +181,12 @@ fn respell(text: &str) -> Option<String> {
             return None;
         }
         let unit = match pair[1].to_ascii_lowercase().trim_end_matches(',') {
-            "year" | "years" | "yr" | "yrs" => "y",
-            "week" | "weeks" | "wk" | "wks" => "w",
-            "day" | "days" => "d",
-            "hour" | "hours" | "hr" | "hrs" => "h",
-            "minute" | "minutes" | "min" | "mins" => "m",
-            "second" | "seconds" | "sec" | "secs" => "s",
+            "y" | "year" | "years" | "yr" | "yrs" => "y",
+            "w" | "week" | "weeks" | "wk" | "wks" => "w",
+            "d" | "day" | "days" => "d",
+            "h" | "hour" | "hours" | "hr" | "hrs" => "h",
+            "m" | "minute" | "minutes" | "min" | "mins" => "m",
+            "s" | "second" | "seconds" | "sec" | "secs" => "s",
             "millisecond" | "milliseconds" | "ms" => "ms",
             _ => return None,
         };
@@ -274,6 +274,8 @@ mod tests {
         assert_eq!(respell(" 1 hour 30 minutes ").as_deref(), Some("1h30m"));
         assert_eq!(respell("30 minutes 1 hour"), None);
         assert_eq!(respell("3 fortnights"), None);
+        assert_eq!(respell("3 d").as_deref(), Some("3d"));
+        assert_eq!(respell("3 D").as_deref(), Some("3d"));
         assert_eq!(respell("3d"), None);
         assert!(accepted_forms_hint("3 days").ends_with("; '3 days' is written '3d'"));
         assert!(!accepted_forms_hint("soon").contains("written"));
