@@ -223,69 +223,59 @@ impl LocatedMetadata {
 }
 
 impl LocatedMetadata {
+    /// Refuses a forked table ([`Fork`]): for procedures that delete without committing
+    /// (`remove_orphan_files`), to which the other branch's files look unreferenced.
+    pub fn check_not_forked(&self) -> Result<()> {
+        match &self.fork {
+            Some(fork) => Err(self.forked(fork)),
+            None => Ok(()),
+        }
+    }
+
     /// The refusal for a fork ([`Fork`]): typically a commit by path behind a catalog, then a
     /// commit through the catalog. Neither branch is safe to build on: each lacks the other's
     /// changes, and a file only the other references looks unreferenced from here.
     fn forked(&self, fork: &Fork) -> Error {
+        let mut files = [fork.ours.as_str(), fork.theirs.as_str()];
+        files.sort_unstable();
         Error::not_implemented(format!(
-            "Cannot write to Iceberg table at '{}': it forked at version {}. Its metadata folder \
-             holds two metadata files of version {}: '{}', which the current metadata '{}' \
-             descends from, and '{}', which it does not. Two writers each committed version {} \
-             on the same base, typically a commit by path (icetrim, ClickHouse) to a table a \
-             catalog owns, then a commit through the catalog, which knew nothing of the first; \
-             each branch lacks the other's changes. Maintain the table through the catalog that \
-             owns it (DataLakeCatalog), or name the file to build on with the table setting \
-             iceberg_metadata_file_path",
-            self.location,
-            fork.version,
-            fork.version,
-            fork.ours,
-            self.path,
-            fork.theirs,
-            fork.version,
+            "Cannot maintain Iceberg table at '{}': it forked at version {}. Its metadata folder \
+             holds two metadata files of version {}, '{}' and '{}', and neither descends from \
+             the other: two writers each committed version {} on the same base, typically a \
+             commit by path (icetrim, ClickHouse) to a table a catalog owns, then a commit \
+             through the catalog, which knew nothing of the first. Each file lacks the other's \
+             changes. Maintain the table through the catalog that owns it (DataLakeCatalog), or \
+             name the file to build on with the table setting iceberg_metadata_file_path",
+            self.location, fork.version, fork.version, files[0], files[1], fork.version,
         ))
     }
 }
 
-/// The newest fork among `versions` (every versioned metadata file: version and path): a
-/// version with a file in the history of `current` (itself or its `metadata-log`) and another
-/// file that is not. Versions older than the oldest logged file are not judged (the log is
-/// bounded, so their history is unknown).
+/// A fork among `versions` (every versioned metadata file: version and path): another file of
+/// the current file's version, which the current file does not descend from. Two writers each
+/// committed that version on the same base (a commit by path to a table a catalog owns, then the
+/// catalog's). An older version with a second file is not judged: a writer that lost a commit
+/// race leaves exactly that behind (an orphan, as `remove_orphan_files` treats it).
 pub fn find_fork(
     versions: &[(u64, String)],
     current: &str,
     metadata: &TableMetadata,
 ) -> Option<Fork> {
+    let version = parse_file_name(current)?.version?;
     let history: std::collections::HashSet<String> = metadata
         .metadata_log()
         .iter()
         .map(|e| crate::io::path_key(&e.metadata_file))
         .chain(std::iter::once(crate::io::path_key(current)))
         .collect();
-    let version_of = |path: &str| parse_file_name(path).and_then(|n| n.version);
-    let oldest = metadata
-        .metadata_log()
+    let (_, theirs) = versions
         .iter()
-        .filter_map(|e| version_of(&e.metadata_file))
-        .chain(version_of(current))
-        .min()?;
-    let mut forks: Vec<Fork> = Vec::new();
-    for (version, ours) in versions {
-        if *version < oldest || !history.contains(&crate::io::path_key(ours)) {
-            continue;
-        }
-        let theirs = versions
-            .iter()
-            .find(|(v, p)| v == version && !history.contains(&crate::io::path_key(p)));
-        if let Some((_, theirs)) = theirs {
-            forks.push(Fork {
-                version: *version,
-                ours: ours.clone(),
-                theirs: theirs.clone(),
-            });
-        }
-    }
-    forks.into_iter().max_by_key(|f| f.version)
+        .find(|(v, p)| *v == version && !history.contains(&crate::io::path_key(p)))?;
+    Some(Fork {
+        version,
+        ours: current.to_string(),
+        theirs: theirs.clone(),
+    })
 }
 
 /// `<location>/metadata/`.
@@ -787,7 +777,7 @@ mod tests {
     }
 
     #[test]
-    fn a_fork_is_a_version_with_a_file_outside_the_history() {
+    fn a_fork_is_a_second_file_of_the_current_version() {
         let file = |v: u64, id: &str| format!("/t/metadata/{v:05}-{id}.metadata.json");
         let a = "0f2a0c38-5d0e-4b4b-9a4c-3c4e5b6a7d8a";
         let b = "0f2a0c38-5d0e-4b4b-9a4c-3c4e5b6a7d8b";
@@ -796,11 +786,11 @@ mod tests {
                 .map(|(v, id)| (*v, file(*v, id)))
                 .collect::<Vec<_>>()
         };
-        // icetrim committed 4 and 5 by path; the catalog's writer committed its own 4 on 3.
-        let all = versions(&[(3, a), (4, a), (4, b), (5, a)]);
-        let log = [file(3, a), file(4, a)];
+        // icetrim committed 4 by path; the catalog's writer committed its own 4 on 3.
+        let forked = versions(&[(3, a), (4, a), (4, b)]);
+        let log = [file(3, a)];
         let log: Vec<&str> = log.iter().map(String::as_str).collect();
-        let fork = find_fork(&all, &file(5, a), &metadata_with_log(&log)).expect("a fork");
+        let fork = find_fork(&forked, &file(4, a), &metadata_with_log(&log)).expect("a fork");
         assert_eq!(
             fork,
             Fork {
@@ -809,16 +799,13 @@ mod tests {
                 theirs: file(4, b)
             }
         );
-        // A straight history has no fork; files older than the log are not judged.
-        let straight = versions(&[(1, b), (3, a), (4, a), (5, a)]);
-        let old_dup = versions(&[(1, a), (1, b), (3, a), (4, a), (5, a)]);
-        for all in [straight, old_dup] {
-            assert_eq!(find_fork(&all, &file(5, a), &metadata_with_log(&log)), None);
+        // A straight history has none; nor has a second file of an older version (a writer that
+        // lost a commit race leaves one).
+        let straight = versions(&[(3, a), (4, a)]);
+        let lost_race = versions(&[(3, a), (3, b), (4, a)]);
+        for all in [straight, lost_race] {
+            assert_eq!(find_fork(&all, &file(4, a), &metadata_with_log(&log)), None);
         }
-        // Two files of the current version: the other one is the fork.
-        let rivals = versions(&[(4, a), (4, b)]);
-        let fork = find_fork(&rivals, &file(4, a), &metadata_with_log(&[])).expect("a fork");
-        assert_eq!(fork.theirs, file(4, b));
     }
 
     #[test]

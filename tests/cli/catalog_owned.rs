@@ -63,9 +63,10 @@ fn a_catalog_table_committed_by_path_warns_then_its_fork_is_named() {
     assert!(quiet.status.success(), "{}", stderr(&quiet));
     assert!(!stderr(&quiet).contains(WARNING), "{}", stderr(&quiet));
 
-    // Two commits by path in one session: one warning, naming DataLakeCatalog and the setting.
+    // Statements by path in one session (one commit): one warning, naming DataLakeCatalog and
+    // the setting.
     let by_path = icetrim(&format!(
-        "{create} ALTER TABLE t CREATE TAG before_expiry; \
+        "{create} ALTER TABLE t EXECUTE expire_snapshots(dry_run = 1); \
          ALTER TABLE t EXECUTE expire_snapshots(retention_period = '0s', retain_last = 1)"
     ));
     let text = stderr(&by_path);
@@ -95,4 +96,10 @@ fn a_catalog_table_committed_by_path_warns_then_its_fork_is_named() {
     for name in &fours {
         assert!(text.contains(name.as_str()), "{name} not named: {text}");
     }
+    // Orphan removal too: the catalog's append looks unreferenced from icetrim's branch.
+    let orphans = icetrim(&format!(
+        "{create} ALTER TABLE t EXECUTE remove_orphan_files(older_than = '2000-01-01 00:00:00', dry_run = 1)"
+    ));
+    let text = stderr(&orphans);
+    assert!(text.contains("it forked at version 4"), "{text}");
 }

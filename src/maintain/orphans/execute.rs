@@ -32,6 +32,8 @@ pub async fn execute(
     let older_than_ms = effective_older_than(target, options)?;
     let scan_rel = normalize_scan_location(options.location.as_deref())?;
     let located = locate_newest(target).await?;
+    // A forked table: the other branch's files look unreferenced from ours.
+    located.check_not_forked()?;
     check_gc_enabled(target, &located)?;
     let reachable = collect_reachable_reporting(
         &target.io,
