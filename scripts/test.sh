@@ -19,6 +19,11 @@ if cargo tree -e normal --no-default-features --features s3 | grep -E '\b(clap|r
   exit 1
 fi
 cargo check --lib --no-default-features --features s3
-# `glue`: the AWS Glue catalog (not a default feature: its SDK crate costs minutes of cold build).
+# An embedder's build has no Glue SDK either (`glue` is a default feature of the program only).
+if cargo tree -e normal --no-default-features --features s3 | grep -E '\baws-sdk-glue v'; then
+  echo "the library without default features still depends on the Glue SDK" >&2
+  exit 1
+fi
+# `glue` is a default feature; `--features glue` keeps the line working for older checkouts.
 cargo test --all-targets --features glue "$@"
 cargo test --doc --features glue

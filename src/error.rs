@@ -260,6 +260,16 @@ impl Error {
         }
     }
 
+    /// The same error with `text` appended to the message (a hint: `". Maybe you meant: …"`).
+    pub fn append(self, text: &str) -> Self {
+        let mut message = self.message;
+        message.push_str(text);
+        while message.ends_with('.') {
+            message.pop();
+        }
+        Error { message, ..self }
+    }
+
     /// `BAD_ARGUMENTS`.
     pub fn bad_arguments(message: impl Into<String>) -> Self {
         Self::new(ErrorKind::BadArguments, message)

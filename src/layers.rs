@@ -45,6 +45,7 @@ const RULES: &[(&[&str], &[&str])] = &[
             "literal.rs",
             "time_zone.rs",
             "clock.rs",
+            "hints.rs",
         ],
         &[
             "use crate::engine",

@@ -130,6 +130,7 @@ pub mod engine;
 pub mod error;
 pub mod format;
 mod generate;
+mod hints;
 mod iceberg;
 mod io;
 #[cfg(test)]

@@ -33,6 +33,7 @@
 
 #[cfg(feature = "glue")]
 pub mod glue;
+pub mod local_root;
 pub mod rest;
 mod settings;
 
@@ -298,7 +299,18 @@ impl CatalogConfig {
         }
         let catalog_type = match normalized.get("catalog_type") {
             Some(t) => CatalogType::parse(t)?,
-            None => return Err(Error::bad_arguments("Unspecified catalog type")),
+            None => {
+                return Err(Error::bad_arguments(format!(
+                    "Unspecified catalog type. Add SETTINGS catalog_type = 'rest' (an Iceberg REST \
+                     catalog) or catalog_type = 'glue' (AWS Glue); ClickHouse also names {}",
+                    CLICKHOUSE_TYPES
+                        .iter()
+                        .filter(|t| !matches!(**t, "rest" | "glue"))
+                        .map(|t| format!("'{t}'"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )));
+            }
         };
         if catalog_type == CatalogType::Rest
             && normalized.get("warehouse").is_none_or(|w| w.is_empty())
@@ -422,7 +434,13 @@ mod tests {
         let url = vec!["http://127.0.0.1:8181/v1".to_string()];
         let e = CatalogConfig::from_definition("lake", &url, &settings(&[("warehouse", "w")]))
             .unwrap_err();
-        assert_eq!(e.message(), "Unspecified catalog type");
+        assert!(
+            e.message().starts_with(
+                "Unspecified catalog type. Add SETTINGS catalog_type = 'rest' (an Iceberg REST \
+                 catalog) or catalog_type = 'glue' (AWS Glue); ClickHouse also names 'paimon_rest'"
+            ),
+            "{e}"
+        );
         let e =
             CatalogConfig::from_definition("lake", &url, &settings(&[("catalog_type", "rest")]))
                 .unwrap_err();

@@ -77,6 +77,8 @@ pub const DATABASE_SETTINGS: &[DatabaseSetting] = &[
     text("namespaces"),
     flag("force_add_bucket"),
     text("vended_credentials_cache_ttl"),
+    // icetrim's own: the local folder a catalog's `file://` tables may live in.
+    text("storage_local_root"),
 ];
 
 /// The setting `name`, if `DataLakeCatalog` has it.
@@ -110,9 +112,17 @@ pub(super) fn check_catalog_url(what: &str, url: &str) -> Result<()> {
 /// Validate `name = value` and return the value as stored (`1`/`0` for booleans).
 pub fn normalize_setting(name: &str, value: &str) -> Result<String> {
     let setting = database_setting(name).ok_or_else(|| {
+        let hints = crate::hints::closest(
+            name,
+            DATABASE_SETTINGS.iter().map(|s| s.name),
+            crate::hints::MAX_HINTS,
+        );
         Error::new(
             ErrorKind::UnknownSetting,
-            format!("Unknown setting '{name}': for database engine {ENGINE}"),
+            format!(
+                "Unknown setting '{name}': for database engine {ENGINE}{}",
+                crate::hints::maybe_you_meant(&hints)
+            ),
         )
     })?;
     if setting.boolean {
@@ -127,6 +137,9 @@ pub fn normalize_setting(name: &str, value: &str) -> Result<String> {
     if name == "catalog_type" {
         CatalogType::parse(value)?;
     }
+    if name == super::local_root::SETTING {
+        return super::local_root::normalize_root(value);
+    }
     Ok(value.to_string())
 }
 
@@ -139,6 +152,13 @@ mod tests {
         assert_eq!(
             normalize_setting("nope", "1").unwrap_err().message(),
             "Unknown setting 'nope': for database engine DataLakeCatalog"
+        );
+        assert_eq!(
+            normalize_setting("catalog_typ", "rest")
+                .unwrap_err()
+                .message(),
+            "Unknown setting 'catalog_typ': for database engine DataLakeCatalog. Maybe you meant: \
+             ['catalog_type']"
         );
         assert_eq!(
             normalize_setting("vended_credentials", "true").unwrap(),

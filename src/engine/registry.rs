@@ -219,12 +219,31 @@ impl Registry {
     pub fn get(&self, database: &str, name: &str) -> Result<&TableDef> {
         self.tables
             .get(&(database.to_string(), name.to_string()))
-            .ok_or_else(|| {
-                Error::new(
-                    ErrorKind::UnknownTable,
-                    format!("Table {database}.{name} does not exist"),
-                )
-            })
+            .ok_or_else(|| self.unknown_table(database, name))
+    }
+
+    /// `UNKNOWN_TABLE` for `database.name`: ClickHouse's "Maybe you meant" for a near name of
+    /// the same database, else the statement that registers a table under that name.
+    fn unknown_table(&self, database: &str, name: &str) -> Error {
+        let names = self
+            .tables
+            .keys()
+            .filter(|(d, _)| d == database)
+            .map(|(_, n)| n.as_str());
+        let hint = match crate::hints::closest(name, names, 1).first() {
+            Some(near) => format!(". Maybe you meant {database}.{near}?"),
+            None => format!(
+                ". Register it first: CREATE TABLE {database}.{name} ENGINE = \
+                 IcebergLocal('/path/to/table') \
+                 (IcebergS3('s3://bucket/path/to/table') or IcebergAzure(...) for object \
+                 storage), or reach a catalog's tables with CREATE DATABASE ... ENGINE = \
+                 DataLakeCatalog(...)"
+            ),
+        };
+        Error::new(
+            ErrorKind::UnknownTable,
+            format!("Table {database}.{name} does not exist{hint}"),
+        )
     }
 
     /// Register a table. `if_not_exists` makes a taken name a no-op instead of an error.
@@ -438,6 +457,16 @@ mod tests {
             r.get("default", "t").unwrap_err().kind(),
             ErrorKind::UnknownTable
         );
+        r.create(def("default", "orders"), false).unwrap();
+        assert_eq!(
+            r.get("default", "order").unwrap_err().message(),
+            "Table default.order does not exist. Maybe you meant default.orders?"
+        );
+        assert!(r.get("default", "t").unwrap_err().message().contains(
+            "Table default.t does not exist. Register it first: CREATE TABLE default.t ENGINE = \
+             IcebergLocal('/path/to/table')"
+        ));
+        r.drop_table("default", "orders", false).unwrap();
         assert_eq!(
             r.drop_table("default", "t", false).unwrap_err().kind(),
             ErrorKind::UnknownTable

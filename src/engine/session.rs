@@ -222,6 +222,7 @@ impl Engine {
             cancel: None,
             params: BTreeMap::new(),
             catalogs: catalog_db::OpenCatalogs::default(),
+            warned_catalog_owned: Arc::default(),
         }
     }
 
@@ -319,6 +320,8 @@ pub struct Session {
     params: BTreeMap<String, String>,
     /// The catalog of each catalog database, opened once for the session.
     catalogs: catalog_db::OpenCatalogs,
+    /// Tables already warned about as looking catalog-owned (the warning shows once per table).
+    warned_catalog_owned: Arc<std::sync::Mutex<std::collections::HashSet<String>>>,
 }
 
 impl Session {

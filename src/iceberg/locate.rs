@@ -148,6 +148,19 @@ pub struct LocatedMetadata {
     /// A catalog named this file as the table's current metadata ([`Self::from_catalog`]): the
     /// catalog, not `metadata/`, decides which file is current, so commits need no version.
     pub from_catalog: bool,
+    /// A fork found in `metadata/` ([`find_fork`]): refused by [`Self::check_writable`].
+    pub fork: Option<Fork>,
+}
+
+/// Two metadata files of one version, one in the current file's history and one not: two
+/// writers each committed that version on the same base.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Fork {
+    pub version: u64,
+    /// The file of that version the current metadata descends from.
+    pub ours: String,
+    /// The other writer's file of that version.
+    pub theirs: String,
 }
 
 impl LocatedMetadata {
@@ -171,6 +184,7 @@ impl LocatedMetadata {
             pinned: false,
             warnings: Vec::new(),
             from_catalog: true,
+            fork: None,
         }
     }
 
@@ -183,6 +197,9 @@ impl LocatedMetadata {
     pub fn check_writable(&self) -> Result<()> {
         if self.from_catalog {
             return Ok(());
+        }
+        if let Some(fork) = &self.fork {
+            return Err(self.forked(fork));
         }
         if self.ambiguous_naming {
             return Err(Error::not_implemented(format!(
@@ -203,6 +220,62 @@ impl LocatedMetadata {
         }
         Ok(())
     }
+}
+
+impl LocatedMetadata {
+    /// Refuses a forked table ([`Fork`]): for procedures that delete without committing
+    /// (`remove_orphan_files`), to which the other branch's files look unreferenced.
+    pub fn check_not_forked(&self) -> Result<()> {
+        match &self.fork {
+            Some(fork) => Err(self.forked(fork)),
+            None => Ok(()),
+        }
+    }
+
+    /// The refusal for a fork ([`Fork`]): typically a commit by path behind a catalog, then a
+    /// commit through the catalog. Neither branch is safe to build on: each lacks the other's
+    /// changes, and a file only the other references looks unreferenced from here.
+    fn forked(&self, fork: &Fork) -> Error {
+        let mut files = [fork.ours.as_str(), fork.theirs.as_str()];
+        files.sort_unstable();
+        Error::not_implemented(format!(
+            "Cannot maintain Iceberg table at '{}': it forked at version {}. Its metadata folder \
+             holds two metadata files of version {}, '{}' and '{}', and neither descends from \
+             the other: two writers each committed version {} on the same base, typically a \
+             commit by path (icetrim, ClickHouse) to a table a catalog owns, then a commit \
+             through the catalog, which knew nothing of the first. Each file lacks the other's \
+             changes. Maintain the table through the catalog that owns it (DataLakeCatalog), or \
+             name the file to build on with the table setting iceberg_metadata_file_path",
+            self.location, fork.version, fork.version, files[0], files[1], fork.version,
+        ))
+    }
+}
+
+/// A fork among `versions` (every versioned metadata file: version and path): another file of
+/// the current file's version, which the current file does not descend from. Two writers each
+/// committed that version on the same base (a commit by path to a table a catalog owns, then the
+/// catalog's). An older version with a second file is not judged: a writer that lost a commit
+/// race leaves exactly that behind (an orphan, as `remove_orphan_files` treats it).
+pub fn find_fork(
+    versions: &[(u64, String)],
+    current: &str,
+    metadata: &TableMetadata,
+) -> Option<Fork> {
+    let version = parse_file_name(current)?.version?;
+    let history: std::collections::HashSet<String> = metadata
+        .metadata_log()
+        .iter()
+        .map(|e| crate::io::path_key(&e.metadata_file))
+        .chain(std::iter::once(crate::io::path_key(current)))
+        .collect();
+    let (_, theirs) = versions
+        .iter()
+        .find(|(v, p)| *v == version && !history.contains(&crate::io::path_key(p)))?;
+    Some(Fork {
+        version,
+        ours: current.to_string(),
+        theirs: theirs.clone(),
+    })
 }
 
 /// `<location>/metadata/`.
@@ -257,6 +330,7 @@ pub async fn locate(
             pinned: true,
             warnings: Vec::new(),
             from_catalog: false,
+            fork: None,
         });
     }
     let dir = metadata_dir(&location);
@@ -272,8 +346,17 @@ pub async fn locate(
         })
         .collect();
     if candidates.is_empty() {
-        return Err(no_metadata(&location, None));
+        let mut error = no_metadata(&location, None);
+        if listing.is_empty() {
+            let below = tables_below(io, &location).await;
+            error = error.append(&warehouse_hint(&location, &below));
+        }
+        return Err(error);
     }
+    let versions: Vec<(u64, String)> = candidates
+        .iter()
+        .map(|c| (c.version, c.path.clone()))
+        .collect();
     let mut chosen = choose(io, &location, candidates, settings).await?;
     let mut hinted = false;
     let mut warnings = Vec::new();
@@ -301,7 +384,11 @@ pub async fn locate(
         Some(m) => m,
         None => read_metadata(io, &candidate.path).await?,
     };
-    Ok(LocatedMetadata {
+    // A version hint the table asks for settles which file is current.
+    let fork = (!hinted)
+        .then(|| find_fork(&versions, &candidate.path, &metadata))
+        .flatten();
+    let located = LocatedMetadata {
         location,
         path: candidate.path,
         version: Some(candidate.version),
@@ -314,7 +401,9 @@ pub async fn locate(
         pinned: false,
         warnings,
         from_catalog: false,
-    })
+        fork,
+    };
+    Ok(located)
 }
 
 /// The versioned metadata files directly under `<location>/metadata/`: `(version, name)`.
@@ -570,6 +659,88 @@ pub(crate) fn normalize_uuid(uuid: &str) -> String {
         .collect()
 }
 
+/// How many folders [`tables_below`] lists at most, and how many tables it names.
+const FOLDERS_LISTED: usize = 64;
+const TABLES_NAMED: usize = 10;
+
+/// The tables one or two folder levels below `location` (a folder holding a `metadata/` folder),
+/// for a location that is a warehouse or a namespace rather than a table. Bounded: at most
+/// [`FOLDERS_LISTED`] folder listings, [`TABLES_NAMED`] tables, in name order.
+async fn tables_below(io: &FileIO, location: &str) -> Vec<String> {
+    let mut tables = Vec::new();
+    let mut listings = 1;
+    let mut pending: Vec<(String, usize)> = io
+        .folder_names(location, FOLDERS_LISTED)
+        .await
+        .into_iter()
+        .rev()
+        .map(|name| (format!("{location}/{name}"), 1))
+        .collect();
+    while let Some((folder, depth)) = pending.pop() {
+        if tables.len() >= TABLES_NAMED || listings >= FOLDERS_LISTED {
+            break;
+        }
+        listings += 1;
+        let children = io.folder_names(&folder, FOLDERS_LISTED).await;
+        if children.iter().any(|c| c == "metadata") {
+            tables.push(folder);
+        } else if depth < 2 {
+            pending.extend(
+                children
+                    .into_iter()
+                    .rev()
+                    .map(|name| (format!("{folder}/{name}"), depth + 1)),
+            );
+        }
+    }
+    tables
+}
+
+/// What to say when `location` has no `metadata/` folder, given the tables found below it.
+fn warehouse_hint(location: &str, below: &[String]) -> String {
+    match below {
+        [] => String::new(),
+        [first, ..] => format!(
+            ". There is no metadata/ folder in '{location}'; tables below it: {}{}. Give the \
+             table's own folder, e.g. '{first}'",
+            below
+                .iter()
+                .map(|t| format!("'{t}'"))
+                .collect::<Vec<_>>()
+                .join(", "),
+            if below.len() >= TABLES_NAMED {
+                ", ..."
+            } else {
+                ""
+            }
+        ),
+    }
+}
+
+/// For a table whose metadata names files outside its `location`: when every one of `outside`
+/// lies in one other table folder (the part before its `/metadata/` or `/data/`), the question
+/// that explains it, as a sentence to append to the refusal; otherwise nothing.
+pub fn copied_or_moved_hint<S: AsRef<str>>(location: &str, outside: &[S]) -> String {
+    let root_of = |uri: &str| {
+        ["/metadata/", "/data/"]
+            .iter()
+            .filter_map(|marker| uri.rfind(marker).map(|at| uri[..at].to_string()))
+            .min_by_key(String::len)
+    };
+    let mut roots = outside.iter().map(|uri| root_of(uri.as_ref()));
+    let Some(Some(first)) = roots.next() else {
+        return String::new();
+    };
+    if roots.any(|root| root.as_deref() != Some(first.as_str())) || same_place(&first, location) {
+        return String::new();
+    }
+    format!(
+        ". Its manifests point at '{first}': was the table copied or moved? Its metadata still \
+         names the files where they were written; maintain the table there (register \
+         '{first}'), or rewrite its paths for the new place first"
+    )
+}
+
 fn no_metadata(location: &str, uuid: Option<&String>) -> Error {
     let message = match uuid {
         Some(uuid) => format!(
@@ -585,6 +756,117 @@ mod tests {
     use super::*;
 
     const UUID: &str = "0f2a0c38-5d0e-4b4b-9a4c-3c4e5b6a7d8e";
+
+    fn metadata_with_log(log: &[&str]) -> TableMetadata {
+        let entries: Vec<serde_json::Value> = log
+            .iter()
+            .map(|f| serde_json::json!({"metadata-file": f, "timestamp-ms": 1}))
+            .collect();
+        let doc = serde_json::json!({
+            "format-version": 2, "table-uuid": UUID, "location": "/t",
+            "last-sequence-number": 0, "last-updated-ms": 0, "last-column-id": 1,
+            "current-schema-id": 0,
+            "schemas": [{"type": "struct", "schema-id": 0, "fields": [
+                {"id": 1, "name": "id", "required": false, "type": "long"}]}],
+            "default-spec-id": 0, "partition-specs": [{"spec-id": 0, "fields": []}],
+            "last-partition-id": 999, "default-sort-order-id": 0,
+            "sort-orders": [{"order-id": 0, "fields": []}],
+            "metadata-log": entries
+        });
+        TableMetadata::parse(doc.to_string().as_bytes(), "/t/metadata/x.metadata.json").unwrap()
+    }
+
+    #[test]
+    fn a_fork_is_a_second_file_of_the_current_version() {
+        let file = |v: u64, id: &str| format!("/t/metadata/{v:05}-{id}.metadata.json");
+        let a = "0f2a0c38-5d0e-4b4b-9a4c-3c4e5b6a7d8a";
+        let b = "0f2a0c38-5d0e-4b4b-9a4c-3c4e5b6a7d8b";
+        let versions = |list: &[(u64, &str)]| {
+            list.iter()
+                .map(|(v, id)| (*v, file(*v, id)))
+                .collect::<Vec<_>>()
+        };
+        // icetrim committed 4 by path; the catalog's writer committed its own 4 on 3.
+        let forked = versions(&[(3, a), (4, a), (4, b)]);
+        let log = [file(3, a)];
+        let log: Vec<&str> = log.iter().map(String::as_str).collect();
+        let fork = find_fork(&forked, &file(4, a), &metadata_with_log(&log)).expect("a fork");
+        assert_eq!(
+            fork,
+            Fork {
+                version: 4,
+                ours: file(4, a),
+                theirs: file(4, b)
+            }
+        );
+        // A straight history has none; nor has a second file of an older version (a writer that
+        // lost a commit race leaves one).
+        let straight = versions(&[(3, a), (4, a)]);
+        let lost_race = versions(&[(3, a), (3, b), (4, a)]);
+        for all in [straight, lost_race] {
+            assert_eq!(find_fork(&all, &file(4, a), &metadata_with_log(&log)), None);
+        }
+    }
+
+    #[test]
+    fn a_copied_table_is_named_as_such() {
+        let outside = [
+            "file:///w/db/t/metadata/snap-1.avro",
+            "file:///w/db/t/data/a.parquet",
+            "file:///w/db/t/data/p=1/metadata/b.parquet",
+        ];
+        let hint = copied_or_moved_hint("/copy/t", &outside);
+        assert!(
+            hint.starts_with(
+                ". Its manifests point at 'file:///w/db/t': was the table copied or moved?"
+            ),
+            "{hint}"
+        );
+        assert_eq!(copied_or_moved_hint("/copy/t", &["s3://b/x.parquet"]), "");
+        let mixed = ["s3://b/t1/data/a.parquet", "s3://b/t2/data/a.parquet"];
+        assert_eq!(copied_or_moved_hint("s3://b/t", &mixed), "");
+        assert_eq!(copied_or_moved_hint::<&str>("s3://b/t", &[]), "");
+    }
+
+    #[test]
+    fn a_warehouse_hint_names_the_tables_below() {
+        assert_eq!(warehouse_hint("/w", &[]), "");
+        let hint = warehouse_hint("/w", &["/w/db/a".to_string(), "/w/db/b".to_string()]);
+        assert_eq!(
+            hint,
+            ". There is no metadata/ folder in '/w'; tables below it: '/w/db/a', '/w/db/b'. Give \
+             the table's own folder, e.g. '/w/db/a'"
+        );
+    }
+
+    #[tokio::test]
+    async fn tables_are_found_two_levels_down_and_no_further() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().to_str().unwrap().to_string();
+        for table in ["db/a", "db/b", "c", "x/y/z"] {
+            std::fs::create_dir_all(dir.path().join(table).join("metadata")).unwrap();
+        }
+        std::fs::create_dir_all(dir.path().join("empty")).unwrap();
+        let io = FileIO::local();
+        let found = tables_below(&io, &root).await;
+        assert_eq!(
+            found,
+            [
+                format!("{root}/c"),
+                format!("{root}/db/a"),
+                format!("{root}/db/b")
+            ]
+        );
+        let error = locate(&io, &root, &MetadataSettings::default())
+            .await
+            .unwrap_err();
+        assert!(
+            error
+                .message()
+                .contains(&format!("tables below it: '{root}/c', '{root}/db/a'")),
+            "{error}"
+        );
+    }
 
     #[test]
     fn file_names() {

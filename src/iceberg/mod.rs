@@ -10,5 +10,6 @@ pub mod manifest;
 pub mod manifest_list;
 pub mod metadata;
 pub mod metadata_peek;
+pub mod ownership;
 pub mod spec;
 pub mod txn;

@@ -147,14 +147,33 @@ fn build_s3(
         builder = builder
             .with_endpoint(endpoint)
             .with_virtual_hosted_style_request(options.virtual_hosted_style);
+    } else if !explicit
+        && let Some(endpoint) = environment_endpoint(|name| std::env::var(name).ok())
+    {
+        // The AWS SDKs' variables: the S3-specific one wins. A plain-HTTP endpoint is allowed
+        // HTTP (object_store refuses it otherwise, with "builder error").
+        if endpoint.starts_with("http://") {
+            builder = builder.with_allow_http(true);
+        }
+        builder = builder.with_endpoint(endpoint);
     }
     if options.allow_http {
         builder = builder.with_allow_http(true);
     }
     let store = builder
+        .with_http_connector(super::http::FailFastConnector)
         .build()
         .map_err(|e| build_failed(Family::S3, format!("s3://{bucket}"), e))?;
     Ok(Arc::new(store))
+}
+
+/// The S3 endpoint the environment names: `AWS_ENDPOINT_URL_S3`, else `AWS_ENDPOINT_URL`, else
+/// object_store's own `AWS_ENDPOINT` (empty values ignored).
+#[cfg_attr(not(feature = "s3"), allow(dead_code))]
+fn environment_endpoint(var: impl Fn(&str) -> Option<String>) -> Option<String> {
+    ["AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL", "AWS_ENDPOINT"]
+        .iter()
+        .find_map(|name| var(name).filter(|v| !v.trim().is_empty()))
 }
 
 #[cfg(not(feature = "s3"))]
@@ -229,7 +248,10 @@ fn build_azure(
     } else if options.allow_http {
         builder = builder.with_allow_http(true);
     }
-    let store = builder.build().map_err(|e| {
+    let store = builder
+        .with_http_connector(super::http::FailFastConnector)
+        .build()
+        .map_err(|e| {
         // object_store's message for a malformed key names the offending byte and its offset:
         // never repeat it.
         if e.to_string().contains("Invalid Access Key") {
@@ -271,6 +293,7 @@ fn build_gcs(bucket: &str, options: &GcsOptions) -> Result<Arc<dyn ObjectStore>>
         builder = builder.with_skip_signature(true);
     }
     let store = builder
+        .with_http_connector(super::http::FailFastConnector)
         .build()
         .map_err(|e| build_failed(Family::Gcs, format!("gs://{bucket}"), e))?;
     Ok(Arc::new(store))
@@ -293,6 +316,35 @@ mod tests {
             bucket: bucket.into(),
             account: account.map(str::to_string),
         }
+    }
+
+    #[test]
+    fn the_s3_specific_endpoint_variable_wins() {
+        let env = |pairs: &'static [(&'static str, &'static str)]| {
+            move |name: &str| {
+                pairs
+                    .iter()
+                    .find(|(n, _)| *n == name)
+                    .map(|(_, v)| v.to_string())
+            }
+        };
+        assert_eq!(environment_endpoint(env(&[])), None);
+        assert_eq!(
+            environment_endpoint(env(&[
+                ("AWS_ENDPOINT_URL", "http://a:1"),
+                ("AWS_ENDPOINT_URL_S3", "http://s3:2")
+            ]))
+            .as_deref(),
+            Some("http://s3:2")
+        );
+        assert_eq!(
+            environment_endpoint(env(&[
+                ("AWS_ENDPOINT_URL_S3", " "),
+                ("AWS_ENDPOINT_URL", "http://a:1")
+            ]))
+            .as_deref(),
+            Some("http://a:1")
+        );
     }
 
     #[test]

@@ -29,12 +29,130 @@ pub(crate) fn storage_error(op: &str, uri: &str, e: object_store::Error) -> Erro
         (object_store::Error::Generic { source, .. }, Some(Family::File)) => source.to_string(),
         _ => e.to_string(),
     };
-    let message = format!("Cannot {op} '{uri}': {}", mask_urls_in(&why));
+    let message = format!(
+        "Cannot {op} '{uri}': {}",
+        reason(&e, uri, &mask_urls_in(&why))
+    );
     if prints_a_url_part_masking_hides(&e) {
         Error::new(kind, message)
     } else {
         Error::with_source(kind, message, e)
     }
+}
+
+/// Why `e` (or an error below it) says the endpoint cannot be reached at all: the connection was
+/// refused, or the host name did not resolve. `None` for anything else.
+pub(crate) fn unreachable_reason(e: &(dyn std::error::Error + 'static)) -> Option<&'static str> {
+    std::iter::successors(Some(e), |e| e.source()).find_map(|e| {
+        if let Some(io) = e.downcast_ref::<std::io::Error>()
+            && io.kind() == std::io::ErrorKind::ConnectionRefused
+        {
+            return Some("refused the connection");
+        }
+        let text = e.to_string();
+        if text.contains("Connection refused") {
+            Some("refused the connection")
+        } else if text.starts_with("dns error") || text.contains("failed to lookup address") {
+            Some("has a host name that does not resolve")
+        } else {
+            None
+        }
+    })
+}
+
+/// The store's reason for a failed request, said plainly where it is a known mistake: an
+/// endpoint that cannot be reached, or a bucket that does not exist (the S3 error document is not
+/// pasted into the message). Anything else is the store's text.
+fn reason(e: &object_store::Error, uri: &str, why: &str) -> String {
+    if let Some(reason) = unreachable_reason(e) {
+        let endpoint = first_url_origin(why).unwrap_or_else(|| "endpoint".to_string());
+        return format!(
+            "the storage endpoint {endpoint} {reason}; check the endpoint (the table's URL, \
+             storage_endpoint, AWS_ENDPOINT_URL) and that the server is running"
+        );
+    }
+    if let Some(answer) = no_credentials(why) {
+        return answer;
+    }
+    if let Some(answer) = error_document(why) {
+        return answer.sentence(uri);
+    }
+    why.to_string()
+}
+
+/// The addresses the AWS default credential chain asks last: EC2 instance metadata and the
+/// container credentials endpoint. A failed request there means no earlier source had keys.
+const CREDENTIAL_SERVICES: [&str; 2] = ["169.254.169.254", "169.254.170.2"];
+
+/// When `why` is the failure of the last source of the default credential chain: what to set.
+/// Credentials that source does give are used as before (no error, no message).
+fn no_credentials(why: &str) -> Option<String> {
+    let service = CREDENTIAL_SERVICES
+        .iter()
+        .find(|address| why.contains(&format!("//{address}/")))?;
+    let answer = why
+        .split_once("status code: ")
+        .map(|(_, rest)| rest.split(':').next().unwrap_or(rest).trim().to_string())
+        .unwrap_or_else(|| "no answer".to_string());
+    Some(format!(
+        "no S3 credentials: none were given with the table or vended by its catalog, the AWS_* \
+         environment has none, and the instance credential service at {service} gave none \
+         ({answer}); set storage_endpoint, aws_access_key_id and aws_secret_access_key in the \
+         catalog database's SETTINGS (or give the keys to IcebergS3), or export \
+         AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY"
+    ))
+}
+
+/// `scheme://host[:port]` of the first URL in `text`.
+fn first_url_origin(text: &str) -> Option<String> {
+    let start = text.find("http://").or_else(|| text.find("https://"))?;
+    let url = text[start..].split_whitespace().next()?;
+    let parsed = url::Url::parse(url).ok()?;
+    Some(parsed.origin().ascii_serialization())
+}
+
+/// The `Code` and `Message` of an S3-style XML error document quoted in `text`.
+struct ErrorDocument {
+    code: String,
+    message: String,
+    bucket: Option<String>,
+}
+
+impl ErrorDocument {
+    fn sentence(&self, uri: &str) -> String {
+        let bucket = self
+            .bucket
+            .clone()
+            .or_else(|| Location::parse(uri).ok().map(|l| l.store.bucket.clone()));
+        match (self.code.as_str(), bucket) {
+            (code @ ("NoSuchBucket" | "ContainerNotFound"), Some(bucket)) => {
+                let what = if code == "NoSuchBucket" {
+                    "bucket"
+                } else {
+                    "container"
+                };
+                format!(
+                    "the {what} '{bucket}' does not exist at this endpoint; check the {what} \
+                     name in the table's URL and the endpoint it is served from"
+                )
+            }
+            _ => format!("the store answered {}: {}", self.code, self.message),
+        }
+    }
+}
+
+fn error_document(text: &str) -> Option<ErrorDocument> {
+    let element = |name: &str| {
+        let open = format!("<{name}>");
+        let start = text.find(&open)? + open.len();
+        let end = text[start..].find(&format!("</{name}>"))?;
+        Some(text[start..start + end].to_string())
+    };
+    Some(ErrorDocument {
+        code: element("Code")?,
+        message: element("Message").unwrap_or_default(),
+        bucket: element("BucketName"),
+    })
 }
 
 /// Whether `e`, or an error below it, prints a URL with a part [`mask_urls_in`] hides (a query,
@@ -278,6 +396,44 @@ mod tests {
             storage_error("read", "s3://b/t/x", below)
                 .source()
                 .is_none()
+        );
+    }
+
+    #[test]
+    fn an_error_document_becomes_a_sentence() {
+        let why = "Generic S3 error: Error performing list request: Error performing GET \
+                   http://127.0.0.1:9/nosuch?[HIDDEN] in 5ms - Server returned non-2xx status \
+                   code: 404 Not Found: <?xml version=\"1.0\" encoding=\"utf-8\"?>\n<Error><Code>\
+                   NoSuchBucket</Code><Message>The specified bucket does not exist</Message>\
+                   <BucketName>nosuch</BucketName><RequestId>x</RequestId></Error>";
+        let document = error_document(why).unwrap();
+        assert_eq!(
+            document.sentence("s3://nosuch/t/metadata"),
+            "the bucket 'nosuch' does not exist at this endpoint; check the bucket name in the \
+             table's URL and the endpoint it is served from"
+        );
+        let other = error_document("<Error><Code>AccessDenied</Code><Message>no</Message></Error>");
+        assert_eq!(
+            other.unwrap().sentence("s3://b/t"),
+            "the store answered AccessDenied: no"
+        );
+        assert!(error_document("plain failure").is_none());
+        let imds = "Generic S3 error: Error performing PUT http://169.254.169.254/latest/api/token \
+                    in 3ms - Server returned non-2xx status code: 403 Forbidden: resolve_deny";
+        let told = no_credentials(imds).unwrap();
+        assert!(
+            told.starts_with(
+                "no S3 credentials: none were given with the table or vended by its catalog"
+            ),
+            "{told}"
+        );
+        assert!(
+            told.contains("at 169.254.169.254 gave none (403 Forbidden); set storage_endpoint")
+        );
+        assert!(no_credentials("Error performing GET http://127.0.0.1:9/b").is_none());
+        assert_eq!(
+            first_url_origin("GET http://127.0.0.1:1/b?[HIDDEN] in 1ms").as_deref(),
+            Some("http://127.0.0.1:1")
         );
     }
 }

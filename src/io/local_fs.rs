@@ -129,6 +129,23 @@ pub(super) fn file_names(uri: &str, dir: &str) -> Result<Vec<String>> {
     Ok(names)
 }
 
+/// The names of the folders directly inside `dir`, at most `limit` (a symbolic link is no
+/// folder here); a missing folder or a file has none. For hints only: an unreadable entry is
+/// left out.
+pub(super) fn folder_names(dir: &str, limit: usize) -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut names: Vec<String> = entries
+        .flatten()
+        .filter(|entry| entry.file_type().is_ok_and(|kind| kind.is_dir()))
+        .filter_map(|entry| entry.file_name().to_str().map(str::to_string))
+        .take(limit)
+        .collect();
+    names.sort();
+    names
+}
+
 /// object_store's listing of local files under `prefix` (at or below the table folder `root`),
 /// with every file whose path below `root` passes through a symbolic link (object_store follows
 /// links) replaced by that link, reported once.

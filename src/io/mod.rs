@@ -19,6 +19,8 @@ mod counting;
 mod deletes;
 mod errors;
 mod faulty;
+#[cfg(any(feature = "s3", feature = "azure", feature = "gcs"))]
+mod http;
 mod local_delete;
 mod local_fs;
 mod local_walk;
@@ -155,6 +157,16 @@ impl FileIO {
         Self::with_parts(
             options,
             vec![Family::S3, Family::Azure, Family::Gcs],
+            HashMap::new(),
+        )
+    }
+
+    /// [`FileIO::new`]'s remote stores and local disk: for a catalog table on local disk
+    /// (the catalog layer checks its location against the database's `storage_local_root`).
+    pub fn with_local_disk(options: StorageOptions) -> Self {
+        Self::with_parts(
+            options,
+            vec![Family::S3, Family::Azure, Family::Gcs, Family::File],
             HashMap::new(),
         )
     }

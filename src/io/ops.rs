@@ -234,6 +234,35 @@ impl FileIO {
             .boxed()
     }
 
+    /// The names of the folders directly inside `dir_uri` (object stores: the common prefixes
+    /// of one delimited listing), sorted, at most `limit`. For hints: any failure is no folders.
+    pub async fn folder_names(&self, dir_uri: &str, limit: usize) -> Vec<String> {
+        let dir_uri = dir_uri.trim_end_matches('/');
+        let Ok(location) = Location::parse(dir_uri) else {
+            return Vec::new();
+        };
+        if self.lists_local_directly(&location) {
+            let dir = format!("/{}", location.path);
+            return tokio::task::spawn_blocking(move || super::local_fs::folder_names(&dir, limit))
+                .await
+                .unwrap_or_default();
+        }
+        let Ok((_, path, store)) = self.resolve(dir_uri) else {
+            return Vec::new();
+        };
+        let Ok(listed) = store.list_with_delimiter(Some(&path)).await else {
+            return Vec::new();
+        };
+        let mut names: Vec<String> = listed
+            .common_prefixes
+            .iter()
+            .filter_map(|prefix| prefix.filename().map(str::to_string))
+            .take(limit)
+            .collect();
+        names.sort();
+        names
+    }
+
     /// The names of the files directly inside the folder `dir_uri` (not recursive); an empty
     /// list when the folder does not exist. A local folder of a store this `FileIO` built itself
     /// is read with one `readdir` and no `stat` per file (object_store's local listing stats

@@ -86,6 +86,12 @@ pub const SESSION_SETTINGS: &[SettingDef] = &[
         doc: "ClickHouse gate for CREATE DATABASE … ENGINE = DataLakeCatalog with catalog_type = 'glue'",
     },
     SettingDef {
+        name: "iceberg_warn_catalog_owned_tables",
+        ty: SettingType::Bool,
+        default: SettingValue::Bool(true),
+        doc: "warn (once per table per session) before a commit by path to a table whose metadata looks catalog-written (NNNNN-<uuid>.metadata.json, no version-hint.text)",
+    },
+    SettingDef {
         name: "iceberg_expire_default_min_snapshots_to_keep",
         ty: SettingType::UInt,
         default: SettingValue::UInt(1),

@@ -141,9 +141,14 @@ impl Settings {
         let is_table_setting = std::ptr::eq(self.registry, SESSION_SETTINGS)
             && TABLE_SETTINGS.iter().any(|d| d.name == name);
         let hint = if is_table_setting {
-            ": it is a table setting, give it in CREATE TABLE ... SETTINGS"
+            ": it is a table setting, give it in CREATE TABLE ... SETTINGS".to_string()
         } else {
-            ""
+            let names = self.registry.iter().map(|d| d.name);
+            crate::hints::maybe_you_meant(&crate::hints::closest(
+                name,
+                names,
+                crate::hints::MAX_HINTS,
+            ))
         };
         Error::new(
             ErrorKind::UnknownSetting,
@@ -215,6 +220,10 @@ impl Settings {
 
     pub fn allow_database_iceberg(&self) -> bool {
         self.get_bool("allow_database_iceberg")
+    }
+
+    pub fn warn_catalog_owned_tables(&self) -> bool {
+        self.get_bool("iceberg_warn_catalog_owned_tables")
     }
 
     pub fn allow_database_glue_catalog(&self) -> bool {
@@ -361,6 +370,13 @@ mod tests {
             .expect_err("unknown");
         assert_eq!(err.kind(), ErrorKind::UnknownSetting);
         assert_eq!(err.message(), "Unknown setting 'foo'");
+        let err = Settings::new()
+            .set("max_query_sise", &number("1"))
+            .expect_err("misspelled");
+        assert_eq!(
+            err.message(),
+            "Unknown setting 'max_query_sise'. Maybe you meant: ['max_query_size']"
+        );
         let err = Settings::new()
             .set("iceberg_use_version_hint", &number("1"))
             .expect_err("table setting");

@@ -56,10 +56,20 @@ pub fn bind_noted(
             super::bind_compact::bind_rewrite(args, &context.limits).map(ProcedureCall::Compact)
         }
         other => Err(Error::bad_arguments(format!(
-            "Unknown EXECUTE command '{other}' for Iceberg table"
+            "Unknown EXECUTE command '{other}' for Iceberg table{}",
+            unknown_procedure_hint(other)
         ))),
     }?;
     Ok((call, notes))
+}
+
+/// The hint for an unknown procedure: a near spelling, or icetrim's name for another engine's.
+pub fn unknown_procedure_hint(name: &str) -> String {
+    let names: Vec<&str> = crate::plan::procedures::PROCEDURES
+        .iter()
+        .map(|p| p.name)
+        .collect();
+    crate::hints::unknown_procedure(name, &names)
 }
 
 /// A timestamp argument in Unix ms; a DST note goes to `notes`, prefixed with the argument's name.
@@ -137,7 +147,8 @@ fn retention_period(value: &Literal) -> Result<i64> {
             Error::bad_arguments("expire_snapshots expects 'retention_period' to be non-negative")
         }
         DurationError::Invalid => Error::bad_arguments(format!(
-            "expire_snapshots: invalid duration '{text}' for 'retention_period'"
+            "expire_snapshots: invalid duration '{text}' for 'retention_period'. {}",
+            super::duration::accepted_forms_hint(text)
         )),
     })
 }

@@ -54,7 +54,9 @@ pub(super) fn collect<'a>(
             Some(name) => {
                 seen_named = true;
                 params.iter().find(|p| p.name == name).ok_or_else(|| {
-                    Error::bad_arguments(format!("Unknown parameter '{name}' for {command}"))
+                    let names: Vec<&str> = params.iter().map(|p| p.name).collect();
+                    let hint = crate::hints::unknown_parameter(command, name, &names);
+                    Error::bad_arguments(format!("Unknown parameter '{name}' for {command}{hint}"))
                 })?
             }
         };

@@ -155,6 +155,47 @@ pub fn format_duration_ms(ms: i64) -> String {
     out
 }
 
+/// What a refused duration should say: the accepted forms, and for a spelled-out duration such
+/// as `3 days` or `1 hour 30 minutes`, the same written in this grammar (`3d`, `1h30m`).
+pub fn accepted_forms_hint(text: &str) -> String {
+    let mut hint = "Accepted forms: a number of seconds ('90', '1.5') or <number><unit> pairs \
+                    without spaces, largest unit first, units y, w, d, h, m, s, ms ('3d', '1d12h', \
+                    '90m')"
+        .to_string();
+    if let Some(spelled) = respell(text) {
+        hint.push_str(&format!("; '{}' is written '{spelled}'", text.trim()));
+    }
+    hint
+}
+
+/// `3 days` → `3d`: number and unit-word pairs rewritten as this grammar's pairs, when that parses.
+fn respell(text: &str) -> Option<String> {
+    let words: Vec<&str> = text.split_whitespace().collect();
+    if words.len() < 2 || words.len() % 2 != 0 {
+        return None;
+    }
+    let mut out = String::new();
+    for pair in words.chunks(2) {
+        let number = pair[0];
+        if number.is_empty() || !number.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        let unit = match pair[1].to_ascii_lowercase().trim_end_matches(',') {
+            "y" | "year" | "years" | "yr" | "yrs" => "y",
+            "w" | "week" | "weeks" | "wk" | "wks" => "w",
+            "d" | "day" | "days" => "d",
+            "h" | "hour" | "hours" | "hr" | "hrs" => "h",
+            "m" | "minute" | "minutes" | "min" | "mins" => "m",
+            "s" | "second" | "seconds" | "sec" | "secs" => "s",
+            "millisecond" | "milliseconds" | "ms" => "ms",
+            _ => return None,
+        };
+        out.push_str(number);
+        out.push_str(unit);
+    }
+    parse_duration_ms(&out).ok().map(|_| out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -225,5 +266,18 @@ mod tests {
             parse_duration_ms(&format_duration_ms(i64::MAX)),
             Ok(i64::MAX)
         );
+    }
+
+    #[test]
+    fn a_spelled_out_duration_is_respelled() {
+        assert_eq!(respell("3 days").as_deref(), Some("3d"));
+        assert_eq!(respell(" 1 hour 30 minutes ").as_deref(), Some("1h30m"));
+        assert_eq!(respell("30 minutes 1 hour"), None);
+        assert_eq!(respell("3 fortnights"), None);
+        assert_eq!(respell("3 d").as_deref(), Some("3d"));
+        assert_eq!(respell("3 D").as_deref(), Some("3d"));
+        assert_eq!(respell("3d"), None);
+        assert!(accepted_forms_hint("3 days").ends_with("; '3 days' is written '3d'"));
+        assert!(!accepted_forms_hint("soon").contains("written"));
     }
 }

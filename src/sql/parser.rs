@@ -624,8 +624,9 @@ fn parse_select(p: &mut Parser, sql: &str, format: Option<String>) -> PResult<St
 fn refuse_unknown(sql: &str, first_line: usize) -> Error {
     let not_supported = || {
         Error::not_implemented(format!(
-            "Statement {} is not supported by icetrim",
-            statement_kind(sql)
+            "Statement {} is not supported by icetrim{}",
+            statement_kind(sql),
+            call_hint(sql)
         ))
     };
     if !sqlparser_can_parse(sql) {
@@ -637,6 +638,32 @@ fn refuse_unknown(sql: &str, first_line: usize) -> Error {
         Err(error) if !parsed => parser_error(sql, first_line, &error),
         _ => not_supported(),
     }
+}
+
+/// For Spark's `CALL [catalog.]system.name(...)`: icetrim's spelling of the same call.
+fn call_hint(sql: &str) -> String {
+    let text = sql.trim_start();
+    let is_call = text
+        .get(..4)
+        .is_some_and(|h| h.eq_ignore_ascii_case("call"))
+        && text[4..].starts_with(char::is_whitespace);
+    if !is_call {
+        return String::new();
+    }
+    let rest = text[4..].trim_start();
+    let qualified = rest.split('(').next().unwrap_or("").trim();
+    let name = qualified.rsplit('.').next().unwrap_or("").trim_matches('`');
+    let spec = crate::plan::procedures::procedure(name);
+    let procedure = spec.map_or("<procedure>", |spec| spec.name);
+    let unknown = if spec.is_none() && !name.is_empty() {
+        super::bind::unknown_procedure_hint(name)
+    } else {
+        String::new()
+    };
+    format!(
+        ": procedures run as ClickHouse runs them, ALTER TABLE <table> EXECUTE \
+         {procedure}(<arguments>), the table named after ALTER TABLE, not as an argument{unknown}"
+    )
 }
 
 /// The leading keywords of a statement, e.g. `INSERT INTO` or `ALTER TABLE`.

@@ -75,7 +75,8 @@ fn error_codes_for_common_mistakes() {
         (
             "ALTER TABLE nope EXECUTE expire_snapshots()",
             60,
-            "Code: 60. DB::Exception: Table default.nope does not exist. (UNKNOWN_TABLE)",
+            "Code: 60. DB::Exception: Table default.nope does not exist. Register it first: \
+             CREATE TABLE default.nope ENGINE = IcebergLocal('/path/to/table')",
         ),
         (
             "USE nodb",

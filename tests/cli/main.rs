@@ -5,6 +5,7 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod catalog_owned;
 mod cli_habits;
 mod cli_limits;
 mod cli_script;
@@ -18,3 +19,4 @@ mod engine_limits;
 mod engine_progress;
 mod engine_session;
 mod readme_tour;
+mod storage_mistakes;

@@ -85,12 +85,28 @@ fn metric_after(out: &str, statement: &str, name: &str) -> i64 {
         .unwrap_or_else(|| panic!("no {name} after {statement:?}:\n{after}"))
 }
 
+/// The newest metadata file of a folder: `vN.metadata.json` (icetrim's and the generator's) or
+/// `NNNNN-<uuid>.metadata.json` (a catalog's), by version.
+fn newest_metadata(folder: &Path) -> PathBuf {
+    let version = |p: &Path| -> Option<u64> {
+        let name = p.file_name()?.to_str()?.strip_suffix(".metadata.json")?;
+        let digits = name.trim_start_matches('v');
+        digits.split('-').next()?.parse().ok()
+    };
+    std::fs::read_dir(folder)
+        .expect("the tour's table")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| version(p).is_some())
+        .max_by_key(|p| version(p))
+        .expect("a metadata file")
+}
+
 #[test]
 fn every_tested_block_has_a_test() {
     let names: Vec<String> = tested_blocks().into_iter().map(|(n, _)| n).collect();
     assert_eq!(
         names,
-        ["demo", "tour-path"],
+        ["demo", "tour-path", "tour-rest"],
         "a new tested block needs its test here"
     );
 }
@@ -101,8 +117,10 @@ fn the_demo_runs_as_written() {
     assert!(out.contains("metric_name"), "{out}");
 }
 
+/// Both tours share one table (/tmp/icetrim-tour), so they run in order in one test: the path tour,
+/// then the REST tour on the table it left.
 #[test]
-fn the_path_tour_runs_as_written() {
+fn the_tours_run_as_written() {
     let out = run(&block("tour-path"));
     // Echoed statements start a line; EXPLAIN's start with `EXPLAIN`.
     let expire =
@@ -130,19 +148,18 @@ fn the_path_tour_runs_as_written() {
     );
     assert!(rewritten > 1, "compaction rewrote the small files:\n{out}");
     // pyiceberg reads the table after all of it, every referenced file there.
-    let version = |p: &Path| -> Option<u64> {
-        let name = p.file_name()?.to_str()?;
-        name.strip_prefix('v')?
-            .strip_suffix(".metadata.json")?
-            .parse()
-            .ok()
-    };
-    let metadata = std::fs::read_dir("/tmp/icetrim-tour/events/metadata")
-        .expect("the tour's table")
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| version(p).is_some())
-        .max_by_key(|p| version(p))
-        .expect("a metadata file");
+    let metadata = newest_metadata(Path::new("/tmp/icetrim-tour/events/metadata"));
     let report = oracle_inspect(&metadata);
     assert_eq!(report["missing"], serde_json::json!([]), "{report}");
+    // The REST tour on the same table, through the test REST catalog.
+    let out = run(&block("tour-rest"));
+    assert!(
+        out.contains("ns.events"),
+        "SHOW TABLES names the table:\n{out}"
+    );
+    let dry = "EXECUTE expire_snapshots(retention_period = '0s', retain_last = 1, dry_run = 1);\n";
+    let planned = metric_after(&out, dry, "dry_run");
+    assert_eq!(planned, 1, "{out}");
+    // The tag went through the catalog: the catalog's table lists it.
+    assert!(out.contains("before_cleanup\ttag\t"), "{out}");
 }

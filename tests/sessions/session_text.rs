@@ -1,7 +1,8 @@
 //! The text of a session file: blocks (a directive line and the lines under it up to a blank
 //! line), and the `${...}` variables of SQL and expected rows.
 //!
-//! Variables: `${TABLE}` (the table location on the backend), `${ENGINE}` (the engine clause that
+//! Variables: `${TABLE}` (the table location on the backend), `${TABLE_PARENT}` (the folder
+//! holding it), `${ENGINE}` (the engine clause that
 //! registers it), `${snapshot:<label>}` (a snapshot id), `${data_file:<label>}`,
 //! `${delete_file:<label>}`, `${statistics_file:<label>}`, `${partition_statistics_file:<label>}`,
 //! `${metadata_file:<index>}` (a file of the fixture, as a path or URI on the backend), and `${time:<base>[±<n><unit>...]}`: a UTC time `YYYY-MM-DD hh:mm:ss` (the

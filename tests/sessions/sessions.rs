@@ -22,6 +22,7 @@
 //!                                   statement's first commit attempt: another writer's commit
 //!                                   lands between that statement's plan and its commit
 //! stray <relative path> <age>    -- (local only) a stray file whose mtime is <age> (e.g. 2d) ago
+//! copy table to <name>           -- (local only) a copy of the table folder, `${TABLE_PARENT}/<name>`
 //! clickhouse [rowsort]           -- (local pass only) the SQL below on ClickHouse (chdb), on a
 //!                                   twin of the fixture, attached as `t`; rows after `----`
 //! ```
@@ -158,6 +159,10 @@ impl Resolve for Vars<'_> {
         };
         match key.split_once(':') {
             None if key == "TABLE" => Some(place.location().to_string()),
+            None if key == "TABLE_PARENT" => place
+                .location()
+                .rsplit_once('/')
+                .map(|(parent, _)| parent.to_string()),
             None if key == "ENGINE" => Some(place.engine.clone()),
             Some(("snapshot", label)) => facts["snapshots"][label].as_i64().map(|i| i.to_string()),
             Some(("data_file", label)) => file("data_files", label),
@@ -295,6 +300,7 @@ impl Runner<'_> {
                 assert!(gone.is_empty(), "{at}: files deleted or changed: {gone:?}");
             }
             ["stray", relative, age] => self.stray(&at, relative, age),
+            ["copy", "table", "to", name] => self.copy_table(&at, name),
             ["between", "plan", "and", "commit"] => {
                 let engine = self.engine.clone();
                 let engine = engine.unwrap_or_else(|| panic!("{at}: no fixture yet"));
@@ -481,6 +487,29 @@ impl Runner<'_> {
     }
 }
 
+impl Runner<'_> {
+    /// (local only) A copy of the table folder next to it, as `${TABLE_PARENT}/<name>`.
+    fn copy_table(&self, at: &str, name: &str) {
+        assert_eq!(self.backend, Backend::Local, "{at}: copies are local only");
+        let from = Path::new(self.place(at).location()).to_path_buf();
+        let to = from.parent().expect("a parent").join(name);
+        copy_folder(&from, &to);
+    }
+}
+
+fn copy_folder(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("create the copy");
+    for entry in std::fs::read_dir(from).expect("read the table folder") {
+        let entry = entry.expect("an entry");
+        let target = to.join(entry.file_name());
+        if entry.file_type().expect("a type").is_dir() {
+            copy_folder(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).expect("copy a file");
+        }
+    }
+}
+
 /// The metadata file with the highest version in the table's `metadata/` folder.
 fn newest_metadata(table: &Path) -> PathBuf {
     let mut best: Option<(u64, PathBuf)> = None;
@@ -651,6 +680,7 @@ sessions! {
     expire_statistics => "expire_statistics.test",
     expire_table_properties => "expire_table_properties.test",
     gates => "gates.test",
+    hints => "hints.test",
     introspection => "introspection.test",
     orphans_clickhouse => "orphans_clickhouse.test",
     output_formats => "output_formats.test",
@@ -661,10 +691,12 @@ sessions! {
     orphans_reachability => "orphans_reachability.test",
     orphans_refusals => "orphans_refusals.test",
     orphans_strays => "orphans_strays.test",
+    path_mistakes => "path_mistakes.test",
     orphans_threshold => "orphans_threshold.test",
     pinned_metadata => "pinned_metadata.test",
     refs_ddl => "refs_ddl.test",
     small_findings => "small_findings.test",
+    storage_mistakes => "storage_mistakes.test",
     snapshots_cherrypick => "snapshots_cherrypick.test",
     snapshots_rollback => "snapshots_rollback.test",
     snapshots_v1 => "snapshots_v1.test",

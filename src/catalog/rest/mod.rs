@@ -472,7 +472,18 @@ impl RestCatalog {
                 options.vended = Some(crate::io::VendedSource::new(held, Arc::new(renewer)));
             }
         }
-        let io = crate::io::FileIO::new(options);
+        let locations = [metadata.location(), location.as_str()];
+        super::local_root::check(
+            &self.config.database,
+            &ident.to_string(),
+            self.config.get(super::local_root::SETTING),
+            &locations,
+        )?;
+        let io = if locations.iter().any(|l| super::local_root::is_local(l)) {
+            crate::io::FileIO::with_local_disk(options)
+        } else {
+            crate::io::FileIO::new(options)
+        };
         match io.head(&location).await {
             Ok(_) => {}
             Err(e) if e.kind() == ErrorKind::FileDoesntExist => {

@@ -3,6 +3,7 @@
 //! the gates, then the procedure or change through `engine/procedures.rs`.
 
 use super::*;
+use crate::maintain::target::{MaintenanceTarget, TableSource};
 
 impl Session {
     /// `ALTER TABLE` on refs or properties (or its `EXPLAIN`): table, gate and statement are
@@ -139,6 +140,11 @@ impl Session {
             }
             TablePlace::Path(def) => open_table(runtime, &self.settings, def)?,
         };
+        let owned_warning = if explain {
+            None
+        } else {
+            self.catalog_owned_warning(&target).await
+        };
         let result = match work {
             TableWork::Procedure(call) => run_procedure_on(target, call, explain, &progress).await,
             TableWork::Change(change) => {
@@ -147,7 +153,33 @@ impl Session {
         };
         match place {
             TablePlace::Catalog(def) => result.map_err(|e| catalog_db::scrub(e, def)),
-            TablePlace::Path(_) => result,
+            TablePlace::Path(_) => result.map(|mut r| {
+                r.warnings.splice(0..0, owned_warning);
+                r
+            }),
         }
+    }
+
+    /// For a path table whose metadata looks catalog-written
+    /// ([`crate::iceberg::ownership`]), the warning, once per table per session (the first
+    /// statement that may commit), never with `iceberg_warn_catalog_owned_tables = 0` or a
+    /// pinned metadata file. Costs one listing of `metadata/`, once per table.
+    async fn catalog_owned_warning(&self, target: &MaintenanceTarget) -> Option<String> {
+        use crate::iceberg::ownership::{catalog_owned_warning, looks_catalog_owned_at};
+        let applies = matches!(target.source, TableSource::Path)
+            && self.settings.warn_catalog_owned_tables()
+            && target.metadata_settings.metadata_file_path.is_none();
+        if !applies {
+            return None;
+        }
+        let first = self
+            .warned_catalog_owned
+            .lock()
+            .ok()?
+            .insert(target.location.clone());
+        if !first || !looks_catalog_owned_at(&target.io, &target.location).await {
+            return None;
+        }
+        Some(catalog_owned_warning(&target.location))
     }
 }

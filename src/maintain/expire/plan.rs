@@ -217,10 +217,11 @@ fn check_inside_location(
         .collect();
     Err(Error::not_implemented(format!(
         "expire_snapshots on {} would delete {count} file(s) outside the table location '{}', \
-         which is not supported: {}",
+         which is not supported: {}{}",
         target.table_name,
         target.location,
-        named_paths(&first, count)
+        named_paths(&first, count),
+        crate::iceberg::locate::copied_or_moved_hint(&target.location, &first)
     )))
 }
 

@@ -123,6 +123,8 @@ async fn plan(
     let older_than_ms = effective_older_than(target, options)?;
     let scan_rel = normalize_scan_location(options.location.as_deref())?;
     let located = locate_newest(target).await?;
+    // A forked table: the other branch's files look unreferenced from ours.
+    located.check_not_forked()?;
     check_gc_enabled(target, &located)?;
     let reachable = collect_reachable_reporting(
         &target.io,
@@ -325,10 +327,11 @@ fn refuse_outside_references(
     }
     Err(Error::not_implemented(format!(
         "remove_orphan_files on {} cannot run: the current metadata references {count} file(s) \
-         outside the table location '{}': {}",
+         outside the table location '{}': {}{}",
         target.table_name,
         target.location,
-        examples.join(", ")
+        examples.join(", "),
+        crate::iceberg::locate::copied_or_moved_hint(&target.location, examples)
     )))
 }
 
