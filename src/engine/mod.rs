@@ -23,7 +23,9 @@ pub use api::{Table, Timestamp};
 pub use api_procedures::{ExpireSnapshots, RemoveOrphanFiles, RewriteDataFiles, RewriteManifests};
 pub use api_snapshots::{AlterRefs, ManageSnapshots};
 pub use result::{Metrics, QueryResult};
-pub use session::{DEFAULT_DATABASE, Engine, EngineBuilder, KnownNames, Session, handles};
+pub use session::{
+    DEFAULT_DATABASE, Engine, EngineBuilder, KnownNames, Session, WarningSink, handles,
+};
 
 #[cfg(test)]
 mod tests {

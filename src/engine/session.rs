@@ -223,6 +223,7 @@ impl Engine {
             params: BTreeMap::new(),
             catalogs: catalog_db::OpenCatalogs::default(),
             warned_catalog_owned: Arc::default(),
+            early_warnings: EarlyWarnings::default(),
         }
     }
 
@@ -322,7 +323,22 @@ pub struct Session {
     catalogs: catalog_db::OpenCatalogs,
     /// Tables already warned about as looking catalog-owned (the warning shows once per table).
     warned_catalog_owned: Arc<std::sync::Mutex<std::collections::HashSet<String>>>,
+    /// Where warnings that must be read before a statement changes anything go at once.
+    early_warnings: EarlyWarnings,
 }
+
+/// An optional [`WarningSink`] that prints as `set` / `none` in `Debug`.
+#[derive(Clone, Default)]
+struct EarlyWarnings(Option<WarningSink>);
+
+impl std::fmt::Debug for EarlyWarnings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() { "set" } else { "none" })
+    }
+}
+
+/// Receives a warning as soon as it is known (see [`Session::set_early_warnings`]).
+pub type WarningSink = Arc<dyn Fn(&str) + Send + Sync>;
 
 impl Session {
     /// Report this session's procedures to `sink` (`None`: no reporting), replacing the engine's.
@@ -338,6 +354,22 @@ impl Session {
     /// ```
     pub fn set_progress(&mut self, sink: Option<ProgressSink>) {
         self.progress = Sink(sink);
+    }
+
+    /// Send the warnings a reader must see before a statement changes anything (a path table
+    /// whose metadata looks catalog-written, before the statement's first commit) to `sink` as
+    /// soon as they are known, instead of with the statement's result (`None`: with the
+    /// result). The `icetrim` shell prints them on standard error at once.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use icetrim::engine::Engine;
+    /// let mut session = Engine::builder().build()?.session();
+    /// session.set_early_warnings(Some(Arc::new(|w: &str| eprintln!("Warning: {w}"))));
+    /// # Ok::<(), icetrim::Error>(())
+    /// ```
+    pub fn set_early_warnings(&mut self, sink: Option<WarningSink>) {
+        self.early_warnings = EarlyWarnings(sink);
     }
 
     /// Sets query parameter `name` (for `{name:Type}` placeholders) to `value`, as

@@ -170,6 +170,10 @@ fn try_main(args: &Args, out: &mut Output) -> Result<u8, Failure> {
     }
     let engine = builder.build()?;
     let mut session = engine.session();
+    // A warning that must come before a commit is printed at once, not after the result.
+    session.set_early_warnings(Some(std::sync::Arc::new(|warning: &str| {
+        eprintln!("Warning: {warning}");
+    })));
     for (name, value) in &args.params {
         session.set_param(name, value);
     }

@@ -103,3 +103,56 @@ fn a_catalog_table_committed_by_path_warns_then_its_fork_is_named() {
     let text = stderr(&orphans);
     assert!(text.contains("it forked at version 4"), "{text}");
 }
+
+/// Embedded with an early-warning sink (as the shell runs), the warning arrives before the
+/// statement's first commit attempt, and not again with its result.
+#[tokio::test]
+async fn the_warning_arrives_before_the_first_commit() {
+    use std::sync::{Arc, Mutex};
+
+    use icetrim::engine::Engine;
+    use icetrim::internals::maintain::target::BeforeCommit;
+
+    let dir = tempfile::tempdir().expect("a warehouse");
+    pyiceberg(dir.path(), "create");
+    let table = dir.path().join("db/events");
+    let warned: Arc<Mutex<Vec<String>>> = Arc::default();
+    let seen_at_commit: Arc<Mutex<Option<usize>>> = Arc::default();
+    let (w, s) = (Arc::clone(&warned), Arc::clone(&seen_at_commit));
+    let hook = BeforeCommit(Arc::new(move || {
+        let count = w.lock().expect("warnings").len();
+        s.lock().expect("seen").get_or_insert(count);
+        Box::pin(async {})
+    }));
+    let engine = Engine::builder()
+        .before_commit(hook)
+        .build()
+        .expect("an engine");
+    let mut session = engine.session();
+    let sink = Arc::clone(&warned);
+    session.set_early_warnings(Some(Arc::new(move |warning: &str| {
+        sink.lock().expect("warnings").push(warning.to_string());
+    })));
+    let create = format!(
+        "CREATE TABLE t ENGINE = IcebergLocal('{}')",
+        table.display()
+    );
+    session.execute(&create).await.expect("registered");
+    let results = session
+        .execute("ALTER TABLE t EXECUTE expire_snapshots(retention_period = '0s', retain_last = 1)")
+        .await
+        .expect("expired");
+    assert_eq!(
+        *seen_at_commit.lock().expect("seen"),
+        Some(1),
+        "warned before the commit"
+    );
+    let warnings = warned.lock().expect("warnings").clone();
+    assert!(warnings[0].contains("DataLakeCatalog"), "{warnings:?}");
+    assert!(
+        results
+            .iter()
+            .all(|r| r.warnings.iter().all(|w| !w.contains("owned by a catalog"))),
+        "not repeated with the result: {results:?}"
+    );
+}

@@ -37,6 +37,12 @@ fn stderr(output: &Output) -> String {
     String::from_utf8(output.stderr.clone()).expect("utf-8 errors")
 }
 
+/// ClickHouse's error for the unregistered table `nope`, with icetrim's hint after it.
+const UNKNOWN_NOPE: &str = "Code: 60. DB::Exception: Table default.nope does not exist. Register it \
+     first: CREATE TABLE default.nope ENGINE = IcebergLocal('/path/to/table') \
+     (IcebergS3('s3://bucket/path/to/table') or IcebergAzure(...) for object storage), or reach a \
+     catalog's tables with CREATE DATABASE ... ENGINE = DataLakeCatalog(...). (UNKNOWN_TABLE)";
+
 /// `-n` is clickhouse-client's `--multiquery`: it does not go on after an error;
 /// `--ignore-error` does.
 #[test]
@@ -128,7 +134,7 @@ fn queries_files_run_in_order_echoed_and_errors_are_located() {
     assert_eq!(
         stderr(&output),
         format!(
-            "Code: 60. DB::Exception: Table default.nope does not exist. (UNKNOWN_TABLE)\n\
+            "{UNKNOWN_NOPE}\n\
              (at line 3 of {broken}: ALTER TABLE nope EXECUTE expire_snapshots(retain_last = 5))\n"
         )
     );
@@ -167,8 +173,10 @@ fn piped_script_errors_name_the_line() {
     let output = run(&[], script);
     assert_eq!(
         stderr(&output),
-        "Code: 60. DB::Exception: Table default.nope does not exist. (UNKNOWN_TABLE)\n\
-         (at line 4: ALTER TABLE nope EXECUTE remove_orphan_files(dry_run = 1, older_than …)\n"
+        format!(
+            "{UNKNOWN_NOPE}\n\
+             (at line 4: ALTER TABLE nope EXECUTE remove_orphan_files(dry_run = 1, older_than …)\n"
+        )
     );
     assert_eq!(output.status.code(), Some(60));
     let output = run(&["-q", "ALTER TABLE nope EXECUTE expire_snapshots()"], "");

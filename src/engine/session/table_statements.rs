@@ -140,11 +140,16 @@ impl Session {
             }
             TablePlace::Path(def) => open_table(runtime, &self.settings, def)?,
         };
-        let owned_warning = if explain {
+        let mut owned_warning = if explain {
             None
         } else {
             self.catalog_owned_warning(&target).await
         };
+        // Before anything runs: the statement may commit.
+        if let (Some(sink), Some(warning)) = (&self.early_warnings.0, &owned_warning) {
+            sink(warning);
+            owned_warning = None;
+        }
         let result = match work {
             TableWork::Procedure(call) => run_procedure_on(target, call, explain, &progress).await,
             TableWork::Change(change) => {
