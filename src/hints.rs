@@ -268,4 +268,37 @@ mod tests {
             prop_assert_eq!(edit_distance(&a, &b), edit_distance(&b, &a));
         }
     }
+
+    /// The hints chdb (ClickHouse 26.9) gives for format names, over icetrim's format names.
+    #[test]
+    fn format_name_hints_as_clickhouse_gives_them() {
+        let names = [
+            "PrettyCompact",
+            "Pretty",
+            "TSVWithNames",
+            "CSVWithNames",
+            "JSON",
+            "JSONEachRow",
+            "Markdown",
+            "Vertical",
+        ];
+        assert_eq!(closest("PrettyCompat", names, MAX_HINTS), ["PrettyCompact"]);
+        assert_eq!(closest("prettycompat", names, MAX_HINTS), ["PrettyCompact"]);
+        assert_eq!(closest("Prety", names, MAX_HINTS), ["Pretty"]);
+        assert_eq!(closest("JSO", names, MAX_HINTS), ["JSON"]);
+        assert_eq!(
+            closest("CSVWithName", names, MAX_HINTS),
+            ["CSVWithNames", "TSVWithNames"]
+        );
+        assert_eq!(
+            closest("TSVWithName", names, MAX_HINTS),
+            ["TSVWithNames", "CSVWithNames"]
+        );
+        assert!(
+            closest("Vert", names, MAX_HINTS).is_empty(),
+            "too short for its difference"
+        );
+        assert!(closest("Foo", names, MAX_HINTS).is_empty());
+        assert!(closest("", names, MAX_HINTS).is_empty());
+    }
 }

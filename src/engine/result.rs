@@ -21,6 +21,9 @@ pub struct QueryResult {
     /// `remove_orphan_files`; failed deletes of `expire_snapshots`, which ClickHouse's rows do
     /// not count); 0 otherwise.
     pub failed_deletions: i64,
+    /// The table a procedure ran on (its location), so that Pretty formats can show paths
+    /// relative to it.
+    pub location: Option<String>,
     /// A `FORMAT` clause on the statement, if any.
     pub format: Option<OutputFormat>,
 }

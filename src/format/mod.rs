@@ -3,7 +3,6 @@
 //! back to Vertical for a few wide rows ([`VerticalFallback`]) and show paths relative to their
 //! folder ([`relative_to_location`]); the shell applies both.
 
-pub(crate) mod name_hints;
 mod pretty;
 mod relative_paths;
 mod text;
@@ -68,12 +67,12 @@ impl OutputFormat {
             .iter()
             .map(|(_, n)| *n)
             .chain(Self::ALIASES.iter().map(|(n, _)| *n));
-        let hints = name_hints::hints(name, names);
+        let hints = crate::hints::closest(name, names, crate::hints::MAX_HINTS);
         Err(Error::new(
             ErrorKind::UnknownFormat,
             format!(
                 "Unknown format {name}{}",
-                name_hints::maybe_you_meant(&hints)
+                crate::hints::maybe_you_meant(&hints)
             ),
         ))
     }

@@ -1,14 +1,14 @@
-//! Pretty formats show file paths relative to the folder they share, that folder printed once
-//! above the table (TSV, JSON and the other formats keep full paths and URIs, for scripts).
+//! Pretty formats show file paths relative to the table location, printed once above the table
+//! (TSV, JSON and the other formats keep full paths and URIs, for scripts).
 //!
-//! The rule, on the result alone: a *path* is a value of a column named `path`, `id`,
-//! `file_path`, `manifest_list`, `metadata_file` or `location` (the columns of EXPLAIN and of the
-//! `system.iceberg_*` tables that name files) that is an absolute path (`/…`) or a URI
-//! (`scheme://…`); other values of those columns (snapshot ids, metric names) stay as they are.
-//! With at least two paths, their longest common prefix that ends with `/` is the location, if it
-//! holds more than the root (`/`, or `scheme://`): for a table's plan that is the table location
-//! (or its `metadata/` or `data/` folder when every path lies there). Each path is shown as the
-//! rest after the location.
+//! A *path* is a value of a column named `path`, `id`, `file_path`, `manifest_list`,
+//! `metadata_file` or `location` (the columns of EXPLAIN and of the `system.iceberg_*` tables
+//! that name files) that is an absolute path (`/…`) or a URI (`scheme://…`); other values of
+//! those columns (snapshot ids, metric names) stay as they are. The location is the table's,
+//! when the result names it (a procedure's result, `QueryResult::location`) and at least one
+//! path lies under it: paths under it are shown as the rest after it, others in full. Without it
+//! (a `SELECT` over several tables), with at least two paths, their longest common prefix that
+//! ends with `/` is the location, if it holds more than the root (`/`, or `scheme://`).
 
 use super::value::{Column, Value};
 
@@ -26,6 +26,7 @@ const PATH_COLUMNS: &[&str] = &[
 pub fn relative_to_location(
     columns: &[Column],
     rows: &[Vec<Value>],
+    table_location: Option<&str>,
 ) -> Option<(String, Vec<Vec<Value>>)> {
     let path_columns: Vec<usize> = columns
         .iter()
@@ -37,10 +38,15 @@ pub fn relative_to_location(
         .iter()
         .flat_map(|row| path_columns.iter().filter_map(|i| path_cell(row, *i)))
         .collect();
-    if paths.len() < 2 {
-        return None;
-    }
-    let location = common_folder(&paths)?;
+    let location = match table_location {
+        Some(table) => {
+            let folder = format!("{}/", table.trim_end_matches('/'));
+            let under = paths.iter().any(|p| p.starts_with(&folder));
+            (under && root_length(&folder).is_some_and(|r| folder.len() > r)).then_some(folder)?
+        }
+        None if paths.len() < 2 => return None,
+        None => common_folder(&paths)?,
+    };
     let rows = rows
         .iter()
         .map(|row| {
@@ -121,7 +127,7 @@ mod tests {
             row("file", "/tmp/w/events/data/a.parquet"),
             row("file", "/tmp/w/events/metadata/snap-1.avro"),
         ];
-        let (location, shown) = relative_to_location(&columns(), &rows).unwrap();
+        let (location, shown) = relative_to_location(&columns(), &rows, None).unwrap();
         assert_eq!(location, "/tmp/w/events/");
         assert_eq!(shown[0], rows[0]);
         assert_eq!(shown[1], row("file", "data/a.parquet"));
@@ -134,7 +140,7 @@ mod tests {
             row("file", "s3://bucket/t/data/ab.parquet"),
             row("file", "s3://bucket/t/data/ac.parquet"),
         ];
-        let (location, shown) = relative_to_location(&columns(), &rows).unwrap();
+        let (location, shown) = relative_to_location(&columns(), &rows, None).unwrap();
         assert_eq!(location, "s3://bucket/t/data/", "never inside a file name");
         assert_eq!(shown[1], row("file", "ac.parquet"));
     }
@@ -156,5 +162,24 @@ mod tests {
             None,
             "`kind` is no path column"
         );
+    }
+
+    #[test]
+    fn a_procedures_result_is_relative_to_its_table() {
+        let rows = vec![
+            row("file", "/tmp/w/events/data/a.parquet"),
+            row("file", "/tmp/w/events/data/b.parquet"),
+            row("file", "/elsewhere/x.parquet"),
+        ];
+        let (location, shown) =
+            relative_to_location(&columns(), &rows, Some("/tmp/w/events")).unwrap();
+        assert_eq!(location, "/tmp/w/events/", "the table, not the shared data/ folder");
+        assert_eq!(shown[0], row("file", "data/a.parquet"));
+        assert_eq!(shown[2], rows[2], "a path outside the table stays whole");
+        let one = vec![row("file", "s3://b/t/metadata/v3.metadata.json")];
+        let (location, shown) = relative_to_location(&columns(), &one, Some("s3://b/t/")).unwrap();
+        assert_eq!(location, "s3://b/t/");
+        assert_eq!(shown[0], row("file", "metadata/v3.metadata.json"));
+        assert!(relative_to_location(&columns(), &rows, Some("/other")).is_none());
     }
 }

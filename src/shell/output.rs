@@ -114,7 +114,7 @@ impl Output {
         if !pretty {
             return self.print(&format.render(&result.columns, &result.rows, elapsed_seconds));
         }
-        let (location, rows) = match relative_to_location(&result.columns, &result.rows) {
+        let (location, rows) = match relative_to_location(&result.columns, &result.rows, result.location.as_deref()) {
             Some((location, rows)) => (Some(location), Cow::Owned(rows)),
             None => (None, Cow::Borrowed(result.rows.as_slice())),
         };

@@ -150,12 +150,17 @@ impl Session {
             sink(warning);
             owned_warning = None;
         }
+        let location = target.location.clone();
         let result = match work {
             TableWork::Procedure(call) => run_procedure_on(target, call, explain, &progress).await,
             TableWork::Change(change) => {
                 run_table_change_on(target, &change, explain, &progress).await
             }
         };
+        let result = result.map(|mut r| {
+            r.location = Some(location);
+            r
+        });
         match place {
             TablePlace::Catalog(def) => result.map_err(|e| catalog_db::scrub(e, def)),
             TablePlace::Path(_) => result.map(|mut r| {
