@@ -148,17 +148,21 @@ mod tests {
     #[test]
     fn no_location_without_two_paths_under_a_folder() {
         let one = vec![row("file", "/t/data/a.parquet"), row("total", "data")];
-        assert_eq!(relative_to_location(&columns(), &one), None);
+        assert_eq!(relative_to_location(&columns(), &one, None), None);
         let roots = vec![row("file", "/a/x"), row("file", "/b/y")];
-        assert_eq!(relative_to_location(&columns(), &roots), None, "only '/'");
+        assert_eq!(
+            relative_to_location(&columns(), &roots, None),
+            None,
+            "only '/'"
+        );
         let buckets = vec![row("file", "s3://a/x"), row("file", "s3://b/y")];
-        assert_eq!(relative_to_location(&columns(), &buckets), None);
+        assert_eq!(relative_to_location(&columns(), &buckets, None), None);
         let other_column = vec![
             vec!["/t/a".into(), "1".into(), Value::Int(1)],
             vec!["/t/b".into(), "2".into(), Value::Int(1)],
         ];
         assert_eq!(
-            relative_to_location(&columns(), &other_column),
+            relative_to_location(&columns(), &other_column, None),
             None,
             "`kind` is no path column"
         );
@@ -173,7 +177,10 @@ mod tests {
         ];
         let (location, shown) =
             relative_to_location(&columns(), &rows, Some("/tmp/w/events")).unwrap();
-        assert_eq!(location, "/tmp/w/events/", "the table, not the shared data/ folder");
+        assert_eq!(
+            location, "/tmp/w/events/",
+            "the table, not the shared data/ folder"
+        );
         assert_eq!(shown[0], row("file", "data/a.parquet"));
         assert_eq!(shown[2], rows[2], "a path outside the table stays whole");
         let one = vec![row("file", "s3://b/t/metadata/v3.metadata.json")];

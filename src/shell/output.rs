@@ -114,10 +114,11 @@ impl Output {
         if !pretty {
             return self.print(&format.render(&result.columns, &result.rows, elapsed_seconds));
         }
-        let (location, rows) = match relative_to_location(&result.columns, &result.rows, result.location.as_deref()) {
-            Some((location, rows)) => (Some(location), Cow::Owned(rows)),
-            None => (None, Cow::Borrowed(result.rows.as_slice())),
-        };
+        let (location, rows) =
+            match relative_to_location(&result.columns, &result.rows, result.location.as_deref()) {
+                Some((location, rows)) => (Some(location), Cow::Owned(rows)),
+                None => (None, Cow::Borrowed(result.rows.as_slice())),
+            };
         let format = if fallback.applies(&result.columns, &rows) {
             OutputFormat::Vertical
         } else {
