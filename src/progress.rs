@@ -50,6 +50,11 @@ pub enum Phase {
     ReadingManifestLists,
     /// Reading manifests (files: manifests).
     ReadingManifests,
+    /// Rewriting compaction's file groups (`OPTIMIZE TABLE`; units: groups, bytes: input bytes
+    /// read, out of the groups' total).
+    RewritingFileGroups,
+    /// Writing the new manifests of `rewrite_manifests` (units: manifests, bytes: written).
+    WritingManifests,
     /// Listing the table's files (`remove_orphan_files`; files: listed, no total).
     ListingFiles,
     /// Deleting files (files: deletes attempted).
@@ -67,8 +72,27 @@ impl Phase {
         match self {
             Phase::ReadingManifestLists => "reading manifest lists",
             Phase::ReadingManifests => "reading manifests",
+            Phase::RewritingFileGroups => "rewriting file groups",
+            Phase::WritingManifests => "writing manifests",
             Phase::ListingFiles => "listing files",
             Phase::DeletingFiles => "deleting files",
+        }
+    }
+}
+
+impl Phase {
+    /// What the phase counts: `"files"`, `"groups"` or `"manifests"`.
+    ///
+    /// ```
+    /// use icetrim::progress::Phase;
+    /// assert_eq!(Phase::RewritingFileGroups.unit(), "groups");
+    /// assert_eq!(Phase::ListingFiles.unit(), "files");
+    /// ```
+    pub fn unit(self) -> &'static str {
+        match self {
+            Phase::RewritingFileGroups => "groups",
+            Phase::WritingManifests => "manifests",
+            _ => "files",
         }
     }
 }
@@ -83,7 +107,7 @@ impl fmt::Display for Phase {
 ///
 /// ```
 /// use icetrim::progress::{Phase, ProgressEvent};
-/// let event = ProgressEvent { phase: Phase::ReadingManifests, done: 3, total: Some(4), bytes: 900, finished: false };
+/// let event = ProgressEvent { phase: Phase::ReadingManifests, done: 3, total: Some(4), bytes: 900, total_bytes: None, finished: false };
 /// assert_eq!(event.fraction(), Some(0.75));
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -94,21 +118,27 @@ pub struct ProgressEvent {
     pub done: u64,
     /// Files this phase will handle, when known before it starts.
     pub total: Option<u64>,
-    /// Bytes read, listed or deleted in this phase, where the store tells (0 otherwise).
+    /// Bytes read, listed, written or deleted in this phase, where the store tells (0 otherwise).
     pub bytes: u64,
+    /// The bytes this phase will handle, when known before it starts.
+    pub total_bytes: Option<u64>,
     /// The phase's last event: its final counts.
     pub finished: bool,
 }
 
 impl ProgressEvent {
-    /// `done / total`, when the total is known and not 0.
+    /// How far the phase is: `bytes / total_bytes` when the phase knows its bytes (units such as
+    /// compaction's groups are too coarse for a bar), else `done / total`, when known and not 0.
     ///
     /// ```
     /// use icetrim::progress::{Phase, ProgressEvent};
-    /// let event = ProgressEvent { phase: Phase::ListingFiles, done: 10, total: None, bytes: 0, finished: false };
+    /// let event = ProgressEvent { phase: Phase::ListingFiles, done: 10, total: None, bytes: 0, total_bytes: None, finished: false };
     /// assert_eq!(event.fraction(), None);
     /// ```
     pub fn fraction(&self) -> Option<f64> {
+        if let Some(total_bytes) = self.total_bytes.filter(|t| *t > 0) {
+            return Some(self.bytes as f64 / total_bytes as f64);
+        }
         match self.total {
             Some(total) if total > 0 => Some(self.done as f64 / total as f64),
             _ => None,
@@ -246,11 +276,14 @@ impl fmt::Debug for Progress {
     }
 }
 
+/// The phase under way, its total units and its total bytes (when known).
+type OpenPhase = (Phase, Option<u64>, Option<u64>);
+
 struct Tracker {
     sink: Option<ProgressSink>,
     cancel: Option<CancelToken>,
     started: Instant,
-    phase: Mutex<Option<(Phase, Option<u64>)>>,
+    phase: Mutex<Option<OpenPhase>>,
     done: AtomicU64,
     bytes: AtomicU64,
     /// Nanoseconds after `started` of the last throttled event.
@@ -359,16 +392,34 @@ impl Progress {
         Ok(())
     }
 
+    /// Starts `phase` with `total` units and `total_bytes` bytes (finishing the previous one);
+    /// fails when cancelled before the procedure writes.
+    pub fn phase_sized(
+        &self,
+        phase: Phase,
+        total: Option<usize>,
+        total_bytes: Option<u64>,
+    ) -> Result<()> {
+        self.check()?;
+        self.start_sized(phase, total, total_bytes);
+        Ok(())
+    }
+
     /// Starts `phase` with `total` files without checking cancellation (for the deletes after
     /// the point of no return).
     pub fn start(&self, phase: Phase, total: Option<usize>) {
+        self.start_sized(phase, total, None);
+    }
+
+    /// Starts `phase` with `total` units and `total_bytes` bytes, without checking cancellation.
+    pub fn start_sized(&self, phase: Phase, total: Option<usize>, total_bytes: Option<u64>) {
         let Some(t) = &self.inner else {
             return;
         };
         self.finish();
         let total = total.map(|n| u64::try_from(n).unwrap_or(u64::MAX));
         if let Ok(mut current) = t.phase.lock() {
-            *current = Some((phase, total));
+            *current = Some((phase, total, total_bytes));
         }
         t.done.store(0, Ordering::Relaxed);
         t.bytes.store(0, Ordering::Relaxed);
@@ -426,7 +477,7 @@ impl Progress {
         let Some(sink) = &t.sink else {
             return;
         };
-        let Some((phase, total)) = t.phase.lock().ok().and_then(|p| *p) else {
+        let Some((phase, total, total_bytes)) = t.phase.lock().ok().and_then(|p| *p) else {
             return;
         };
         sink(&ProgressEvent {
@@ -434,6 +485,7 @@ impl Progress {
             done: t.done.load(Ordering::Relaxed),
             total,
             bytes: t.bytes.load(Ordering::Relaxed),
+            total_bytes,
             finished,
         });
     }

@@ -4,8 +4,10 @@
 //!
 //! ```text
 //! cargo bench --bench compaction -- [--files N] [--per-snapshot K] [--partitions P]
-//!     [--rows-per-file R] [--row-bytes B] [--dir DIR] [--keep]
+//!     [--rows-per-file R] [--row-bytes B] [--wide] [--dir DIR] [--keep]
 //! ```
+//!
+//! `--wide` adds the columns `amount` (double), `ts` (timestamptz) and `flag` (boolean).
 //!
 //! `--rows-per-file R --row-bytes B`: every data file holds R rows whose `data` is padded to B
 //! bytes of incompressible text (large real files instead of the default 1 to 1,000 short rows).
@@ -41,6 +43,7 @@ struct Args {
     partitions: usize,
     rows_per_file: Option<i64>,
     row_bytes: usize,
+    wide: bool,
     dir: PathBuf,
     keep: bool,
 }
@@ -52,6 +55,7 @@ fn parse_args() -> Result<Args, String> {
         partitions: 0,
         rows_per_file: None,
         row_bytes: 0,
+        wide: false,
         dir: std::env::temp_dir().join("icetrim-bench-compaction"),
         keep: false,
     };
@@ -80,6 +84,7 @@ fn parse_args() -> Result<Args, String> {
             }
             "--dir" => args.dir = PathBuf::from(value()?),
             "--keep" => args.keep = true,
+            "--wide" => args.wide = true,
             "--bench" => {}
             other => return Err(format!("unknown flag {other}")),
         }
@@ -106,6 +111,7 @@ fn options(location: &str, args: &Args) -> GenerateOptions {
     o.partitions = args.partitions;
     o.rows_per_file = args.rows_per_file;
     o.row_bytes = args.row_bytes;
+    o.wide_columns = args.wide;
     o
 }
 

@@ -6,10 +6,10 @@
 use std::collections::BTreeMap;
 use std::time::Instant;
 
-use apache_avro::types::Value;
 use icetrim::internals::iceberg::avro::Codec;
 use icetrim::internals::iceberg::manifest::{
-    DataFile, ManifestEntry, ManifestWriter, NewManifest, for_each_projected, read_manifest,
+    DataFile, ManifestEntry, ManifestWriter, NewManifest, PartitionTuple, PartitionValue,
+    for_each_projected, read_manifest,
 };
 use icetrim::internals::iceberg::spec::{DataContent, EntryStatus, FormatVersion, ManifestContent};
 
@@ -23,9 +23,15 @@ fn entry(i: i64) -> ManifestEntry {
         i % 50
     );
     let mut df = DataFile::new(DataContent::Data, path, 10_000 + i, 1_000_000 + i);
-    df.partition = Value::Record(vec![
-        ("ts_day".into(), Value::Int(19_700 + (i % 28) as i32)),
-        ("city".into(), Value::String(format!("c{}", i % 50))),
+    df.partition = PartitionTuple::new(vec![
+        (
+            "ts_day".into(),
+            PartitionValue::Int(19_700 + (i % 28) as i32),
+        ),
+        (
+            "city".into(),
+            PartitionValue::String(format!("c{}", i % 50)),
+        ),
     ]);
     let cols = 1..=5;
     df.column_sizes = Some(cols.clone().map(|c| (c, 1000 * i64::from(c) + i)).collect());

@@ -67,6 +67,8 @@ pub(crate) struct History {
     pub rows_per_file: Option<i64>,
     /// Parquet mode: `data` values padded to this many bytes (0: `row-<id>`).
     pub row_bytes: usize,
+    /// Data files carry the wide columns (`parquet::WIDE_COLUMNS`).
+    pub wide_columns: bool,
 }
 
 /// A manifest of the list being laid out: carried, or to be written.
@@ -128,6 +130,7 @@ impl History {
             next_partition: 0,
             rows_per_file: None,
             row_bytes: 0,
+            wide_columns: false,
         }
     }
 
@@ -195,9 +198,13 @@ impl History {
         {
             // Parquet mode: generation cannot fail on data we make ourselves; a placeholder
             // stays if it ever did.
-            if let Ok(bytes) =
-                super::parquet::data_file(self.next_value, records, part, self.row_bytes)
-            {
+            if let Ok(bytes) = super::parquet::data_file(
+                self.next_value,
+                records,
+                part,
+                self.row_bytes,
+                self.wide_columns,
+            ) {
                 rec.size = bytes.len() as i64;
                 files.insert(rec.id, bytes);
             }

@@ -165,6 +165,9 @@ pub struct GenerateOptions {
     /// Parquet mode: `data` values padded to this many bytes with incompressible characters
     /// (0: `row-<id>`): large real files, for memory and throughput measurements.
     pub row_bytes: usize,
+    /// Parquet mode: data files and the schema add `amount` (double), `ts` (timestamptz) and
+    /// `flag` (boolean), field ids 4 to 6: several column types for throughput measurements.
+    pub wide_columns: bool,
     /// Snapshot timestamps are spread over `[now - span, now)`.
     pub span_ms: i64,
     pub now_ms: i64,
@@ -212,6 +215,7 @@ impl GenerateOptions {
             partitions: 0,
             rows_per_file: None,
             row_bytes: 0,
+            wide_columns: false,
             span_ms: 30 * 86_400_000,
             now_ms,
             codec: Codec::Deflate,
@@ -298,13 +302,21 @@ impl Generated {
     }
 }
 
-/// The table schema: the default one, plus `part` (int, field id 3) when partitioned.
-fn table_schema(partitioned: bool) -> Value {
+/// The table schema: the default one, plus `part` (int, field id 3) when partitioned and the
+/// wide columns when asked.
+fn table_schema(partitioned: bool, wide: bool) -> Value {
     let mut schema = crate::iceberg::txn::create::default_schema();
-    if partitioned && let Some(fields) = schema["fields"].as_array_mut() {
-        fields.push(
-            json!({"id": 3, "name": model::PARTITION_NAME, "required": false, "type": "int"}),
-        );
+    if let Some(fields) = schema["fields"].as_array_mut() {
+        if partitioned {
+            fields.push(
+                json!({"id": 3, "name": model::PARTITION_NAME, "required": false, "type": "int"}),
+            );
+        }
+        if wide {
+            for (name, ty, id) in parquet::WIDE_COLUMNS {
+                fields.push(json!({"id": id, "name": name, "required": false, "type": ty}));
+            }
+        }
     }
     schema
 }

@@ -1,14 +1,18 @@
 //! Real Parquet content for generated tables ([`super::GenerateOptions::parquet_data`]): data files
 //! of the default schema (`id` long, `data` string, field ids 1 and 2) holding consecutive ids,
-//! plus the partition column `part` (int, field id 3) in partitioned tables,
+//! plus the partition column `part` (int, field id 3) in partitioned tables, the columns of
+//! [`WIDE_COLUMNS`] in wide tables (several physical types, as real tables have),
 //! and position delete files (`file_path`, `pos` with their reserved field ids). Deterministic:
 //! the same rows give the same bytes.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use arrow_array::{ArrayRef, Int32Array, Int64Array, RecordBatch, StringArray};
-use arrow_schema::{DataType, Field, Schema};
+use arrow_array::{
+    ArrayRef, BooleanArray, Float64Array, Int32Array, Int64Array, RecordBatch, StringArray,
+    TimestampMicrosecondArray,
+};
+use arrow_schema::{DataType, Field, Schema, TimeUnit};
 use bytes::Bytes;
 use parquet::arrow::{ArrowWriter, PARQUET_FIELD_ID_META_KEY};
 use parquet::basic::{Compression, ZstdLevel};
@@ -68,9 +72,23 @@ pub fn data_value(id: i64, row_bytes: usize) -> String {
     String::from_utf8(bytes).unwrap_or_default()
 }
 
+/// The extra columns of a wide table: name, Iceberg type and field id (after `part`'s 3).
+pub const WIDE_COLUMNS: [(&str, &str, i32); 3] = [
+    ("amount", "double", 4),
+    ("ts", "timestamptz", 5),
+    ("flag", "boolean", 6),
+];
+
 /// A data file with ids `first..first + records`, `data` = [`data_value`] (`row-<id>` when
-/// `row_bytes` is 0), and, given a partition value, the column `part` holding it in every row.
-pub fn data_file(first: i64, records: i64, part: Option<i32>, row_bytes: usize) -> Result<Bytes> {
+/// `row_bytes` is 0), given a partition value the column `part` holding it in every row, and when
+/// `wide` the [`WIDE_COLUMNS`], derived from each row's id.
+pub fn data_file(
+    first: i64,
+    records: i64,
+    part: Option<i32>,
+    row_bytes: usize,
+    wide: bool,
+) -> Result<Bytes> {
     let ids: Vec<i64> = (first..first + records).collect();
     let data: Vec<String> = ids.iter().map(|i| data_value(*i, row_bytes)).collect();
     let mut fields = vec![
@@ -84,6 +102,27 @@ pub fn data_file(first: i64, records: i64, part: Option<i32>, row_bytes: usize) 
     if let Some(p) = part {
         fields.push(field("part", DataType::Int32, 3));
         columns.push(Arc::new(Int32Array::from(vec![p; records.max(0) as usize])) as ArrayRef);
+    }
+    if wide {
+        let ids = first..first + records;
+        let micros = |i: i64| 1_700_000_000_000_000 + i.wrapping_mul(1_000_003);
+        fields.push(field("amount", DataType::Float64, 4));
+        fields.push(field(
+            "ts",
+            DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into())),
+            5,
+        ));
+        fields.push(field("flag", DataType::Boolean, 6));
+        columns.push(Arc::new(Float64Array::from_iter_values(
+            ids.clone().map(|i| i as f64 * 0.25),
+        )));
+        columns.push(Arc::new(
+            TimestampMicrosecondArray::from_iter_values(ids.clone().map(micros))
+                .with_timezone("UTC"),
+        ));
+        columns.push(Arc::new(BooleanArray::from_iter(
+            ids.map(|i| Some(i % 3 == 0)),
+        )));
     }
     write(Schema::new(fields), columns)
 }
@@ -108,10 +147,10 @@ mod tests {
 
     #[test]
     fn files_are_parquet_and_deterministic() {
-        let a = data_file(10, 5, None, 0).unwrap();
+        let a = data_file(10, 5, None, 0, false).unwrap();
         assert_eq!(&a[..4], b"PAR1");
-        assert_eq!(a, data_file(10, 5, None, 0).unwrap());
-        let p = data_file(10, 5, Some(7), 0).unwrap();
+        assert_eq!(a, data_file(10, 5, None, 0, false).unwrap());
+        let p = data_file(10, 5, Some(7), 0, false).unwrap();
         let reader =
             ::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(p).unwrap();
         let fields = reader.schema().fields().clone();
@@ -125,6 +164,27 @@ mod tests {
             .unwrap();
         assert!(part.iter().all(|v| v == Some(7)));
         assert_eq!(batch.num_rows(), 5);
+        let wide = data_file(10, 5, None, 0, true).unwrap();
+        let reader =
+            ::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(wide).unwrap();
+        let names: Vec<String> = reader
+            .schema()
+            .fields()
+            .iter()
+            .map(|f| f.name().clone())
+            .collect();
+        assert_eq!(names, ["id", "data", "amount", "ts", "flag"]);
+        let batch = reader.build().unwrap().next().unwrap().unwrap();
+        let flags = batch
+            .column(4)
+            .as_any()
+            .downcast_ref::<BooleanArray>()
+            .unwrap();
+        assert_eq!(
+            flags.true_count(),
+            1,
+            "of ids 10 to 14, only 12 is a multiple of 3"
+        );
         assert_eq!(data_value(12, 0), "row-12");
         let padded = data_value(12, 100);
         assert_eq!(padded.len(), 100);
@@ -135,7 +195,7 @@ mod tests {
             "padding differs by row"
         );
         assert_eq!(padded, data_value(12, 100), "and is deterministic");
-        let big = data_file(0, 2000, None, 200).unwrap();
+        let big = data_file(0, 2000, None, 200, false).unwrap();
         assert!(
             big.len() > 2000 * 100,
             "padding does not compress away: {}",

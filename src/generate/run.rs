@@ -42,7 +42,7 @@ pub async fn generate(io: &FileIO, opts: &GenerateOptions) -> Result<Generated> 
         io,
         opts.format_version,
         opts.codec,
-        super::table_schema(opts.partitions > 0).to_string(),
+        super::table_schema(opts.partitions > 0, opts.wide_columns).to_string(),
         super::partition_spec(opts.partitions > 0).to_string(),
         paths,
     );
@@ -57,6 +57,7 @@ pub async fn generate(io: &FileIO, opts: &GenerateOptions) -> Result<Generated> 
     history.partitions = opts.partitions;
     history.rows_per_file = opts.rows_per_file;
     history.row_bytes = opts.row_bytes;
+    history.wide_columns = opts.wide_columns;
     if opts.parquet_data {
         history.parquet = Some(Default::default());
     }
@@ -269,7 +270,7 @@ fn table_json(
         m.insert("last-sequence-number".into(), history.seq.into());
     }
     if opts.partitions > 0 {
-        let schema = super::table_schema(true);
+        let schema = super::table_schema(true, false);
         let spec = super::partition_spec(true);
         if opts.format_version == FormatVersion::V1 {
             m.insert("schema".into(), schema.clone());

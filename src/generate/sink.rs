@@ -13,13 +13,13 @@ use super::model::{Entry, PARTITION_NAME, Paths};
 use crate::error::Result;
 use crate::iceberg::avro::Codec;
 use crate::iceberg::manifest::{
-    DataFile, ManifestEntry, ManifestWriter, NewManifest, WrittenManifest,
+    DataFile, ManifestEntry, ManifestWriter, NewManifest, PartitionTuple, PartitionValue,
+    WrittenManifest,
 };
 use crate::iceberg::manifest_list::{ManifestFile, ManifestListMeta, write_manifest_list};
 use crate::iceberg::spec::DataContent;
 use crate::iceberg::spec::{FormatVersion, ManifestContent};
 use crate::io::FileIO;
-use apache_avro::types::Value;
 
 /// Writes in flight at most.
 pub(crate) const IN_FLIGHT: usize = 64;
@@ -149,7 +149,8 @@ impl Sink {
             df.first_row_id = f.first_row_id;
         }
         if let Some(p) = f.part {
-            df.partition = Value::Record(vec![(PARTITION_NAME.to_string(), Value::Int(p))]);
+            df.partition =
+                PartitionTuple::new(vec![(PARTITION_NAME.to_string(), PartitionValue::Int(p))]);
         }
         // pyiceberg's `inspect.entries()` needs `column_sizes` (Java and pyiceberg always write it).
         let mut columns = match f.content {

@@ -64,11 +64,10 @@ async fn partitioned_parquet_tables_lay_files_out_by_partition() {
     use std::collections::BTreeMap;
 
     use ::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
-    use apache_avro::types::Value as Avro;
     use arrow_array::Int32Array;
 
     use crate::iceberg::locate::{MetadataSettings, locate};
-    use crate::iceberg::manifest::{inherit, read_manifest};
+    use crate::iceberg::manifest::{PartitionValue, inherit, read_manifest};
     use crate::iceberg::manifest_list::read_manifest_list;
     use crate::iceberg::spec::DataContent;
 
@@ -101,13 +100,9 @@ async fn partitioned_parquet_tables_lay_files_out_by_partition() {
         let high = i32::from_le_bytes(summary.upper_bound.clone().unwrap().try_into().unwrap());
         for e in manifest.entries.iter().filter(|e| e.status.is_live()) {
             let f = &e.data_file;
-            let Avro::Record(fields) = crate::iceberg::avro::value::strip_union(&f.partition)
-            else {
-                panic!("a record: {:?}", f.partition);
-            };
-            let p = match crate::iceberg::avro::value::strip_union(&fields[0].1) {
-                Avro::Int(p) => *p,
-                other => panic!("an int: {other:?}"),
+            let p = match f.partition.fields.as_slice() {
+                [(_, PartitionValue::Int(p))] => *p,
+                other => panic!("one int: {other:?}"),
             };
             assert!((low..=high).contains(&p), "{low}..={high} holds {p}");
             assert!((0..4).contains(&p));

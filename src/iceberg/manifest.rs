@@ -14,6 +14,8 @@ use std::collections::BTreeMap;
 
 use apache_avro::types::Value;
 
+pub use crate::iceberg::partition_tuple::{PartitionTuple, PartitionValue};
+
 pub use crate::iceberg::avro::manifest_writer::{ManifestWriter, NewManifest, WrittenManifest};
 
 use crate::error::Result;
@@ -77,8 +79,8 @@ pub struct DataFile {
     pub content: DataContent,
     pub file_path: String,
     pub file_format: String,
-    /// The partition tuple as decoded (a `Value::Record`, union wrappers kept).
-    pub partition: Value,
+    /// The partition tuple (empty when unpartitioned).
+    pub partition: PartitionTuple,
     pub record_count: i64,
     pub file_size_in_bytes: i64,
     /// v1 only.
@@ -97,7 +99,8 @@ pub struct DataFile {
     pub referenced_data_file: Option<String>,
     pub content_offset: Option<i64>,
     pub content_size_in_bytes: Option<i64>,
-    /// Fields of `data_file` this type does not name, as decoded.
+    /// Fields of `data_file` this type does not name, as decoded: opaque Avro values, kept only
+    /// to be written back unchanged.
     pub extra: Vec<(String, Value)>,
 }
 
@@ -113,7 +116,7 @@ impl DataFile {
             content,
             file_path: file_path.into(),
             file_format: "PARQUET".into(),
-            partition: Value::Record(Vec::new()),
+            partition: PartitionTuple::default(),
             record_count,
             file_size_in_bytes,
             block_size_in_bytes: None,

@@ -11,5 +11,6 @@ pub mod manifest_list;
 pub mod metadata;
 pub mod metadata_peek;
 pub mod ownership;
+pub mod partition_tuple;
 pub mod spec;
 pub mod txn;

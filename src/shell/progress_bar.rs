@@ -27,7 +27,7 @@ const BAR_CELLS: usize = 14;
 /// use icetrim::progress::{Phase, ProgressEvent};
 /// use icetrim::internals::shell::progress_bar::render;
 ///
-/// let event = ProgressEvent { phase: Phase::ReadingManifests, done: 50, total: Some(100), bytes: 3 << 20, finished: false };
+/// let event = ProgressEvent { phase: Phase::ReadingManifests, done: 50, total: Some(100), bytes: 3 << 20, total_bytes: None, finished: false };
 /// let line = render(&event, Duration::from_secs(5), 120);
 /// assert!(line.starts_with("reading manifests ["), "{line}");
 /// assert!(line.contains("50/100 files") && line.contains("3.00 MiB"), "{line}");
@@ -44,14 +44,29 @@ pub fn render(event: &ProgressEvent, elapsed: Duration, width: usize) -> String 
                 "#".repeat(filled),
                 "·".repeat(BAR_CELLS - filled)
             ));
-            parts.push(format!("{}/{total} files", event.done));
+            parts.push(format!("{}/{total} {}", event.done, event.phase.unit()));
         }
-        (None, _) => parts.push(format!("{} files", event.done)),
+        (None, _) => parts.push(format!("{} {}", event.done, event.phase.unit())),
+    }
+    let seconds = elapsed.as_secs_f64();
+    if let Some(total_bytes) = event.total_bytes {
+        // Sized by bytes: the bytes, their rate and the time left from them.
+        parts.push(format!(
+            "{}/{}",
+            human_bytes(event.bytes),
+            human_bytes(total_bytes)
+        ));
+        if seconds >= 0.05 && event.bytes > 0 {
+            let rate = event.bytes as f64 / seconds;
+            parts.push(format!("{}/s", human_bytes(rate as u64)));
+            let left = total_bytes.saturating_sub(event.bytes) as f64 / rate;
+            parts.push(format!("ETA {}", clock(left)));
+        }
+        return parts.join(" ").chars().take(width.max(1)).collect();
     }
     if event.bytes > 0 {
         parts.push(human_bytes(event.bytes));
     }
-    let seconds = elapsed.as_secs_f64();
     if seconds >= 0.05 && event.done > 0 {
         let rate = event.done as f64 / seconds;
         parts.push(format!("{rate:.0}/s"));
@@ -200,8 +215,31 @@ mod tests {
             done,
             total,
             bytes,
+            total_bytes: None,
             finished: false,
         }
+    }
+
+    #[test]
+    fn phases_sized_by_bytes_show_their_units_and_bytes() {
+        let event = ProgressEvent {
+            phase: Phase::RewritingFileGroups,
+            done: 1,
+            total: Some(4),
+            bytes: 1 << 30,
+            total_bytes: Some(4 << 30),
+            finished: false,
+        };
+        assert_eq!(event.fraction(), Some(0.25));
+        let line = render(&event, Duration::from_secs(2), 200);
+        assert_eq!(
+            line,
+            format!(
+                "rewriting file groups [{}{}] 1/4 groups 1.00 GiB/4.00 GiB 512.00 MiB/s ETA 0:06",
+                "#".repeat(4),
+                "·".repeat(BAR_CELLS - 4)
+            )
+        );
     }
 
     #[test]

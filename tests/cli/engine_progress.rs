@@ -206,6 +206,69 @@ async fn orphan_removal_reports_listing_then_deleting() {
     assert_eq!(deleted.total, Some(25));
 }
 
+/// `OPTIMIZE TABLE` reports its file groups, sized by their input bytes, and `rewrite_manifests`
+/// the manifests it writes; both in phase order with counts reaching their totals.
+#[tokio::test]
+async fn compaction_and_manifest_rewrite_report_groups_bytes_and_manifests() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let location = dir.path().join("p").display().to_string();
+    let now = chrono::Utc::now().timestamp_millis();
+    let mut options = GenerateOptions::new(&location, FormatVersion::V2, 12, 4, 3, now);
+    options.parquet_data = true;
+    options.partitions = 3;
+    generate(&FileIO::local(), &options)
+        .await
+        .expect("generate");
+    let engine = Engine::builder().build().expect("engine");
+    engine
+        .session()
+        .execute(&format!(
+            "CREATE TABLE p ENGINE = IcebergLocal('{location}')"
+        ))
+        .await
+        .expect("create");
+
+    let (mut session, events) = recording(&engine, |_| {});
+    session
+        .execute("ALTER TABLE p EXECUTE rewrite_manifests()")
+        .await
+        .expect("rewrite_manifests");
+    let events = events.lock().unwrap().clone();
+    check_stream(&events);
+    assert_eq!(
+        phases(&events),
+        [Phase::ReadingManifests, Phase::WritingManifests]
+    );
+    let written = events.last().unwrap();
+    assert!(written.done > 0 && written.bytes > 0, "{written:?}");
+    assert_eq!(written.total, Some(written.done));
+
+    let (mut session, events) = recording(&engine, |_| {});
+    let result = session.execute("OPTIMIZE TABLE p").await.expect("optimize");
+    let events = events.lock().unwrap().clone();
+    check_stream(&events);
+    assert_eq!(phases(&events), [Phase::RewritingFileGroups]);
+    let last = events.last().unwrap();
+    assert_eq!(last.total, Some(3), "one group per partition: {last:?}");
+    let rewritten_bytes = result[0]
+        .rows
+        .iter()
+        .find(|r| matches!(&r[0], icetrim::format::Value::Str(n) if n == "rewritten_bytes_count"))
+        .and_then(|r| match &r[1] {
+            icetrim::format::Value::Int(n) => Some(*n as u64),
+            _ => None,
+        })
+        .expect("rewritten_bytes_count");
+    assert_eq!(
+        last.total_bytes,
+        Some(rewritten_bytes),
+        "{:?}",
+        result[0].rows
+    );
+    assert_eq!(last.bytes, rewritten_bytes);
+    assert_eq!(last.fraction(), Some(1.0));
+}
+
 /// Runs `sql` with a token cancelled at the start of `phase`; returns the outcome.
 async fn cancelled_at(
     engine: &Engine,

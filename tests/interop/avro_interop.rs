@@ -7,11 +7,10 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use apache_avro::types::Value;
 use icetrim::internals::iceberg::avro::Codec;
-use icetrim::internals::iceberg::avro::value::strip_union;
 use icetrim::internals::iceberg::manifest::{
-    DataFile, ManifestEntry, ManifestWriter, NewManifest, read_manifest, read_manifest_projected,
+    DataFile, ManifestEntry, ManifestWriter, NewManifest, PartitionTuple, PartitionValue,
+    read_manifest, read_manifest_projected,
 };
 use icetrim::internals::iceberg::manifest_list::{
     ManifestListMeta, read_manifest_list, write_manifest_list,
@@ -76,19 +75,20 @@ fn bytes_map(m: &Option<BTreeMap<i32, Vec<u8>>>) -> Json {
     })
 }
 
-fn plain_json(v: &Value) -> Json {
-    match strip_union(v) {
-        Value::Null => Json::Null,
-        Value::String(s) => json!(s),
-        Value::Int(i) => json!(i),
-        Value::Long(i) => json!(i),
-        Value::Record(f) => f
-            .iter()
-            .map(|(k, v)| (k.clone(), plain_json(v)))
-            .collect::<serde_json::Map<_, _>>()
-            .into(),
+/// A partition tuple as pyiceberg's dump prints it (a JSON object of plain values).
+fn partition_json(t: &PartitionTuple) -> Json {
+    let plain = |v: &PartitionValue| match v {
+        PartitionValue::Null => Json::Null,
+        PartitionValue::String(s) => json!(s),
+        PartitionValue::Int(i) => json!(i),
+        PartitionValue::Long(i) => json!(i),
         other => json!(format!("{other:?}")),
-    }
+    };
+    t.fields
+        .iter()
+        .map(|(k, v)| (k.clone(), plain(v)))
+        .collect::<serde_json::Map<_, _>>()
+        .into()
 }
 
 fn check_list(path: &Path, bytes: &[u8], dumped: &Json) {
@@ -147,7 +147,7 @@ fn check_manifest(path: &Path, bytes: &[u8], dumped: &Json) {
             "file_sequence_number": e.file_sequence_number,
             "data_file": {
                 "content": d.content as i32, "file_path": d.file_path, "file_format": d.file_format,
-                "partition": plain_json(&d.partition), "record_count": d.record_count,
+                "partition": partition_json(&d.partition), "record_count": d.record_count,
                 "file_size_in_bytes": d.file_size_in_bytes, "column_sizes": long_map(&d.column_sizes),
                 "value_counts": long_map(&d.value_counts), "null_value_counts": long_map(&d.null_value_counts),
                 "nan_value_counts": long_map(&d.nan_value_counts), "lower_bounds": bytes_map(&d.lower_bounds),
@@ -229,7 +229,10 @@ fn fastavro_and_pyiceberg_read_what_we_write() {
             10 + i,
             100 + i,
         );
-        df.partition = Value::Record(vec![("city".into(), Value::String(format!("c{i}")))]);
+        df.partition = PartitionTuple::new(vec![(
+            "city".into(),
+            PartitionValue::String(format!("c{i}")),
+        )]);
         df.column_sizes = Some(BTreeMap::from([(1, 7 + i), (2, 9)]));
         df.lower_bounds = Some(BTreeMap::from([(1, i.to_le_bytes().to_vec())]));
         let e = ManifestEntry {

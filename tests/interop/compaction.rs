@@ -22,10 +22,12 @@ use arrow_schema::{DataType, Field, Schema};
 use bytes::Bytes;
 use icetrim::engine::{Engine, Metrics};
 use icetrim::internals::iceberg::locate::{MetadataSettings, locate};
-use icetrim::internals::iceberg::manifest::{DataFile, inherit, read_manifest};
+use icetrim::internals::iceberg::manifest::{
+    DataFile, PartitionTuple, PartitionValue, inherit, read_manifest,
+};
 use icetrim::internals::iceberg::manifest_list::read_manifest_list;
 use icetrim::internals::iceberg::spec::DataContent;
-use icetrim::internals::iceberg::txn::{CommitRequest, FileChanges, Operation, commit_changes};
+use icetrim::internals::iceberg::txn::{CommitRequest, FileChanges, Operation};
 use icetrim::internals::io::{FaultyStore, FileIO, Op, StoreHook};
 use icetrim::internals::maintain::compact::rewrite::deletion_vector_blob;
 use icetrim::{CompactMetrics, Table};
@@ -580,7 +582,7 @@ pub(crate) async fn commit_deletes(dir: &Path, files: Vec<DataFile>) {
             ..Default::default()
         },
     );
-    commit_changes(
+    crate::support::commit::commit_request(
         &FileIO::local(),
         dir.to_str().unwrap(),
         &MetadataSettings::default(),
@@ -813,7 +815,7 @@ struct ConcurrentDelete {
     dir: PathBuf,
     fired: AtomicBool,
     ids: Vec<i64>,
-    partition: Option<apache_avro::types::Value>,
+    partition: Option<PartitionTuple>,
 }
 
 #[async_trait::async_trait]
@@ -1413,7 +1415,7 @@ async fn append_file(location: &str, data: DataFile) {
             ..Default::default()
         },
     );
-    commit_changes(
+    crate::support::commit::commit_request(
         &FileIO::local(),
         location,
         &MetadataSettings::default(),
@@ -1550,12 +1552,9 @@ async fn a_generated_partitioned_table_compacts_into_partition_folders() {
         "pyiceberg's row count"
     );
     let partition_of = |f: &DataFile| -> i32 {
-        let apache_avro::types::Value::Record(fields) = strip(&f.partition) else {
-            panic!("a partition record: {:?}", f.partition)
-        };
-        match strip(&fields[0].1) {
-            apache_avro::types::Value::Int(p) => *p,
-            other => panic!("an int: {other:?}"),
+        match f.partition.fields.as_slice() {
+            [(_, PartitionValue::Int(p))] => *p,
+            other => panic!("one int: {other:?}"),
         }
     };
     for f in data.iter().chain(&deletes) {
@@ -1580,13 +1579,6 @@ async fn a_generated_partitioned_table_compacts_into_partition_folders() {
         );
     }
     assert_eq!(parts.len(), 5, "every partition compacted: {parts:?}");
-}
-
-fn strip(v: &apache_avro::types::Value) -> &apache_avro::types::Value {
-    match v {
-        apache_avro::types::Value::Union(_, inner) => strip(inner),
-        other => other,
-    }
 }
 
 /// timestamp_ns and timestamptz_ns (v3) written by another implementation: pyiceberg 0.12's own

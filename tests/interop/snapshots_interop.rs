@@ -440,7 +440,7 @@ mod dynamic_overwrite {
     use icetrim::internals::iceberg::metadata::TableMetadata;
     use icetrim::internals::iceberg::spec::EntryStatus;
     use icetrim::internals::iceberg::txn::{
-        CommitRequest, FileChanges, Operation, PrepareOptions, Target, commit_changes,
+        CommitRequest, FileChanges, Operation, PrepareOptions, Target,
     };
     use icetrim::internals::io::FileIO;
 
@@ -507,7 +507,7 @@ mod dynamic_overwrite {
                 .extra_summary
                 .insert("replace-partitions".into(), "true".into());
         }
-        let done = commit_changes(
+        let done = crate::support::commit::commit_request(
             &FileIO::local(),
             dir.to_str().expect("utf-8"),
             &MetadataSettings::default(),

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use bytes::Bytes;
-use icetrim::internals::iceberg::commit::Committed;
+use icetrim::internals::iceberg::commit::{CommitOptions, Committed};
 use icetrim::internals::iceberg::locate::MetadataSettings;
 use icetrim::internals::iceberg::manifest::{DataFile, inherit, read_manifest};
 use icetrim::internals::iceberg::manifest_list::read_manifest_list;
@@ -17,7 +17,7 @@ use icetrim::internals::iceberg::spec::{DataContent, FormatVersion, StatisticsFi
 use icetrim::internals::iceberg::txn::create::new_table;
 use icetrim::internals::iceberg::txn::refs::{self, Retention};
 use icetrim::internals::iceberg::txn::{
-    CommitRequest, FileChanges, Operation, PrepareOptions, Target, commit_changes,
+    CommitRequest, FileChanges, Operation, PrepareOptions, Target,
 };
 use icetrim::internals::io::FileIO;
 
@@ -74,7 +74,7 @@ impl Table {
             target,
             ..PrepareOptions::default()
         };
-        let done = commit_changes(
+        let done = crate::support::commit::commit_request(
             &self.io,
             &self.location,
             &MetadataSettings::default(),
@@ -89,15 +89,17 @@ impl Table {
     }
 
     async fn edit(&mut self, edit: impl Fn(&TableMetadata) -> icetrim::Result<TableMetadata>) {
-        let done = refs::commit_edit(
+        let done = crate::support::commit::edit_path_table(
             &self.io,
             &self.location,
             &MetadataSettings::default(),
             3,
-            edit,
+            &CommitOptions::default(),
+            |m| edit(m).map(Some),
         )
         .await
-        .unwrap();
+        .unwrap()
+        .expect("the edit wrote metadata");
         self.last = Some(done);
     }
 
@@ -368,7 +370,7 @@ async fn pyiceberg_table_continued_by_our_commits() {
             ..FileChanges::default()
         },
     );
-    commit_changes(&io, &location, &settings, 3, &request)
+    crate::support::commit::commit_request(&io, &location, &settings, 3, &request)
         .await
         .unwrap();
     let copy = fixture.table_dir().join("data/copy-of-a3.parquet");
@@ -387,7 +389,7 @@ async fn pyiceberg_table_continued_by_our_commits() {
             ..FileChanges::default()
         },
     );
-    let done = commit_changes(&io, &location, &settings, 3, &request)
+    let done = crate::support::commit::commit_request(&io, &location, &settings, 3, &request)
         .await
         .unwrap();
 

@@ -1,6 +1,5 @@
 //! Corrupt input: every reader fails with INCORRECT_DATA naming the file, and never panics.
 
-use apache_avro::types::Value;
 use icetrim::ErrorKind;
 use icetrim::internals::iceberg::avro::Codec;
 use icetrim::internals::iceberg::avro::encode::{write_bytes, write_long};
@@ -8,6 +7,7 @@ use icetrim::internals::iceberg::manifest::{
     DataFile, ManifestEntry, ManifestWriter, NewManifest, for_each_projected, read_manifest,
     read_manifest_projected,
 };
+use icetrim::internals::iceberg::manifest::{PartitionTuple, PartitionValue};
 use icetrim::internals::iceberg::manifest_list::{
     ManifestFile, ManifestListMeta, read_manifest_list, write_manifest_list,
 };
@@ -29,7 +29,7 @@ fn manifest(codec: Codec, n: i64) -> Vec<u8> {
     let mut w = ManifestWriter::new(&opts).unwrap();
     for i in 0..n {
         let mut df = DataFile::new(DataContent::Data, format!("/t/data/{i}.parquet"), i, 10 * i);
-        df.partition = Value::Record(vec![("id".into(), Value::Long(i))]);
+        df.partition = PartitionTuple::new(vec![("id".into(), PartitionValue::Long(i))]);
         df.column_sizes = Some([(1, 5)].into());
         let e = ManifestEntry {
             status: EntryStatus::Added,

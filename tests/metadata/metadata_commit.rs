@@ -6,9 +6,7 @@ use crate::support::metadata as metadata_support;
 use std::collections::HashSet;
 
 use icetrim::ErrorKind;
-use icetrim::internals::iceberg::commit::{
-    CommitOptions, CommitOutcome, commit, commit_with_retries,
-};
+use icetrim::internals::iceberg::commit::{CommitOptions, CommitOutcome, commit};
 use icetrim::internals::iceberg::locate::{MetadataSettings, locate};
 use icetrim::internals::iceberg::metadata::TableMetadata;
 use icetrim::internals::io::FileIO;
@@ -317,7 +315,7 @@ async fn retries_recompute_after_a_conflict() {
         )
         .await;
         let mut calls = 0;
-        let done = commit_with_retries(
+        let done = crate::support::commit::edit_path_table(
             &io,
             &loc,
             &MetadataSettings::default(),
@@ -353,7 +351,7 @@ async fn retries_are_bounded_and_nothing_to_do_writes_nothing() {
     for (io, loc, _dir) in stores() {
         put_doc(&io, &loc, "v1.metadata.json", &doc(&loc, UUID_A, 1, &[1])).await;
         let mut next = 2;
-        let err = commit_with_retries(
+        let err = crate::support::commit::edit_path_table(
             &io,
             &loc,
             &MetadataSettings::default(),
@@ -378,12 +376,16 @@ async fn retries_are_bounded_and_nothing_to_do_writes_nothing() {
             .await
             .expect("located")
             .version;
-        let none =
-            commit_with_retries(&io, &loc, &MetadataSettings::default(), 3, &opts(9), |_| {
-                Ok(None)
-            })
-            .await
-            .expect("ok");
+        let none = crate::support::commit::edit_path_table(
+            &io,
+            &loc,
+            &MetadataSettings::default(),
+            3,
+            &opts(9),
+            |_| Ok(None),
+        )
+        .await
+        .expect("ok");
         assert!(none.is_none());
         let after = locate(&io, &loc, &MetadataSettings::default())
             .await
@@ -411,9 +413,14 @@ async fn ambiguous_tables_refuse_commits() {
             .await
             .expect_err("refused");
         assert_eq!(err.kind(), ErrorKind::NotImplemented);
-        let err = commit_with_retries(&io, &loc, &MetadataSettings::default(), 3, &opts(9), |m| {
-            Ok(Some(m.clone()))
-        })
+        let err = crate::support::commit::edit_path_table(
+            &io,
+            &loc,
+            &MetadataSettings::default(),
+            3,
+            &opts(9),
+            |m| Ok(Some(m.clone())),
+        )
         .await
         .expect_err("refused");
         assert_eq!(err.kind(), ErrorKind::NotImplemented);
@@ -492,8 +499,10 @@ async fn storage_failures_during_commit() {
     injector.heal();
     injector.fail_after(0, Fault::FailOnce);
     let settings = MetadataSettings::default();
-    let retried =
-        commit_with_retries(&io, loc, &settings, 3, &opts(9), |m| Ok(Some(m.clone()))).await;
+    let retried = crate::support::commit::edit_path_table(&io, loc, &settings, 3, &opts(9), |m| {
+        Ok(Some(m.clone()))
+    })
+    .await;
     assert!(
         retried.is_err(),
         "a storage error is not retried as a conflict"

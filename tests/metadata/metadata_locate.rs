@@ -250,7 +250,7 @@ async fn garbage_outside_and_older_version_hints_warn() {
 
 #[tokio::test]
 async fn a_dangling_higher_version_hint_never_steers_a_commit() {
-    use icetrim::internals::iceberg::commit::{CommitOptions, commit_with_retries};
+    use icetrim::internals::iceberg::commit::CommitOptions;
     for (io, loc, _dir) in stores() {
         for v in 1..=3 {
             put_doc(
@@ -264,13 +264,17 @@ async fn a_dangling_higher_version_hint_never_steers_a_commit() {
         let hint = format!("{loc}/metadata/version-hint.text");
         // A hint naming a missing higher version is no reason to leave the hint behind.
         put(&io, &hint, b"7\n".to_vec()).await;
-        let committed =
-            commit_with_retries(&io, &loc, &settings(), 2, &CommitOptions::default(), |md| {
-                Ok(Some(md.clone()))
-            })
-            .await
-            .expect("commit")
-            .expect("written");
+        let committed = crate::support::commit::edit_path_table(
+            &io,
+            &loc,
+            &settings(),
+            2,
+            &CommitOptions::default(),
+            |md| Ok(Some(md.clone())),
+        )
+        .await
+        .expect("commit")
+        .expect("written");
         assert_eq!(committed.version, 4);
         let text = io.read(&hint).await.expect("hint");
         assert_eq!(String::from_utf8_lossy(&text).trim(), "4");
@@ -279,7 +283,7 @@ async fn a_dangling_higher_version_hint_never_steers_a_commit() {
 
 #[tokio::test]
 async fn a_commit_on_a_pinned_older_file_is_refused_in_any_naming() {
-    use icetrim::internals::iceberg::commit::{CommitOptions, commit_with_retries};
+    use icetrim::internals::iceberg::commit::CommitOptions;
     for (io, loc, _dir) in stores() {
         let older = format!("00001-{UUID_A}.metadata.json");
         let newest = format!("00002-{UUID_B}.metadata.json");
@@ -289,9 +293,14 @@ async fn a_commit_on_a_pinned_older_file_is_refused_in_any_naming() {
             metadata_file_path: Some(format!("metadata/{older}")),
             ..settings()
         };
-        let e = commit_with_retries(&io, &loc, &pinned, 2, &CommitOptions::default(), |md| {
-            Ok(Some(md.clone()))
-        })
+        let e = crate::support::commit::edit_path_table(
+            &io,
+            &loc,
+            &pinned,
+            2,
+            &CommitOptions::default(),
+            |md| Ok(Some(md.clone())),
+        )
         .await
         .expect_err("a commit on an older pinned file forks the table");
         assert_eq!(e.kind(), ErrorKind::BadArguments, "{e}");

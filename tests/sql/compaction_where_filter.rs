@@ -3,8 +3,7 @@
 //! a partition source and a literal that does not convert to its column's type are refused at bind
 //! time. (An integration test: the maintenance layer never imports the SQL front end.)
 
-use apache_avro::types::Value;
-use icetrim::internals::iceberg::manifest::DataFile;
+use icetrim::internals::iceberg::manifest::{DataFile, PartitionTuple, PartitionValue};
 use icetrim::internals::iceberg::metadata::{PartitionField, PartitionSpec};
 use icetrim::internals::iceberg::spec::DataContent;
 use icetrim::internals::maintain::compact::filter::PartitionFilter;
@@ -44,16 +43,13 @@ fn specs() -> Vec<PartitionSpec> {
 
 fn file(k: Option<i64>, month: i32, s: &str) -> LiveFile {
     let mut data = DataFile::new(DataContent::Data, "f", 1, 1);
-    let opt = |v: Value| Value::Union(1, Box::new(v));
-    data.partition = Value::Record(vec![
+    data.partition = PartitionTuple::new(vec![
         (
             "k".into(),
-            k.map_or(Value::Union(0, Box::new(Value::Null)), |k| {
-                opt(Value::Long(k))
-            }),
+            k.map_or(PartitionValue::Null, PartitionValue::Long),
         ),
-        ("d_month".into(), opt(Value::Int(month))),
-        ("s_trunc".into(), opt(Value::String(s.into()))),
+        ("d_month".into(), PartitionValue::Int(month)),
+        ("s_trunc".into(), PartitionValue::String(s.into())),
     ]);
     LiveFile {
         file: data,
@@ -199,14 +195,14 @@ fn partition_values_of_every_identity_kind_compare() {
     }];
     let uuid = uuid::Uuid::parse_str("00000000-0000-0000-0000-000000000005").unwrap();
     let mut data = DataFile::new(DataContent::Data, "f", 1, 1);
-    data.partition = Value::Record(vec![
+    data.partition = PartitionTuple::new(vec![
         (
             "dec".into(),
-            Value::Fixed(4, 1234i32.to_be_bytes().to_vec()),
+            PartitionValue::Fixed(1234i32.to_be_bytes().to_vec()),
         ),
-        ("u".into(), Value::Fixed(16, uuid.as_bytes().to_vec())),
-        ("b".into(), Value::Boolean(true)),
-        ("f".into(), Value::Float(0.1)),
+        ("u".into(), PartitionValue::Fixed(uuid.as_bytes().to_vec())),
+        ("b".into(), PartitionValue::Boolean(true)),
+        ("f".into(), PartitionValue::Float(0.1)),
     ]);
     let f = LiveFile {
         file: data,

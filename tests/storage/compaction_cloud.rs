@@ -13,7 +13,7 @@ use icetrim::engine::{Engine, Metrics};
 use icetrim::internals::iceberg::locate::{MetadataSettings, locate};
 use icetrim::internals::iceberg::manifest::DataFile;
 use icetrim::internals::iceberg::spec::DataContent;
-use icetrim::internals::iceberg::txn::{CommitRequest, FileChanges, Operation, commit_changes};
+use icetrim::internals::iceberg::txn::{CommitRequest, FileChanges, Operation};
 use icetrim::internals::io::FileIO;
 use parquet::arrow::{ArrowWriter, PARQUET_FIELD_ID_META_KEY};
 use serde_json::Value;
@@ -140,7 +140,7 @@ async fn compaction_on_both_emulators() {
                 ..Default::default()
             },
         );
-        commit_changes(
+        crate::support::commit::commit_request(
             &place.root.io,
             place.location(),
             &MetadataSettings::default(),

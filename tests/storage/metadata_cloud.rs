@@ -5,9 +5,7 @@
 use crate::support as common;
 use crate::support::metadata as metadata_support;
 
-use icetrim::internals::iceberg::commit::{
-    CommitOptions, CommitOutcome, commit, commit_with_retries,
-};
+use icetrim::internals::iceberg::commit::{CommitOptions, CommitOutcome, commit};
 use icetrim::internals::iceberg::locate::{MetadataSettings, NamingScheme, locate};
 use icetrim::internals::iceberg::metadata::MetadataCompression;
 use icetrim::internals::io::FileIO;
@@ -45,10 +43,12 @@ async fn locate_commit_conflict(io: &FileIO, loc: &str) {
         .expect("hint");
     assert_eq!(&hint[..], b"3");
 
-    let done = commit_with_retries(io, loc, &settings, 3, &options, |m| Ok(Some(m.clone())))
-        .await
-        .expect("committed")
-        .expect("written");
+    let done = crate::support::commit::edit_path_table(io, loc, &settings, 3, &options, |m| {
+        Ok(Some(m.clone()))
+    })
+    .await
+    .expect("committed")
+    .expect("written");
     assert_eq!(done.version, 4);
     let again = locate(io, loc, &settings).await.expect("located");
     assert_eq!(again.version, Some(4));
@@ -128,9 +128,14 @@ async fn sequenced_race(io: &FileIO, loc: &str) {
     versions.sort();
     let expected: Vec<u64> = (1..=1 + committed as u64).collect();
     assert_eq!(versions, expected, "one file per version: {outcomes:?}");
-    let done = commit_with_retries(io, loc, &MetadataSettings::default(), 3, &options, |m| {
-        Ok(Some(m.clone()))
-    })
+    let done = crate::support::commit::edit_path_table(
+        io,
+        loc,
+        &MetadataSettings::default(),
+        3,
+        &options,
+        |m| Ok(Some(m.clone())),
+    )
     .await
     .expect("committed")
     .expect("written");

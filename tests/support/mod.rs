@@ -11,6 +11,7 @@
 
 pub mod backends;
 pub mod catalog;
+pub mod commit;
 pub mod expire;
 pub mod fixtures;
 pub mod glue_catalog;

@@ -7,6 +7,7 @@
 use std::collections::BTreeMap;
 
 use super::cursor::{Cursor, Decoded, Malformed};
+use super::partition_value::decode_partition;
 use super::schema::{Node, Record};
 use super::value::{decode_value, read_blocks};
 use crate::iceberg::manifest::{DataFile, ManifestEntry};
@@ -172,7 +173,7 @@ fn decode_data_file(c: &mut Cursor<'_>, record: &Record) -> Decoded<DataFile> {
             }
             "file_path" => path = opt(c, n, string)?,
             "file_format" => d.file_format = opt(c, n, string)?.unwrap_or_default(),
-            "partition" => d.partition = decode_value(c, n)?,
+            "partition" => d.partition = decode_partition(c, n)?,
             "record_count" => records = opt(c, n, long)?,
             "file_size_in_bytes" => size = opt(c, n, long)?,
             "block_size_in_bytes" => d.block_size_in_bytes = opt(c, n, long)?,

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 
 use apache_avro::types::Value;
 
+use super::partition_value::partition_to_avro;
 use crate::iceberg::manifest::ManifestEntry;
 
 type Fields = Vec<(String, Value)>;
@@ -36,7 +37,7 @@ pub fn entry_to_value(e: &ManifestEntry) -> Value {
         ("content".into(), Value::Int(d.content as i32)),
         ("file_path".into(), Value::String(d.file_path.clone())),
         ("file_format".into(), Value::String(d.file_format.clone())),
-        ("partition".into(), d.partition.clone()),
+        ("partition".into(), partition_to_avro(&d.partition)),
         ("record_count".into(), Value::Long(d.record_count)),
         (
             "file_size_in_bytes".into(),

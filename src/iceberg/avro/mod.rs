@@ -27,6 +27,7 @@ pub mod iceberg_schema;
 pub mod list_projection;
 pub mod manifest_writer;
 pub mod partition;
+pub mod partition_value;
 pub mod projection;
 pub mod schema;
 pub mod value;

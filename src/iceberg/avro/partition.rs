@@ -7,12 +7,11 @@
 //! Bounds in summaries use the single-value binary serialization (spec Appendix D); decimal bounds are
 //! left out (the field is optional).
 
-use apache_avro::types::Value;
 use serde_json::{Value as Json, json};
 
-use super::value::strip_union;
 use crate::error::{Error, Result};
 use crate::iceberg::manifest_list::FieldSummary;
+use crate::iceberg::partition_tuple::{PartitionTuple, PartitionValue};
 
 /// One field of the partition tuple.
 #[derive(Debug, Clone, PartialEq)]
@@ -198,17 +197,10 @@ impl SummaryBuilder {
         SummaryBuilder { fields }
     }
 
-    /// Adds one partition tuple (a `Value::Record`, fields matched by name).
-    pub fn update(&mut self, tuple: &Value) {
-        let Value::Record(values) = strip_union(tuple) else {
-            return;
-        };
+    /// Adds one partition tuple (fields matched by name; a missing field counts as null).
+    pub fn update(&mut self, tuple: &PartitionTuple) {
         for f in &mut self.fields {
-            let v = values
-                .iter()
-                .find(|(n, _)| *n == f.name)
-                .map(|(_, v)| strip_union(v));
-            match v.map(|v| bound(&f.result_type, v)) {
+            match tuple.get(&f.name).map(|v| bound(&f.result_type, v)) {
                 None | Some(Err(true)) => f.contains_null = true,
                 Some(Err(false)) => f.contains_nan = true,
                 Some(Ok(None)) => {}
@@ -240,28 +232,28 @@ impl SummaryBuilder {
 
 /// The comparable bound of a value; `Err(true)` for null, `Err(false)` for NaN, `Ok(None)` when the
 /// type has no bound we compute.
-fn bound(result_type: &str, v: &Value) -> Result<Option<Bound>, bool> {
+fn bound(result_type: &str, v: &PartitionValue) -> Result<Option<Bound>, bool> {
     let int = |i: i64, bytes: Vec<u8>| Ok(Some(Bound::Integer(i, bytes)));
     match v {
-        Value::Null => Err(true),
-        Value::Boolean(b) => int(i64::from(*b), vec![u8::from(*b)]),
-        Value::Int(i) | Value::Date(i) | Value::TimeMillis(i) if result_type != "long" => {
+        PartitionValue::Null => Err(true),
+        PartitionValue::Boolean(b) => int(i64::from(*b), vec![u8::from(*b)]),
+        PartitionValue::Int(i) if result_type != "long" => {
             int(i64::from(*i), i.to_le_bytes().to_vec())
         }
-        Value::Int(i) => int(i64::from(*i), i64::from(*i).to_le_bytes().to_vec()),
-        Value::Long(i)
-        | Value::TimeMicros(i)
-        | Value::TimestampMicros(i)
-        | Value::TimestampNanos(i) => int(*i, i.to_le_bytes().to_vec()),
-        Value::Float(f) if f.is_nan() => Err(false),
-        Value::Double(f) if f.is_nan() => Err(false),
-        Value::Float(f) => Ok(Some(Bound::Number(f64::from(*f), f.to_le_bytes().to_vec()))),
-        Value::Double(f) => Ok(Some(Bound::Number(*f, f.to_le_bytes().to_vec()))),
-        Value::String(s) => Ok(Some(Bound::Bytes(s.as_bytes().to_vec()))),
-        Value::Bytes(b) | Value::Fixed(_, b) if !result_type.starts_with("decimal") => {
+        PartitionValue::Int(i) => int(i64::from(*i), i64::from(*i).to_le_bytes().to_vec()),
+        PartitionValue::Long(i) => int(*i, i.to_le_bytes().to_vec()),
+        PartitionValue::Float(f) if f.is_nan() => Err(false),
+        PartitionValue::Double(f) if f.is_nan() => Err(false),
+        PartitionValue::Float(f) => {
+            Ok(Some(Bound::Number(f64::from(*f), f.to_le_bytes().to_vec())))
+        }
+        PartitionValue::Double(f) => Ok(Some(Bound::Number(*f, f.to_le_bytes().to_vec()))),
+        PartitionValue::String(s) => Ok(Some(Bound::Bytes(s.as_bytes().to_vec()))),
+        PartitionValue::Bytes(b) | PartitionValue::Fixed(b)
+            if !result_type.starts_with("decimal") =>
+        {
             Ok(Some(Bound::Bytes(b.clone())))
         }
-        Value::Uuid(u) => Ok(Some(Bound::Bytes(u.as_bytes().to_vec()))),
         _ => Ok(None),
     }
 }
@@ -318,14 +310,14 @@ mod tests {
         ];
         let mut b = SummaryBuilder::new(&fields);
         for (a, d) in [
-            (Value::Int(5), Value::Double(1.5)),
-            (Value::Int(-2), Value::Double(f64::NAN)),
+            (PartitionValue::Int(5), PartitionValue::Double(1.5)),
+            (PartitionValue::Int(-2), PartitionValue::Double(f64::NAN)),
         ] {
-            b.update(&Value::Record(vec![("a".into(), a), ("d".into(), d)]));
+            b.update(&PartitionTuple::new(vec![("a".into(), a), ("d".into(), d)]));
         }
-        b.update(&Value::Record(vec![
-            ("a".into(), Value::Null),
-            ("d".into(), Value::Double(-1.0)),
+        b.update(&PartitionTuple::new(vec![
+            ("a".into(), PartitionValue::Null),
+            ("d".into(), PartitionValue::Double(-1.0)),
         ]));
         let s = b.finish();
         assert!(s[0].contains_null && !s[1].contains_null);

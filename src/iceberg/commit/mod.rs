@@ -4,9 +4,9 @@
 //! `v<N+1>-<uuid>.metadata.json`, or `<N+1>-<uuid>.metadata.json` zero-padded to 5 digits as
 //! pyiceberg does — with the current file's compression marker, through
 //! [`FileIO::write_if_absent`]. A taken name is a [`CommitOutcome::Conflict`]: the caller re-reads
-//! and recomputes. Every statement does that through the one loop of [`protocol`] (which fails
-//! with `LIMIT_EXCEEDED` after the last attempt); [`commit_with_retries`] is that loop for a
-//! metadata edit on a path table.
+//! and recomputes. Every statement and every test does that through the one loop of [`protocol`] (which
+//! fails with `LIMIT_EXCEEDED` after the last attempt): a path table is [`protocol::PathTable`], a
+//! metadata edit that writes no other file is [`protocol::Edit`].
 //!
 //! Before writing, `last-updated-ms` becomes now (never below the previous file's value + 1, so
 //! selection by `last-updated-ms` also finds the new file) and, unless asked not to, the previous
@@ -42,8 +42,8 @@ use bytes::Bytes;
 use crate::error::{Error, ErrorKind, Result};
 use crate::iceberg::guard::pinned_not_newest;
 use crate::iceberg::locate::{
-    LocatedMetadata, MetadataSettings, NamingScheme, file_name, hinted_file_name,
-    metadata_versions, parse_file_name, same_place, version_hint_path,
+    LocatedMetadata, NamingScheme, file_name, hinted_file_name, metadata_versions, parse_file_name,
+    same_place, version_hint_path,
 };
 
 pub mod protocol;
@@ -302,34 +302,6 @@ fn hint_content(existing: Option<&str>, new_name: &str, version: u64) -> String 
     } else {
         file_name(new_name).to_string()
     }
-}
-
-/// Locate the current metadata, let `change` compute the new metadata from it, and commit, through
-/// the one loop ([`protocol::run`]): on a conflict start over, at most `max_attempts` times (then
-/// `LIMIT_EXCEEDED`). `change` returning `None` means nothing to write: `Ok(None)`.
-pub async fn commit_with_retries<F>(
-    io: &FileIO,
-    location: &str,
-    settings: &MetadataSettings,
-    max_attempts: usize,
-    options: &CommitOptions,
-    change: F,
-) -> Result<Option<Committed>>
-where
-    F: FnMut(&TableMetadata) -> Result<Option<TableMetadata>>,
-{
-    let table = protocol::PathTable {
-        io,
-        location,
-        settings,
-    };
-    let mut edit = protocol::Edit {
-        name: "commit",
-        options: *options,
-        change,
-    };
-    let max_attempts = u32::try_from(max_attempts).unwrap_or(u32::MAX);
-    protocol::run(&table, &mut edit, max_attempts, None).await
 }
 
 fn now_ms() -> i64 {

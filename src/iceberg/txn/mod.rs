@@ -1,6 +1,7 @@
 //! Writing snapshots and editing refs: commits that add and remove files ([`prepare_commit`]),
 //! ref and table operations ([`refs`]), each computed as new [`TableMetadata`] that the caller
-//! commits with [`crate::iceberg::commit`] (or through the `*_committed` wrappers here).
+//! commits through the one loop of [`crate::iceberg::commit::protocol`] ([`ChangesCommit`] for a
+//! [`CommitRequest`]).
 //!
 //! A commit walks its parent's manifest list once (Iceberg Java `MergingSnapshotProducer` /
 //! `ManifestFilterManager`, pyiceberg `_SnapshotProducer`): manifests that mention no removed path
@@ -23,7 +24,7 @@ use crate::iceberg::manifest::DataFile;
 use crate::iceberg::metadata::TableMetadata;
 use crate::iceberg::spec::{Snapshot, SnapshotId};
 
-pub use prepare::{commit_changes, prepare_commit, prepare_commit_with};
+pub use prepare::{ChangesCommit, prepare_commit, prepare_commit_with};
 
 /// The `operation` of a snapshot summary.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -122,7 +123,7 @@ impl Default for PrepareOptions {
     }
 }
 
-/// Everything [`commit_changes`] needs to (re)compute a commit.
+/// Everything [`ChangesCommit`] needs to (re)compute a commit.
 #[derive(Debug, Clone)]
 pub struct CommitRequest {
     pub operation: Operation,

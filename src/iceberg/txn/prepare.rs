@@ -40,9 +40,9 @@ use super::{
     CommitRequest, FileChanges, Operation, PrepareOptions, PreparedCommit, Summary, Target,
 };
 use crate::error::{Error, Result};
-use crate::iceberg::commit::protocol::{self, Attempt, Procedure, Step};
+use crate::iceberg::commit::protocol::{Attempt, Procedure, Step};
 use crate::iceberg::commit::{CommitOptions, Committed};
-use crate::iceberg::locate::{LocatedMetadata, MetadataSettings};
+use crate::iceberg::locate::LocatedMetadata;
 use crate::iceberg::manifest::{
     DataFile, ManifestEntry, ManifestWriter, NewManifest, for_each_projected, inherit,
     read_manifest,
@@ -517,30 +517,19 @@ impl Plan {
     }
 }
 
-/// Locate the table, prepare the commit on its current metadata and commit it, through the one
-/// loop ([`protocol::run`]): on a conflict the files written are deleted (best effort) and the
-/// whole is retried, at most `max_attempts` times.
-pub async fn commit_changes(
-    io: &FileIO,
-    location: &str,
-    settings: &MetadataSettings,
-    max_attempts: usize,
-    request: &CommitRequest,
-) -> Result<Committed> {
-    let table = protocol::PathTable {
-        io,
-        location,
-        settings,
-    };
-    let mut changes = ChangesCommit { io, request };
-    let max_attempts = u32::try_from(max_attempts).unwrap_or(u32::MAX);
-    protocol::run(&table, &mut changes, max_attempts, None).await
-}
-
-/// [`commit_changes`]'s side of the loop: every attempt prepares the request anew on its base.
-struct ChangesCommit<'a> {
+/// A [`CommitRequest`] as a statement's side of the one commit loop ([`crate::iceberg::commit::protocol::run`]): every
+/// attempt prepares the request anew on its base (the files it wrote are deleted after a conflict,
+/// by the loop). Returns what was committed.
+pub struct ChangesCommit<'a> {
     io: &'a FileIO,
     request: &'a CommitRequest,
+}
+
+impl<'a> ChangesCommit<'a> {
+    /// `request`, written through `io`.
+    pub fn new(io: &'a FileIO, request: &'a CommitRequest) -> ChangesCommit<'a> {
+        ChangesCommit { io, request }
+    }
 }
 
 impl Procedure for ChangesCommit<'_> {

@@ -1,5 +1,6 @@
 //! Ref and table operations as metadata edits, each `fn(&TableMetadata, ..) -> Result<TableMetadata>`
-//! (the input is left as it was), plus [`commit_edit`] to locate, apply and commit one with retries.
+//! (the input is left as it was); each is committed through the one loop
+//! ([`crate::iceberg::commit::protocol::run`] with a [`crate::iceberg::commit::protocol::Edit`]).
 //!
 //! Rules (Iceberg Java `UpdateSnapshotReferencesOperation` / `SetSnapshotOperation`): a ref must
 //! point at a listed snapshot; creating an existing ref or replacing / removing a missing one is
@@ -9,11 +10,8 @@
 //! [`super::Target::Staged`].
 
 use crate::error::{Error, Result};
-use crate::iceberg::commit::{CommitOptions, Committed, commit_with_retries};
-use crate::iceberg::locate::MetadataSettings;
 use crate::iceberg::metadata::TableMetadata;
 use crate::iceberg::spec::{MAIN_BRANCH, RefKind, SnapshotId, SnapshotRef, StatisticsFile};
-use crate::io::FileIO;
 
 /// Retention of a branch (all optional; absent means the table's defaults).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -231,28 +229,4 @@ fn add_puffin_members(
             }
         }
     }
-}
-
-/// Locate the table, apply `edit` to its current metadata and commit; retried on conflicts (at most
-/// `max_attempts` times).
-pub async fn commit_edit<F>(
-    io: &FileIO,
-    location: &str,
-    settings: &MetadataSettings,
-    max_attempts: usize,
-    edit: F,
-) -> Result<Committed>
-where
-    F: Fn(&TableMetadata) -> Result<TableMetadata>,
-{
-    let committed = commit_with_retries(
-        io,
-        location,
-        settings,
-        max_attempts,
-        &CommitOptions::default(),
-        |md| edit(md).map(Some),
-    )
-    .await?;
-    committed.ok_or_else(|| Error::logical("commit_edit: the edit produced no metadata"))
 }

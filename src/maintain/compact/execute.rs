@@ -6,7 +6,6 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
-use apache_avro::types::Value;
 use futures::stream::BoxStream;
 use futures::{FutureExt, StreamExt};
 
@@ -23,6 +22,7 @@ use super::rewrite::GroupWriter;
 use super::stats::leaf_infos;
 use super::writer::{WriteConfig, writer_properties};
 use crate::error::Result;
+use crate::iceberg::manifest::PartitionTuple;
 use crate::iceberg::metadata::TableMetadata;
 use crate::maintain::shape::{Intent, MaintenanceProcedure};
 use crate::maintain::target::MaintenanceTarget;
@@ -37,7 +37,7 @@ impl MaintenanceProcedure for Compact {
     type Options = CompactOptions;
     type Plan = CompactPlan;
     type Outcome = CompactOutcome;
-    const PHASES: &'static [Phase] = &[];
+    const PHASES: &'static [Phase] = &[Phase::RewritingFileGroups];
 
     fn name(_: &CompactOptions) -> String {
         super::PROCEDURE.to_string()
@@ -177,7 +177,7 @@ async fn rewrite_and_commit(
         ));
     }
     let path_fields = output_path_fields(md, default_spec.id, &schema_json)?;
-    let dir_of = |partition: &Value| -> String {
+    let dir_of = |partition: &PartitionTuple| -> String {
         let folder = partition_path(&path_fields, partition);
         if folder.is_empty() {
             config.data_dir.clone()
@@ -185,12 +185,18 @@ async fn rewrite_and_commit(
             format!("{}/{folder}", config.data_dir)
         }
     };
-    let partition_of = |g: &Group| -> Value {
+    let partition_of = |g: &Group| -> PartitionTuple {
         match &g.output {
             Output::Partition(v) => v.clone(),
-            Output::Split => Value::Record(Vec::new()),
+            Output::Split => PartitionTuple::default(),
         }
     };
+    let total_bytes = groups.iter().map(|(_, g)| g.input_bytes).sum();
+    target.progress.phase_sized(
+        Phase::RewritingFileGroups,
+        Some(groups.len()),
+        Some(total_bytes),
+    )?;
     let stop = AtomicBool::new(false);
     // Over indices, and boxed: a closure taking a reference, or a combinator held across an
     // await, makes the statement's future one the compiler cannot prove `Send` for every
@@ -229,6 +235,7 @@ async fn rewrite_and_commit(
             let stop = &stop;
             async move {
                 let done = rewrite_group(target, job, stop).await?;
+                target.progress.advance(1, 0);
                 Ok(done.map(|(outputs, mentions)| Rewritten {
                     group: index,
                     outputs,

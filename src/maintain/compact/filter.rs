@@ -19,7 +19,6 @@
 
 use std::collections::HashMap;
 
-use apache_avro::types::Value;
 use serde_json::Value as Json;
 
 use super::model::LiveFile;
@@ -27,7 +26,6 @@ use super::where_value::{
     IcebergType, Val, apply_transform, convert, literal_text, order_preserving, partition_val,
 };
 use crate::error::{Error, Result};
-use crate::iceberg::avro::value::strip_union;
 use crate::iceberg::metadata::PartitionSpec;
 use crate::literal::Literal;
 use crate::plan::{CmpOp, Predicate};
@@ -165,14 +163,11 @@ impl PartitionFilter {
         let (id, ty) = self.columns.get(column)?;
         let spec = self.specs.get(&file.spec_id)?;
         let field = spec.fields.iter().find(|f| f.source_id == *id)?;
-        let Value::Record(values) = strip_union(&file.file.partition) else {
-            return None;
-        };
-        let value = values.iter().find(|(n, _)| n == &field.name)?;
+        let value = file.file.partition.get(&field.name)?;
         // A decimal's bytes need the type; the other transforms' results carry their own kind.
         let ty = ty
             .filter(|_| field.transform == "identity" || field.transform.starts_with("truncate["));
-        Some((field.transform.clone(), partition_val(&value.1, ty)))
+        Some((field.transform.clone(), partition_val(value, ty)))
     }
 
     fn cmp(&self, file: &LiveFile, column: &str, op: CmpOp, literal: &Literal) -> Tri {

@@ -130,6 +130,7 @@ async fn write_inputs(
             })
             .await?;
         }
+        target.progress.advance(0, size);
         collect(slot, outputs);
     }
     on_worker(slot, GroupWriter::roll).await?;

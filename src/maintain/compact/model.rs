@@ -1,10 +1,7 @@
 //! What compaction reads of a table, as plain data for the decisions: the live content files of
 //! the starting snapshot with their partition, spec and sequence numbers.
 
-use apache_avro::types::Value;
-
-use crate::iceberg::avro::value::strip_union;
-use crate::iceberg::manifest::DataFile;
+use crate::iceberg::manifest::{DataFile, PartitionTuple, PartitionValue};
 use crate::iceberg::spec::DataContent;
 
 /// One live (ADDED or EXISTING) content file of the snapshot being compacted.
@@ -54,14 +51,11 @@ impl LiveFile {
 /// `id_bucket`. Compaction compares tuples, looks fields up and writes tuples by the spec's
 /// names, so it renames them once, when reading. A tuple whose field count is not the spec's is
 /// left as it is.
-pub fn name_partition_fields(partition: &mut Value, names: &[String]) {
-    let Value::Record(fields) = partition else {
-        return;
-    };
-    if fields.len() != names.len() {
+pub fn name_partition_fields(partition: &mut PartitionTuple, names: &[String]) {
+    if partition.fields.len() != names.len() {
         return;
     }
-    for ((name, _), spec_name) in fields.iter_mut().zip(names) {
+    for ((name, _), spec_name) in partition.fields.iter_mut().zip(names) {
         if name != spec_name {
             name.clone_from(spec_name);
         }
@@ -70,28 +64,27 @@ pub fn name_partition_fields(partition: &mut Value, names: &[String]) {
 
 /// The text of a partition tuple: `name=value` pairs joined by `/` (empty when unpartitioned);
 /// null is `null`, bytes are hex.
-pub fn partition_text(partition: &Value) -> String {
-    let Value::Record(fields) = strip_union(partition) else {
-        return String::new();
-    };
-    fields
+pub fn partition_text(partition: &PartitionTuple) -> String {
+    partition
+        .fields
         .iter()
         .map(|(name, v)| format!("{name}={}", value_text(v)))
         .collect::<Vec<_>>()
         .join("/")
 }
 
-fn value_text(v: &Value) -> String {
-    match strip_union(v) {
-        Value::Null => "null".into(),
-        Value::Boolean(b) => b.to_string(),
-        Value::Int(i) | Value::Date(i) => i.to_string(),
-        Value::Long(l) => l.to_string(),
-        Value::Float(f) => f.to_string(),
-        Value::Double(d) => d.to_string(),
-        Value::String(s) => s.clone(),
-        Value::Bytes(b) | Value::Fixed(_, b) => b.iter().map(|x| format!("{x:02x}")).collect(),
-        other => format!("{other:?}"),
+fn value_text(v: &PartitionValue) -> String {
+    match v {
+        PartitionValue::Null => "null".into(),
+        PartitionValue::Boolean(b) => b.to_string(),
+        PartitionValue::Int(i) => i.to_string(),
+        PartitionValue::Long(l) => l.to_string(),
+        PartitionValue::Float(f) => f.to_string(),
+        PartitionValue::Double(d) => d.to_string(),
+        PartitionValue::String(s) => s.clone(),
+        PartitionValue::Bytes(b) | PartitionValue::Fixed(b) => {
+            b.iter().map(|x| format!("{x:02x}")).collect()
+        }
     }
 }
 
@@ -101,9 +94,9 @@ mod tests {
 
     #[test]
     fn partition_fields_take_the_specs_names() {
-        let mut v = Value::Record(vec![
-            ("part".into(), Value::Int(1)),
-            ("id".into(), Value::Int(0)),
+        let mut v = PartitionTuple::new(vec![
+            ("part".into(), PartitionValue::Int(1)),
+            ("id".into(), PartitionValue::Int(0)),
         ]);
         name_partition_fields(&mut v, &["part".into(), "id_bucket".into()]);
         assert_eq!(partition_text(&v), "part=1/id_bucket=0");
@@ -117,12 +110,12 @@ mod tests {
 
     #[test]
     fn partition_texts() {
-        let v = Value::Record(vec![
-            ("p".into(), Value::Union(1, Box::new(Value::Int(3)))),
-            ("s".into(), Value::Union(0, Box::new(Value::Null))),
-            ("b".into(), Value::Bytes(vec![1, 255])),
+        let v = PartitionTuple::new(vec![
+            ("p".into(), PartitionValue::Int(3)),
+            ("s".into(), PartitionValue::Null),
+            ("b".into(), PartitionValue::Bytes(vec![1, 255])),
         ]);
         assert_eq!(partition_text(&v), "p=3/s=null/b=01ff");
-        assert_eq!(partition_text(&Value::Record(vec![])), "");
+        assert_eq!(partition_text(&PartitionTuple::default()), "");
     }
 }

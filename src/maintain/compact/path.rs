@@ -4,11 +4,10 @@
 //! `month=2024-06`, `hour=2024-06-01-10`, `year=2024`, `bucket=3`, `name=a+b%2Fc`, `null` for null,
 //! base64 for binary. Pure: the folder only names files, readers go by the manifest.
 
-use apache_avro::types::Value;
 use chrono::{DateTime, Datelike, NaiveDate};
 use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 
-use crate::iceberg::avro::value::strip_union;
+use crate::iceberg::manifest::{PartitionTuple, PartitionValue};
 
 /// One partition field: its name, transform (as written in the spec) and result type (Iceberg).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -32,18 +31,15 @@ fn url_encode(s: &str) -> String {
 
 /// The partition path of `partition` (a record of the spec's fields, in order); empty when
 /// unpartitioned.
-pub fn partition_path(fields: &[PathField], partition: &Value) -> String {
-    let values: Vec<&Value> = match strip_union(partition) {
-        Value::Record(v) => v.iter().map(|(_, v)| v).collect(),
-        _ => Vec::new(),
-    };
+pub fn partition_path(fields: &[PathField], partition: &PartitionTuple) -> String {
+    let values: Vec<&PartitionValue> = partition.values().collect();
     fields
         .iter()
         .enumerate()
         .map(|(i, f)| {
             let human = values
                 .get(i)
-                .map(|v| human(f, strip_union(v)))
+                .map(|v| human(f, v))
                 .unwrap_or_else(|| "null".into());
             format!("{}={}", url_encode(&f.name), url_encode(&human))
         })
@@ -51,28 +47,8 @@ pub fn partition_path(fields: &[PathField], partition: &Value) -> String {
         .join("/")
 }
 
-fn integer(v: &Value) -> Option<i64> {
-    Some(match v {
-        Value::Int(i) | Value::Date(i) | Value::TimeMillis(i) => i64::from(*i),
-        Value::Long(l)
-        | Value::TimeMicros(l)
-        | Value::TimestampMillis(l)
-        | Value::TimestampMicros(l)
-        | Value::TimestampNanos(l)
-        | Value::LocalTimestampMillis(l)
-        | Value::LocalTimestampMicros(l)
-        | Value::LocalTimestampNanos(l) => *l,
-        _ => return None,
-    })
-}
-
-fn bytes(v: &Value) -> Option<Vec<u8>> {
-    match v {
-        Value::Bytes(b) | Value::Fixed(_, b) => Some(b.clone()),
-        Value::Decimal(d) => Vec::<u8>::try_from(d).ok(),
-        Value::Uuid(u) => Some(u.as_bytes().to_vec()),
-        _ => None,
-    }
+fn bytes(v: &PartitionValue) -> Option<Vec<u8>> {
+    v.as_bytes().map(<[u8]>::to_vec)
 }
 
 fn date(days: i64) -> Option<NaiveDate> {
@@ -88,11 +64,11 @@ fn timestamp(v: i64, per_second: i64) -> Option<String> {
 }
 
 /// The human form of one value (Java's `Transform.toHumanString`).
-fn human(f: &PathField, v: &Value) -> String {
-    if matches!(v, Value::Null) {
+fn human(f: &PathField, v: &PartitionValue) -> String {
+    if v.is_null() {
         return "null".into();
     }
-    let n = integer(v);
+    let n = v.as_i64();
     let transform = f.transform.as_str();
     let text = match (transform, n) {
         ("year", Some(y)) => Some(format!("{:04}", 1970 + y)),
@@ -145,15 +121,14 @@ fn human(f: &PathField, v: &Value) -> String {
         return t;
     }
     match v {
-        Value::Boolean(b) => b.to_string(),
-        Value::Float(x) => format!("{x:?}"),
-        Value::Double(x) => format!("{x:?}"),
-        Value::String(s) | Value::Enum(_, s) => s.clone(),
-        other => match (integer(other), bytes(other)) {
-            (Some(i), _) => i.to_string(),
-            (None, Some(b)) => base64(&b),
-            (None, None) => format!("{other:?}"),
-        },
+        PartitionValue::Null => "null".into(),
+        PartitionValue::Boolean(b) => b.to_string(),
+        PartitionValue::Float(x) => format!("{x:?}"),
+        PartitionValue::Double(x) => format!("{x:?}"),
+        PartitionValue::String(s) => s.clone(),
+        PartitionValue::Int(i) => i.to_string(),
+        PartitionValue::Long(l) => l.to_string(),
+        PartitionValue::Bytes(b) | PartitionValue::Fixed(b) => base64(b),
     }
 }
 
@@ -216,12 +191,12 @@ mod tests {
         }
     }
 
-    fn record(values: Vec<Value>) -> Value {
-        Value::Record(
+    fn record(values: Vec<PartitionValue>) -> PartitionTuple {
+        PartitionTuple::new(
             values
                 .into_iter()
                 .enumerate()
-                .map(|(i, v)| (format!("f{i}"), Value::Union(1, Box::new(v))))
+                .map(|(i, v)| (format!("f{i}"), v))
                 .collect(),
         )
     }
@@ -239,21 +214,21 @@ mod tests {
             field("missing", "identity", "int"),
         ];
         let p = record(vec![
-            Value::Date(19_875), // 2024-06-01
-            Value::Int(653),     // 2024-06
-            Value::Int(54),
-            Value::Int(477_010), // 2024-06-01 10:00
-            Value::Int(3),
-            Value::String("a b/c=d&é".into()),
-            Value::Long(-7),
-            Value::Null,
+            PartitionValue::Int(19_875), // 2024-06-01
+            PartitionValue::Int(653),    // 2024-06
+            PartitionValue::Int(54),
+            PartitionValue::Int(477_010), // 2024-06-01 10:00
+            PartitionValue::Int(3),
+            PartitionValue::String("a b/c=d&é".into()),
+            PartitionValue::Long(-7),
+            PartitionValue::Null,
         ]);
         assert_eq!(
             partition_path(&fields, &p),
             "day=2024-06-01/month=2024-06/year=2024/hour=2024-06-01-10/b=3/\
              name=a+b%2Fc%3Dd%26%C3%A9/n=-7/missing=null"
         );
-        assert_eq!(partition_path(&[], &Value::Record(vec![])), "");
+        assert_eq!(partition_path(&[], &PartitionTuple::default()), "");
     }
 
     #[test]
@@ -270,15 +245,15 @@ mod tests {
             field("f", "identity", "double"),
         ];
         let p = record(vec![
-            Value::Int(-1),
-            Value::Long(1_717_236_000_500_000),
-            Value::TimestampMicros(0),
-            Value::Bytes(vec![0x30, 0x39]), // 12345 → 123.45
-            Value::Fixed(1, vec![0xf9]),    // -7 → -0.007
-            Value::Bytes(b"hi!?".to_vec()),
-            Value::Boolean(true),
-            Value::String("abcd".into()),
-            Value::Double(1.0),
+            PartitionValue::Int(-1),
+            PartitionValue::Long(1_717_236_000_500_000),
+            PartitionValue::Long(0),
+            PartitionValue::Bytes(vec![0x30, 0x39]), // 12345 → 123.45
+            PartitionValue::Fixed(vec![0xf9]),       // -7 → -0.007
+            PartitionValue::Bytes(b"hi!?".to_vec()),
+            PartitionValue::Boolean(true),
+            PartitionValue::String("abcd".into()),
+            PartitionValue::Double(1.0),
         ]);
         assert_eq!(
             partition_path(&fields, &p),

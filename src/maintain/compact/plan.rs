@@ -37,12 +37,11 @@
 
 use std::collections::BTreeMap;
 
-use apache_avro::types::Value;
-
 use super::deletes::applicable;
 use super::memory::deletes_estimate;
 use super::model::{LiveFile, partition_text};
 use crate::error::{Error, Result};
+use crate::iceberg::manifest::PartitionTuple;
 use crate::plan::CompactOptions;
 
 /// 512 MiB: Java's `write.target-file-size-bytes` default.
@@ -139,7 +138,7 @@ impl Resolved {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Place {
     /// Every row into this partition tuple of the default spec.
-    Partition(Value),
+    Partition(PartitionTuple),
     /// Each row into the partition its values take under the default spec.
     Split,
     /// The file cannot be rewritten into the default spec: why.
@@ -150,7 +149,7 @@ pub enum Place {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Output {
     /// One partition tuple of the default spec.
-    Partition(Value),
+    Partition(PartitionTuple),
     /// Split row by row by the default spec.
     Split,
 }
@@ -213,7 +212,7 @@ pub fn by_spec(default: (i32, bool)) -> impl Fn(&LiveFile) -> Place {
         if f.spec_id == default.0 {
             Place::Partition(f.file.partition.clone())
         } else if default.1 {
-            Place::Partition(Value::Record(Vec::new()))
+            Place::Partition(PartitionTuple::default())
         } else {
             Place::Blocked(format!(
                 "spec {} is not the default spec {}",

@@ -4,7 +4,7 @@
 //! partition their rows take under the default spec.
 
 use super::*;
-use crate::iceberg::manifest::DataFile;
+use crate::iceberg::manifest::{DataFile, PartitionTuple, PartitionValue};
 use crate::iceberg::spec::DataContent;
 
 fn data(path: &str, partition: &str, size: i64) -> LiveFile {
@@ -165,7 +165,7 @@ fn groups_split_so_their_delete_files_fit_memory() {
 #[test]
 fn old_specs_join_their_output_partition_or_split() {
     let r = Resolved::new(&CompactOptions::default(), Some("1000")).unwrap();
-    let part = |v: i32| Value::Record(vec![("p".into(), Value::Union(1, Box::new(Value::Int(v))))]);
+    let part = |v: i32| PartitionTuple::new(vec![("p".into(), PartitionValue::Int(v))]);
     // Three files of the default spec 2 in p=1, two of spec 1 whose rows all land in p=1,
     // four of spec 0 whose rows must be split.
     let mut files: Vec<LiveFile> = (0..3).map(|i| data(&format!("a{i}"), "p=1", 10)).collect();

@@ -5,7 +5,6 @@
 
 use std::sync::Arc;
 
-use apache_avro::types::Value;
 use serde_json::Value as Json;
 
 use super::PROCEDURE;
@@ -22,6 +21,7 @@ use crate::iceberg::arrow::schema::{arrow_schema, field_by_id};
 use crate::iceberg::arrow::transform::Transform;
 use crate::iceberg::avro::partition::partition_fields;
 use crate::iceberg::locate::LocatedMetadata;
+use crate::iceberg::manifest::PartitionTuple;
 use crate::iceberg::metadata::TableMetadata;
 use crate::iceberg::spec::{FormatVersion, Snapshot};
 use crate::iceberg::txn::names::current_schema_json;
@@ -134,7 +134,7 @@ pub(super) async fn prepare(
             return Place::Partition(f.file.partition.clone());
         }
         match &output_spec {
-            None => Place::Partition(Value::Record(Vec::new())),
+            None => Place::Partition(PartitionTuple::default()),
             Some(Err(why)) => Place::Blocked(format!(
                 "spec {} is not the default spec {}, whose partitions icetrim cannot compute: \
                  {why}",

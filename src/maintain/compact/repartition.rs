@@ -13,7 +13,6 @@
 
 use std::sync::Arc;
 
-use apache_avro::types::Value;
 use arrow_array::cast::AsArray;
 use arrow_array::types::{
     Date32Type, Decimal128Type, Float32Type, Float64Type, Int32Type, Int64Type,
@@ -32,7 +31,7 @@ use crate::error::{Error, Result};
 use crate::iceberg::arrow::schema::{field_by_id, leaf_by_id};
 use crate::iceberg::arrow::transform::Transform;
 use crate::iceberg::avro::partition::avro_type;
-use crate::iceberg::avro::value::strip_union;
+use crate::iceberg::manifest::{PartitionTuple, PartitionValue};
 use crate::iceberg::metadata::PartitionSpec;
 
 /// One field of the default spec.
@@ -119,92 +118,84 @@ impl OutputSpec {
     }
 
     /// The partition tuple of row `row` of `keys`, as a manifest entry holds it.
-    pub fn tuple(&self, keys: &[ArrayRef], row: usize) -> Result<Value> {
+    pub fn tuple(&self, keys: &[ArrayRef], row: usize) -> Result<PartitionTuple> {
         let values = self
             .fields
             .iter()
             .zip(keys)
-            .map(|(f, k)| Ok((f.name.clone(), avro_value(k, row, &f.result_type)?)))
+            .map(|(f, k)| Ok((f.name.clone(), partition_value(k, row, &f.result_type)?)))
             .collect::<Result<Vec<_>>>()?;
-        Ok(Value::Record(values))
+        Ok(PartitionTuple::new(values))
     }
 
     /// The tuple every row of a file of spec `old` with tuple `old_partition` takes, when that
     /// tuple decides it (see the module comment); `None` when rows must be split.
-    pub fn derive(&self, old: &PartitionSpec, old_partition: &Value) -> Option<Value> {
-        let Value::Record(old_values) = strip_union(old_partition) else {
-            return None;
-        };
+    pub fn derive(
+        &self,
+        old: &PartitionSpec,
+        old_partition: &PartitionTuple,
+    ) -> Option<PartitionTuple> {
         let mut out = Vec::with_capacity(self.fields.len());
         for f in &self.fields {
             let value = if f.transform == Transform::Void {
-                Some(Value::Union(0, Box::new(Value::Null)))
+                Some(PartitionValue::Null)
             } else {
                 old.fields
                     .iter()
                     .filter(|o| o.source_id == f.source_id)
                     .find_map(|o| {
-                        let v = old_values.iter().find(|(n, _)| *n == o.name)?;
-                        value_from_old(f, Transform::parse(&o.transform).ok()?, strip_union(&v.1))
+                        let v = old_partition.get(&o.name)?;
+                        value_from_old(f, Transform::parse(&o.transform).ok()?, v)
                     })
             };
             out.push((f.name.clone(), value?));
         }
-        Some(Value::Record(out))
+        Some(PartitionTuple::new(out))
     }
 }
 
 /// The value of `f` from an old field of transform `old` holding `v`.
-fn value_from_old(f: &OutputField, old: Transform, v: &Value) -> Option<Value> {
+fn value_from_old(f: &OutputField, old: Transform, v: &PartitionValue) -> Option<PartitionValue> {
     use Transform::*;
-    if matches!(v, Value::Null) && old != Void {
-        return Some(Value::Union(0, Box::new(Value::Null)));
+    if v.is_null() && old != Void {
+        return Some(PartitionValue::Null);
     }
-    let apply = |array: ArrayRef| -> Option<Value> {
+    let apply = |array: ArrayRef| -> Option<PartitionValue> {
         let out = f.transform.apply(&array).ok()?;
-        avro_value(&out, 0, &f.result_type).ok()
+        partition_value(&out, 0, &f.result_type).ok()
     };
     match (old, f.transform) {
         (Void, _) => None,
-        (o, n) if o == n => Some(Value::Union(1, Box::new(v.clone()))),
+        (o, n) if o == n => Some(v.clone()),
         (Identity, _) => apply(scalar_array(v, &f.source_type)?),
         (Day, Month | Year) => apply(Arc::new(Date32Array::from(vec![int(v)? as i32]))),
         (Hour, Day | Month | Year) => apply(Arc::new(TimestampMicrosecondArray::from(vec![
             int(v)?.checked_mul(3_600_000_000)?,
         ]))),
-        (Month, Year) => Some(Value::Union(
-            1,
-            Box::new(Value::Int(i32::try_from(int(v)?.div_euclid(12)).ok()?)),
+        (Month, Year) => Some(PartitionValue::Int(
+            i32::try_from(int(v)?.div_euclid(12)).ok()?,
         )),
         _ => None,
     }
 }
 
-fn int(v: &Value) -> Option<i64> {
-    match v {
-        Value::Int(i) | Value::Date(i) => Some(i64::from(*i)),
-        Value::Long(l) => Some(*l),
-        _ => None,
-    }
+fn int(v: &PartitionValue) -> Option<i64> {
+    v.as_i64()
 }
 
-fn bytes(v: &Value) -> Option<&[u8]> {
-    match v {
-        Value::Bytes(b) | Value::Fixed(_, b) => Some(b),
-        _ => None,
-    }
+fn bytes(v: &PartitionValue) -> Option<&[u8]> {
+    v.as_bytes()
 }
 
-/// A one-value array of type `ty` holding the Avro value `v` (as a manifest decodes it).
-pub fn scalar_array(v: &Value, ty: &DataType) -> Option<ArrayRef> {
-    let v = strip_union(v);
-    if matches!(v, Value::Null) {
+/// A one-value array of type `ty` holding the partition value `v`.
+pub fn scalar_array(v: &PartitionValue, ty: &DataType) -> Option<ArrayRef> {
+    if v.is_null() {
         return Some(new_null_array(ty, 1));
     }
     let long = || int(v);
     Some(match ty {
         DataType::Boolean => match v {
-            Value::Boolean(b) => Arc::new(BooleanArray::from(vec![*b])),
+            PartitionValue::Boolean(b) => Arc::new(BooleanArray::from(vec![*b])),
             _ => return None,
         },
         DataType::Int32 => Arc::new(Int32Array::from(vec![i32::try_from(long()?).ok()?])),
@@ -220,16 +211,16 @@ pub fn scalar_array(v: &Value, ty: &DataType) -> Option<ArrayRef> {
             Arc::new(TimestampNanosecondArray::from(vec![long()?]).with_timezone_opt(tz.clone()))
         }
         DataType::Float32 => match v {
-            Value::Float(x) => Arc::new(Float32Array::from(vec![*x])),
+            PartitionValue::Float(x) => Arc::new(Float32Array::from(vec![*x])),
             _ => return None,
         },
         DataType::Float64 => match v {
-            Value::Double(x) => Arc::new(Float64Array::from(vec![*x])),
-            Value::Float(x) => Arc::new(Float64Array::from(vec![f64::from(*x)])),
+            PartitionValue::Double(x) => Arc::new(Float64Array::from(vec![*x])),
+            PartitionValue::Float(x) => Arc::new(Float64Array::from(vec![f64::from(*x)])),
             _ => return None,
         },
         DataType::Utf8 => match v {
-            Value::String(s) => Arc::new(StringArray::from(vec![s.as_str()])),
+            PartitionValue::String(s) => Arc::new(StringArray::from(vec![s.as_str()])),
             _ => return None,
         },
         DataType::Binary => Arc::new(BinaryArray::from(vec![bytes(v)?])),
@@ -255,34 +246,33 @@ pub fn scalar_array(v: &Value, ty: &DataType) -> Option<ArrayRef> {
     })
 }
 
-/// Value `row` of `array` as the manifest's partition field of Iceberg type `result_type` holds
-/// it: the plain Avro variant in the optional field's union (null is branch 0).
-pub fn avro_value(array: &ArrayRef, row: usize, result_type: &str) -> Result<Value> {
+/// Value `row` of `array` as the partition field of Iceberg type `result_type` holds it (a
+/// decimal in its `fixed` size for the type).
+pub fn partition_value(array: &ArrayRef, row: usize, result_type: &str) -> Result<PartitionValue> {
     if array.is_null(row) {
-        return Ok(Value::Union(0, Box::new(Value::Null)));
+        return Ok(PartitionValue::Null);
     }
     let v = match array.data_type() {
-        DataType::Boolean => Value::Boolean(array.as_boolean().value(row)),
-        DataType::Int32 => Value::Int(array.as_primitive::<Int32Type>().value(row)),
-        DataType::Date32 => Value::Int(array.as_primitive::<Date32Type>().value(row)),
-        DataType::Int64 => Value::Long(array.as_primitive::<Int64Type>().value(row)),
-        DataType::Float32 => Value::Float(array.as_primitive::<Float32Type>().value(row)),
-        DataType::Float64 => Value::Double(array.as_primitive::<Float64Type>().value(row)),
+        DataType::Boolean => PartitionValue::Boolean(array.as_boolean().value(row)),
+        DataType::Int32 => PartitionValue::Int(array.as_primitive::<Int32Type>().value(row)),
+        DataType::Date32 => PartitionValue::Int(array.as_primitive::<Date32Type>().value(row)),
+        DataType::Int64 => PartitionValue::Long(array.as_primitive::<Int64Type>().value(row)),
+        DataType::Float32 => PartitionValue::Float(array.as_primitive::<Float32Type>().value(row)),
+        DataType::Float64 => PartitionValue::Double(array.as_primitive::<Float64Type>().value(row)),
         DataType::Time64(TimeUnit::Microsecond) => {
-            Value::Long(array.as_primitive::<Time64MicrosecondType>().value(row))
+            PartitionValue::Long(array.as_primitive::<Time64MicrosecondType>().value(row))
         }
         DataType::Timestamp(TimeUnit::Microsecond, _) => {
-            Value::Long(array.as_primitive::<TimestampMicrosecondType>().value(row))
+            PartitionValue::Long(array.as_primitive::<TimestampMicrosecondType>().value(row))
         }
         DataType::Timestamp(TimeUnit::Nanosecond, _) => {
-            Value::Long(array.as_primitive::<TimestampNanosecondType>().value(row))
+            PartitionValue::Long(array.as_primitive::<TimestampNanosecondType>().value(row))
         }
-        DataType::Utf8 => Value::String(array.as_string::<i32>().value(row).to_string()),
-        DataType::Binary => Value::Bytes(array.as_binary::<i32>().value(row).to_vec()),
-        DataType::FixedSizeBinary(n) => Value::Fixed(
-            *n as usize,
-            array.as_fixed_size_binary().value(row).to_vec(),
-        ),
+        DataType::Utf8 => PartitionValue::String(array.as_string::<i32>().value(row).to_string()),
+        DataType::Binary => PartitionValue::Bytes(array.as_binary::<i32>().value(row).to_vec()),
+        DataType::FixedSizeBinary(_) => {
+            PartitionValue::Fixed(array.as_fixed_size_binary().value(row).to_vec())
+        }
         DataType::Decimal128(_, _) => {
             let size = avro_type(result_type)?
                 .get("size")
@@ -290,7 +280,7 @@ pub fn avro_value(array: &ArrayRef, row: usize, result_type: &str) -> Result<Val
                 .unwrap_or(16) as usize;
             let unscaled = array.as_primitive::<Decimal128Type>().value(row);
             let be = unscaled.to_be_bytes();
-            Value::Fixed(size, be[16 - size.min(16)..].to_vec())
+            PartitionValue::Fixed(be[16 - size.min(16)..].to_vec())
         }
         other => {
             return Err(Error::not_implemented(format!(
@@ -298,7 +288,7 @@ pub fn avro_value(array: &ArrayRef, row: usize, result_type: &str) -> Result<Val
             )));
         }
     };
-    Ok(Value::Union(1, Box::new(v)))
+    Ok(v)
 }
 
 #[cfg(test)]
@@ -339,18 +329,11 @@ mod tests {
         }
     }
 
-    fn rec(values: Vec<(&str, Value)>) -> Value {
-        Value::Record(
+    fn rec(values: Vec<(&str, PartitionValue)>) -> PartitionTuple {
+        PartitionTuple::new(
             values
                 .into_iter()
-                .map(|(n, v)| {
-                    let v = if matches!(v, Value::Null) {
-                        Value::Union(0, Box::new(v))
-                    } else {
-                        Value::Union(1, Box::new(v))
-                    };
-                    (n.to_string(), v)
-                })
+                .map(|(n, v)| (n.to_string(), v))
                 .collect(),
         )
     }
@@ -402,10 +385,10 @@ mod tests {
         assert_eq!(
             first,
             rec(vec![
-                ("id_bucket", Value::Int(3)),
-                ("ts_day", Value::Int(17486)),
-                ("s_trunc", Value::String("ice".into())),
-                ("x", Value::Int(5)),
+                ("id_bucket", PartitionValue::Int(3)),
+                ("ts_day", PartitionValue::Int(17486)),
+                ("s_trunc", PartitionValue::String("ice".into())),
+                ("x", PartitionValue::Int(5)),
             ])
         );
         // A null id, a time before the epoch, and a null parent struct (its field is null).
@@ -427,7 +410,7 @@ mod tests {
         let k = dec.keys(&batch).unwrap();
         assert_eq!(
             dec.tuple(&k, 0).unwrap(),
-            rec(vec![("d", Value::Fixed(4, vec![0, 0, 0x05, 0x78]))]),
+            rec(vec![("d", PartitionValue::Fixed(vec![0, 0, 0x05, 0x78]))]),
             "14.20 truncated by 0.50 = 14.00, unscaled 1400, in decimal(9,2)'s 4 bytes"
         );
     }
@@ -450,18 +433,24 @@ mod tests {
         .unwrap();
         // identity(id) and day(ts): bucket of the identity value, month of the day.
         let old = spec(0, &[("id", "identity", 1), ("ts_day", "day", 2)]);
-        let p = rec(vec![("id", Value::Long(34)), ("ts_day", Value::Int(17486))]);
+        let p = rec(vec![
+            ("id", PartitionValue::Long(34)),
+            ("ts_day", PartitionValue::Int(17486)),
+        ]);
         assert_eq!(
             out.derive(&old, &p),
             Some(rec(vec![
-                ("id_bucket", Value::Int(3)),
-                ("ts_month", Value::Int(47 * 12 + 10)),
-                ("gone", Value::Null),
+                ("id_bucket", PartitionValue::Int(3)),
+                ("ts_month", PartitionValue::Int(47 * 12 + 10)),
+                ("gone", PartitionValue::Null),
             ]))
         );
         // Same transforms are copied; hour gives month; nulls stay null.
         let old = spec(1, &[("b", "bucket[16]", 1), ("h", "hour", 2)]);
-        let p = rec(vec![("b", Value::Int(7)), ("h", Value::Null)]);
+        let p = rec(vec![
+            ("b", PartitionValue::Int(7)),
+            ("h", PartitionValue::Null),
+        ]);
         assert_eq!(
             partition_text(&out.derive(&old, &p).unwrap()),
             "id_bucket=7/ts_month=null/gone=null"
@@ -470,15 +459,21 @@ mod tests {
         let finer = OutputSpec::new(&spec(3, &[("h", "hour", 2)]), &["int".into()], &s).unwrap();
         let old = spec(0, &[("ts_day", "day", 2)]);
         assert_eq!(
-            finer.derive(&old, &rec(vec![("ts_day", Value::Int(1))])),
+            finer.derive(&old, &rec(vec![("ts_day", PartitionValue::Int(1))])),
             None
         );
         let old = spec(1, &[("b", "bucket[8]", 1), ("h", "hour", 2)]);
         assert_eq!(
-            out.derive(&old, &rec(vec![("b", Value::Int(1)), ("h", Value::Int(1))])),
+            out.derive(
+                &old,
+                &rec(vec![
+                    ("b", PartitionValue::Int(1)),
+                    ("h", PartitionValue::Int(1))
+                ])
+            ),
             None
         );
-        assert_eq!(out.derive(&spec(4, &[]), &Value::Record(vec![])), None);
+        assert_eq!(out.derive(&spec(4, &[]), &PartitionTuple::default()), None);
         // Identity of a decimal and of a timestamp go through their Avro forms.
         let t = OutputSpec::new(
             &spec(5, &[("d", "truncate[50]", 4), ("y", "year", 2)]),
@@ -488,14 +483,14 @@ mod tests {
         .unwrap();
         let old = spec(0, &[("d", "identity", 4), ("ts", "identity", 2)]);
         let p = rec(vec![
-            ("d", Value::Fixed(4, vec![0, 0, 0x05, 0x8c])),
-            ("ts", Value::Long(1_510_871_468_000_000)),
+            ("d", PartitionValue::Fixed(vec![0, 0, 0x05, 0x8c])),
+            ("ts", PartitionValue::Long(1_510_871_468_000_000)),
         ]);
         assert_eq!(
             t.derive(&old, &p),
             Some(rec(vec![
-                ("d", Value::Fixed(4, vec![0, 0, 0x05, 0x78])),
-                ("y", Value::Int(47))
+                ("d", PartitionValue::Fixed(vec![0, 0, 0x05, 0x78])),
+                ("y", PartitionValue::Int(47))
             ]))
         );
     }

@@ -15,7 +15,6 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use apache_avro::types::Value;
 use arrow_array::cast::AsArray;
 use arrow_array::types::Int64Type;
 use arrow_array::{Array, ArrayRef, BooleanArray, Int64Array, RecordBatch};
@@ -38,6 +37,7 @@ use crate::iceberg::arrow::schema::{
     LAST_UPDATED_FIELD, ROW_ID_FIELD, adapt_batch, field_by_id, field_id, leaf_by_id, project,
 };
 use crate::iceberg::arrow::transform::Transform;
+use crate::iceberg::manifest::PartitionTuple;
 use crate::io::FileIO;
 use crate::io::Upload;
 
@@ -339,7 +339,7 @@ pub struct GroupWriter {
     sorter: Option<Sorter>,
     /// The folder of the output files: `data/` or the partition's folder under it.
     dir: String,
-    partition: Value,
+    partition: PartitionTuple,
     uuid: uuid::Uuid,
     current: Option<OutputFile>,
     handle: tokio::runtime::Handle,
@@ -353,7 +353,7 @@ impl GroupWriter {
     pub fn new(
         config: WriteConfig,
         dir: String,
-        partition: Value,
+        partition: PartitionTuple,
         sort: Vec<SortKey>,
         split: Option<Arc<OutputSpec>>,
         memory: MemoryPlan,

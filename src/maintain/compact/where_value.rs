@@ -24,10 +24,9 @@
 
 use std::fmt;
 
-use apache_avro::types::Value;
 use chrono::{DateTime, Datelike, NaiveDate, NaiveDateTime, NaiveTime, Timelike};
 
-use crate::iceberg::avro::value::strip_union;
+use crate::iceberg::manifest::PartitionValue;
 use crate::literal::Literal;
 
 /// A comparable value: of a converted literal or of a partition tuple.
@@ -340,20 +339,19 @@ fn instant(text: &str) -> Option<NaiveDateTime> {
 
 /// A partition value of a manifest (`ty`: the partition field's source type, which a decimal's
 /// bytes need); `None` for null.
-pub fn partition_val(v: &Value, ty: Option<IcebergType>) -> Option<Val> {
-    Some(match strip_union(v) {
-        Value::Null => return None,
-        Value::Boolean(b) => Val::B(*b),
-        Value::Int(i) | Value::Date(i) => Val::I(i64::from(*i)),
-        Value::Long(l) => Val::I(*l),
-        Value::Float(f) => Val::F(f64::from(*f)),
-        Value::Double(d) => Val::F(*d),
-        Value::String(s) => Val::S(s.clone()),
-        Value::Bytes(b) | Value::Fixed(_, b) => match ty {
+pub fn partition_val(v: &PartitionValue, ty: Option<IcebergType>) -> Option<Val> {
+    Some(match v {
+        PartitionValue::Null => return None,
+        PartitionValue::Boolean(b) => Val::B(*b),
+        PartitionValue::Int(i) => Val::I(i64::from(*i)),
+        PartitionValue::Long(l) => Val::I(*l),
+        PartitionValue::Float(f) => Val::F(f64::from(*f)),
+        PartitionValue::Double(d) => Val::F(*d),
+        PartitionValue::String(s) => Val::S(s.clone()),
+        PartitionValue::Bytes(b) | PartitionValue::Fixed(b) => match ty {
             Some(IcebergType::Decimal { .. }) => Val::D(unscaled(b)?),
             _ => Val::Bytes(b.clone()),
         },
-        _ => return None,
     })
 }
 

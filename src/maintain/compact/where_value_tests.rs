@@ -2,6 +2,7 @@
 //! what is refused.
 
 use super::*;
+use crate::iceberg::manifest::PartitionValue;
 use IcebergType::*;
 use Val::{B, Bytes, D, F, I, S};
 
@@ -323,16 +324,13 @@ fn partition_values_and_transforms() {
         precision: 9,
         scale: 2,
     };
-    let neg = Value::Fixed(4, vec![0xff, 0xff, 0xff, 0xfe]);
+    let neg = PartitionValue::Fixed(vec![0xff, 0xff, 0xff, 0xfe]);
     assert_eq!(partition_val(&neg, Some(dec)), Some(D(-2)));
     assert_eq!(
-        partition_val(&Value::Bytes(vec![1, 2]), Some(Binary)),
+        partition_val(&PartitionValue::Bytes(vec![1, 2]), Some(Binary)),
         Some(Bytes(vec![1, 2]))
     );
-    assert_eq!(
-        partition_val(&Value::Union(0, Box::new(Value::Null)), Some(Int)),
-        None
-    );
+    assert_eq!(partition_val(&PartitionValue::Null, Some(Int)), None);
     assert_eq!(
         apply_transform("truncate[10]", dec, &D(-2)),
         Some(D(-10)),

@@ -13,7 +13,6 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-use apache_avro::types::Value;
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Float32Type, Float64Type};
 use arrow_array::{Array, ArrayRef, RecordBatch};
@@ -27,6 +26,7 @@ use super::stats::{LeafInfo, file_metrics};
 use crate::error::{Error, Result};
 use crate::iceberg::arrow::schema::field_id;
 use crate::iceberg::manifest::DataFile;
+use crate::iceberg::manifest::PartitionTuple;
 use crate::iceberg::spec::DataContent;
 use crate::io::{FileIO, Upload};
 
@@ -229,7 +229,7 @@ impl OutputFile {
     }
 
     /// Closes the file and describes it for the manifest (`partition` as the spec needs it).
-    pub fn finish(self, config: &WriteConfig, partition: Value) -> Result<Finished> {
+    pub fn finish(self, config: &WriteConfig, partition: PartitionTuple) -> Result<Finished> {
         let OutputFile {
             path,
             writer,

@@ -6,9 +6,8 @@
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
 
-use apache_avro::types::Value;
-
 use crate::error::{Error, Result};
+use crate::iceberg::manifest::{PartitionTuple, PartitionValue};
 use crate::iceberg::manifest_list::ManifestFile;
 use crate::iceberg::spec::ManifestContent;
 
@@ -183,8 +182,6 @@ pub enum KeyPart {
     Float(i64),
     Text(String),
     Bytes(Vec<u8>),
-    /// Anything else, by its debug text (still groups equal values together).
-    Other(String),
 }
 
 /// A partition tuple as a sort key.
@@ -195,35 +192,22 @@ fn ordered_float(v: f64) -> i64 {
     if bits < 0 { bits ^ i64::MAX } else { bits }
 }
 
-fn key_part(value: &Value) -> KeyPart {
+fn key_part(value: &PartitionValue) -> KeyPart {
     match value {
-        Value::Null => KeyPart::Null,
-        Value::Union(_, inner) => key_part(inner),
-        Value::Boolean(b) => KeyPart::Bool(*b),
-        Value::Int(v) | Value::Date(v) | Value::TimeMillis(v) => KeyPart::Int(i64::from(*v)),
-        Value::Long(v)
-        | Value::TimeMicros(v)
-        | Value::TimestampMillis(v)
-        | Value::TimestampMicros(v)
-        | Value::TimestampNanos(v)
-        | Value::LocalTimestampMillis(v)
-        | Value::LocalTimestampMicros(v)
-        | Value::LocalTimestampNanos(v) => KeyPart::Int(*v),
-        Value::Float(v) => KeyPart::Float(ordered_float(f64::from(*v))),
-        Value::Double(v) => KeyPart::Float(ordered_float(*v)),
-        Value::String(s) | Value::Enum(_, s) => KeyPart::Text(s.clone()),
-        Value::Bytes(b) | Value::Fixed(_, b) => KeyPart::Bytes(b.clone()),
-        Value::Uuid(u) => KeyPart::Bytes(u.as_bytes().to_vec()),
-        other => KeyPart::Other(format!("{other:?}")),
+        PartitionValue::Null => KeyPart::Null,
+        PartitionValue::Boolean(b) => KeyPart::Bool(*b),
+        PartitionValue::Int(v) => KeyPart::Int(i64::from(*v)),
+        PartitionValue::Long(v) => KeyPart::Int(*v),
+        PartitionValue::Float(v) => KeyPart::Float(ordered_float(f64::from(*v))),
+        PartitionValue::Double(v) => KeyPart::Float(ordered_float(*v)),
+        PartitionValue::String(s) => KeyPart::Text(s.clone()),
+        PartitionValue::Bytes(b) | PartitionValue::Fixed(b) => KeyPart::Bytes(b.clone()),
     }
 }
 
-/// The sort key of a decoded partition tuple (a `Value::Record`; anything else is one part).
-pub fn partition_key(partition: &Value) -> PartitionKey {
-    match partition {
-        Value::Record(fields) => fields.iter().map(|(_, v)| key_part(v)).collect(),
-        other => vec![key_part(other)],
-    }
+/// The sort key of a partition tuple: its values in field order.
+pub fn partition_key(partition: &PartitionTuple) -> PartitionKey {
+    partition.values().map(key_part).collect()
 }
 
 /// A live entry of a rewritten manifest, as the clustering sees it.
@@ -348,12 +332,15 @@ mod tests {
 
     #[test]
     fn partition_keys_order_nulls_first_and_group_equal_tuples() {
-        let rec = |v: Value| Value::Record(vec![("p".into(), v)]);
-        let a = partition_key(&rec(Value::Union(1, Box::new(Value::Int(3)))));
-        let b = partition_key(&rec(Value::Int(3)));
-        assert_eq!(a, b);
-        assert!(partition_key(&rec(Value::Null)) < a);
-        assert!(partition_key(&rec(Value::Double(-1.0))) < partition_key(&rec(Value::Double(0.5))));
+        let rec = |v: PartitionValue| PartitionTuple::new(vec![("p".into(), v)]);
+        let a = partition_key(&rec(PartitionValue::Int(3)));
+        let b = partition_key(&rec(PartitionValue::Long(3)));
+        assert_eq!(a, b, "an int and a long of one value sort as one");
+        assert!(partition_key(&rec(PartitionValue::Null)) < a);
+        assert!(
+            partition_key(&rec(PartitionValue::Double(-1.0)))
+                < partition_key(&rec(PartitionValue::Double(0.5)))
+        );
     }
 
     proptest! {

@@ -78,7 +78,7 @@ impl MaintenanceProcedure for RewriteManifests {
     type Options = RewriteManifestsOptions;
     type Plan = RewritePlan;
     type Outcome = RewriteManifestsOutcome;
-    const PHASES: &'static [Phase] = &[Phase::ReadingManifests];
+    const PHASES: &'static [Phase] = &[Phase::ReadingManifests, Phase::WritingManifests];
 
     fn name(_: &RewriteManifestsOptions) -> String {
         PROCEDURE.to_string()

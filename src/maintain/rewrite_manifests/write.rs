@@ -23,6 +23,7 @@ use crate::iceberg::txn::names::{
 use crate::iceberg::txn::summary::{Tally, build_summary};
 use crate::io::FileIO;
 use crate::maintain::target::MaintenanceTarget;
+use crate::progress::Phase;
 
 /// One new manifest: its entries as (manifest index, entry index) and its plan row.
 #[derive(Debug, Clone)]
@@ -100,6 +101,9 @@ pub(super) async fn write_outputs(
     let mut files = Vec::new();
     let mut new_manifests = Vec::new();
     let mut entries = 0usize;
+    target
+        .progress
+        .start(Phase::WritingManifests, Some(outputs.len()));
     for (n, output) in outputs.iter().enumerate() {
         let group = &selection.groups[output.planned.group];
         let source = group
@@ -131,6 +135,7 @@ pub(super) async fn write_outputs(
         let path = manifest_path(&dir, &uuid, n);
         let min_seq = done.min_sequence_number;
         new_manifests.push((done.manifest_file(path.clone(), 0, 0), min_seq));
+        target.progress.file_done(done.bytes.len());
         files.push((path, done.bytes));
     }
     let replaced = selection

@@ -9,7 +9,9 @@ use std::collections::BTreeMap;
 use bytes::Bytes;
 use icetrim::internals::iceberg::commit::{CommitOptions, CommitOutcome};
 use icetrim::internals::iceberg::locate::LocatedMetadata;
-use icetrim::internals::iceberg::manifest::{DataFile, inherit, read_manifest};
+use icetrim::internals::iceberg::manifest::{
+    DataFile, PartitionTuple, PartitionValue, inherit, read_manifest,
+};
 use icetrim::internals::iceberg::manifest_list::read_manifest_list;
 use icetrim::internals::iceberg::metadata::TableMetadata;
 use icetrim::internals::iceberg::spec::{DataContent, MAIN_BRANCH};
@@ -158,19 +160,9 @@ async fn live_data_files(target: &MaintenanceTarget, md: &TableMetadata) -> Outc
 }
 
 /// The `part` value of a partition record (`None`: unpartitioned).
-fn partition_value(partition: &apache_avro::types::Value) -> Option<i32> {
-    use apache_avro::types::Value;
-    fn strip(v: &Value) -> &Value {
-        match v {
-            Value::Union(_, inner) => strip(inner),
-            other => other,
-        }
-    }
-    let Value::Record(fields) = strip(partition) else {
-        return None;
-    };
-    match fields.first().map(|(_, v)| strip(v)) {
-        Some(Value::Int(p)) => Some(*p),
+fn partition_value(partition: &PartitionTuple) -> Option<i32> {
+    match partition.values().next() {
+        Some(PartitionValue::Int(p)) => Some(*p),
         _ => None,
     }
 }
