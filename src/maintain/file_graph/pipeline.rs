@@ -39,10 +39,11 @@ pub(super) struct ReadJob<I> {
 
 /// Most files decoded in one blocking call.
 const BATCH_FILES: usize = 16;
-/// Most known bytes read and decoded in one blocking call.
-const BATCH_BYTES: u64 = 4 << 20;
+/// Most known bytes read and decoded in one blocking call (decoded manifests are several times
+/// their file size: what waits for the caller stays a few MiB of files).
+const BATCH_BYTES: u64 = 1 << 20;
 /// Batches decoded and waiting for the caller.
-const QUEUED_BATCHES: usize = 4;
+const QUEUED_BATCHES: usize = 2;
 
 /// One file's outcome: its job and what reading and decoding it gave.
 type Outcome<I, T> = (ReadJob<I>, Result<(usize, T)>);
@@ -294,12 +295,12 @@ mod tests {
 
     #[test]
     fn batches_hold_at_most_their_files_and_bytes() {
-        let jobs: Vec<_> = (0..10).map(|n| job(n, Some(1 << 20))).collect();
+        let jobs: Vec<_> = (0..10).map(|n| job(n, Some(1_000))).collect();
         let batches = local_batches(jobs, 3);
         let sizes: Vec<usize> = batches.iter().map(Vec::len).collect();
         assert_eq!(sizes, [3, 3, 3, 1]);
-        // 4 MiB a batch at most: three 1.5 MiB files go two and one.
-        let jobs: Vec<_> = (0..3).map(|n| job(n, Some(3 << 19))).collect();
+        // 1 MiB a batch at most: three 400 kB files go two and one.
+        let jobs: Vec<_> = (0..3).map(|n| job(n, Some(400_000))).collect();
         let sizes: Vec<usize> = local_batches(jobs, 16).iter().map(Vec::len).collect();
         assert_eq!(sizes, [2, 1]);
         // A file larger than a batch is a batch alone; every job is in exactly one batch.
@@ -313,5 +314,62 @@ mod tests {
         assert!(local_batches(Vec::<ReadJob<usize>>::new(), 4).is_empty());
         assert_eq!(batch_files(1), 1);
         assert_eq!(batch_files(1_000_000), BATCH_FILES);
+    }
+
+    /// Every file comes back exactly once with its own decoded answer, on local disk (batched
+    /// blocking reads) and on an object store (the memory store: reads on the task); a gone file
+    /// that is not required is `None`, a gone required one fails the stream.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn every_file_once_locally_and_remotely() {
+        let dir = tempfile::tempdir().unwrap();
+        let memory = FileIO::memory();
+        let mut local_jobs = Vec::new();
+        let mut remote_jobs = Vec::new();
+        for n in 0..100usize {
+            let path = dir.path().join(format!("f{n}.avro"));
+            std::fs::write(&path, vec![1u8; n]).unwrap();
+            let uri = path.to_string_lossy().to_string();
+            let length = (n % 2 == 0).then_some(n as u64);
+            local_jobs.push(ReadJob { id: n, required: true, uri, length });
+            let uri = format!("memory:///t/f{n}.avro");
+            memory.overwrite(&uri, bytes::Bytes::from(vec![1u8; n])).await.unwrap();
+            remote_jobs.push(ReadJob { id: n, required: true, uri, length });
+        }
+        let gone = |uri: String, required: bool| ReadJob {
+            id: 1000,
+            required,
+            uri,
+            length: None,
+        };
+        let local = FileIO::local();
+        let missing_local = dir.path().join("gone.avro").to_string_lossy().to_string();
+        let decode = Arc::new(|bytes: &[u8], _: &str| Ok::<usize, Error>(bytes.len()));
+        let progress = Progress::default();
+        for (io, mut jobs, missing) in [
+            (&local, local_jobs, missing_local),
+            (&memory, remote_jobs, "memory:///t/gone.avro".to_string()),
+        ] {
+            assert_eq!(io.reads_directly(&jobs[0].uri), std::ptr::eq(io, &local));
+            jobs.push(gone(missing.clone(), false));
+            let got: Vec<(usize, Option<usize>)> =
+                read_decoded(io, jobs, 8, Arc::clone(&decode), &progress)
+                    .map(|r| r.unwrap())
+                    .collect()
+                    .await;
+            let mut got = got;
+            got.sort();
+            assert_eq!(got.len(), 101);
+            for (n, (id, len)) in got.iter().take(100).enumerate() {
+                assert_eq!((*id, *len), (n, Some(n)));
+            }
+            assert_eq!(got[100], (1000, None), "a gone optional file");
+            let failed: Vec<Result<(usize, Option<usize>)>> =
+                read_decoded(io, vec![gone(missing, true)], 8, Arc::clone(&decode), &progress)
+                    .collect()
+                    .await;
+            assert_eq!(failed.len(), 1);
+            let err = failed.into_iter().next().unwrap().unwrap_err();
+            assert_eq!(err.kind(), ErrorKind::FileDoesntExist, "{err}");
+        }
     }
 }
