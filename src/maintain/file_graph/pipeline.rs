@@ -6,7 +6,8 @@
 //!   what arrived (a stream polled only by the caller stopped decoding whenever the caller was
 //!   busy: about one core of two was used).
 //! - **Batches, not files.** Local files (read directly from disk) are read and decoded in
-//!   batches of up to [`BATCH_FILES`] files (or [`BATCH_BYTES`] known bytes) per blocking call;
+//!   batches of up to [`BATCH_FILES`] files (about [`BATCH_BYTES`] known bytes), dealt
+//!   round-robin so batches cost alike, per blocking call;
 //!   files from an object store are read `concurrency` at once on the async task and the reads
 //!   that are ready are decoded together, a batch per blocking call. One hand-off per batch
 //!   instead of one per file (a thousand lists were 7,800 futex calls). Batches shrink when there
@@ -185,22 +186,22 @@ async fn produce<I, T, D>(
     let _ = sender.send(Message::Done).await;
 }
 
-/// Consecutive jobs, at most `per_batch` files or [`BATCH_BYTES`] known bytes a batch.
+/// The jobs dealt round-robin into batches of about `per_batch` files, and enough batches that
+/// each holds about [`BATCH_BYTES`] known bytes at most: dealt, not cut in runs, so that every
+/// batch gets its share of large and small files (manifest lists have no known length, and the
+/// newest, longest lists of a history come last).
 fn local_batches<I>(jobs: Vec<ReadJob<I>>, per_batch: usize) -> Vec<Vec<ReadJob<I>>> {
-    let mut batches = Vec::new();
-    let mut batch: Vec<ReadJob<I>> = Vec::new();
-    let mut bytes = 0;
-    for job in jobs {
-        let size = job.length.unwrap_or(0);
-        if !batch.is_empty() && (batch.len() >= per_batch || bytes + size > BATCH_BYTES) {
-            batches.push(std::mem::take(&mut batch));
-            bytes = 0;
+    let known: u64 = jobs.iter().filter_map(|job| job.length).sum();
+    let count = jobs
+        .len()
+        .div_ceil(per_batch.max(1))
+        .max(usize::try_from(known.div_ceil(BATCH_BYTES)).unwrap_or(usize::MAX))
+        .min(jobs.len());
+    let mut batches: Vec<Vec<ReadJob<I>>> = (0..count).map(|_| Vec::new()).collect();
+    for (i, job) in jobs.into_iter().enumerate() {
+        if let Some(batch) = batches.get_mut(i % count) {
+            batch.push(job);
         }
-        bytes += size;
-        batch.push(job);
-    }
-    if !batch.is_empty() {
-        batches.push(batch);
     }
     batches
 }
@@ -294,23 +295,27 @@ mod tests {
     }
 
     #[test]
-    fn batches_hold_at_most_their_files_and_bytes() {
+    fn batches_are_dealt_by_files_and_bytes() {
+        let ids = |batches: &[Vec<ReadJob<usize>>]| -> Vec<Vec<usize>> {
+            batches
+                .iter()
+                .map(|b| b.iter().map(|j| j.id).collect())
+                .collect()
+        };
         let jobs: Vec<_> = (0..10).map(|n| job(n, Some(1_000))).collect();
         let batches = local_batches(jobs, 3);
-        let sizes: Vec<usize> = batches.iter().map(Vec::len).collect();
-        assert_eq!(sizes, [3, 3, 3, 1]);
-        // 1 MiB a batch at most: three 400 kB files go two and one.
+        assert_eq!(
+            ids(&batches),
+            [vec![0, 4, 8], vec![1, 5, 9], vec![2, 6], vec![3, 7]]
+        );
+        // About 1 MiB a batch: three 400 kB files make two batches.
         let jobs: Vec<_> = (0..3).map(|n| job(n, Some(400_000))).collect();
-        let sizes: Vec<usize> = local_batches(jobs, 16).iter().map(Vec::len).collect();
-        assert_eq!(sizes, [2, 1]);
-        // A file larger than a batch is a batch alone; every job is in exactly one batch.
+        assert_eq!(ids(&local_batches(jobs, 16)), [vec![0, 2], vec![1]]);
+        // Never more batches than files; every job is in exactly one batch.
         let jobs = vec![job(0, Some(64 << 20)), job(1, None), job(2, None)];
-        let batches = local_batches(jobs, 16);
-        let ids: Vec<Vec<usize>> = batches
-            .iter()
-            .map(|b| b.iter().map(|j| j.id).collect())
-            .collect();
-        assert_eq!(ids, [vec![0], vec![1, 2]]);
+        assert_eq!(ids(&local_batches(jobs, 16)), [vec![0], vec![1], vec![2]]);
+        let jobs: Vec<_> = (0..5).map(|n| job(n, None)).collect();
+        assert_eq!(ids(&local_batches(jobs, 16)), [vec![0, 1, 2, 3, 4]]);
         assert!(local_batches(Vec::<ReadJob<usize>>::new(), 4).is_empty());
         assert_eq!(batch_files(1), 1);
         assert_eq!(batch_files(1_000_000), BATCH_FILES);
