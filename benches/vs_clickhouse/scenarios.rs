@@ -381,7 +381,9 @@ impl Bench<'_> {
         let n = self.size(9_000, 900);
         eprintln!("7. remove_orphan_files over 30 ms simulated latency: {n} snapshots");
         let runs = latency::run(
-            &format!("7. remove_orphan_files (dry run), {n} snapshots × 10 files + 10% orphans, 30 ms"),
+            &format!(
+                "7. remove_orphan_files (dry run), {n} snapshots × 10 files + 10% orphans, 30 ms"
+            ),
             latency::orphans(n, self.now_ms),
             None,
             &Self::LATENCY_CONCURRENCY,

@@ -340,9 +340,12 @@ mod tests {
     async fn every_listing_page_pays_the_first_byte() {
         let io = FileIO::memory();
         for i in 0..25 {
-            io.overwrite(&format!("memory:///t/f{i:02}"), bytes::Bytes::from_static(b"x"))
-                .await
-                .unwrap();
+            io.overwrite(
+                &format!("memory:///t/f{i:02}"),
+                bytes::Bytes::from_static(b"x"),
+            )
+            .await
+            .unwrap();
         }
         let latency = Latency::new(profile(15));
         let slow = io.with_latency(Arc::clone(&latency));

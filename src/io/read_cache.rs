@@ -213,7 +213,10 @@ mod tests {
         assert!(held.bytes <= 50, "{held:?}");
         assert_eq!(held.files, 1);
         cache.insert("c", None, &bytes(20));
-        assert!(cache.get("c", None).is_none(), "no room left beside the working set");
+        assert!(
+            cache.get("c", None).is_none(),
+            "no room left beside the working set"
+        );
         cache.insert("d", None, &bytes(10));
         assert!(cache.get("d", None).is_some());
         // A working set as large as the bound leaves nothing to the cache.

@@ -105,9 +105,8 @@ impl MaintenanceTarget {
     /// Whether the table lives on an object store (S3, Azure, GCS), where every read is a
     /// request worth saving; not local disk or the in-process memory store.
     fn on_object_store(&self) -> bool {
-        Location::parse(&self.location).is_ok_and(|l| {
-            matches!(l.store.family, Family::S3 | Family::Azure | Family::Gcs)
-        })
+        Location::parse(&self.location)
+            .is_ok_and(|l| matches!(l.store.family, Family::S3 | Family::Azure | Family::Gcs))
     }
 
     /// Refuse when our own `metadata/` holds a second `table-uuid` and the table settings do not
@@ -323,15 +322,24 @@ mod tests {
         for location in ["s3://b/t", "abfss://c@a.dfs.core.windows.net/t", "gs://b/t"] {
             let t = target(location, None);
             assert!(cached(&t, Intent::Run), "{location}");
-            assert!(!cached(&t, Intent::DryRun), "{location}: a dry run never re-plans");
-            assert!(!cached(&t, Intent::Explain), "{location}: EXPLAIN never re-plans");
+            assert!(
+                !cached(&t, Intent::DryRun),
+                "{location}: a dry run never re-plans"
+            );
+            assert!(
+                !cached(&t, Intent::Explain),
+                "{location}: EXPLAIN never re-plans"
+            );
             let off = target(location, Some("0"));
             assert!(!cached(&off, Intent::Run), "{location}: 0 turns it off");
         }
         for location in ["/data/t", "file:///data/t", "memory:///t"] {
             let t = target(location, None);
             for intent in [Intent::Run, Intent::DryRun, Intent::Explain] {
-                assert!(!cached(&t, intent), "{location} {intent:?}: read again locally");
+                assert!(
+                    !cached(&t, intent),
+                    "{location} {intent:?}: read again locally"
+                );
             }
         }
     }

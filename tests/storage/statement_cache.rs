@@ -73,7 +73,9 @@ async fn expire_with_a_racing_commit(
     let mut opts = GenerateOptions::new(&location, FormatVersion::V2, SNAPSHOTS, 3, 7, now_ms);
     opts.mix = Mix::default();
     opts.write_data_files = false;
-    generate(&io, &opts).await.expect("generate on the emulator");
+    generate(&io, &opts)
+        .await
+        .expect("generate on the emulator");
 
     let counter = RequestCounter::new();
     let counted = io.with_request_counter(Arc::clone(&counter));
@@ -85,9 +87,14 @@ async fn expire_with_a_racing_commit(
         retain_last: Some(2),
         ..ExpireOptions::default()
     };
-    let result = run_procedure_on(ours, ProcedureCall::Expire(options), false, &Default::default())
-        .await
-        .expect("the expiry re-plans and commits");
+    let result = run_procedure_on(
+        ours,
+        ProcedureCall::Expire(options),
+        false,
+        &Default::default(),
+    )
+    .await
+    .expect("the expiry re-plans and commits");
     let requests = counter.snapshot();
     let rows = result
         .rows
@@ -110,7 +117,11 @@ async fn expire_with_a_racing_commit(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_replan_on_s3_reads_no_list_or_manifest_again_by_default() {
     let (cached, rows, property) = expire_with_a_racing_commit(Settings::new()).await;
-    assert_eq!(property.as_deref(), Some("1"), "the other writer's commit stays");
+    assert_eq!(
+        property.as_deref(),
+        Some("1"),
+        "the other writer's commit stays"
+    );
     assert!(
         rows.iter()
             .any(|r| r.starts_with("deleted_manifest_lists_count\t") && !r.ends_with("\t0")),

@@ -161,8 +161,9 @@ async fn produce<I, T, D>(
     // Largest known length first; files of unknown length keep their order after them.
     jobs.sort_by_key(|job| std::cmp::Reverse(job.length.unwrap_or(0)));
     let per_batch = batch_files(jobs.len());
-    let (local, remote): (Vec<_>, Vec<_>) =
-        jobs.into_iter().partition(|job| io.reads_directly(&job.uri));
+    let (local, remote): (Vec<_>, Vec<_>) = jobs
+        .into_iter()
+        .partition(|job| io.reads_directly(&job.uri));
     let in_flight = cores() * 4;
     let local = futures::stream::iter(local_batches(local, per_batch))
         .map(|batch| decode_local(io.clone(), batch, Arc::clone(&decode)))
@@ -335,10 +336,23 @@ mod tests {
             std::fs::write(&path, vec![1u8; n]).unwrap();
             let uri = path.to_string_lossy().to_string();
             let length = (n % 2 == 0).then_some(n as u64);
-            local_jobs.push(ReadJob { id: n, required: true, uri, length });
+            local_jobs.push(ReadJob {
+                id: n,
+                required: true,
+                uri,
+                length,
+            });
             let uri = format!("memory:///t/f{n}.avro");
-            memory.overwrite(&uri, bytes::Bytes::from(vec![1u8; n])).await.unwrap();
-            remote_jobs.push(ReadJob { id: n, required: true, uri, length });
+            memory
+                .overwrite(&uri, bytes::Bytes::from(vec![1u8; n]))
+                .await
+                .unwrap();
+            remote_jobs.push(ReadJob {
+                id: n,
+                required: true,
+                uri,
+                length,
+            });
         }
         let gone = |uri: String, required: bool| ReadJob {
             id: 1000,
@@ -368,10 +382,15 @@ mod tests {
                 assert_eq!((*id, *len), (n, Some(n)));
             }
             assert_eq!(got[100], (1000, None), "a gone optional file");
-            let failed: Vec<Result<(usize, Option<usize>)>> =
-                read_decoded(io, vec![gone(missing, true)], 8, Arc::clone(&decode), &progress)
-                    .collect()
-                    .await;
+            let failed: Vec<Result<(usize, Option<usize>)>> = read_decoded(
+                io,
+                vec![gone(missing, true)],
+                8,
+                Arc::clone(&decode),
+                &progress,
+            )
+            .collect()
+            .await;
             assert_eq!(failed.len(), 1);
             let err = failed.into_iter().next().unwrap().unwrap_err();
             assert_eq!(err.kind(), ErrorKind::FileDoesntExist, "{err}");

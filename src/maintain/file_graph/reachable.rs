@@ -38,8 +38,8 @@ use std::sync::Arc;
 use futures::TryStreamExt;
 
 use super::decoded::{decode_list, for_each_live_path};
-use super::pipeline::{ReadJob, read_decoded};
 use super::paths::{Fingerprint, FingerprintSet};
+use super::pipeline::{ReadJob, read_decoded};
 use crate::error::{Error, Result};
 use crate::iceberg::locate::version_hint_path;
 use crate::iceberg::metadata::TableMetadata;
