@@ -91,7 +91,7 @@ where
                  (no runtime, or it panicked)",
             )),
         };
-        let items: Vec<Result<(ReadJob<I>, Result<(usize, T)>)>> = match message {
+        let items: Vec<Result<Outcome<I, T>>> = match message {
             Message::Batch(batch) => batch.into_iter().map(Ok).collect(),
             Message::Failed(e) => {
                 state.done = true;
