@@ -123,8 +123,9 @@ pub fn run(
             let slow = io
                 .with_request_counter(Arc::clone(&counter))
                 .with_latency(Arc::clone(&latency));
-            // Files written before "now" are older than `older_than`.
-            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+            // Every file written before "now" is older than `older_than` (listings give whole
+            // seconds on some stores: wait past the second).
+            tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
             let now_ms = icetrim::SystemClock.now_ms();
             let t = target(slow, &opts.location, settings(n)?, now_ms);
             let started = Instant::now();
