@@ -197,8 +197,9 @@ pub mod internals {
     pub mod io {
         pub use crate::io::{
             AZURE_EMULATOR_ACCOUNT, AZURE_EMULATOR_KEY, AzureOptions, Fault, FaultInjector,
-            FaultyStore, FileIO, HookFn, Op, ReadCache, ReadCacheStats, RequestCounter,
-            RequestCounts, S3Options, StorageOptions, StoreHook, WriteOutcome, is_under, path_key,
+            FaultyStore, FileIO, HookFn, Latency, LatencyProfile, LatencyStats, LatencyStore, Op,
+            ReadCache, ReadCacheStats, RequestCounter, RequestCounts, S3Options, StorageOptions,
+            StoreHook, WriteOutcome, is_under, path_key,
         };
     }
     /// See `src/maintain/`.

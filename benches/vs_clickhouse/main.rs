@@ -1,7 +1,7 @@
 //! icetrim against ClickHouse (chdb 4.4) on the same generated tables, in one run.
 //!
 //! ```text
-//! scripts/bench.sh [--quick] [--only 1,2,3,4,5] [--large-orphans] [--dir DIR] [--keep]
+//! scripts/bench.sh [--quick] [--only 1,2,3,4,5,6,7] [--large-orphans] [--dir DIR] [--keep]
 //!                  [--ch-timeout SECONDS]
 //! ```
 //!
@@ -20,11 +20,14 @@
 //! 4. remove_orphan_files on about 100,000 [10,000] files, 10% orphans (`--large-orphans`: also
 //!    about 1,000,000 files);
 //! 5. expire on the S3 emulator (moto; `scripts/emulators.sh start` and source
-//!    `target/emulators.env` first, else skipped) at two history sizes: requests by kind.
+//!    `target/emulators.env` first, else skipped) at two history sizes: requests by kind;
+//! 6. and 7. icetrim alone over simulated object-store latency (`latency`): the expiry of
+//!    scenario 2's table and the orphan scan of scenario 4's, each against its latency floor.
 //!
 //! Both tools get the same SQL text; the result rows are compared and a difference is printed.
 
 mod inproc;
+mod latency;
 mod measure;
 mod report;
 mod scenarios;
@@ -98,7 +101,7 @@ fn main() -> ExitCode {
         Ok(a) => a,
         Err(e) => {
             eprintln!(
-                "{e}\nusage: scripts/bench.sh [--quick] [--only 1,2,3,4,5] [--large-orphans] [--dir DIR] [--keep] [--ch-timeout SECONDS]"
+                "{e}\nusage: scripts/bench.sh [--quick] [--only 1,2,3,4,5,6,7] [--large-orphans] [--dir DIR] [--keep] [--ch-timeout SECONDS]"
             );
             return ExitCode::from(2);
         }

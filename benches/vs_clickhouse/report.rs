@@ -26,6 +26,8 @@ pub struct Line {
 pub struct Report {
     pub lines: Vec<Line>,
     pub s3: Vec<S3Run>,
+    /// Scenarios 6 and 7: runs over simulated latency.
+    pub latency: Vec<crate::latency::LatencyRun>,
     pub notes: Vec<String>,
 }
 
@@ -112,6 +114,19 @@ impl Report {
                     q.delete,
                     q.deleted_keys
                 ));
+            }
+        }
+        if !self.latency.is_empty() {
+            out.push_str(
+                "\nOver simulated latency (30 ms to the first byte, 100 MB/s a stream, 1 GB/s in \
+                 all, 1000 objects a listing page), dry runs; floor = ⌈R ÷ N⌉ × 30 ms + B ÷ \
+                 min(N × 100 MB/s, 1 GB/s):\n\n",
+            );
+            out.push_str(crate::latency::HEADER);
+            out.push('\n');
+            for run in &self.latency {
+                out.push_str(&run.line());
+                out.push('\n');
             }
         }
         for note in &self.notes {

@@ -8,6 +8,7 @@ use icetrim::internals::plan::ExpireOptions;
 
 use crate::Args;
 use crate::inproc;
+use crate::latency;
 use crate::measure::{Measured, mb};
 use crate::report::{ChTime, Line, Report};
 use crate::tools::{ChRun, Rows, Tools};
@@ -59,6 +60,12 @@ pub fn run_all(args: &Args) -> Result<Report, String> {
     }
     if wanted(5) {
         bench.s3()?;
+    }
+    if wanted(6) {
+        bench.latency_expiry()?;
+    }
+    if wanted(7) {
+        bench.latency_orphans()?;
     }
     Ok(bench.report)
 }
@@ -349,6 +356,39 @@ impl Bench<'_> {
             );
             self.report.s3.push(run);
         }
+        Ok(())
+    }
+}
+
+impl Bench<'_> {
+    /// Read concurrencies each latency scenario runs with (the default among them).
+    const LATENCY_CONCURRENCY: [usize; 4] = [16, 32, 64, 128];
+
+    fn latency_expiry(&mut self) -> Result<(), String> {
+        let n = self.size(10_000, 1_000);
+        eprintln!("6. expire over 30 ms simulated latency: {n} snapshots, mixed history");
+        let runs = latency::run(
+            &format!("6. expire (dry run), {n} mixed snapshots, 30 ms"),
+            latency::mixed(n, self.now_ms),
+            Some(self.expire_options()),
+            &Self::LATENCY_CONCURRENCY,
+        )?;
+        self.report.latency.extend(runs);
+        Ok(())
+    }
+
+    fn latency_orphans(&mut self) -> Result<(), String> {
+        let n = self.size(9_000, 900);
+        eprintln!("7. remove_orphan_files over 30 ms simulated latency: {n} snapshots");
+        let runs = latency::run(
+            &format!(
+                "7. remove_orphan_files (dry run), {n} snapshots × 10 files + 10% orphans, 30 ms"
+            ),
+            latency::orphans(n, self.now_ms),
+            None,
+            &Self::LATENCY_CONCURRENCY,
+        )?;
+        self.report.latency.extend(runs);
         Ok(())
     }
 }

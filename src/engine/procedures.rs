@@ -91,8 +91,8 @@ pub async fn run_table_change_on(
 
 /// One procedure statement, the one path of every procedure's SQL statement and typed builder:
 /// the procedure `P` in its shape ([`shape::run`]: plan, then explain, count or execute) on a
-/// statement target from [`MaintenanceTarget::for_statement`] with its own read cache (a re-plan
-/// after a commit conflict reads only new files), within the progress scope (events,
+/// statement target from [`MaintenanceTarget::for_statement`] (a run on an object store gets its
+/// own read cache: a re-plan after a commit conflict reads only new files), within the progress scope (events,
 /// cancellation), after refusing a location that holds a second table
 /// ([`MaintenanceTarget::check_single_table`], even when the table was chosen for procedures that
 /// delete by listing). The future is boxed: the executors' futures are large and stay off the
@@ -102,7 +102,8 @@ pub(crate) async fn run<P: MaintenanceProcedure>(
     options: &P::Options,
     explain: bool,
 ) -> Result<P::Outcome> {
-    let target = &target.for_statement();
+    let intent = crate::maintain::shape::Intent::of(explain, P::dry_run(options));
+    let target = &target.for_statement(intent);
     let name = P::name(options);
     let run = Box::pin(shape::run::<P>(target, options, explain));
     target

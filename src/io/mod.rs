@@ -21,6 +21,7 @@ mod errors;
 mod faulty;
 #[cfg(any(feature = "s3", feature = "azure", feature = "gcs"))]
 mod http;
+mod latency;
 mod local_delete;
 mod local_fs;
 mod local_walk;
@@ -43,6 +44,7 @@ use object_store::{ObjectStore, path::Path as ObjectPath};
 pub use counting::{CountingStore, RequestCounter, RequestCounts};
 pub use errors::{delete_failure_kind, unsettled_write_kind};
 pub use faulty::{Fault, FaultInjector, FaultyStore, HookFn, Op, StoreHook};
+pub use latency::{Latency, LatencyProfile, LatencyStats, LatencyStore};
 pub use location::{Family, Location, StoreKey};
 pub use mask::{
     HIDDEN, check_engine_urls, mask_target, mask_url, mask_urls_in, refuse_url_credentials,
@@ -85,6 +87,7 @@ enum Layer {
     Count(Arc<RequestCounter>),
     Faults(Arc<FaultInjector>),
     Hook(Arc<dyn StoreHook>),
+    Latency(Arc<Latency>),
 }
 
 impl Layer {
@@ -97,6 +100,7 @@ impl Layer {
             )),
             Layer::Faults(injector) => Arc::new(FaultyStore::new(store, Arc::clone(injector))),
             Layer::Hook(hook) => Arc::new(FaultyStore::hooked(store, Arc::clone(hook))),
+            Layer::Latency(latency) => Arc::new(LatencyStore::new(store, Arc::clone(latency))),
         }
     }
 }
@@ -202,6 +206,13 @@ impl FileIO {
         self.with_layer(Layer::Hook(hook))
     }
 
+    /// The same stores, every request (through the returned `FileIO`) waiting as a remote store
+    /// would ([`LatencyStore`]): for tests and benchmarks only; nothing in a statement's
+    /// configuration reaches it.
+    pub fn with_latency(&self, latency: Arc<Latency>) -> Self {
+        self.with_layer(Layer::Latency(latency))
+    }
+
     fn with_layer(&self, layer: Layer) -> Self {
         let stores = match self.inner.stores.lock() {
             Ok(stores) => stores
@@ -245,7 +256,7 @@ impl FileIO {
             .rev()
             .find_map(|layer| match layer {
                 Layer::Count(counter) => Some(counter.snapshot()),
-                Layer::Faults(_) | Layer::Hook(_) => None,
+                Layer::Faults(_) | Layer::Hook(_) | Layer::Latency(_) => None,
             })
     }
 

@@ -178,6 +178,46 @@ impl FileIO {
         Ok((bytes.len(), answer))
     }
 
+    /// Whether `uri` is read directly from local disk, blocking ([`FileIO::read_and`]'s fast
+    /// path; see [`FileIO::read_immutable_blocking_and`]).
+    pub fn reads_directly(&self, uri: &str) -> bool {
+        Location::parse(uri).is_ok_and(|l| self.reads_local_directly(&l))
+    }
+
+    /// [`FileIO::read_immutable_and`] on the calling thread, for a file read directly from
+    /// local disk (as [`FileIO::read_and`] would): through the statement's cache, if any (kept
+    /// after `work` succeeded). `None` when `uri` is not read directly (a remote or layered
+    /// store: read it on the async task). For decoding pipelines that read and decode several
+    /// small files in one blocking call.
+    pub fn read_immutable_blocking_and<T>(
+        &self,
+        uri: &str,
+        length: Option<u64>,
+        work: impl FnOnce(&[u8]) -> Result<T>,
+    ) -> Option<Result<(usize, T)>> {
+        let location = match Location::parse(uri) {
+            Ok(location) => location,
+            Err(e) => return Some(Err(e)),
+        };
+        if !self.reads_local_directly(&location) {
+            return None;
+        }
+        let Some(cache) = &self.cache else {
+            let read = super::local_fs::read_blocking(uri, &format!("/{}", location.path));
+            return Some(read.and_then(|bytes| Ok((bytes.len(), work(&bytes)?))));
+        };
+        let key = super::path_key(uri);
+        if let Some(bytes) = cache.get(&key, length) {
+            return Some(work(&bytes).map(|answer| (bytes.len(), answer)));
+        }
+        let read = super::local_fs::read_blocking(uri, &format!("/{}", location.path));
+        Some(read.and_then(|bytes| {
+            let answer = work(&bytes)?;
+            cache.insert(&key, length, &bytes);
+            Ok((bytes.len(), answer))
+        }))
+    }
+
     /// [`FileIO::read`] of a file that never changes once written, through the statement's cache
     /// as [`FileIO::read_immutable_and`] reads.
     pub async fn read_immutable(&self, uri: &str, length: Option<u64>) -> Result<Bytes> {

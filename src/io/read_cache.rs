@@ -6,10 +6,16 @@
 //! Keyed by a file's identity ([`super::path_key`]: `s3`/`s3a`/`s3n` and doubled slashes fold
 //! together) and checked against the length when the caller knows it (a manifest list names each
 //! manifest's `manifest_length`): a cached file of another length is read again and replaces the
-//! entry. At most `budget` bytes are held; once full, further files are read but not kept (no
-//! eviction: the first attempt's files are the ones a retry wants again). A failed read or decode
-//! is never cached. One cache lives for one statement ([`super::FileIO::with_read_cache`]); it is
-//! dropped with it.
+//! entry. A failed read or decode is never cached. One cache lives for one statement
+//! ([`super::FileIO::with_read_cache`]); it is dropped with it.
+//!
+//! **One memory bound, shared with the working set.** `budget` bounds the cache *and* the
+//! statement's working set that registers itself ([`ReadCache::reserve`]: the expiry's set of
+//! live-file fingerprints as it grows): the cache holds at most what the working set leaves of
+//! the bound. Once full, further files are read but not kept (no eviction: the first attempt's
+//! files are the ones a retry wants again); when the working set grows into what the cache
+//! holds, the cache drops entries until both fit again (the working set is needed, a cached file
+//! only saves a re-read).
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -21,6 +27,8 @@ use bytes::Bytes;
 #[derive(Debug, Default)]
 pub struct ReadCache {
     budget: u64,
+    /// Bytes of the bound the statement's working set takes ([`ReadCache::reserve`]).
+    reserved: AtomicU64,
     files: Mutex<Files>,
     hits: AtomicU64,
     misses: AtomicU64,
@@ -83,11 +91,41 @@ impl ReadCache {
             return;
         };
         let replaced = files.by_key.get(key).map_or(0, |b| b.len() as u64);
-        if files.held - replaced + size > self.budget {
+        if files.held - replaced + size > self.room() {
             return;
         }
         files.held = files.held - replaced + size;
         files.by_key.insert(key.to_string(), bytes.clone());
+    }
+
+    /// What the working set leaves of the bound for cached files.
+    fn room(&self) -> u64 {
+        self.budget
+            .saturating_sub(self.reserved.load(Ordering::Relaxed))
+    }
+
+    /// The statement's working set now takes `bytes` of the shared bound (replacing what it
+    /// reserved before): the cache keeps files only in what is left, and drops entries it holds
+    /// beyond that at once.
+    pub fn reserve(&self, bytes: u64) {
+        self.reserved.store(bytes, Ordering::Relaxed);
+        let room = self.room();
+        let Ok(mut files) = self.files.lock() else {
+            return;
+        };
+        if files.held <= room {
+            return;
+        }
+        let mut dropped = 0;
+        let over = files.held - room;
+        files.by_key.retain(|_, b| {
+            if dropped >= over {
+                return true;
+            }
+            dropped += b.len() as u64;
+            false
+        });
+        files.held -= dropped;
     }
 
     /// Hits, misses and what is held.
@@ -161,6 +199,36 @@ mod tests {
         let off = ReadCache::new(0);
         off.insert("a", None, &bytes(1));
         assert!(off.get("a", None).is_none());
+    }
+
+    #[test]
+    fn the_working_set_takes_its_share_of_the_bound_first() {
+        let cache = ReadCache::new(100);
+        cache.insert("a", None, &bytes(40));
+        cache.insert("b", None, &bytes(40));
+        assert_eq!(cache.stats().bytes, 80);
+        // The working set grows to 50: the cache keeps at most 50, dropping what no longer fits.
+        cache.reserve(50);
+        let held = cache.stats();
+        assert!(held.bytes <= 50, "{held:?}");
+        assert_eq!(held.files, 1);
+        cache.insert("c", None, &bytes(20));
+        assert!(
+            cache.get("c", None).is_none(),
+            "no room left beside the working set"
+        );
+        cache.insert("d", None, &bytes(10));
+        assert!(cache.get("d", None).is_some());
+        // A working set as large as the bound leaves nothing to the cache.
+        cache.reserve(100);
+        assert_eq!(cache.stats().bytes, 0);
+        assert_eq!(cache.stats().files, 0);
+        cache.insert("e", None, &bytes(1));
+        assert!(cache.get("e", None).is_none());
+        // It shrinks again: room comes back.
+        cache.reserve(0);
+        cache.insert("e", None, &bytes(100));
+        assert!(cache.get("e", None).is_some());
     }
 
     #[tokio::test]

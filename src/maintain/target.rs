@@ -27,7 +27,8 @@ use crate::iceberg::locate::{LocatedMetadata, MetadataSettings, parse_file_name}
 use crate::iceberg::metadata::TableMetadata;
 use std::sync::Arc;
 
-use crate::io::{FileIO, ReadCache};
+use super::shape::Intent;
+use crate::io::{Family, FileIO, Location, ReadCache};
 use crate::progress::Progress;
 use crate::settings::Settings;
 
@@ -78,18 +79,34 @@ pub struct MaintenanceTarget {
 }
 
 impl MaintenanceTarget {
-    /// This target for one statement: its storage reads manifest lists and manifests through a
-    /// fresh [`ReadCache`] of `iceberg_statement_cache_max_bytes` (none when 0), so that every
-    /// re-plan after a commit conflict (a taken version, a catalog's 409 or concurrent
-    /// modification) reads only the files the first plan did not. The engine gives every
-    /// procedure its statement target this way (`engine::procedures`).
-    pub fn for_statement(&self) -> MaintenanceTarget {
+    /// This target for one statement that asks `intent`. Only a run on an object-store table
+    /// (S3, Azure, GCS) reads manifest lists and manifests through a fresh [`ReadCache`], so
+    /// that every re-plan after a commit conflict (a taken version, a catalog's 409 or
+    /// concurrent modification) reads only the files the first plan did not:
+    /// - EXPLAIN and a dry run never commit, so they never re-plan: no cache (it would only add
+    ///   the files read to the statement's peak memory);
+    /// - local files are re-read from the operating system's page cache at memory speed: no
+    ///   cache either;
+    /// - the cache and the statement's working set share one bound,
+    ///   `iceberg_statement_cache_max_bytes` (none when 0): the expiry's live-file set reserves
+    ///   its size as it grows and the cache keeps files only in what is left
+    ///   ([`ReadCache::reserve`]).
+    ///
+    /// The engine gives every procedure its statement target this way (`engine::procedures`).
+    pub fn for_statement(&self, intent: Intent) -> MaintenanceTarget {
         let budget = self.settings.statement_cache_max_bytes();
         let mut target = self.clone();
-        if budget > 0 {
+        if budget > 0 && intent == Intent::Run && self.on_object_store() {
             target.io = self.io.with_read_cache(Arc::new(ReadCache::new(budget)));
         }
         target
+    }
+
+    /// Whether the table lives on an object store (S3, Azure, GCS), where every read is a
+    /// request worth saving; not local disk or the in-process memory store.
+    fn on_object_store(&self) -> bool {
+        Location::parse(&self.location)
+            .is_ok_and(|l| matches!(l.store.family, Family::S3 | Family::Azure | Family::Gcs))
     }
 
     /// Refuse when our own `metadata/` holds a second `table-uuid` and the table settings do not
@@ -266,5 +283,64 @@ impl CommitTarget for MaintenanceTarget {
 
     fn subject(&self, procedure: &str) -> String {
         format!("{procedure} on {}", self.table_name)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn target(location: &str, cache_bytes: Option<&str>) -> MaintenanceTarget {
+        let mut settings = Settings::new();
+        if let Some(bytes) = cache_bytes {
+            settings
+                .set(
+                    "iceberg_statement_cache_max_bytes",
+                    &crate::literal::Literal::Number(bytes.into()),
+                )
+                .unwrap();
+        }
+        MaintenanceTarget {
+            source: TableSource::Path,
+            io: FileIO::memory(),
+            location: location.into(),
+            metadata_settings: MetadataSettings::default(),
+            table_name: "db.t".into(),
+            settings,
+            now_ms: 0,
+            progress: Progress::default(),
+            before_commit: None,
+        }
+    }
+
+    fn cached(t: &MaintenanceTarget, intent: Intent) -> bool {
+        t.for_statement(intent).io.read_cache().is_some()
+    }
+
+    #[test]
+    fn only_a_run_on_an_object_store_gets_a_statement_cache() {
+        for location in ["s3://b/t", "abfss://c@a.dfs.core.windows.net/t", "gs://b/t"] {
+            let t = target(location, None);
+            assert!(cached(&t, Intent::Run), "{location}");
+            assert!(
+                !cached(&t, Intent::DryRun),
+                "{location}: a dry run never re-plans"
+            );
+            assert!(
+                !cached(&t, Intent::Explain),
+                "{location}: EXPLAIN never re-plans"
+            );
+            let off = target(location, Some("0"));
+            assert!(!cached(&off, Intent::Run), "{location}: 0 turns it off");
+        }
+        for location in ["/data/t", "file:///data/t", "memory:///t"] {
+            let t = target(location, None);
+            for intent in [Intent::Run, Intent::DryRun, Intent::Explain] {
+                assert!(
+                    !cached(&t, intent),
+                    "{location} {intent:?}: read again locally"
+                );
+            }
+        }
     }
 }

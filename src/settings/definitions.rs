@@ -151,8 +151,10 @@ pub const SESSION_SETTINGS: &[SettingDef] = &[
         name: "iceberg_statement_cache_max_bytes",
         ty: SettingType::UInt,
         default: SettingValue::UInt(256 * 1024 * 1024),
-        doc: "manifest lists and manifests a statement keeps, so a re-plan after a commit \
-              conflict reads only new files (0: none kept)",
+        doc: "one memory bound for a run on an object-store table: the manifest lists and \
+              manifests it keeps, so a re-plan after a commit conflict reads only new files, get \
+              what the expiry's set of live files leaves of it (0: none kept); EXPLAIN, dry runs \
+              and local tables keep none",
     },
     SettingDef {
         name: "iceberg_error_on_failed_deletions",

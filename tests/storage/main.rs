@@ -22,4 +22,5 @@ mod local_errors;
 mod metadata_cloud;
 mod refs_base_moved;
 mod refs_base_moved_cases;
+mod statement_cache;
 mod storage_conformance;

@@ -43,6 +43,11 @@ impl FingerprintSet {
         self.len == 0
     }
 
+    /// The bytes its table takes (what it reserves of a statement's memory bound).
+    pub fn memory_bytes(&self) -> u64 {
+        (self.slots.len() * std::mem::size_of::<u64>()) as u64
+    }
+
     /// Whether `fingerprint` is in the set.
     pub fn contains(&self, fingerprint: &Fingerprint) -> bool {
         let want = stored(*fingerprint);

@@ -22,9 +22,9 @@
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
-use futures::{StreamExt, TryStreamExt};
+use futures::TryStreamExt;
 
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{Error, Result};
 use crate::iceberg::metadata::TableMetadata;
 use crate::iceberg::spec::{ManifestContent, SnapshotId};
 use crate::io::{FileIO, path_key_into};
@@ -36,6 +36,7 @@ use crate::progress::{Phase, Progress};
 
 use super::decoded::{DecodedList, decode_list, decode_live_fingerprints, decode_unkept};
 use super::paths::{FingerprintSet, PathId, PathInterner};
+use super::pipeline::{ReadJob, read_decoded};
 
 /// A table's file graph as read from storage, with the interned paths and their URIs.
 #[derive(Debug, Clone, Default)]
@@ -201,7 +202,9 @@ impl TableFiles {
 
     /// Read the retained `manifests` (each must be readable) and fold the fingerprints of their
     /// live entries into one set: what protects content files. Fingerprints are computed on the
-    /// decoding threads; only the set grows (with distinct live files, not with entries).
+    /// decoding threads; only the set grows (with distinct live files, not with entries). The
+    /// set reserves its size of the statement's memory bound from the read cache, if any
+    /// ([`crate::io::ReadCache::reserve`]).
     pub async fn read_live_fingerprints(
         &self,
         io: &FileIO,
@@ -222,8 +225,16 @@ impl TableFiles {
             progress,
         );
         let mut live = FingerprintSet::default();
+        let mut reserved = 0;
         while let Some((_, fingerprints)) = decoded.try_next().await? {
             live.insert_batch(&fingerprints.unwrap_or_default());
+            // The set and the statement's read cache share one bound: the set comes first.
+            if let Some(cache) = io.read_cache()
+                && live.memory_bytes() != reserved
+            {
+                reserved = live.memory_bytes();
+                cache.reserve(reserved);
+            }
         }
         Ok(live)
     }
@@ -332,64 +343,10 @@ impl TableFiles {
     }
 }
 
-/// One file to read: `id` identifies it to the caller; a gone file that is not `required` comes
-/// back as `None`; `length`, when known, checks a cached copy ([`FileIO::read_immutable_and`]).
-pub(super) struct ReadJob<I> {
-    pub id: I,
-    pub required: bool,
-    pub uri: String,
-    pub length: Option<u64>,
-}
-
-/// Read each job's file (manifest lists and manifests: immutable, so through the statement's
-/// read cache) and decode it off the async task (CPU work: files decode in parallel),
-/// `concurrency` reads at once, in completion order; a gone file that is not required comes back
-/// as `None`. `progress` counts each file as it is read.
-pub(super) fn read_decoded<'a, I, T, D>(
-    io: &'a FileIO,
-    jobs: Vec<ReadJob<I>>,
-    concurrency: usize,
-    decode: Arc<D>,
-    progress: &'a Progress,
-) -> impl futures::Stream<Item = Result<(I, Option<T>)>> + 'a
-where
-    I: 'a,
-    T: Send + 'static,
-    D: Fn(&[u8], &str) -> Result<T> + Send + Sync + 'static,
-{
-    futures::stream::iter(jobs)
-        .map(move |job| {
-            let decode = Arc::clone(&decode);
-            async move {
-                let ReadJob {
-                    id,
-                    required,
-                    uri,
-                    length,
-                } = job;
-                let name = uri.clone();
-                let read = io
-                    .read_immutable_and(&uri, length, move |bytes| decode(bytes, &name))
-                    .await;
-                match read {
-                    Ok((size, decoded)) => {
-                        progress.file_done(size);
-                        Ok((id, Some(decoded)))
-                    }
-                    Err(e) if !required && e.kind() == ErrorKind::FileDoesntExist => {
-                        progress.file_done(0);
-                        Ok((id, None))
-                    }
-                    Err(e) => Err(e),
-                }
-            }
-        })
-        .buffer_unordered(concurrency.max(1))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::ErrorKind;
 
     #[test]
     fn intern_keeps_first_spelling_and_folds_identity() {

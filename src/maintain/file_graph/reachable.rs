@@ -10,7 +10,7 @@
 //!
 //! Reading: each distinct manifest list, then each distinct manifest, is read once, up to
 //! `concurrency` at a time (`iceberg_metadata_read_concurrency`), and decoded on the decoding
-//! threads (`graph::read_decoded`, as the expiry reads). Any read or decode failure fails the whole
+//! threads (`pipeline::read_decoded`, as the expiry reads). Any read or decode failure fails the whole
 //! collection: a partial reachable set would make live files look orphaned. Manifests are told
 //! apart by their full identity key (never by fingerprint: two manifests folded into one would
 //! leave one unread).
@@ -38,8 +38,8 @@ use std::sync::Arc;
 use futures::TryStreamExt;
 
 use super::decoded::{decode_list, for_each_live_path};
-use super::graph::{ReadJob, read_decoded};
 use super::paths::{Fingerprint, FingerprintSet};
+use super::pipeline::{ReadJob, read_decoded};
 use crate::error::{Error, Result};
 use crate::iceberg::locate::version_hint_path;
 use crate::iceberg::metadata::TableMetadata;
