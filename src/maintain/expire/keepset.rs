@@ -356,17 +356,37 @@ pub fn decide_candidates(
     live_kept: impl Fn(PathId) -> bool,
     candidates: &ManifestContents,
 ) -> Result<FileDecision> {
+    for manifest in &plan.candidate_manifests {
+        read(candidates, manifest.path)?;
+    }
+    let content = plan
+        .candidate_manifests
+        .iter()
+        .filter_map(|m| candidates.get(&m.path))
+        .flat_map(|c| c.entries.iter())
+        .map(|e| (e.path, e.content, Some(e.file_size)));
+    decide_with_content(graph, expired, plan, live_kept, content)
+}
+
+/// Phase B from the content paths that may go, in claim order (path, content type, size), the
+/// content keep set given as `live_kept`: each path once, in the category of its first
+/// appearance, unless kept; then the candidate manifests, lists and statistics of `plan`. Shared
+/// by the full rule and the incremental cleanup ([`super::incremental`]).
+pub fn decide_with_content(
+    graph: &FileGraph,
+    expired: &BTreeSet<SnapshotId>,
+    plan: &ManifestReadPlan,
+    live_kept: impl Fn(PathId) -> bool,
+    content: impl IntoIterator<Item = (PathId, DataContent, Option<i64>)>,
+) -> Result<FileDecision> {
     let mut out = Claims {
         keep: metadata_keep(graph, expired),
         live_kept,
         claimed: PathSet::default(),
         decision: FileDecision::default(),
     };
-    for manifest in &plan.candidate_manifests {
-        for e in &read(candidates, manifest.path)?.entries {
-            let category = FileCategory::of_content(e.content);
-            out.claim(category, e.path, Some(e.file_size));
-        }
+    for (path, data_content, size) in content {
+        out.claim(FileCategory::of_content(data_content), path, size);
     }
     for manifest in &plan.candidate_manifests {
         out.claim(FileCategory::Manifest, manifest.path, Some(manifest.length));

@@ -55,7 +55,8 @@
 //! partition specs no retained snapshot uses ([`cleanup`]); two rows follow the seven.
 
 //!
-//! Files: decisions (pure, no I/O): [`policy`], [`retention`], [`keepset`], [`cleanup`]'s
+//! Files: decisions (pure, no I/O): [`policy`], [`retention`], [`keepset`], [`incremental`]
+//! (the cheaper cleanup of one line of history, provably the same files), [`cleanup`]'s
 //! `decide_cleanup`, [`explain`] (the
 //! EXPLAIN rows), [`metrics`]. Execution: [`execute`] (the loop above), [`plan`] (reads the file
 //! graph), [`journal`], [`recover`], [`delete`].
@@ -64,6 +65,7 @@ pub mod cleanup;
 mod delete;
 pub mod execute;
 pub mod explain;
+pub mod incremental;
 pub mod journal;
 pub mod keepset;
 pub mod metrics;
