@@ -24,6 +24,13 @@
 //! after its delete stays protected. Manifests, lists and statistics files are decided from the
 //! lists exactly as in the full rule.
 //!
+//! Some writers (this crate's commits and generator among them) drop a manifest whose every file
+//! is deleted instead of writing its DELETED entries. The lists show it: from a snapshot's
+//! parent to it, the live count (ADDED + EXISTING of the listed manifests) then changes by more
+//! than the added minus the deleted entries of the manifests it added. For such a step up to
+//! `sk`, the manifests the child no longer lists are read too, and their live paths count as
+//! deleted ones (a path live in one of them and not in `L` is named by it, a candidate manifest).
+//!
 //! Checked here, each a reason to fall back to the full keep set ([`choose_cleanup`]):
 //! policy mode (not `snapshot_ids`); no ref but `main`, which is the current snapshot; every
 //! snapshot of the metadata on main's ancestry (so none staged, rolled back, left by a removed
@@ -31,16 +38,16 @@
 //! (cherry-picked); the expired snapshots are the oldest of that line; every snapshot has its own
 //! manifest list that lists each manifest once; every list gives the added, existing and deleted
 //! counts and no delete manifests (delete files may be dropped with the data files they apply to
-//! without entries of their own); a manifest is first listed by the snapshot that wrote it; and
-//! between each snapshot and its parent the live count changes by exactly the added minus the
-//! deleted entries of the manifests the snapshot added (a file dropped without a DELETED entry
-//! breaks it).
+//! without entries of their own); a manifest is first listed by the snapshot that wrote it (a
+//! manifest new in a snapshot's list was written by that snapshot).
 //!
 //! What the lists cannot show, and equality (not safety) rests on: the counts are those of the
-//! entries; a DELETED entry names a file live in its writer's parent; each path has one content
-//! type and size. Then the decision is the same set of files, in the same categories with the
-//! same sizes, as the full rule; the order within a category may differ (content files are named
-//! in the order the DELETED entries are read).
+//! entries; a DELETED entry names a file live in its writer's parent; where a step's counts add
+//! up, no file left without a DELETED entry (a writer would have to drop one file and bring
+//! another back as EXISTING in the same commit); each path has one content type and size. Then
+//! the decision is the same set of files, in the same categories with the same sizes, as the
+//! full rule; the order within a category may differ (content files are named in the order the
+//! manifests are read).
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 
@@ -131,6 +138,15 @@ impl CleanupRan {
     }
 }
 
+/// What the incremental cleanup takes from a manifest it reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Take {
+    /// Its DELETED entries.
+    pub deleted: bool,
+    /// Its live entries (a manifest dropped whole where files left without DELETED entries).
+    pub live: bool,
+}
+
 /// What the incremental cleanup reads.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct IncrementalReads {
@@ -138,30 +154,32 @@ pub struct IncrementalReads {
     /// and its retained manifests (all of them, when there is a candidate manifest) are read for
     /// the files they keep live.
     pub plan: ManifestReadPlan,
-    /// Candidate manifests with DELETED entries, in the plan's order.
-    pub candidate_deletes: Vec<PathId>,
+    /// Candidate manifests to read, in the plan's order, with what each gives.
+    pub candidates: Vec<(PathId, Take)>,
     /// Retained manifests with DELETED entries written by the second-oldest snapshot up to the
     /// oldest retained one, in first-listed order.
     pub retained_deletes: Vec<PathId>,
 }
 
 impl IncrementalReads {
-    /// Every manifest to read for its DELETED entries: candidates, then retained ones.
+    /// Every manifest to read for its entries: candidates, then retained ones.
     pub fn manifests_to_read(&self) -> Vec<PathId> {
-        self.candidate_deletes
+        self.candidates
             .iter()
-            .chain(&self.retained_deletes)
-            .copied()
+            .map(|(m, _)| *m)
+            .chain(self.retained_deletes.iter().copied())
             .collect()
     }
 
     /// The EXPLAIN line of this path.
     pub fn explain(&self) -> String {
+        let dropped = self.candidates.iter().filter(|(_, t)| t.live).count();
         format!(
-            "main only, one line of history whose file counts add up: read {} of {} \
-             candidate manifest(s) (those with DELETED entries), {} retained one(s) with \
-             DELETED entries and the {} retained one(s) for the files they keep live",
-            self.candidate_deletes.len(),
+            "main only, one line of history: read {} of {} \
+             candidate manifest(s) (with DELETED entries, or dropped whole: {dropped}), {} \
+             retained one(s) with DELETED entries and the {} retained one(s) for the files they \
+             keep live",
+            self.candidates.len(),
             self.plan.candidate_manifests.len(),
             self.retained_deletes.len(),
             self.plan.retained_manifests.len()
@@ -197,9 +215,9 @@ fn check(
         line.iter().enumerate().map(|(i, id)| (*id, i)).collect();
     let lists = snapshot_manifests(graph, &line)?;
     check_lists(graph, &line, &lists, &position)?;
-    check_transitions(graph, &line, &lists)?;
+    let dropped = check_transitions(graph, &line[..=oldest_retained], &lists)?;
     let writers: HashSet<SnapshotId> = line[1..=oldest_retained].iter().copied().collect();
-    Ok(reads(graph, expired, &writers))
+    Ok(reads(graph, expired, &writers, &dropped))
 }
 
 fn check_refs(history: &History) -> std::result::Result<(), String> {
@@ -370,13 +388,16 @@ fn check_lists(
     Ok(())
 }
 
-/// Between each snapshot and its parent: new manifests are the child's own, and the live
-/// count changes by the added minus the deleted entries of those manifests.
+/// Between each snapshot of `line` (oldest first, up to the oldest retained) and its parent: new
+/// manifests must be the child's own. Where the live count does not change by exactly the added
+/// minus the deleted entries of those manifests, some file left without a DELETED entry (a
+/// writer that drops an emptied manifest whole): the manifests the child no longer lists are
+/// returned, to be read for their live files.
 fn check_transitions(
     graph: &FileGraph,
     line: &[SnapshotId],
     lists: &HashMap<SnapshotId, &SnapshotFiles>,
-) -> std::result::Result<(), String> {
+) -> std::result::Result<Vec<PathId>, String> {
     let counts = |m: PathId| graph.listed.get(&m).and_then(|f| f.counts);
     let live = |s: &SnapshotFiles| -> i128 {
         s.manifests
@@ -385,11 +406,13 @@ fn check_transitions(
             .map(|c| i128::from(c.live()))
             .sum()
     };
+    let mut dropped = Vec::new();
     for pair in line.windows(2) {
         let [parent, child] = pair else { continue };
         let (Some(before), Some(after)) = (lists.get(parent), lists.get(child)) else {
             return Err(format!("snapshot {child} has no files read"));
         };
+        let listed: HashSet<PathId> = after.manifests.iter().map(|m| m.path).collect();
         let carried: HashSet<PathId> = before.manifests.iter().map(|m| m.path).collect();
         let mut change = 0i128;
         for m in after.manifests.iter().filter(|m| !carried.contains(&m.path)) {
@@ -405,22 +428,26 @@ fn check_transitions(
                 change += i128::from(c.added) - i128::from(c.deleted);
             }
         }
-        let (from, to) = (live(before), live(after));
-        if to - from != change {
-            return Err(format!(
-                "file counts do not add up from snapshot {parent} to {child}: {from} live \
-                 then {to}, but its manifests add and delete {change} net"
-            ));
+        if live(after) - live(before) != change {
+            dropped.extend(
+                before
+                    .manifests
+                    .iter()
+                    .map(|m| m.path)
+                    .filter(|m| !listed.contains(m)),
+            );
         }
     }
-    Ok(())
+    Ok(unique(dropped.into_iter()))
 }
 
-/// The manifests with DELETED entries to read.
+/// The manifests to read: candidates with DELETED entries or dropped whole, and retained ones
+/// with DELETED entries written by `writers`.
 fn reads(
     graph: &FileGraph,
     expired: &BTreeSet<SnapshotId>,
     writers: &HashSet<SnapshotId>,
+    dropped: &[PathId],
 ) -> IncrementalReads {
     let plan = plan_manifest_reads(graph, expired);
     let has_deletes = |m: &PathId| {
@@ -430,40 +457,49 @@ fn reads(
             .and_then(|f| f.counts)
             .is_some_and(|c| c.deleted > 0)
     };
-    let candidate_deletes: Vec<PathId> = plan
+    let dropped: HashSet<PathId> = dropped.iter().copied().collect();
+    let candidates: Vec<(PathId, Take)> = plan
         .candidate_manifests
         .iter()
-        .map(|m| m.path)
-        .filter(has_deletes)
+        .map(|m| {
+            let take = Take {
+                deleted: has_deletes(&m.path),
+                live: dropped.contains(&m.path),
+            };
+            (m.path, take)
+        })
+        .filter(|(_, take)| take.deleted || take.live)
         .collect();
-    let retained_deletes = unique(
-        graph
+    // Without a candidate manifest no content file is a candidate (and the keep set is not
+    // read): nothing to read.
+    let retained_deletes = if plan.candidate_manifests.is_empty() {
+        Vec::new()
+    } else {
+        let retained = graph
             .snapshots
             .iter()
             .filter(|s| !expired.contains(&s.snapshot_id))
-            .flat_map(|s| s.manifests.iter().map(|m| m.path)),
-    )
-    .into_iter()
-    // Without a candidate manifest no content file is a candidate (and the keep set is not
-    // read): nothing to read.
-    .filter(|_| !plan.candidate_manifests.is_empty())
-    .filter(|m| {
-            has_deletes(m)
-                && graph
-                    .listed
-                    .get(m)
-                    .is_some_and(|f| writers.contains(&f.added_snapshot_id))
-        })
-        .collect();
+            .flat_map(|s| s.manifests.iter().map(|m| m.path));
+        unique(retained)
+            .into_iter()
+            .filter(|m| {
+                has_deletes(m)
+                    && graph
+                        .listed
+                        .get(m)
+                        .is_some_and(|f| writers.contains(&f.added_snapshot_id))
+            })
+            .collect()
+    };
     IncrementalReads {
         plan,
-        candidate_deletes,
+        candidates,
         retained_deletes,
     }
 }
 
-/// The incremental decision from the manifests of `reads` (`contents` must hold each; entries
-/// other than DELETED are ignored), with the content keep set given as `live_kept` (true for a
+/// The incremental decision from the manifests of `reads` (`contents` must hold each; only the
+/// entries [`Take`] names count), with the content keep set given as `live_kept` (true for a
 /// path some retained manifest lists live), as in [`super::keepset::decide_candidates`].
 pub fn decide_incremental(
     graph: &FileGraph,
@@ -479,11 +515,22 @@ pub fn decide_incremental(
             missing.index()
         )));
     }
+    let only_deleted = Take {
+        deleted: true,
+        live: false,
+    };
+    let takes: HashMap<PathId, Take> = (reads.candidates.iter().copied())
+        .chain(reads.retained_deletes.iter().map(|m| (*m, only_deleted)))
+        .collect();
     let content = to_read
         .iter()
-        .filter_map(|m| contents.get(m))
-        .flat_map(|c| c.entries.iter())
-        .filter(|e| e.status == EntryStatus::Deleted)
+        .filter_map(|m| Some((*takes.get(m)?, contents.get(m)?)))
+        .flat_map(|(take, c)| {
+            c.entries.iter().filter(move |e| match e.status {
+                EntryStatus::Deleted => take.deleted,
+                _ => take.live,
+            })
+        })
         .map(|e| (e.path, e.content, Some(e.file_size)));
     decide_with_content(graph, expired, &reads.plan, live_kept, content)
 }
@@ -491,3 +538,7 @@ pub fn decide_incremental(
 #[cfg(test)]
 #[path = "incremental_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "incremental_props.rs"]
+mod props;

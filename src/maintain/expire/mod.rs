@@ -79,5 +79,7 @@ pub use delete::DeleteReport;
 pub use execute::{Expire, ExpireOutcome};
 pub use explain::{ExpireExplainRow, category_name, format_ts};
 pub use metrics::ExpireMetrics;
-pub use plan::{ExpiryPlan, PROP_GC_ENABLED, new_metadata, plan_expiry, plan_files};
+pub use plan::{
+    CleanupMode, ExpiryPlan, PROP_GC_ENABLED, new_metadata, plan_expiry, plan_files, plan_files_in,
+};
 pub use recover::{Recovered, finish_pending, retract_unconfirmed};

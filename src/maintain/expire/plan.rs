@@ -227,7 +227,7 @@ async fn incremental_files(
     let retained = &reads.plan.retained_manifests;
     // Candidates may be gone already (their files are left to orphan removal); a retained
     // manifest must be readable, as in the full rule.
-    let to_read: Vec<(PathId, bool)> = (reads.candidate_deletes.iter().map(|m| (*m, false)))
+    let to_read: Vec<(PathId, bool)> = (reads.candidates.iter().map(|(m, _)| (*m, false)))
         .chain(reads.retained_deletes.iter().map(|m| (*m, true)))
         .collect();
     progress.phase(Phase::ReadingManifests, Some(retained.len() + to_read.len()))?;
