@@ -130,7 +130,14 @@ pub fn explain_rows(
     }
     totals(&plan.delete, &mut rows);
     if let Some(cleanup) = &plan.cleanup {
-        rows.push(row("cleanup", cleanup.name(), "", cleanup.reason(), "", None));
+        rows.push(row(
+            "cleanup",
+            cleanup.name(),
+            "",
+            cleanup.reason(),
+            "",
+            None,
+        ));
     }
     for w in warnings {
         rows.push(row("warning", "", "", w, "", None));

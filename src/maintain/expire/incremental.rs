@@ -231,7 +231,12 @@ fn check_refs(history: &History) -> std::result::Result<(), String> {
         })
         .collect();
     if !others.is_empty() {
-        let shown = others.iter().take(3).cloned().collect::<Vec<_>>().join(", ");
+        let shown = others
+            .iter()
+            .take(3)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join(", ");
         let more = others.len().saturating_sub(3);
         let more = if more > 0 {
             format!(" and {more} more")
@@ -415,7 +420,11 @@ fn check_transitions(
         let listed: HashSet<PathId> = after.manifests.iter().map(|m| m.path).collect();
         let carried: HashSet<PathId> = before.manifests.iter().map(|m| m.path).collect();
         let mut change = 0i128;
-        for m in after.manifests.iter().filter(|m| !carried.contains(&m.path)) {
+        for m in after
+            .manifests
+            .iter()
+            .filter(|m| !carried.contains(&m.path))
+        {
             let facts = graph.listed.get(&m.path);
             if let Some(f) = facts.filter(|f| f.added_snapshot_id != *child) {
                 return Err(format!(

@@ -70,7 +70,9 @@ fn case(seed: u64) -> (GenerateOptions, ExpireOptions) {
         o.tags = rng.random_range(0..=3);
         o.staged = rng.random_range(0..=2);
         o.statistics = rng.random_range(0..=3);
-        o.snapshots = o.snapshots.max(o.branches * o.branch_commits + o.staged + 3);
+        o.snapshots = o
+            .snapshots
+            .max(o.branches * o.branch_commits + o.staged + 3);
     }
     let mut expire = ExpireOptions::default();
     match rng.random_range(0..4) {
@@ -179,7 +181,13 @@ fn both_cleanups_delete_the_same_files_on_generated_tables() {
          full {full:?}"
     );
     // The comparison means something only if both paths ran, deleting data files too.
-    assert!(incremental * 4 >= cases, "incremental only {incremental} of {cases}");
-    assert!(with_data * 10 >= cases, "data files deleted in {with_data} of {cases}");
+    assert!(
+        incremental * 4 >= cases,
+        "incremental only {incremental} of {cases}"
+    );
+    assert!(
+        with_data * 10 >= cases,
+        "data files deleted in {with_data} of {cases}"
+    );
     assert!(full.values().sum::<u64>() * 10 >= cases, "full: {full:?}");
 }

@@ -282,7 +282,11 @@ fn canonical(d: &FileDecision) -> Vec<(FileCategory, Vec<FileCandidate>)> {
 }
 
 /// The incremental decision as the executor reaches it: `L` from every retained manifest.
-fn incremental(w: &Written, expired: &BTreeSet<SnapshotId>, reads: &IncrementalReads) -> FileDecision {
+fn incremental(
+    w: &Written,
+    expired: &BTreeSet<SnapshotId>,
+    reads: &IncrementalReads,
+) -> FileDecision {
     let live: HashSet<PathId> = reads
         .plan
         .retained_manifests
@@ -385,7 +389,9 @@ fn ids_mode_counts_gaps_and_order_fall_back() {
     ));
     // An expired snapshot newer than a retained one.
     let skip: BTreeSet<SnapshotId> = [1, 3].into();
-    assert!(reason(&w, &skip).contains("expired snapshot 3 is newer on main than retained snapshot 2"));
+    assert!(
+        reason(&w, &skip).contains("expired snapshot 3 is newer on main than retained snapshot 2")
+    );
     // A missing count.
     let mut gap = write(&linear());
     let some = gap.graph.snapshots[2].manifests[0].path;
@@ -461,8 +467,16 @@ fn expired_of(w: &Written, n: usize, any: &[bool], prefix: bool) -> BTreeSet<Sna
         .collect()
 }
 
+/// Histories per run: 600, or `ICETRIM_INCREMENTAL_CASES` (`scripts/incremental-check.sh`).
+fn model_cases() -> u32 {
+    std::env::var("ICETRIM_INCREMENTAL_CASES")
+        .ok()
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(600)
+}
+
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(600))]
+    #![proptest_config(ProptestConfig::with_cases(model_cases()))]
 
     /// On every history: when the incremental cleanup is taken, its files are the full keep
     /// set's; when the history is one plain line and something expires, it is taken.

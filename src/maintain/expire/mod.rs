@@ -13,7 +13,10 @@
 //!    id mode, the `expire_before` fuse) → when something expires: read every manifest list
 //!    ([`crate::maintain::file_graph::graph`]; a retained snapshot's unreadable list fails) → phase A (which manifests
 //!    to read) → read them (a retained one must be readable; a gone candidate is skipped with a
-//!    warning) → phase B (keep set, candidates) → refuse when a candidate lies outside the table
+//!    warning) → phase B (keep set, candidates); on one line of main history whose manifest
+//!    lists vouch for it, only the candidate manifests that delete files are read instead of
+//!    all of them ([`incremental`], the same files; EXPLAIN's `cleanup` row says which ran and
+//!    why) → refuse when a candidate lies outside the table
 //!    location (`NOT_IMPLEMENTED`, naming up to 10). All of this also runs for dry runs and
 //!    EXPLAIN, so they fail exactly where the real run would.
 //! 3. EXPLAIN returns the plan ([`explain`]); nothing expires and no ref is removed → nothing is

@@ -8,6 +8,9 @@ use crate::error::{Error, Result};
 use crate::iceberg::metadata::TableMetadata;
 use crate::iceberg::spec::SnapshotId;
 use crate::io::path_key;
+use crate::maintain::expire::incremental::{
+    Cleanup, CleanupRan, History, IncrementalReads, choose_cleanup, decide_incremental,
+};
 use crate::maintain::expire::keepset::{
     FileDecision, ManifestContents, PathId, decide_candidates, plan_manifest_reads,
 };
@@ -16,9 +19,6 @@ use crate::maintain::expire::retention::{
     Retention, SETTING_MIN_SNAPSHOTS_TO_KEEP, TablePolicy, effective_policy_sourced,
 };
 use crate::maintain::file_graph::graph::TableFiles;
-use crate::maintain::expire::incremental::{
-    Cleanup, CleanupRan, History, IncrementalReads, choose_cleanup, decide_incremental,
-};
 use crate::maintain::file_graph::paths::Fingerprint;
 use crate::maintain::target::MaintenanceTarget;
 use crate::plan::ExpireOptions;
@@ -86,8 +86,12 @@ pub async fn plan_expiry(
         expire_before_ms: options.expire_before_ms,
         mode: &mode,
     })?;
-    let cleanup = CleanupMode::Auto {
-        by_ids: options.snapshot_ids.is_some(),
+    let cleanup = if target.settings.expire_incremental_cleanup() {
+        CleanupMode::Auto {
+            by_ids: options.snapshot_ids.is_some(),
+        }
+    } else {
+        CleanupMode::Full
     };
     let mut plan = plan_files_in(target, metadata, decision, cleanup).await?;
     plan.retention = matches!(mode, ExpiryMode::Policy).then(|| Retention {
@@ -148,7 +152,7 @@ pub async fn plan_files_in(
     })
     .await?;
     let full_reason = match mode {
-        CleanupMode::Full => "asked for".to_string(),
+        CleanupMode::Full => "iceberg_expire_incremental_cleanup = 0".to_string(),
         CleanupMode::Auto { by_ids } => {
             let history = History::of(metadata, by_ids);
             match choose_cleanup(&history, &files.graph, &decision.expired) {
@@ -230,13 +234,22 @@ async fn incremental_files(
     let to_read: Vec<(PathId, bool)> = (reads.candidates.iter().map(|(m, _)| (*m, false)))
         .chain(reads.retained_deletes.iter().map(|m| (*m, true)))
         .collect();
-    progress.phase(Phase::ReadingManifests, Some(retained.len() + to_read.len()))?;
+    progress.phase(
+        Phase::ReadingManifests,
+        Some(retained.len() + to_read.len()),
+    )?;
     let live = files
         .read_live_fingerprints(&target.io, retained, concurrency, progress)
         .await?;
     let live = Arc::new(live);
     let contents = files
-        .read_entries(&target.io, &to_read, Arc::clone(&live), concurrency, progress)
+        .read_entries(
+            &target.io,
+            &to_read,
+            Arc::clone(&live),
+            concurrency,
+            progress,
+        )
         .await?;
     let live_kept = |id: PathId| {
         files

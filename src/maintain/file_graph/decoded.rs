@@ -149,7 +149,11 @@ pub(super) fn decode_list(bytes: &[u8], uri: &str) -> Result<DecodedList> {
                 content: e.content,
                 listed: ListedManifest {
                     added_snapshot_id: e.added_snapshot_id,
-                    counts: match (e.added_files_count, e.existing_files_count, e.deleted_files_count) {
+                    counts: match (
+                        e.added_files_count,
+                        e.existing_files_count,
+                        e.deleted_files_count,
+                    ) {
                         (Some(added), Some(existing), Some(deleted)) => Some(EntryCounts {
                             added,
                             existing,
