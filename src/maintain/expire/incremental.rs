@@ -37,9 +37,13 @@
 //! branch, or behind a parent missing from the metadata); no snapshot with a `source-snapshot-id`
 //! (cherry-picked); the expired snapshots are the oldest of that line; every snapshot has its own
 //! manifest list that lists each manifest once; every list gives the added, existing and deleted
-//! counts and no delete manifests (delete files may be dropped with the data files they apply to
-//! without entries of their own); a manifest is first listed by the snapshot that wrote it (a
-//! manifest new in a snapshot's list was written by that snapshot).
+//! counts; a manifest is first listed by the snapshot that wrote it (a manifest new in a
+//! snapshot's list was written by that snapshot).
+//!
+//! Delete files need nothing of their own: they are named by entries with the same statuses, so
+//! the argument above holds for them word for word; a delete file dropped without a DELETED entry
+//! (with the data file it applied to, say) unbalances its step like a data file, since the counts
+//! of delete manifests and of data manifests are balanced apart.
 //!
 //! What the lists cannot show, and equality (not safety) rests on: the counts are those of the
 //! entries; a DELETED entry names a file live in its writer's parent; where a step's counts add
@@ -369,11 +373,6 @@ fn check_lists(
             return Err(format!("snapshot {id} has no files read"));
         };
         for m in &snapshot.manifests {
-            if m.content == ManifestContent::Deletes {
-                return Err(format!(
-                    "snapshot {id} lists a delete manifest (delete files take the full keep set)"
-                ));
-            }
             let Some(facts) = graph.listed.get(&m.path).filter(|f| f.counts.is_some()) else {
                 return Err(format!(
                     "the manifest list of snapshot {id} lacks file counts (or lists disagree)"
@@ -404,9 +403,11 @@ fn check_transitions(
     lists: &HashMap<SnapshotId, &SnapshotFiles>,
 ) -> std::result::Result<Vec<PathId>, String> {
     let counts = |m: PathId| graph.listed.get(&m).and_then(|f| f.counts);
-    let live = |s: &SnapshotFiles| -> i128 {
+    // Data and delete files balance apart: one kind of file must not hide the other's drop.
+    let live = |s: &SnapshotFiles, kind: ManifestContent| -> i128 {
         s.manifests
             .iter()
+            .filter(|m| m.content == kind)
             .filter_map(|m| counts(m.path))
             .map(|c| i128::from(c.live()))
             .sum()
@@ -419,7 +420,7 @@ fn check_transitions(
         };
         let listed: HashSet<PathId> = after.manifests.iter().map(|m| m.path).collect();
         let carried: HashSet<PathId> = before.manifests.iter().map(|m| m.path).collect();
-        let mut change = 0i128;
+        let (mut data_change, mut deletes_change) = (0i128, 0i128);
         for m in after
             .manifests
             .iter()
@@ -434,10 +435,17 @@ fn check_transitions(
                 ));
             }
             if let Some(c) = counts(m.path) {
-                change += i128::from(c.added) - i128::from(c.deleted);
+                let change = match m.content {
+                    ManifestContent::Data => &mut data_change,
+                    ManifestContent::Deletes => &mut deletes_change,
+                };
+                *change += i128::from(c.added) - i128::from(c.deleted);
             }
         }
-        if live(after) - live(before) != change {
+        let balanced = |kind, change| live(after, kind) - live(before, kind) == change;
+        if !balanced(ManifestContent::Data, data_change)
+            || !balanced(ManifestContent::Deletes, deletes_change)
+        {
             dropped.extend(
                 before
                     .manifests
