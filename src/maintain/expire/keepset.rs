@@ -459,7 +459,8 @@ pub struct HeldFiles {
 }
 
 /// After deletes of `failed` paths failed: every candidate manifest that names a failed path (any
-/// entry status) is held, and every candidate manifest list of an expired snapshot that names a
+/// entry status) is held (a candidate manifest `contents` lacks, not read, is held when a content
+/// file failed), and every candidate manifest list of an expired snapshot that names a
 /// held or failed manifest is held, so that nothing that survived is left without the file that
 /// names it (leaf-first order). Call it after each deletion stage with that stage's failures.
 pub fn after_failed_deletes(
@@ -473,10 +474,16 @@ pub fn after_failed_deletes(
     if failed.is_empty() {
         return held;
     }
+    let content_failed = decision
+        .deletion_order()
+        .any(|(c, f)| c < FileCategory::Manifest && failed.contains(&f.path));
     for m in &decision.manifests {
-        let names_failed = contents
-            .get(&m.path)
-            .is_some_and(|c| c.entries.iter().any(|e| failed.contains(&e.path)));
+        let names_failed = match contents.get(&m.path) {
+            Some(c) => c.entries.iter().any(|e| failed.contains(&e.path)),
+            // Not read (the incremental cleanup skips candidates that delete nothing): it may
+            // name a content file that failed, so it stays.
+            None => content_failed,
+        };
         if names_failed {
             held.manifests.insert(m.path);
         }
