@@ -110,6 +110,13 @@ pub const SESSION_SETTINGS: &[SettingDef] = &[
         doc: "max age of a non-main ref when neither table nor ref says; default forever",
     },
     SettingDef {
+        name: "iceberg_expire_incremental_cleanup",
+        ty: SettingType::Bool,
+        default: SettingValue::Bool(true),
+        doc: "expire_snapshots on one line of main history reads only the candidate manifests \
+              that delete files (the same files as the full keep set); 0: always the full keep set",
+    },
+    SettingDef {
         name: "iceberg_orphan_files_older_than_seconds",
         ty: SettingType::UInt,
         default: SettingValue::UInt(259_200),

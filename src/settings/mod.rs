@@ -266,6 +266,11 @@ impl Settings {
         self.get_i64("iceberg_orphan_files_older_than_seconds")
     }
 
+    /// Whether expiry may take the incremental cleanup (`maintain::expire::incremental`).
+    pub fn expire_incremental_cleanup(&self) -> bool {
+        self.get_bool("iceberg_expire_incremental_cleanup")
+    }
+
     /// At least 1 (0 is refused when set).
     pub fn metadata_read_concurrency(&self) -> usize {
         usize::try_from(self.get_uint("iceberg_metadata_read_concurrency").max(1)).unwrap_or(1)

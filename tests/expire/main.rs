@@ -10,6 +10,7 @@ mod expire_crash;
 mod expire_differential;
 mod expire_files;
 mod expire_metadata_cleanup;
+mod incremental_fixtures;
 mod maintain_scenarios;
 mod rewrite_manifests;
 mod rewrite_manifests_faults;

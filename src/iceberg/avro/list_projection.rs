@@ -1,9 +1,9 @@
 //! The manifest-list hot path: a plan compiled once per file from its writer schema that reads only
 //! the fields maintenance needs (`manifest_path`, `manifest_length`, `partition_spec_id`, `content`,
-//! `added_snapshot_id`, and the added / existing file counts) and skips every other field by
+//! `added_snapshot_id`, and the added / existing / deleted file counts) and skips every other field by
 //! schema, without allocating. Fields are matched by name exactly as the generic reader
 //! ([`crate::iceberg::manifest_list::read_manifest_list`]) matches them, v1's
-//! `added_data_files_count` / `existing_data_files_count` spellings included, and the same values
+//! `added_data_files_count` / `existing_data_files_count` / `deleted_data_files_count` spellings included, and the same values
 //! are refused (a null required field, a content other than 0 or 1, a spec id out of `int` range).
 
 use super::cursor::{Cursor, Decoded, Malformed};
@@ -19,6 +19,7 @@ pub struct ListEntryRef<'a> {
     pub added_snapshot_id: SnapshotId,
     pub added_files_count: Option<i64>,
     pub existing_files_count: Option<i64>,
+    pub deleted_files_count: Option<i64>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -29,10 +30,11 @@ enum Slot {
     AddedSnapshot,
     Added,
     Existing,
+    Deleted,
 }
 
 /// Each slot with the field names that fill it, first match wins (as the generic reader).
-const LONGS: [(Slot, &[&str]); 6] = [
+const LONGS: [(Slot, &[&str]); 7] = [
     (Slot::Length, &["manifest_length"]),
     (Slot::SpecId, &["partition_spec_id"]),
     (Slot::Content, &["content"]),
@@ -44,6 +46,10 @@ const LONGS: [(Slot, &[&str]); 6] = [
     (
         Slot::Existing,
         &["existing_files_count", "existing_data_files_count"],
+    ),
+    (
+        Slot::Deleted,
+        &["deleted_files_count", "deleted_data_files_count"],
     ),
 ];
 
@@ -124,7 +130,7 @@ impl ListPlan {
 
     /// Decodes one entry.
     pub fn decode<'a>(&self, c: &mut Cursor<'a>) -> Decoded<ListEntryRef<'a>> {
-        let mut longs = [None; 6];
+        let mut longs = [None; 7];
         let mut path = None;
         for step in &self.steps {
             match step {
@@ -168,6 +174,7 @@ impl ListPlan {
             )?,
             added_files_count: count(Slot::Added)?,
             existing_files_count: count(Slot::Existing)?,
+            deleted_files_count: count(Slot::Deleted)?,
         })
     }
 }
@@ -205,7 +212,7 @@ mod tests {
             added_snapshot_id: 40 + i,
             added_files_count: Some(i32::try_from(i).unwrap()),
             existing_files_count: Some(if i % 2 == 0 { 7 } else { 0 }),
-            deleted_files_count: Some(0),
+            deleted_files_count: Some(i32::from(i % 4 == 3)),
             added_rows_count: Some(10),
             existing_rows_count: Some(0),
             deleted_rows_count: Some(0),
@@ -238,6 +245,7 @@ mod tests {
                         e.added_snapshot_id,
                         e.added_files_count,
                         e.existing_files_count,
+                        e.deleted_files_count,
                     ));
                 })
                 .unwrap();
@@ -251,6 +259,7 @@ mod tests {
                             m.added_snapshot_id,
                             m.added_files_count.map(i64::from),
                             m.existing_files_count.map(i64::from),
+                            m.deleted_files_count.map(i64::from),
                         )
                     })
                     .collect();

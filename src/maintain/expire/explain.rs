@@ -17,6 +17,8 @@
 //! - `total` — id: a category, then `all`; decision `delete`; reason `<n> file(s)`; detail names
 //!   how many sizes are unknown, if any (for `all`: what the deletes free, `frees 1.5 MiB`);
 //!   bytes: the known sizes summed.
+//! - `cleanup` (only when something expires) — id `incremental` or `full`; reason: what the
+//!   incremental cleanup read, or why the full keep set decided ([`super::incremental`]).
 //! - `warning` — one per warning (e.g. a skipped missing manifest), in reason.
 
 use super::cleanup::MetadataCleanup;
@@ -127,6 +129,16 @@ pub fn explain_rows(
         ));
     }
     totals(&plan.delete, &mut rows);
+    if let Some(cleanup) = &plan.cleanup {
+        rows.push(row(
+            "cleanup",
+            cleanup.name(),
+            "",
+            cleanup.reason(),
+            "",
+            None,
+        ));
+    }
     for w in warnings {
         rows.push(row("warning", "", "", w, "", None));
     }

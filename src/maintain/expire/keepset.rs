@@ -356,17 +356,37 @@ pub fn decide_candidates(
     live_kept: impl Fn(PathId) -> bool,
     candidates: &ManifestContents,
 ) -> Result<FileDecision> {
+    for manifest in &plan.candidate_manifests {
+        read(candidates, manifest.path)?;
+    }
+    let content = plan
+        .candidate_manifests
+        .iter()
+        .filter_map(|m| candidates.get(&m.path))
+        .flat_map(|c| c.entries.iter())
+        .map(|e| (e.path, e.content, Some(e.file_size)));
+    decide_with_content(graph, expired, plan, live_kept, content)
+}
+
+/// Phase B from the content paths that may go, in claim order (path, content type, size), the
+/// content keep set given as `live_kept`: each path once, in the category of its first
+/// appearance, unless kept; then the candidate manifests, lists and statistics of `plan`. Shared
+/// by the full rule and the incremental cleanup ([`super::incremental`]).
+pub fn decide_with_content(
+    graph: &FileGraph,
+    expired: &BTreeSet<SnapshotId>,
+    plan: &ManifestReadPlan,
+    live_kept: impl Fn(PathId) -> bool,
+    content: impl IntoIterator<Item = (PathId, DataContent, Option<i64>)>,
+) -> Result<FileDecision> {
     let mut out = Claims {
         keep: metadata_keep(graph, expired),
         live_kept,
         claimed: PathSet::default(),
         decision: FileDecision::default(),
     };
-    for manifest in &plan.candidate_manifests {
-        for e in &read(candidates, manifest.path)?.entries {
-            let category = FileCategory::of_content(e.content);
-            out.claim(category, e.path, Some(e.file_size));
-        }
+    for (path, data_content, size) in content {
+        out.claim(FileCategory::of_content(data_content), path, size);
     }
     for manifest in &plan.candidate_manifests {
         out.claim(FileCategory::Manifest, manifest.path, Some(manifest.length));
@@ -439,7 +459,8 @@ pub struct HeldFiles {
 }
 
 /// After deletes of `failed` paths failed: every candidate manifest that names a failed path (any
-/// entry status) is held, and every candidate manifest list of an expired snapshot that names a
+/// entry status) is held (a candidate manifest `contents` lacks, not read, is held when a content
+/// file failed), and every candidate manifest list of an expired snapshot that names a
 /// held or failed manifest is held, so that nothing that survived is left without the file that
 /// names it (leaf-first order). Call it after each deletion stage with that stage's failures.
 pub fn after_failed_deletes(
@@ -453,10 +474,16 @@ pub fn after_failed_deletes(
     if failed.is_empty() {
         return held;
     }
+    let content_failed = decision
+        .deletion_order()
+        .any(|(c, f)| c < FileCategory::Manifest && failed.contains(&f.path));
     for m in &decision.manifests {
-        let names_failed = contents
-            .get(&m.path)
-            .is_some_and(|c| c.entries.iter().any(|e| failed.contains(&e.path)));
+        let names_failed = match contents.get(&m.path) {
+            Some(c) => c.entries.iter().any(|e| failed.contains(&e.path)),
+            // Not read (the incremental cleanup skips candidates that delete nothing): it may
+            // name a content file that failed, so it stays.
+            None => content_failed,
+        };
         if names_failed {
             held.manifests.insert(m.path);
         }

@@ -13,7 +13,10 @@
 //!    id mode, the `expire_before` fuse) → when something expires: read every manifest list
 //!    ([`crate::maintain::file_graph::graph`]; a retained snapshot's unreadable list fails) → phase A (which manifests
 //!    to read) → read them (a retained one must be readable; a gone candidate is skipped with a
-//!    warning) → phase B (keep set, candidates) → refuse when a candidate lies outside the table
+//!    warning) → phase B (keep set, candidates); on one line of main history whose manifest
+//!    lists vouch for it, only the candidate manifests that delete files are read instead of
+//!    all of them ([`incremental`], the same files; EXPLAIN's `cleanup` row says which ran and
+//!    why) → refuse when a candidate lies outside the table
 //!    location (`NOT_IMPLEMENTED`, naming up to 10). All of this also runs for dry runs and
 //!    EXPLAIN, so they fail exactly where the real run would.
 //! 3. EXPLAIN returns the plan ([`explain`]); nothing expires and no ref is removed → nothing is
@@ -55,7 +58,8 @@
 //! partition specs no retained snapshot uses ([`cleanup`]); two rows follow the seven.
 
 //!
-//! Files: decisions (pure, no I/O): [`policy`], [`retention`], [`keepset`], [`cleanup`]'s
+//! Files: decisions (pure, no I/O): [`policy`], [`retention`], [`keepset`], [`incremental`]
+//! (the cheaper cleanup of one line of history, provably the same files), [`cleanup`]'s
 //! `decide_cleanup`, [`explain`] (the
 //! EXPLAIN rows), [`metrics`]. Execution: [`execute`] (the loop above), [`plan`] (reads the file
 //! graph), [`journal`], [`recover`], [`delete`].
@@ -64,6 +68,7 @@ pub mod cleanup;
 mod delete;
 pub mod execute;
 pub mod explain;
+pub mod incremental;
 pub mod journal;
 pub mod keepset;
 pub mod metrics;
@@ -77,5 +82,7 @@ pub use delete::DeleteReport;
 pub use execute::{Expire, ExpireOutcome};
 pub use explain::{ExpireExplainRow, category_name, format_ts};
 pub use metrics::ExpireMetrics;
-pub use plan::{ExpiryPlan, PROP_GC_ENABLED, new_metadata, plan_expiry, plan_files};
+pub use plan::{
+    CleanupMode, ExpiryPlan, PROP_GC_ENABLED, new_metadata, plan_expiry, plan_files, plan_files_in,
+};
 pub use recover::{Recovered, finish_pending, retract_unconfirmed};

@@ -8,6 +8,9 @@ use crate::error::{Error, Result};
 use crate::iceberg::metadata::TableMetadata;
 use crate::iceberg::spec::SnapshotId;
 use crate::io::path_key;
+use crate::maintain::expire::incremental::{
+    Cleanup, CleanupRan, History, IncrementalReads, choose_cleanup, decide_incremental,
+};
 use crate::maintain::expire::keepset::{
     FileDecision, ManifestContents, PathId, decide_candidates, plan_manifest_reads,
 };
@@ -39,6 +42,8 @@ pub struct ExpiryPlan {
     pub delete: FileDecision,
     /// The retention applied (policy mode; `None` when `snapshot_ids` named the snapshots).
     pub retention: Option<Retention>,
+    /// Which cleanup decided the files (`None` when nothing expires).
+    pub cleanup: Option<CleanupRan>,
 }
 
 impl ExpiryPlan {
@@ -81,7 +86,14 @@ pub async fn plan_expiry(
         expire_before_ms: options.expire_before_ms,
         mode: &mode,
     })?;
-    let mut plan = plan_files(target, metadata, decision).await?;
+    let cleanup = if target.settings.expire_incremental_cleanup() {
+        CleanupMode::Auto {
+            by_ids: options.snapshot_ids.is_some(),
+        }
+    } else {
+        CleanupMode::Full
+    };
+    let mut plan = plan_files_in(target, metadata, decision, cleanup).await?;
     plan.retention = matches!(mode, ExpiryMode::Policy).then(|| Retention {
         policy,
         sources,
@@ -94,12 +106,33 @@ pub async fn plan_expiry(
     Ok(plan)
 }
 
-/// The files side of a plan: read what `decision` needs from `metadata` (whose snapshots are
-/// the retained and the expired ones), decide the files to delete and check them.
+/// Which cleanup [`plan_files_in`] may take.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CleanupMode {
+    /// The incremental cleanup when [`choose_cleanup`] proves it equal, else the full keep set
+    /// (`by_ids`: `snapshot_ids` chose what expires).
+    Auto { by_ids: bool },
+    /// Always the full keep set.
+    Full,
+}
+
+/// The files side of a plan with the full keep set (journal recovery: the expired snapshots
+/// come from a journal, not from the policy).
 pub async fn plan_files(
     target: &MaintenanceTarget,
     metadata: &TableMetadata,
     decision: ExpiryDecision,
+) -> Result<ExpiryPlan> {
+    plan_files_in(target, metadata, decision, CleanupMode::Full).await
+}
+
+/// The files side of a plan: read what `decision` needs from `metadata` (whose snapshots are
+/// the retained and the expired ones), decide the files to delete and check them.
+pub async fn plan_files_in(
+    target: &MaintenanceTarget,
+    metadata: &TableMetadata,
+    decision: ExpiryDecision,
+    mode: CleanupMode,
 ) -> Result<ExpiryPlan> {
     if decision.expired.is_empty() {
         return Ok(ExpiryPlan {
@@ -108,6 +141,7 @@ pub async fn plan_files(
             contents: ManifestContents::new(),
             delete: FileDecision::default(),
             retention: None,
+            cleanup: None,
         });
     }
     let concurrency = target.settings.metadata_read_concurrency();
@@ -117,6 +151,28 @@ pub async fn plan_files(
         retained.contains(&id)
     })
     .await?;
+    let full_reason = match mode {
+        CleanupMode::Full => "iceberg_expire_incremental_cleanup = 0".to_string(),
+        CleanupMode::Auto { by_ids } => {
+            let history = History::of(metadata, by_ids);
+            match choose_cleanup(&history, &files.graph, &decision.expired) {
+                Cleanup::Incremental(reads) => {
+                    let (contents, delete) =
+                        incremental_files(target, &mut files, &decision, &reads).await?;
+                    check_inside_location(target, &files, &delete)?;
+                    return Ok(ExpiryPlan {
+                        decision,
+                        files,
+                        contents,
+                        delete,
+                        retention: None,
+                        cleanup: Some(CleanupRan::Incremental(reads.explain())),
+                    });
+                }
+                Cleanup::Full(reason) => reason,
+            }
+        }
+    };
     let reads = plan_manifest_reads(&files.graph, &decision.expired);
     // Retained manifests first (their live files, as fingerprints), then the candidates checked
     // against them as they decode: no manifest's entries are held whole.
@@ -157,7 +213,52 @@ pub async fn plan_files(
         contents,
         delete,
         retention: None,
+        cleanup: Some(CleanupRan::Full(full_reason)),
     })
+}
+
+/// The incremental cleanup's reads and decision: the retained manifests folded into the
+/// fingerprints of their live files (as in the full rule), then the manifests with DELETED
+/// entries, keeping the entries those do not cover.
+async fn incremental_files(
+    target: &MaintenanceTarget,
+    files: &mut TableFiles,
+    decision: &ExpiryDecision,
+    reads: &IncrementalReads,
+) -> Result<(ManifestContents, FileDecision)> {
+    let progress = &target.progress;
+    let concurrency = target.settings.metadata_read_concurrency();
+    let retained = &reads.plan.retained_manifests;
+    // Candidates may be gone already (their files are left to orphan removal); a retained
+    // manifest must be readable, as in the full rule.
+    let to_read: Vec<(PathId, bool)> = (reads.candidates.iter().map(|(m, _)| (*m, false)))
+        .chain(reads.retained_deletes.iter().map(|m| (*m, true)))
+        .collect();
+    progress.phase(
+        Phase::ReadingManifests,
+        Some(retained.len() + to_read.len()),
+    )?;
+    let live = files
+        .read_live_fingerprints(&target.io, retained, concurrency, progress)
+        .await?;
+    let live = Arc::new(live);
+    let contents = files
+        .read_entries(
+            &target.io,
+            &to_read,
+            Arc::clone(&live),
+            concurrency,
+            progress,
+        )
+        .await?;
+    let live_kept = |id: PathId| {
+        files
+            .paths
+            .resolve(id)
+            .is_some_and(|key| live.contains(&Fingerprint::of_key(key)))
+    };
+    let delete = decide_incremental(&files.graph, &decision.expired, reads, live_kept, &contents)?;
+    Ok((contents, delete))
 }
 
 /// The session settings as the lowest layer of the policy.

@@ -6,6 +6,7 @@
 
 use std::cell::RefCell;
 
+use super::model::{EntryCounts, ListedManifest};
 use super::paths::{Fingerprint, FingerprintSet};
 use crate::error::Result;
 use crate::iceberg::manifest::for_each_projected;
@@ -85,6 +86,7 @@ static MANIFEST_ARENAS: ArenaPool<RawEntry> = ArenaPool::new();
 pub(super) struct ListItem {
     pub length: i64,
     pub content: ManifestContent,
+    pub listed: ListedManifest,
 }
 
 /// A decoded manifest list and its file size. Hand it to [`DecodedList::recycle`] when done.
@@ -145,6 +147,21 @@ pub(super) fn decode_list(bytes: &[u8], uri: &str) -> Result<DecodedList> {
             ListItem {
                 length: e.manifest_length,
                 content: e.content,
+                listed: ListedManifest {
+                    added_snapshot_id: e.added_snapshot_id,
+                    counts: match (
+                        e.added_files_count,
+                        e.existing_files_count,
+                        e.deleted_files_count,
+                    ) {
+                        (Some(added), Some(existing), Some(deleted)) => Some(EntryCounts {
+                            added,
+                            existing,
+                            deleted,
+                        }),
+                        _ => None,
+                    },
+                },
             },
         );
     });

@@ -171,6 +171,7 @@ impl TableFiles {
         let mut refs = Vec::with_capacity(list.len());
         for (path, item) in list.iter() {
             let id = self.intern_manifest(path)?;
+            self.graph.note_listed(id, item.listed);
             if let Ok(length) = u64::try_from(item.length)
                 && length > 0
             {
@@ -254,7 +255,21 @@ impl TableFiles {
             .into_iter()
             .map(|id| (id, false))
             .collect();
-        let jobs = self.jobs(&unique)?;
+        self.read_entries(io, &unique, kept, concurrency, progress)
+            .await
+    }
+
+    /// [`Self::read_candidate_manifests`] for manifests each with whether it must be readable
+    /// (a required one that is gone fails the read).
+    pub async fn read_entries(
+        &mut self,
+        io: &FileIO,
+        unique: &[(PathId, bool)],
+        kept: Arc<FingerprintSet>,
+        concurrency: usize,
+        progress: &Progress,
+    ) -> Result<ManifestContents> {
+        let jobs = self.jobs(unique)?;
         let decode = Arc::new(move |bytes: &[u8], uri: &str| decode_unkept(bytes, uri, &kept));
         let mut decoded = read_decoded(io, jobs, concurrency, decode, progress);
         let mut contents = ManifestContents::with_capacity(unique.len());

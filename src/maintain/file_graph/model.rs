@@ -34,11 +34,47 @@ pub struct StatisticsRef {
     pub size: Option<i64>,
 }
 
+/// How many entries of each status a manifest holds, as its manifest list says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EntryCounts {
+    pub added: i64,
+    pub existing: i64,
+    pub deleted: i64,
+}
+
+impl EntryCounts {
+    /// ADDED + EXISTING: the files the manifest keeps live.
+    pub fn live(&self) -> i64 {
+        self.added.saturating_add(self.existing)
+    }
+}
+
+/// What manifest lists say about one manifest besides its path: the snapshot that wrote it and
+/// its entry counts (`None` when a list leaves a count out, as v1 lists may, or when two lists
+/// disagree).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ListedManifest {
+    pub added_snapshot_id: SnapshotId,
+    pub counts: Option<EntryCounts>,
+}
+
 /// Every snapshot's files and every statistics entry of the table metadata.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct FileGraph {
     pub snapshots: Vec<SnapshotFiles>,
     pub statistics: Vec<StatisticsRef>,
+    /// Each manifest a manifest list names (v1 inline manifests have none).
+    pub listed: HashMap<PathId, ListedManifest>,
+}
+
+impl FileGraph {
+    /// Record what a list says about `manifest`; lists that disagree leave no counts.
+    pub fn note_listed(&mut self, manifest: PathId, facts: ListedManifest) {
+        let known = self.listed.entry(manifest).or_insert(facts);
+        if *known != facts {
+            known.counts = None;
+        }
+    }
 }
 
 /// One manifest entry: the content file it names.
