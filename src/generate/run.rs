@@ -269,15 +269,22 @@ fn table_json(
     if opts.format_version >= FormatVersion::V2 {
         m.insert("last-sequence-number".into(), history.seq.into());
     }
-    if opts.partitions > 0 {
-        let schema = super::table_schema(true, false);
-        let spec = super::partition_spec(true);
+    let partitioned = opts.partitions > 0;
+    if partitioned || opts.wide_columns {
+        // The schema the manifests were written with (one schema-id 0 everywhere).
+        let schema = super::table_schema(partitioned, opts.wide_columns);
+        let last_column_id = if opts.wide_columns { 6 } else { 3 };
         if opts.format_version == FormatVersion::V1 {
             m.insert("schema".into(), schema.clone());
-            m.insert("partition-spec".into(), spec["fields"].clone());
         }
         m.insert("schemas".into(), json!([schema]));
-        m.insert("last-column-id".into(), 3.into());
+        m.insert("last-column-id".into(), last_column_id.into());
+    }
+    if partitioned {
+        let spec = super::partition_spec(true);
+        if opts.format_version == FormatVersion::V1 {
+            m.insert("partition-spec".into(), spec["fields"].clone());
+        }
         m.insert("partition-specs".into(), json!([spec]));
         m.insert("last-partition-id".into(), 1000.into());
     }

@@ -140,3 +140,51 @@ async fn partitioned_parquet_tables_lay_files_out_by_partition() {
         "{per_part:?}"
     );
 }
+
+/// Wide tables: the metadata's one schema (id 0) is the schema the manifests were written with
+/// and the Parquet files hold, partitioned or not, in every format version.
+#[tokio::test]
+async fn wide_tables_name_one_schema_in_metadata_and_manifests() {
+    use crate::iceberg::locate::{MetadataSettings, locate};
+    use crate::iceberg::manifest::read_manifest;
+    use crate::iceberg::manifest_list::read_manifest_list;
+
+    for (version, partitions) in [
+        (FormatVersion::V1, 0),
+        (FormatVersion::V2, 0),
+        (FormatVersion::V2, 3),
+    ] {
+        let io = FileIO::memory();
+        let location = format!("memory://w{partitions}{version:?}");
+        let mut o = GenerateOptions::new(&location, version, 3, 2, 5, 1_000_000_000);
+        o.parquet_data = true;
+        o.wide_columns = true;
+        o.partitions = partitions;
+        generate(&io, &o).await.unwrap();
+        let located = locate(&io, &location, &MetadataSettings::default())
+            .await
+            .unwrap();
+        let meta: Value = serde_json::from_slice(&located.metadata.to_json_bytes()).unwrap();
+        let schemas = meta["schemas"].as_array().unwrap();
+        assert_eq!(schemas.len(), 1, "{version:?}");
+        let names: Vec<&str> = schemas[0]["fields"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f["name"].as_str().unwrap())
+            .collect();
+        let expected: &[&str] = if partitions > 0 {
+            &["id", "data", "part", "amount", "ts", "flag"]
+        } else {
+            &["id", "data", "amount", "ts", "flag"]
+        };
+        assert_eq!(names, expected, "{version:?}");
+        assert_eq!(meta["last-column-id"], 6);
+        let snap = located.metadata.current_snapshot().unwrap();
+        let list_path = snap.manifest_list.clone().unwrap();
+        let list = read_manifest_list(&io.read(&list_path).await.unwrap(), &list_path).unwrap();
+        let manifest = read_manifest(&io.read(&list[0].manifest_path).await.unwrap(), "m").unwrap();
+        let header: Value = serde_json::from_str(manifest.meta_str("schema").unwrap()).unwrap();
+        assert_eq!(header["fields"], schemas[0]["fields"], "{version:?}");
+    }
+}
