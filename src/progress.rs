@@ -387,9 +387,7 @@ impl Progress {
     /// Starts `phase` with `total` files (finishing the previous one); fails when cancelled
     /// before the procedure writes.
     pub fn phase(&self, phase: Phase, total: Option<usize>) -> Result<()> {
-        self.check()?;
-        self.start(phase, total);
-        Ok(())
+        self.phase_sized(phase, total, None)
     }
 
     /// Starts `phase` with `total` units and `total_bytes` bytes (finishing the previous one);

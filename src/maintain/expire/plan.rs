@@ -19,7 +19,6 @@ use crate::maintain::expire::retention::{
     Retention, SETTING_MIN_SNAPSHOTS_TO_KEEP, TablePolicy, effective_policy_sourced,
 };
 use crate::maintain::file_graph::graph::TableFiles;
-use crate::maintain::file_graph::paths::Fingerprint;
 use crate::maintain::target::MaintenanceTarget;
 use crate::plan::ExpireOptions;
 use crate::progress::Phase;
@@ -193,12 +192,7 @@ pub async fn plan_files_in(
             progress,
         )
         .await?;
-    let live_kept = |id: PathId| {
-        files
-            .paths
-            .resolve(id)
-            .is_some_and(|key| live.contains(&Fingerprint::of_key(key)))
-    };
+    let live_kept = |id: PathId| files.is_live(&live, id);
     let delete = decide_candidates(
         &files.graph,
         &decision.expired,
@@ -251,12 +245,7 @@ async fn incremental_files(
             progress,
         )
         .await?;
-    let live_kept = |id: PathId| {
-        files
-            .paths
-            .resolve(id)
-            .is_some_and(|key| live.contains(&Fingerprint::of_key(key)))
-    };
+    let live_kept = |id: PathId| files.is_live(&live, id);
     let delete = decide_incremental(&files.graph, &decision.expired, reads, live_kept, &contents)?;
     Ok((contents, delete))
 }

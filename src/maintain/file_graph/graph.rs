@@ -35,7 +35,7 @@ use crate::maintain::file_graph::model::{
 use crate::progress::{Phase, Progress};
 
 use super::decoded::{DecodedList, decode_list, decode_live_fingerprints, decode_unkept};
-use super::paths::{FingerprintSet, PathId, PathInterner};
+use super::paths::{Fingerprint, FingerprintSet, PathId, PathInterner};
 use super::pipeline::{ReadJob, read_decoded};
 
 /// A table's file graph as read from storage, with the interned paths and their URIs.
@@ -199,6 +199,14 @@ impl TableFiles {
                 })
             })
             .collect()
+    }
+
+    /// Whether path `id` is among `live` (fingerprints of live files, as
+    /// [`TableFiles::read_live_fingerprints`] folds them).
+    pub fn is_live(&self, live: &FingerprintSet, id: PathId) -> bool {
+        self.paths
+            .resolve(id)
+            .is_some_and(|key| live.contains(&Fingerprint::of_key(key)))
     }
 
     /// Read the retained `manifests` (each must be readable) and fold the fingerprints of their
