@@ -132,6 +132,8 @@ pub mod format;
 mod generate;
 mod hints;
 mod iceberg;
+#[cfg(feature = "datafusion")]
+mod inspect;
 mod io;
 #[cfg(test)]
 mod layers;
@@ -139,6 +141,8 @@ mod literal;
 mod maintain;
 mod plan;
 mod pool;
+#[cfg(feature = "datafusion")]
+mod query;
 pub mod progress;
 mod settings;
 #[cfg(feature = "cli")]
@@ -223,10 +227,10 @@ pub mod internals {
     /// See `src/sql/`.
     pub mod sql {
         pub use crate::sql::{
-            AlterAction, AlterExecute, AlterTable, Arg, ArgValue, BindContext, CompareOp,
-            Comparison, DEFAULT_MAX_PARSER_DEPTH, DEFAULT_MAX_QUERY_SIZE, EngineArg, EngineName,
-            Literal, LiteralList, MAX_PARSER_DEPTH_CEILING, OrderKey, ParseLimits, Projection,
-            Select, SessionTimeZone, Statement, SystemTable, TableName, ast, bind,
+            AlterAction, AlterExecute, AlterTable, Arg, ArgValue, BindContext,
+            DEFAULT_MAX_PARSER_DEPTH, DEFAULT_MAX_QUERY_SIZE, EngineArg, EngineName,
+            Literal, LiteralList, MAX_PARSER_DEPTH_CEILING, ParseLimits,
+            Select, SessionTimeZone, Statement, TableName, ast, bind,
             format_duration_ms, parse_duration_ms, parse_statement, parse_statement_at,
             parse_statement_with, parse_timestamp_ms, parse_where_with, split_statements,
         };

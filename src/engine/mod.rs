@@ -8,14 +8,13 @@ pub(crate) mod api_procedures;
 pub(crate) mod api_snapshots;
 pub(crate) mod catalog_db;
 pub(crate) mod ddl;
-pub(crate) mod introspect;
+pub(crate) mod describe;
 pub(crate) mod params;
 pub(crate) mod procedures;
 pub(crate) mod registry;
 pub(crate) mod render;
 pub(crate) mod result;
 pub(crate) mod runtime;
-pub(crate) mod select_eval;
 pub(crate) mod session;
 pub(crate) mod table;
 

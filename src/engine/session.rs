@@ -21,13 +21,11 @@ use tokio::sync::Mutex;
 
 use super::catalog_db;
 use super::ddl;
-use super::introspect::system_table_rows;
 use super::params::{PARAM_SETTING_PREFIX, setting_value_text, substitute};
 use super::procedures::{OPTIMIZE_DISABLED, check_gates, run_procedure_on, run_table_change_on};
 use super::registry::Registry;
 use super::result::QueryResult;
 use super::runtime::Runtime;
-use super::select_eval;
 use super::table::open_table;
 use crate::clock::Clock;
 use crate::error::{Error, ErrorKind, Result};
@@ -41,13 +39,17 @@ use crate::sql::bind_snapshots::bind_alter;
 use crate::sql::lexer::{Kind, Lexer, Punct, Token as LexToken};
 use crate::sql::parser::parse_checked;
 use crate::sql::{
-    AlterExecute, AlterTable, BindContext, Literal, OptimizeManifest, ParseLimits, Select,
+    AlterExecute, AlterTable, BindContext, Literal, OptimizeManifest, ParseLimits,
     Statement, TableName, bind_noted, split_statements,
 };
 
 mod databases;
 pub use databases::KnownNames;
 mod dispatch;
+mod newest;
+mod show;
+#[cfg(feature = "datafusion")]
+mod metadata_query;
 mod table_statements;
 
 fn unknown_database(database: &str) -> Error {

@@ -155,6 +155,20 @@ pub const SESSION_SETTINGS: &[SettingDef] = &[
               is TOO_DEEP_RECURSION; 1 to 2000",
     },
     SettingDef {
+        name: "max_memory_usage",
+        ty: SettingType::UInt,
+        default: SettingValue::UInt(4 * 1024 * 1024 * 1024),
+        doc: "bytes a SELECT's sorts, aggregates and joins may hold before it fails with \
+              MEMORY_LIMIT_EXCEEDED (0: unbounded)",
+    },
+    SettingDef {
+        name: "iceberg_metadata_tables_allow_full_scan",
+        ty: SettingType::Bool,
+        default: SettingValue::Bool(false),
+        doc: "allow reading a metadata table built from manifests (system.iceberg_files, ...) \
+              without a `table = '...'` predicate, which opens every registered table",
+    },
+    SettingDef {
         name: "iceberg_statement_cache_max_bytes",
         ty: SettingType::UInt,
         default: SettingValue::UInt(256 * 1024 * 1024),

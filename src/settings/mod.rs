@@ -43,6 +43,24 @@ impl Value {
     }
 }
 
+/// A setting's default as `SHOW SETTINGS` prints values (`0`/`1` for Bool).
+pub fn default_text(def: &SettingDef) -> String {
+    match def.default {
+        SettingValue::Bool(b) => u8::from(b).to_string(),
+        SettingValue::UInt(v) => v.to_string(),
+        SettingValue::EmptyString => String::new(),
+    }
+}
+
+/// A setting type's ClickHouse name (`SHOW SETTINGS`' `type` column).
+pub fn type_name(ty: SettingType) -> &'static str {
+    match ty {
+        SettingType::Bool => "Bool",
+        SettingType::UInt => "UInt64",
+        SettingType::String => "String",
+    }
+}
+
 /// Values of a registry of settings (session or table), every known name present.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Settings {
@@ -238,6 +256,16 @@ impl Settings {
     /// `max_parser_depth`: nesting of brackets and `NOT` (1 to [`MAX_PARSER_DEPTH_CEILING`]).
     pub fn max_parser_depth(&self) -> u64 {
         self.get_uint("max_parser_depth")
+    }
+
+    /// `max_memory_usage` (0: unbounded).
+    pub fn max_memory_usage(&self) -> u64 {
+        self.get_uint("max_memory_usage")
+    }
+
+    /// `iceberg_metadata_tables_allow_full_scan`.
+    pub fn metadata_tables_allow_full_scan(&self) -> bool {
+        self.get_bool("iceberg_metadata_tables_allow_full_scan")
     }
 
     /// `iceberg_statement_cache_max_bytes` (0: no statement read cache).

@@ -42,7 +42,7 @@ pub enum Statement {
     Use(String),
     /// `SET name = literal [, ...]`.
     Set(Vec<(String, Literal)>),
-    /// `SELECT … FROM system.iceberg_*` (introspection).
+    /// `[WITH …] SELECT …` over the `system.iceberg_*` metadata tables.
     Select(Select),
     /// `ALTER TABLE [db.]t` on refs or properties (`CREATE BRANCH`, `SET TBLPROPERTIES`, ...).
     AlterTable(AlterTable),
@@ -59,6 +59,27 @@ pub enum Statement {
         name: String,
         format: Option<String>,
     },
+    /// `DESCRIBE [TABLE] [db.]t` or `DESCRIBE (SELECT …)` (also `DESC`) `[FORMAT f]`.
+    Describe {
+        target: DescribeTarget,
+        format: Option<String>,
+    },
+    /// `SHOW [CHANGED] SETTINGS [LIKE | ILIKE 'pattern'] [FORMAT f]`.
+    ShowSettings {
+        changed: bool,
+        /// The pattern and whether it ignores case (`ILIKE`).
+        like: Option<(String, bool)>,
+        format: Option<String>,
+    },
+}
+
+/// What `DESCRIBE` describes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DescribeTarget {
+    /// A registered table or `system.<table>`.
+    Table(TableName),
+    /// A query's result (the text inside the parentheses).
+    Query(String),
 }
 
 /// `OPTIMIZE TABLE [db.]t MANIFEST [FORMAT f]` (a format only under `EXPLAIN`: the statement
@@ -535,6 +556,29 @@ impl fmt::Display for Statement {
                 write_ident(f, name)?;
                 write_format(f, format)
             }
+            Statement::Describe { target, format } => {
+                match target {
+                    DescribeTarget::Table(name) => write!(f, "DESCRIBE TABLE {name}")?,
+                    DescribeTarget::Query(text) => write!(f, "DESCRIBE ({text})")?,
+                }
+                write_format(f, format)
+            }
+            Statement::ShowSettings {
+                changed,
+                like,
+                format,
+            } => {
+                f.write_str(if *changed {
+                    "SHOW CHANGED SETTINGS"
+                } else {
+                    "SHOW SETTINGS"
+                })?;
+                if let Some((pattern, ignore_case)) = like {
+                    f.write_str(if *ignore_case { " ILIKE " } else { " LIKE " })?;
+                    write!(f, "{}", Literal::String(pattern.clone()))?;
+                }
+                write_format(f, format)
+            }
         }
     }
 }
@@ -554,7 +598,9 @@ impl Statement {
             Statement::ShowTables { format, .. }
             | Statement::ShowCreateTable { format, .. }
             | Statement::ShowDatabases { format }
-            | Statement::ShowCreateDatabase { format, .. } => format.as_deref(),
+            | Statement::ShowCreateDatabase { format, .. }
+            | Statement::Describe { format, .. }
+            | Statement::ShowSettings { format, .. } => format.as_deref(),
             Statement::Select(select) => select.format.as_deref(),
             Statement::OptimizeManifest(optimize) => optimize.format.as_deref(),
             _ => None,

@@ -1,6 +1,5 @@
 //! The one-pass parsers of the statements whose text may be long and flat: `[EXPLAIN] ALTER TABLE
-//! t EXECUTE p(args) [FORMAT f]` (an argument may be a list of a million ids) and the
-//! introspection `SELECT` ([`super::fast_select`]: thousands of `AND`ed comparisons). They read
+//! t EXECUTE p(args) [FORMAT f]` (an argument may be a list of a million ids). It reads
 //! icetrim's [`Lexer`] tokens, build no sqlparser tree and recurse on nothing, so memory follows
 //! the values (a canonical `Int64` list element costs 8 bytes) and any length parses on a small
 //! stack.
@@ -26,10 +25,6 @@ use crate::error::{Error, ErrorKind, Result};
 
 /// The statement, when it is one of the forms read here (see the module comment).
 pub(crate) fn parse(sql: &str, first_line: usize) -> Option<Result<Statement>> {
-    let first = Lexer::new(sql).next_significant();
-    if first.is_word(sql, "SELECT") {
-        return super::fast_select::parse(sql).map(Ok);
-    }
     parse_execute(sql, first_line)
 }
 

@@ -5,9 +5,9 @@
 //! - [`limits`]: `max_query_size` and `max_parser_depth`, checked before parsing.
 //! - [`parser`] and [`ast`]: the statement grammar (`grammar/icetrim.md`), round-trip printable;
 //!   `fast` reads the long flat statements in one pass over `lexer`'s tokens, without sqlparser's
-//!   tree (`literal_parse`, `fast_select`, `where_parse`; `sqlparser_glue` is what they share
+//!   tree (`literal_parse`, `where_parse`; `sqlparser_glue` is what they share
 //!   with the sqlparser path, `render` the text of an expression kept unparsed).
-//! - [`select`]: the introspection `SELECT` over `system.iceberg_*`.
+//! - [`select`]: a `SELECT` over `system.iceberg_*`, kept as text for the query engine.
 //! - [`bind`]: procedure arguments → [`crate::plan::ProcedureCall`], with ClickHouse's messages.
 //! - [`duration`] and [`timestamp`]: the argument value grammars.
 
@@ -19,7 +19,6 @@ pub mod bind_compact;
 pub mod bind_snapshots;
 pub mod duration;
 pub(crate) mod fast;
-pub(crate) mod fast_select;
 pub(crate) mod lexer;
 pub mod limits;
 pub(crate) mod literal_parse;
@@ -33,8 +32,8 @@ pub(crate) mod where_parse;
 
 pub use crate::literal::LiteralList;
 pub use ast::{
-    AlterAction, AlterExecute, AlterTable, Arg, ArgValue, CreateTable, EngineArg, EngineName,
-    Literal, OptimizeManifest, Statement, TableName,
+    AlterAction, AlterExecute, AlterTable, Arg, ArgValue, CreateTable, DescribeTarget, EngineArg,
+    EngineName, Literal, OptimizeManifest, Statement, TableName,
 };
 pub use bind::{BindContext, bind, bind_noted};
 pub use bind_compact::{parse_where, parse_where_with};
@@ -43,6 +42,6 @@ pub use limits::{
     DEFAULT_MAX_PARSER_DEPTH, DEFAULT_MAX_QUERY_SIZE, MAX_PARSER_DEPTH_CEILING, ParseLimits,
 };
 pub use parser::{parse_statement, parse_statement_at, parse_statement_with};
-pub use select::{CompareOp, Comparison, OrderKey, Projection, Select, SystemTable};
+pub use select::Select;
 pub use split::split_statements;
 pub use timestamp::{SessionTimeZone, parse_timestamp_ms};

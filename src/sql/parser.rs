@@ -2,15 +2,14 @@
 //!
 //! sqlparser 0.64 parses none of the `ALTER TABLE … EXECUTE` forms and reads `SET a = 1, b = 2`
 //! wrongly in its ClickHouse dialect, so this module peeks the leading keywords itself and hands
-//! sqlparser only expressions (procedure arguments), column definitions and the introspection
-//! `SELECT`. A statement it does not model goes to sqlparser whole: if sqlparser accepts it, it is
+//! sqlparser only expressions (procedure arguments) and column definitions; a `SELECT` is kept as
+//! text for the query engine (it only finds where the query ends). A statement it does not model goes to sqlparser whole: if sqlparser accepts it, it is
 //! refused with `NOT_IMPLEMENTED` ("Statement … is not supported by icetrim"), else it is a
 //! `SYNTAX_ERROR`. Syntax errors carry the character position, line and column, ClickHouse-style.
 //! The accepted language is written down in `grammar/icetrim.md`.
 //!
 //! Before any of it, the text is checked against the limits ([`super::limits`]), and the
-//! statements whose text may be long and flat (`ALTER TABLE … EXECUTE`, the introspection
-//! `SELECT`) are read in one pass by `sql::fast`. Literals are read without sqlparser's tree
+//! statements whose text may be long and flat (`ALTER TABLE … EXECUTE`) are read in one pass by `sql::fast`. Literals are read without sqlparser's tree
 //! (`sql::literal_parse`); sqlparser's expression parser only sees text with few operators
 //! (`limits::SQLPARSER_MAX_OPERATORS`): a longer statement it would have to read is refused as
 //! not supported (or, where a literal belongs, as not a literal).
@@ -22,8 +21,8 @@ use sqlparser::tokenizer::{Token, TokenWithSpan, Tokenizer};
 
 use super::alter_refs;
 use super::ast::{
-    AlterExecute, AlterTable, Arg, ArgValue, CreateDatabase, CreateTable, Engine, EngineArg,
-    EngineName, Literal, OptimizeManifest, OptimizeTable, Statement, TableName,
+    AlterExecute, AlterTable, Arg, ArgValue, CreateDatabase, CreateTable, DescribeTarget, Engine,
+    EngineArg, EngineName, Literal, OptimizeManifest, OptimizeTable, Statement, TableName,
 };
 use super::lexer::Lexer;
 use super::limits::{ParseLimits, SQLPARSER_MAX_OPERATORS, sqlparser_can_parse};
@@ -154,7 +153,8 @@ fn parse_known(
             Keyword::SHOW => parse_show(p, format_name)?,
             Keyword::USE => parse_use(p)?,
             Keyword::SET => Some(parse_set(p, sql)?),
-            Keyword::SELECT => Some(parse_select(p, sql, format_name)?),
+            Keyword::SELECT | Keyword::WITH => Some(parse_select(p, sql, format_name)),
+            Keyword::DESCRIBE | Keyword::DESC => Some(parse_describe(p, sql, format_name)?),
             Keyword::OPTIMIZE => parse_optimize(p, false, format_name)?,
             _ => None,
         },
@@ -193,6 +193,12 @@ fn positioned(message: &str, at: &TokenWithSpan) -> Fail {
 
 fn parse_explain(p: &mut Parser, sql: &str, format: Option<String>) -> PResult<Option<Statement>> {
     let [_, next] = p.peek_tokens::<2>();
+    if matches!(&next, Token::Word(w) if matches!(w.keyword, Keyword::SELECT | Keyword::WITH)) {
+        p.next_token();
+        return Ok(Some(Statement::Explain(Box::new(parse_select(
+            p, sql, format,
+        )))));
+    }
     if matches!(&next, Token::Word(w) if w.keyword == Keyword::OPTIMIZE) {
         p.next_token();
         return parse_optimize(p, true, format);
@@ -379,12 +385,92 @@ fn parse_literal(p: &mut Parser, sql: &str, what: &str) -> PResult<Literal> {
     }
 }
 
-fn parse_select(p: &mut Parser, sql: &str, format: Option<String>) -> PResult<Statement> {
-    if !sqlparser_can_parse(sql) {
-        return Err(Fail::Done(super::select::unsupported("This SELECT form")));
+/// `DESCRIBE|DESC [TABLE] [db.]t` or `DESCRIBE|DESC (query)`: the query's text between the
+/// outer parentheses.
+fn parse_describe(p: &mut Parser, sql: &str, format: Option<String>) -> PResult<Statement> {
+    p.next_token();
+    if p.peek_token_ref().token == Token::LParen {
+        let open = p.next_token();
+        let start = byte_offset(sql, open.span.end);
+        let mut depth = 1usize;
+        let end = loop {
+            let token = p.next_token();
+            match token.token {
+                Token::EOF => return Ok(p.expected("')'", token)?),
+                Token::LParen => depth += 1,
+                Token::RParen => {
+                    depth -= 1;
+                    if depth == 0 {
+                        break byte_offset(sql, token.span.start);
+                    }
+                }
+                _ => {}
+            }
+        };
+        let text = sql.get(start..end).unwrap_or_default().trim().to_string();
+        return Ok(Statement::Describe {
+            target: DescribeTarget::Query(text),
+            format,
+        });
     }
-    let query = p.parse_query()?;
-    Ok(Statement::Select(Select::from_query(&query, format)?))
+    let _ = p.parse_keyword(Keyword::TABLE);
+    let name = parse_table_name(p)?;
+    Ok(Statement::Describe {
+        target: DescribeTarget::Table(name),
+        format,
+    })
+}
+
+/// A query: its text up to `FORMAT` (or the end), every token consumed. The query engine parses
+/// it; a syntax error is reported there.
+fn parse_select(p: &mut Parser, sql: &str, format: Option<String>) -> Statement {
+    let start = byte_offset(sql, p.peek_token_ref().span.start);
+    let mut end = start;
+    loop {
+        let token = p.next_token();
+        if token.token == Token::EOF {
+            break;
+        }
+        end = byte_offset(sql, token.span.end);
+    }
+    let text = without_comments(sql.get(start..end).unwrap_or_default());
+    Statement::Select(Select { text, format })
+}
+
+/// `text` with each comment (`--`, `#`, `/* */`) replaced by spaces of the same length: the query
+/// engine's dialect does not read every comment ClickHouse does (`#`), and a comment never
+/// changes a query's meaning.
+fn without_comments(text: &str) -> String {
+    let Ok(tokens) = Tokenizer::new(&ClickHouseDialect {}, text).tokenize_with_location() else {
+        return text.to_string();
+    };
+    let mut out = text.to_string();
+    for token in tokens {
+        let is_comment = matches!(
+            token.token,
+            Token::Whitespace(
+                sqlparser::tokenizer::Whitespace::SingleLineComment { .. }
+                    | sqlparser::tokenizer::Whitespace::MultiLineComment(_)
+            )
+        );
+        if !is_comment {
+            continue;
+        }
+        let (from, to) = (
+            byte_offset(text, token.span.start),
+            byte_offset(text, token.span.end),
+        );
+        if let Some(comment) = out.get(from..to) {
+            // ASCII only, padded to the comment's byte length, so later spans still line up.
+            let blank: String = comment
+                .chars()
+                .map(|c| if c == '\n' { '\n' } else { ' ' })
+                .collect();
+            let padded = format!("{blank:<width$}", width = to - from);
+            out.replace_range(from..to, &padded);
+        }
+    }
+    out.trim_end().to_string()
 }
 
 /// A statement icetrim does not model: `NOT_IMPLEMENTED` when sqlparser (ClickHouse or generic

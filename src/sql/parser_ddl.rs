@@ -206,6 +206,27 @@ pub(super) fn parse_show(p: &mut Parser, format: Option<String>) -> PResult<Opti
         };
         return Ok(Some(Statement::ShowTables { from_db, format }));
     }
+    let changed = matches!(&next, Token::Word(w) if w.quote_style.is_none() && w.value.eq_ignore_ascii_case("CHANGED"));
+    let settings_at = if changed { &third } else { &next };
+    if keyword(settings_at, Keyword::SETTINGS) {
+        p.next_token();
+        p.next_token();
+        if changed {
+            p.next_token();
+        }
+        let like = match p.parse_one_of_keywords(&[Keyword::LIKE, Keyword::ILIKE]) {
+            Some(which) => {
+                let pattern = p.parse_literal_string()?;
+                Some((pattern, which == Keyword::ILIKE))
+            }
+            None => None,
+        };
+        return Ok(Some(Statement::ShowSettings {
+            changed,
+            like,
+            format,
+        }));
+    }
     if keyword(&next, Keyword::DATABASES) {
         p.next_token();
         p.next_token();

@@ -682,6 +682,7 @@ sessions! {
     gates => "gates.test",
     hints => "hints.test",
     introspection => "introspection.test",
+    metadata_sql => "metadata_sql.test",
     orphans_clickhouse => "orphans_clickhouse.test",
     output_formats => "output_formats.test",
     orphans_location => "orphans_location.test",

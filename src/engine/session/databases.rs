@@ -1,9 +1,7 @@
 //! Databases and what a session reads without touching a table's storage: which database a name
-//! is in, whether it exists or is a catalog database, `SHOW TABLES`, and `SELECT` over the
-//! `system.iceberg_*` tables.
+//! is in, whether it exists or is a catalog database, and `SHOW TABLES`.
 
 use super::*;
-use crate::sql::SystemTable;
 
 impl Session {
     pub(super) fn database_of(&self, name: &TableName) -> String {
@@ -52,6 +50,15 @@ impl Session {
 
     pub(super) async fn show_tables(&self, from_db: Option<&str>) -> Result<QueryResult> {
         let database = from_db.unwrap_or(&self.database);
+        if database == "system" {
+            return Ok(QueryResult::table(
+                vec![Column::new("name", "String")],
+                Self::system_table_names()
+                    .into_iter()
+                    .map(|n| vec![Value::from(n)])
+                    .collect(),
+            ));
+        }
         self.check_database(database).await?;
         if let Some(def) = self.catalog_database(database).await {
             let progress = Progress::new(None, self.cancel.clone());
@@ -74,64 +81,6 @@ impl Session {
             vec![Column::new("name", "String")],
             names.into_iter().map(|n| vec![Value::Str(n)]).collect(),
         ))
-    }
-
-    pub(super) async fn select(&self, select: &Select) -> Result<QueryResult> {
-        let wanted = |column: &str| {
-            select
-                .filter
-                .iter()
-                .find(|c| c.column == column && c.op == crate::sql::CompareOp::Eq)
-                .and_then(|c| match &c.value {
-                    Literal::String(s) => Some(s.clone()),
-                    _ => None,
-                })
-        };
-        let (only_db, only_table) = (wanted("database"), wanted("table"));
-        let (defs, catalogs) = {
-            let registry = self.shared.registry.lock().await;
-            let defs: Vec<_> = registry
-                .all()
-                .filter(|d| only_db.as_ref().is_none_or(|db| *db == d.database))
-                .cloned()
-                .collect();
-            let catalogs: Vec<_> = registry
-                .databases()
-                .filter(|d| only_db.as_ref().is_none_or(|db| *db == d.name))
-                .cloned()
-                .collect();
-            (defs, catalogs)
-        };
-        let (columns, mut rows) =
-            system_table_rows(&self.shared.runtime, &self.settings, select.table, &defs).await?;
-        let progress = Progress::new(None, self.cancel.clone());
-        for def in &catalogs {
-            let catalog = self.catalogs.get(def)?;
-            let names = match &only_table {
-                Some(name) => vec![name.clone()],
-                None => {
-                    let listed = catalog_db::table_names(def, catalog.as_ref());
-                    catalog_db::cancellable(&progress, listed).await?
-                }
-            };
-            for name in names {
-                let runtime = &self.shared.runtime;
-                let catalog = Arc::clone(&catalog);
-                let open = catalog_db::open_table_in(runtime, &self.settings, def, catalog, &name);
-                let target = catalog_db::cancellable(&progress, open).await?;
-                crate::engine::introspect::target_rows(
-                    &self.settings,
-                    select.table,
-                    &target,
-                    (&def.name, &name),
-                    &mut rows,
-                )
-                .await
-                .map_err(|e| catalog_db::scrub(e, def))?;
-            }
-        }
-        let (columns, rows) = select_eval::evaluate(select, columns, rows)?;
-        Ok(QueryResult::table(columns, rows))
     }
 }
 
@@ -179,20 +128,17 @@ impl Session {
             .map(|def| (def.database.clone(), def.name.clone()))
             .collect();
         tables.sort();
-        let system_tables = [
-            SystemTable::IcebergHistory,
-            SystemTable::IcebergSnapshots,
-            SystemTable::IcebergRefs,
-        ]
-        .into_iter()
-        .map(|table| {
-            let columns = crate::engine::introspect::columns(table);
-            (
-                table.as_str(),
-                columns.into_iter().map(|c| c.name).collect(),
-            )
-        })
-        .collect();
+        #[cfg(feature = "datafusion")]
+        let system_tables = crate::inspect::MetadataTable::ALL
+            .iter()
+            .map(|table| {
+                let schema = table.schema();
+                let columns = schema.fields().iter().map(|f| f.name().clone()).collect();
+                (table.name(), columns)
+            })
+            .collect();
+        #[cfg(not(feature = "datafusion"))]
+        let system_tables = Vec::new();
         KnownNames {
             databases,
             tables,

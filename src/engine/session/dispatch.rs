@@ -74,6 +74,10 @@ impl Session {
                 QueryResult::empty()
             }
             Statement::Select(select) => self.select(select).await?,
+            Statement::Describe { target, .. } => self.describe(target).await?,
+            Statement::ShowSettings { changed, like, .. } => {
+                self.show_settings(*changed, like.as_ref())
+            }
             Statement::AlterTable(alter) => self.alter_table(alter, false).await?,
             Statement::OptimizeManifest(optimize) => {
                 self.optimize_manifest(optimize, false).await?

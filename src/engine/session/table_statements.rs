@@ -42,6 +42,7 @@ impl Session {
             Statement::Optimize(o) => self.optimize(o, true).await,
             Statement::AlterTable(alter) => self.alter_table(alter, true).await,
             Statement::OptimizeManifest(optimize) => self.optimize_manifest(optimize, true).await,
+            Statement::Select(select) => self.explain_select(select).await,
             other => Err(Error::new(
                 ErrorKind::NotImplemented,
                 format!("EXPLAIN is not supported for {other}"),

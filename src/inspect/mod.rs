@@ -1,0 +1,143 @@
+//! The metadata tables (`system.iceberg_*`): their names, their Arrow schemas, and their rows,
+//! built from each table's Iceberg metadata and manifests and streamed as Arrow record batches.
+//!
+//! Every table starts with the columns `database` and `table`. A table is found through a
+//! [`TableSource`] (the engine's registry and catalogs): this layer never opens a table by
+//! itself, so a query about one table opens only that one. Rows are produced by one task per
+//! scan into a [`BatchSink`] with back-pressure, so a large table (every file of every snapshot)
+//! is never held whole in memory.
+//!
+//! `provider` makes each table a DataFusion table provider, with the filters on `database`,
+//! `table`, `snapshot_id` and `ref` pushed down into a [`Scope`].
+
+mod history;
+pub mod provider;
+mod sink;
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+
+pub use sink::BatchSink;
+
+use crate::error::Result;
+use crate::iceberg::metadata::TableMetadata;
+use crate::io::FileIO;
+
+/// One table, opened for reading its metadata.
+#[derive(Clone)]
+pub struct InspectedTable {
+    pub database: String,
+    pub name: String,
+    /// The table's newest metadata.
+    pub metadata: Arc<TableMetadata>,
+    /// Where that metadata was read from (full path), when known.
+    pub metadata_location: Option<String>,
+    /// Storage for reading its manifest lists and manifests.
+    pub io: FileIO,
+}
+
+/// The registered tables a query may read: names first (cheap: no storage request for path
+/// tables), then each table opened on demand.
+#[async_trait]
+pub trait TableSource: Send + Sync {
+    /// `(database, table)` of every table matching the pushed-down names (`None`: any).
+    async fn names(
+        &self,
+        database: Option<&str>,
+        table: Option<&str>,
+    ) -> Result<Vec<(String, String)>>;
+
+    /// Opens `database`.`table` (its newest metadata).
+    async fn open(&self, database: &str, table: &str) -> Result<InspectedTable>;
+}
+
+/// Which snapshot a per-snapshot table reads, from the pushed-down predicates `snapshot_id = X`
+/// and `ref = 'b'` (both unset: the current snapshot of `main`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Scope {
+    pub snapshot_id: Option<i64>,
+    pub ref_name: Option<String>,
+}
+
+/// The metadata tables, by their name in the `system` database.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum MetadataTable {
+    /// `iceberg_history`
+    History,
+    /// `iceberg_snapshots`
+    Snapshots,
+    /// `iceberg_refs`
+    Refs,
+}
+
+impl MetadataTable {
+    /// Every metadata table, in the order `SHOW TABLES FROM system` lists them (by name).
+    pub const ALL: &'static [MetadataTable] = &[
+        MetadataTable::History,
+        MetadataTable::Refs,
+        MetadataTable::Snapshots,
+    ];
+
+    /// The name inside the `system` database.
+    pub fn name(self) -> &'static str {
+        match self {
+            MetadataTable::History => "iceberg_history",
+            MetadataTable::Snapshots => "iceberg_snapshots",
+            MetadataTable::Refs => "iceberg_refs",
+        }
+    }
+
+    /// The table named `name` inside `system`, exactly (ClickHouse's names are case-sensitive).
+    pub fn from_name(name: &str) -> Option<MetadataTable> {
+        Self::ALL.iter().copied().find(|t| t.name() == name)
+    }
+
+    /// Whether the rows come from one snapshot (chosen by `snapshot_id = X` or `ref = 'b'`).
+    pub fn is_per_snapshot(self) -> bool {
+        false
+    }
+
+    /// Whether the rows come from manifest lists or manifests (reading them costs a request per
+    /// file), not from the metadata file alone.
+    pub fn reads_manifests(self) -> bool {
+        false
+    }
+
+    /// The table's own columns, after `database` and `table`.
+    fn own_fields(self) -> Vec<datafusion::arrow::datatypes::Field> {
+        match self {
+            MetadataTable::History => history::history_fields(),
+            MetadataTable::Snapshots => history::snapshot_fields(),
+            MetadataTable::Refs => history::ref_fields(),
+        }
+    }
+
+    /// The Arrow schema: `database`, `table`, then the table's own columns.
+    pub fn schema(self) -> datafusion::arrow::datatypes::SchemaRef {
+        use datafusion::arrow::datatypes::{DataType, Field, Schema};
+        let mut fields = vec![
+            Field::new("database", DataType::Utf8, false),
+            Field::new("table", DataType::Utf8, false),
+        ];
+        fields.extend(self.own_fields());
+        Arc::new(Schema::new(fields))
+    }
+
+    /// Sends the rows of `table` within `scope` to `sink`; `Ok(false)` when the reader has gone.
+    pub(crate) async fn produce(
+        self,
+        table: &InspectedTable,
+        _scope: &Scope,
+        sink: &BatchSink,
+    ) -> Result<bool> {
+        let m = &table.metadata;
+        let columns = match self {
+            MetadataTable::History => history::history_columns(m),
+            MetadataTable::Snapshots => history::snapshot_columns(m),
+            MetadataTable::Refs => history::ref_columns(m),
+        };
+        sink.send(table, columns).await
+    }
+}
