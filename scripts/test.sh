@@ -24,6 +24,10 @@ if cargo tree -e normal --no-default-features --features s3 | grep -E '\baws-sdk
   echo "the library without default features still depends on the Glue SDK" >&2
   exit 1
 fi
+if cargo tree -e normal --no-default-features --features s3 | grep -E '\bdatafusion v'; then
+  echo "the library without default features still depends on DataFusion" >&2
+  exit 1
+fi
 # `glue` is a default feature; `--features glue` keeps the line working for older checkouts.
 cargo test --all-targets --features glue "$@"
 cargo test --doc --features glue

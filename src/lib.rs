@@ -154,6 +154,8 @@ pub use clock::{Clock, FixedClock, SystemClock};
 pub use engine::Table;
 pub use error::{Error, ErrorKind, Result};
 pub use iceberg::locate::MetadataSettings;
+#[cfg(feature = "datafusion")]
+pub use inspect::MetadataTable;
 pub use io::{AzureOptions, FileIO, GcsOptions, S3Options, StorageOptions};
 pub use maintain::compact::CompactExplainRow;
 pub use maintain::expire::ExpireExplainRow;
@@ -169,6 +171,9 @@ pub use plan::{
     SnapshotProcedure, SnapshotSelector, TableChange,
 };
 pub use settings::Settings;
+/// Apache DataFusion, as icetrim builds it (its Arrow types are those of the metadata tables).
+#[cfg(feature = "datafusion")]
+pub use datafusion;
 
 /// What the tests, benchmarks, the `icetrim-generate` and `avro_bench` binaries and the fuzz
 /// targets reach into beyond the public surface. Not part of the API: no stability promise.

@@ -196,6 +196,18 @@ impl Table {
     pub fn remove_orphan_files(&self) -> RemoveOrphanFiles<'_> {
         RemoveOrphanFiles::new(self)
     }
+
+    /// The table's name in messages (its location unless [`Table::name`] set one).
+    #[cfg(feature = "datafusion")]
+    pub(super) fn table_name(&self) -> &str {
+        &self.name
+    }
+
+    /// The target a read of this table's metadata uses: the table's settings, no progress sink.
+    #[cfg(feature = "datafusion")]
+    pub(super) fn read_target(&self) -> Result<MaintenanceTarget> {
+        Run::new(self).target()
+    }
 }
 
 /// A point in time given to a builder: Unix milliseconds, a [`SystemTime`], or text read as SQL

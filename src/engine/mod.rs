@@ -4,6 +4,8 @@
 //! statements to route to icetrim.
 
 pub(crate) mod api;
+#[cfg(feature = "datafusion")]
+pub(crate) mod api_inspect;
 pub(crate) mod api_procedures;
 pub(crate) mod api_snapshots;
 pub(crate) mod catalog_db;
@@ -19,6 +21,8 @@ pub(crate) mod session;
 pub(crate) mod table;
 
 pub use api::{Table, Timestamp};
+#[cfg(feature = "datafusion")]
+pub use api_inspect::MetadataScan;
 pub use api_procedures::{ExpireSnapshots, RemoveOrphanFiles, RewriteDataFiles, RewriteManifests};
 pub use api_snapshots::{AlterRefs, ManageSnapshots};
 pub use result::{Metrics, QueryResult};

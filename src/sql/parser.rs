@@ -424,15 +424,16 @@ fn parse_describe(p: &mut Parser, sql: &str, format: Option<String>) -> PResult<
 /// A query: its text up to `FORMAT` (or the end), every token consumed. The query engine parses
 /// it; a syntax error is reported there.
 fn parse_select(p: &mut Parser, sql: &str, format: Option<String>) -> Statement {
-    let start = byte_offset(sql, p.peek_token_ref().span.start);
+    let start = p.peek_token_ref().span.start;
     let mut end = start;
     loop {
         let token = p.next_token();
         if token.token == Token::EOF {
             break;
         }
-        end = byte_offset(sql, token.span.end);
+        end = token.span.end;
     }
+    let (start, end) = (byte_offset(sql, start), byte_offset(sql, end));
     let text = without_comments(sql.get(start..end).unwrap_or_default());
     Statement::Select(Select { text, format })
 }
@@ -444,6 +445,7 @@ fn without_comments(text: &str) -> String {
     let Ok(tokens) = Tokenizer::new(&ClickHouseDialect {}, text).tokenize_with_location() else {
         return text.to_string();
     };
+    let offsets = super::sqlparser_glue::ByteOffsets::new(text);
     let mut out = text.to_string();
     for token in tokens {
         let is_comment = matches!(
@@ -456,10 +458,7 @@ fn without_comments(text: &str) -> String {
         if !is_comment {
             continue;
         }
-        let (from, to) = (
-            byte_offset(text, token.span.start),
-            byte_offset(text, token.span.end),
-        );
+        let (from, to) = (offsets.of(token.span.start), offsets.of(token.span.end));
         if let Some(comment) = out.get(from..to) {
             // ASCII only, padded to the comment's byte length, so later spans still line up.
             let blank: String = comment

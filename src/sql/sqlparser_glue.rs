@@ -230,6 +230,48 @@ fn char_offset(sql: &str, location: Location) -> usize {
     before + (location.column as usize).saturating_sub(1)
 }
 
+/// Byte offsets of many sqlparser locations in one text, each found in time proportional to its
+/// line's length at most (constant on ASCII lines): the start and ASCII-ness of every line are
+/// computed once.
+pub(crate) struct ByteOffsets<'a> {
+    sql: &'a str,
+    /// `(start, is_ascii)` of each line.
+    lines: Vec<(usize, bool)>,
+}
+
+impl<'a> ByteOffsets<'a> {
+    pub(crate) fn new(sql: &'a str) -> Self {
+        let mut lines = Vec::new();
+        let mut start = 0;
+        for line in sql.split_inclusive('\n') {
+            lines.push((start, line.is_ascii()));
+            start += line.len();
+        }
+        ByteOffsets { sql, lines }
+    }
+
+    /// The byte offset of `location` (as [`byte_offset`]).
+    pub(crate) fn of(&self, location: Location) -> usize {
+        let Some(&(start, ascii)) = (location.line as usize)
+            .checked_sub(1)
+            .and_then(|i| self.lines.get(i))
+        else {
+            return self.sql.len();
+        };
+        let column = (location.column as usize).saturating_sub(1);
+        let line = self.sql.get(start..).unwrap_or_default();
+        let line = line.split_inclusive('\n').next().unwrap_or_default();
+        if ascii {
+            return start + column.min(line.len());
+        }
+        start
+            + line
+                .char_indices()
+                .nth(column)
+                .map_or(line.len(), |(i, _)| i)
+    }
+}
+
 /// The byte offset of sqlparser's `location` (1-based line, character column) in `sql`; the end
 /// of the text for an empty location.
 pub(crate) fn byte_offset(sql: &str, location: Location) -> usize {

@@ -10,6 +10,7 @@ mod base_moved;
 mod compaction;
 mod compaction_disputed;
 mod compaction_specs;
+mod describe_interop;
 mod fixture_smoke;
 mod generate_interop;
 mod metadata_interop;

@@ -814,8 +814,25 @@ def main():
         cmd_check_sorted(args[0])
     elif cmd == "pruned":
         cmd_pruned(args[0])
+    elif cmd == "describe":
+        cmd_describe(args[0])
     else:
         raise SystemExit(f"unknown command {cmd}")
+
+
+def cmd_describe(table_dir):
+    """ClickHouse's DESCRIBE TABLE of the Iceberg table in `table_dir`: its seven columns per row."""
+    import chdb_session
+
+    sess = chdb_session.open_session()
+    try:
+        text = sess.query(
+            f"DESCRIBE TABLE icebergLocal({chdb_session.sql_string(os.path.abspath(table_dir))})",
+            "JSONCompact",
+        ).bytes().decode()
+    finally:
+        sess.close()
+    print(json.dumps({"rows": json.loads(text)["data"]}))
 
 
 if __name__ == "__main__":
