@@ -11,7 +11,7 @@
 //! literal (either side), `IN` / `NOT IN` lists, `IS [NOT] NULL`, `BETWEEN`, `AND`, `OR`, `NOT`
 //! and parentheses. Anything else is `BAD_ARGUMENTS` naming the part refused.
 
-use sqlparser::ast::{BinaryOperator, Expr, UnaryOperator};
+use sqlparser::ast::{BinaryOperator, Expr, InTarget, UnaryOperator};
 use sqlparser::dialect::ClickHouseDialect;
 use sqlparser::parser::Parser;
 
@@ -170,10 +170,11 @@ fn predicate(expr: &Expr) -> std::result::Result<Predicate, String> {
             op: UnaryOperator::Not,
             expr,
         } => Ok(Predicate::Not(Box::new(predicate(expr)?))),
-        Expr::InList {
+        Expr::In {
             expr: inner,
-            list,
+            target: InTarget::List(list),
             negated,
+            ..
         } => {
             let c = column(inner).ok_or_else(unsupported)?;
             let values = list

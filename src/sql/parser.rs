@@ -1,6 +1,6 @@
 //! The statement parser: sqlparser's tokenizer and expression parser, icetrim's own grammar on top.
 //!
-//! sqlparser 0.62 parses none of the `ALTER TABLE … EXECUTE` forms and reads `SET a = 1, b = 2`
+//! sqlparser 0.64 parses none of the `ALTER TABLE … EXECUTE` forms and reads `SET a = 1, b = 2`
 //! wrongly in its ClickHouse dialect, so this module peeks the leading keywords itself and hands
 //! sqlparser only expressions (procedure arguments), column definitions and the introspection
 //! `SELECT`. A statement it does not model goes to sqlparser whole: if sqlparser accepts it, it is

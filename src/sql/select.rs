@@ -10,8 +10,8 @@
 use std::fmt;
 
 use sqlparser::ast::{
-    BinaryOperator, Expr, GroupByExpr, Ident, LimitClause, ObjectNamePart, OrderByKind, Query,
-    SelectItem, SetExpr, TableFactor, Value,
+    BinaryOperator, Expr, GroupByExpr, Ident, LimitClause, ObjectNamePart, OrderByKind,
+    OrderBySort, Query, SelectItem, SetExpr, TableFactor, Value,
 };
 
 use super::ast::{Literal, write_format, write_ident};
@@ -311,7 +311,14 @@ fn convert_order_by(kind: &OrderByKind) -> Result<Vec<OrderKey>> {
     exprs
         .iter()
         .map(|order| {
-            let ascending = order.options.asc;
+            let ascending = match &order.options.sort {
+                None => None,
+                Some(OrderBySort::Asc) => Some(true),
+                Some(OrderBySort::Desc) => Some(false),
+                Some(OrderBySort::Using(_)) => {
+                    return Err(unsupported(format!("ORDER BY {order}")));
+                }
+            };
             match (&order.expr, order.options.nulls_first) {
                 (Expr::Identifier(column), None) => Ok(OrderKey {
                     column: column.value.clone(),
