@@ -21,6 +21,27 @@ use super::vended_store::AzureBlobs;
 /// Blob deletes in flight at once, per bulk delete.
 const DELETES_IN_FLIGHT: usize = 16;
 
+/// The query pairs of a SAS token (`sv=…&sig=…`, a leading `?` allowed), as object_store's
+/// `AzureCredential::SASToken` takes them: the token is percent-decoded whole, split at `&`
+/// (blank pieces skipped), each piece trimmed and split at its first `=`. `None` when the decoded
+/// token is not UTF-8 or a piece has no `=`.
+#[cfg_attr(not(feature = "azure"), allow(dead_code))]
+pub(crate) fn sas_query_pairs(token: &str) -> Option<Vec<(String, String)>> {
+    let decoded = percent_encoding::percent_decode_str(token)
+        .decode_utf8()
+        .ok()?;
+    decoded
+        .trim_start_matches('?')
+        .split('&')
+        .map(str::trim)
+        .filter(|piece| !piece.is_empty())
+        .map(|piece| {
+            let (key, value) = piece.split_once('=')?;
+            Some((key.to_string(), value.to_string()))
+        })
+        .collect()
+}
+
 /// See the module comment.
 pub(crate) struct SasStore {
     inner: Arc<dyn ObjectStore>,
@@ -122,5 +143,39 @@ impl ObjectStore for SasStore {
 
     async fn copy_opts(&self, from: &Path, to: &Path, options: CopyOptions) -> Result<()> {
         self.inner.copy_opts(from, to, options).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::sas_query_pairs;
+
+    fn pairs(list: &[(&str, &str)]) -> Vec<(String, String)> {
+        list.iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn a_token_splits_into_decoded_pairs() {
+        assert_eq!(
+            sas_query_pairs("?sv=2024-08-04&sig=a%2Bb%3D&se=2030-01-01T00%3A00%3A00Z"),
+            Some(pairs(&[
+                ("sv", "2024-08-04"),
+                ("sig", "a+b="),
+                ("se", "2030-01-01T00:00:00Z"),
+            ]))
+        );
+        assert_eq!(
+            sas_query_pairs(" sv=1 && sig=x=y& "),
+            Some(pairs(&[("sv", "1"), ("sig", "x=y")]))
+        );
+        assert_eq!(sas_query_pairs(""), Some(Vec::new()));
+    }
+
+    #[test]
+    fn a_piece_without_a_value_or_bad_utf8_is_refused() {
+        assert_eq!(sas_query_pairs("sv=1&sig"), None);
+        assert_eq!(sas_query_pairs("sv=%FF"), None);
     }
 }

@@ -85,7 +85,7 @@ impl object_store::CredentialProvider for AzureProvider {
                 ),
             )
         })?;
-        let pairs = object_store::azure::split_sas(&sas.token).map_err(|_| {
+        let pairs = super::sas_store::sas_query_pairs(&sas.token).ok_or_else(|| {
             credential_error(
                 "MicrosoftAzure",
                 format!(

@@ -1,4 +1,4 @@
-//! The AWS SDK's HTTP client, over reqwest: the client (hyper, rustls, aws-lc-rs) object_store
+//! The AWS SDK's HTTP client, over reqwest: the client (hyper, rustls, ring) object_store
 //! already builds, so the Glue client adds no second HTTP or TLS stack and no C build of its own.
 //!
 //! Glue's requests and answers are small JSON documents: the request body is sent as the bytes

@@ -112,7 +112,7 @@ pub fn writer_properties(props: &BTreeMap<String, String>) -> Result<(WriterProp
         // Exact statistics: Iceberg's truncation is applied to them afterwards.
         .set_statistics_truncate_length(None)
         .set_statistics_enabled(EnabledStatistics::Chunk)
-        .set_max_row_group_size(usize::MAX)
+        .set_max_row_group_row_count(None)
         .build();
     Ok((properties, row_group_bytes as usize))
 }
