@@ -63,7 +63,9 @@ fn shared_error(error: &DataFusionError) -> Error {
 
 fn syntax_message(error: &ParserError) -> String {
     match error {
-        ParserError::ParserError(m) | ParserError::TokenizerError(m) => format!("Syntax error: {m}"),
+        ParserError::ParserError(m) | ParserError::TokenizerError(m) => {
+            format!("Syntax error: {m}")
+        }
         ParserError::RecursionLimitExceeded => "Syntax error: nesting too deep".to_string(),
     }
 }
@@ -85,7 +87,10 @@ fn schema_error(error: SchemaError) -> Error {
 fn plan_error(message: String) -> Error {
     if let Some(table) = quoted_between(&message, "table '", "' not found") {
         let table = table.strip_prefix("icetrim.").unwrap_or(table);
-        return Error::new(ErrorKind::UnknownTable, format!("Table {table} does not exist"));
+        return Error::new(
+            ErrorKind::UnknownTable,
+            format!("Table {table} does not exist"),
+        );
     }
     if let Some(function) = quoted_between(&message, "Invalid function '", "'") {
         let hint = message

@@ -15,7 +15,8 @@ use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, Field, FieldRef, Float64Type, Int64Type, TimeUnit};
 use datafusion::error::{DataFusionError, Result as DfResult};
 use datafusion::logical_expr::{
-    ColumnarValue, ReturnFieldArgs, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility,
+    ColumnarValue, ReturnFieldArgs, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature,
+    Volatility,
 };
 
 use crate::error::{Error, ErrorKind};
@@ -24,24 +25,41 @@ use crate::time_zone::SessionTimeZone;
 /// Every function of this module, answering in `zone`.
 pub(super) fn all(zone: SessionTimeZone) -> Vec<ScalarUDF> {
     use Kind::*;
-    [FormatReadableSize, FormatReadableQuantity, Round, ToDateTime, ToDate, ToStartOfDay, Now]
-        .into_iter()
-        .map(|kind| {
-            let volatility = if kind == Now { Volatility::Volatile } else { Volatility::Immutable };
-            let signature = if kind == Now {
-                Signature::nullary(volatility)
-            } else {
-                Signature::variadic_any(volatility)
-            };
-            let mut function = ClickHouseFunction { kind, zone, signature, aliases: Vec::new() };
-            // DataFusion looks unquoted function names up in lower case.
-            let lower = function.name().to_lowercase();
-            if lower != function.name() {
-                function.aliases.push(lower);
-            }
-            ScalarUDF::from(function)
-        })
-        .collect()
+    [
+        FormatReadableSize,
+        FormatReadableQuantity,
+        Round,
+        ToDateTime,
+        ToDate,
+        ToStartOfDay,
+        Now,
+    ]
+    .into_iter()
+    .map(|kind| {
+        let volatility = if kind == Now {
+            Volatility::Volatile
+        } else {
+            Volatility::Immutable
+        };
+        let signature = if kind == Now {
+            Signature::nullary(volatility)
+        } else {
+            Signature::variadic_any(volatility)
+        };
+        let mut function = ClickHouseFunction {
+            kind,
+            zone,
+            signature,
+            aliases: Vec::new(),
+        };
+        // DataFusion looks unquoted function names up in lower case.
+        let lower = function.name().to_lowercase();
+        if lower != function.name() {
+            function.aliases.push(lower);
+        }
+        ScalarUDF::from(function)
+    })
+    .collect()
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -106,9 +124,17 @@ impl ScalarUDFImpl for ClickHouseFunction {
 
     /// Nullable only when an argument is (ClickHouse's `Nullable` propagation).
     fn return_field_from_args(&self, args: ReturnFieldArgs) -> DfResult<FieldRef> {
-        let types: Vec<DataType> = args.arg_fields.iter().map(|f| f.data_type().clone()).collect();
+        let types: Vec<DataType> = args
+            .arg_fields
+            .iter()
+            .map(|f| f.data_type().clone())
+            .collect();
         let nullable = args.arg_fields.iter().any(|f| f.is_nullable());
-        Ok(Arc::new(Field::new(self.name(), self.return_type(&types)?, nullable)))
+        Ok(Arc::new(Field::new(
+            self.name(),
+            self.return_type(&types)?,
+            nullable,
+        )))
     }
 
     fn return_type(&self, arg_types: &[DataType]) -> DfResult<DataType> {
@@ -124,7 +150,11 @@ impl ScalarUDFImpl for ClickHouseFunction {
                     "Number of arguments for function {} doesn't match: passed {}, should be {}",
                     self.name(),
                     arg_types.len(),
-                    if min == max { min.to_string() } else { format!("{min} or {max}") }
+                    if min == max {
+                        min.to_string()
+                    } else {
+                        format!("{min} or {max}")
+                    }
                 ),
             )));
         }
@@ -151,7 +181,9 @@ impl ScalarUDFImpl for ClickHouseFunction {
             Kind::ToDate => Arc::new(Date32Array::from(dates(&arrays[0], &self.zone)?)),
             Kind::ToStartOfDay => {
                 let days = dates(&arrays[0], &self.zone)?;
-                let starts = days.into_iter().map(|d| d.and_then(|d| midnight(d, &self.zone)));
+                let starts = days
+                    .into_iter()
+                    .map(|d| d.and_then(|d| midnight(d, &self.zone)));
                 Arc::new(seconds_array(starts.collect()))
             }
             Kind::Now => {
@@ -172,12 +204,21 @@ fn seconds_array(values: Vec<Option<i64>>) -> TimestampSecondArray {
 }
 
 fn floats(array: &ArrayRef) -> DfResult<Float64Array> {
-    Ok(cast(array, &DataType::Float64)?.as_primitive::<Float64Type>().clone())
+    Ok(cast(array, &DataType::Float64)?
+        .as_primitive::<Float64Type>()
+        .clone())
 }
 
 const SIZE_UNITS: &[&str] = &["B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB", "ZiB", "YiB"];
 const QUANTITY_UNITS: &[&str] = &[
-    "", "thousand", "million", "billion", "trillion", "quadrillion", "quintillion", "sextillion",
+    "",
+    "thousand",
+    "million",
+    "billion",
+    "trillion",
+    "quadrillion",
+    "quintillion",
+    "sextillion",
     "septillion",
 ];
 
@@ -219,7 +260,9 @@ pub(super) fn round_half_even(value: f64, digits: i64) -> f64 {
 fn round(arrays: &[ArrayRef]) -> DfResult<ArrayRef> {
     let values = floats(&arrays[0])?;
     let digits = match arrays.get(1) {
-        Some(d) => cast(d, &DataType::Int64)?.as_primitive::<Int64Type>().clone(),
+        Some(d) => cast(d, &DataType::Int64)?
+            .as_primitive::<Int64Type>()
+            .clone(),
         None => vec![Some(0i64); values.len()].into(),
     };
     let rounded: Float64Array = values
@@ -264,10 +307,15 @@ fn seconds(array: &ArrayRef, zone: &SessionTimeZone) -> DfResult<Vec<Option<i64>
 /// Days since the epoch of each value's local date in the session zone.
 fn dates(array: &ArrayRef, zone: &SessionTimeZone) -> DfResult<Vec<Option<i32>>> {
     Ok(match array.data_type() {
-        DataType::Date32 => array.as_primitive::<datafusion::arrow::datatypes::Date32Type>().iter().collect(),
+        DataType::Date32 => array
+            .as_primitive::<datafusion::arrow::datatypes::Date32Type>()
+            .iter()
+            .collect(),
         DataType::Date64 => {
             let days = cast(array, &DataType::Date32)?;
-            days.as_primitive::<datafusion::arrow::datatypes::Date32Type>().iter().collect()
+            days.as_primitive::<datafusion::arrow::datatypes::Date32Type>()
+                .iter()
+                .collect()
         }
         DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View | DataType::Timestamp(..) => {
             seconds(array, zone)?
@@ -283,7 +331,11 @@ fn dates(array: &ArrayRef, zone: &SessionTimeZone) -> DfResult<Vec<Option<i32>>>
                 .iter()
                 .map(|n| {
                     let n = n?;
-                    if (0..65536).contains(&n) { i32::try_from(n).ok() } else { local_day(n, zone) }
+                    if (0..65536).contains(&n) {
+                        i32::try_from(n).ok()
+                    } else {
+                        local_day(n, zone)
+                    }
                 })
                 .collect()
         }
@@ -303,7 +355,8 @@ fn local_day(seconds: i64, zone: &SessionTimeZone) -> Option<i32> {
 
 fn midnight(day: i32, zone: &SessionTimeZone) -> Option<i64> {
     let date = NaiveDate::from_num_days_from_ce_opt(day.checked_add(EPOCH_DAY)?)?;
-    zone.local_to_utc_ms(date.and_hms_opt(0, 0, 0)?).map(|ms| ms.div_euclid(1000))
+    zone.local_to_utc_ms(date.and_hms_opt(0, 0, 0)?)
+        .map(|ms| ms.div_euclid(1000))
 }
 
 /// A date-time string as ClickHouse's `toDateTime` reads it, in the session zone.
@@ -330,7 +383,6 @@ fn parse_date_time(text: &str, zone: &SessionTimeZone) -> Result<i64, Error> {
             )
         })
 }
-
 
 #[cfg(test)]
 mod tests {
@@ -371,8 +423,14 @@ mod tests {
     fn date_times_are_read_in_the_session_zone() {
         let utc = SessionTimeZone::Named(chrono_tz::UTC);
         let tokyo = SessionTimeZone::Named(chrono_tz::Asia::Tokyo);
-        assert_eq!(parse_date_time("2024-03-10 12:34:56", &utc).unwrap(), 1_710_074_096);
-        assert_eq!(parse_date_time("2024-03-10 12:34:56", &tokyo).unwrap(), 1_710_074_096 - 9 * 3600);
+        assert_eq!(
+            parse_date_time("2024-03-10 12:34:56", &utc).unwrap(),
+            1_710_074_096
+        );
+        assert_eq!(
+            parse_date_time("2024-03-10 12:34:56", &tokyo).unwrap(),
+            1_710_074_096 - 9 * 3600
+        );
         assert_eq!(parse_date_time("2024-03-10", &utc).unwrap(), 1_710_028_800);
         let error = parse_date_time("yesterday", &utc).unwrap_err();
         assert_eq!(error.kind(), ErrorKind::CannotParseDatetime);

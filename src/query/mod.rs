@@ -12,6 +12,7 @@
 mod errors;
 mod functions;
 mod names;
+mod quantile;
 mod rewrite;
 #[cfg(test)]
 mod tests;
@@ -73,6 +74,7 @@ pub fn session_context(options: &QueryOptions) -> SessionContext {
     for function in functions::all(options.time_zone) {
         ctx.register_udf(function);
     }
+    ctx.register_udaf(quantile::udaf());
     ctx
 }
 
@@ -93,7 +95,11 @@ fn prepare(sql: &str) -> Result<Prepared> {
             .spawn_scoped(scope, || prepare_here(sql))
             .map_err(|e| Error::logical(format!("starting the query parser thread: {e}")))?
             .join()
-            .unwrap_or_else(|_| Err(Error::logical("the query parser thread panicked".to_string())))
+            .unwrap_or_else(|_| {
+                Err(Error::logical(
+                    "the query parser thread panicked".to_string(),
+                ))
+            })
     })
 }
 
@@ -221,7 +227,11 @@ pub async fn explain_select(
     let mut rows = Vec::new();
     for row in values::rows(&batches, &SessionTimeZone::Named(chrono_tz::UTC))? {
         for cell in row {
-            rows.extend(cell.plain().lines().map(|l| vec![Value::Str(l.to_string())]));
+            rows.extend(
+                cell.plain()
+                    .lines()
+                    .map(|l| vec![Value::Str(l.to_string())]),
+            );
         }
     }
     Ok((vec![Column::new("explain", "String")], rows))
@@ -234,4 +244,3 @@ fn only_queries() -> SQLOptions {
         .with_allow_dml(false)
         .with_allow_statements(false)
 }
-

@@ -4,8 +4,8 @@
 //! in single quotes with `\'` escapes. Forms without a rule keep the text the parser prints.
 
 use datafusion::sql::sqlparser::ast::{
-    BinaryOperator, Expr, FunctionArg, FunctionArgExpr, FunctionArguments, Ident, SelectItem, SetExpr,
-    UnaryOperator, Value,
+    BinaryOperator, Expr, FunctionArg, FunctionArgExpr, FunctionArguments, Ident, SelectItem,
+    SetExpr, UnaryOperator, Value,
 };
 
 /// The ClickHouse name of each item of a query's outer projection, `None` for an item that
@@ -31,7 +31,9 @@ pub(super) fn projection_names(body: &SetExpr) -> Vec<Option<String>> {
 pub(super) fn name(expr: &Expr) -> String {
     match expr {
         Expr::Identifier(ident) => ident.value.clone(),
-        Expr::CompoundIdentifier(parts) => parts.last().map_or_else(String::new, |p| p.value.clone()),
+        Expr::CompoundIdentifier(parts) => {
+            parts.last().map_or_else(String::new, |p| p.value.clone())
+        }
         Expr::Value(value) => literal(&value.value),
         Expr::Nested(inner) => name(inner),
         Expr::BinaryOp { left, op, right } => binary(left, op, right),
@@ -44,13 +46,22 @@ pub(super) fn name(expr: &Expr) -> String {
         },
         Expr::IsNull(inner) => call("isNull", &[name(inner)]),
         Expr::IsNotNull(inner) => call("isNotNull", &[name(inner)]),
-        Expr::Between { expr, negated: false, low, high } => format!(
+        Expr::Between {
+            expr,
+            negated: false,
+            low,
+            high,
+        } => format!(
             "and(greaterOrEquals({0}, {1}), lessOrEquals({0}, {2}))",
             name(expr),
             name(low),
             name(high)
         ),
-        Expr::InList { expr, list, negated } => {
+        Expr::InList {
+            expr,
+            list,
+            negated,
+        } => {
             let function = if *negated { "notIn" } else { "in" };
             let items: Vec<String> = list.iter().map(name).collect();
             let set = match items.as_slice() {
@@ -59,7 +70,12 @@ pub(super) fn name(expr: &Expr) -> String {
             };
             call(function, &[name(expr), set])
         }
-        Expr::Like { negated, expr, pattern, .. } => {
+        Expr::Like {
+            negated,
+            expr,
+            pattern,
+            ..
+        } => {
             let function = if *negated { "notLike" } else { "like" };
             call(function, &[name(expr), name(pattern)])
         }
@@ -94,7 +110,11 @@ pub(super) fn name(expr: &Expr) -> String {
             let items: Vec<String> = items.iter().map(name).collect();
             format!("({})", items.join(", "))
         }
-        Expr::Cast { expr: inner, data_type, .. } => {
+        Expr::Cast {
+            expr: inner,
+            data_type,
+            ..
+        } => {
             format!("CAST({}, '{}')", name(inner), data_type)
         }
         other => other.to_string(),
@@ -145,7 +165,11 @@ fn chain(left: &Expr, right: &Expr, op: &BinaryOperator) -> Vec<String> {
     let mut pending = vec![right, left];
     while let Some(expr) = pending.pop() {
         match expr {
-            Expr::BinaryOp { left, op: inner, right } if inner == op => {
+            Expr::BinaryOp {
+                left,
+                op: inner,
+                right,
+            } if inner == op => {
                 pending.push(right);
                 pending.push(left);
             }
@@ -182,7 +206,10 @@ pub(super) fn alias_projection(body: &mut SetExpr, names: &[String]) {
         }
         if let SelectItem::UnnamedExpr(expr) = item {
             let expr = std::mem::replace(expr, Expr::value(Value::Null));
-            *item = SelectItem::ExprWithAlias { expr, alias: Ident::new(alias) };
+            *item = SelectItem::ExprWithAlias {
+                expr,
+                alias: Ident::new(alias),
+            };
         }
     }
 }

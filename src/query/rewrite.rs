@@ -1,15 +1,15 @@
 //! ClickHouse functions DataFusion has under another form, rewritten in the query's syntax tree
 //! before planning: `count` answers `UInt64`, `countIf(c)` counts the rows where `c` holds,
 //! `uniqExact(x)` counts distinct values, `if(c, a, b)` is a `CASE`, and the parametric
-//! `quantile(p)(x)` is the exact, interpolated `percentile_cont` of `x` as `Float64`.
+//! `quantile(p)(x)` is the exact, interpolated quantile of `x` as `Float64` (`quantile.rs`).
 //! A parametric call of any other function is refused (DataFusion has no parameters).
 
 use std::ops::ControlFlow;
 
 use datafusion::sql::sqlparser::ast::{
-    CaseWhen, CastKind, DataType, DuplicateTreatment, Expr, Function, FunctionArg,
-    FunctionArgExpr, FunctionArgumentList, FunctionArguments, Ident, ObjectName, Value,
-    VisitMut, VisitorMut, helpers::attached_token::AttachedToken,
+    CaseWhen, CastKind, DataType, DuplicateTreatment, Expr, Function, FunctionArg, FunctionArgExpr,
+    FunctionArgumentList, FunctionArguments, Ident, ObjectName, Value, VisitMut, VisitorMut,
+    helpers::attached_token::AttachedToken,
 };
 
 use crate::error::{Error, ErrorKind, Result};
@@ -96,10 +96,12 @@ fn rewritten(function: &mut Function) -> Result<Option<Expr>> {
             if let FunctionArguments::List(list) = &mut function.args
                 && list.args.is_empty()
             {
-                list.args.push(FunctionArg::Unnamed(FunctionArgExpr::Wildcard));
+                list.args
+                    .push(FunctionArg::Unnamed(FunctionArgExpr::Wildcard));
             }
             if matches!(function.args, FunctionArguments::None) {
-                function.args = argument_list(vec![FunctionArg::Unnamed(FunctionArgExpr::Wildcard)], None);
+                function.args =
+                    argument_list(vec![FunctionArg::Unnamed(FunctionArgExpr::Wildcard)], None);
             }
             unsigned(Expr::Function(function.clone()))
         }
@@ -109,7 +111,10 @@ fn rewritten(function: &mut Function) -> Result<Option<Expr>> {
                 case_token: AttachedToken::empty(),
                 end_token: AttachedToken::empty(),
                 operand: None,
-                conditions: vec![CaseWhen { condition, result: Expr::value(Value::Number("1".into(), false)) }],
+                conditions: vec![CaseWhen {
+                    condition,
+                    result: Expr::value(Value::Number("1".into(), false)),
+                }],
                 else_result: None,
             };
             unsigned(call("count", vec![case], None, function))
@@ -119,7 +124,12 @@ fn rewritten(function: &mut Function) -> Result<Option<Expr>> {
             if args.len() != 1 {
                 return Err(wrong_count(&name, 1, args.len()));
             }
-            unsigned(call("count", args, Some(DuplicateTreatment::Distinct), function))
+            unsigned(call(
+                "count",
+                args,
+                Some(DuplicateTreatment::Distinct),
+                function,
+            ))
         }
         "if" => {
             let [condition, then, otherwise] = take_args::<3>(&name, function)?;
@@ -127,7 +137,10 @@ fn rewritten(function: &mut Function) -> Result<Option<Expr>> {
                 case_token: AttachedToken::empty(),
                 end_token: AttachedToken::empty(),
                 operand: None,
-                conditions: vec![CaseWhen { condition, result: then }],
+                conditions: vec![CaseWhen {
+                    condition,
+                    result: then,
+                }],
                 else_result: Some(Box::new(otherwise)),
             }
         }
@@ -138,14 +151,12 @@ fn rewritten(function: &mut Function) -> Result<Option<Expr>> {
                 Some([level]) => level.clone(),
                 Some(other) => return Err(wrong_count("quantile's parameters", 1, other.len())),
             };
-            let value = Expr::Cast {
-                kind: CastKind::Cast,
-                expr: Box::new(value),
-                data_type: DataType::Double(datafusion::sql::sqlparser::ast::ExactNumberInfo::None),
-                array: false,
-                format: None,
-            };
-            call("percentile_cont", vec![value, level], None, function)
+            call(
+                super::quantile::NAME,
+                vec![double(value), double(level)],
+                None,
+                function,
+            )
         }
         _ => return Ok(None),
     }))
@@ -180,11 +191,16 @@ fn plain_args(name: &str, args: &[FunctionArg]) -> Result<Vec<Expr>> {
 fn wrong_count(name: &str, wanted: usize, got: usize) -> Error {
     Error::new(
         ErrorKind::NumberOfArgumentsDoesntMatch,
-        format!("Number of arguments for function {name} doesn't match: passed {got}, should be {wanted}"),
+        format!(
+            "Number of arguments for function {name} doesn't match: passed {got}, should be {wanted}"
+        ),
     )
 }
 
-fn argument_list(args: Vec<FunctionArg>, distinct: Option<DuplicateTreatment>) -> FunctionArguments {
+fn argument_list(
+    args: Vec<FunctionArg>,
+    distinct: Option<DuplicateTreatment>,
+) -> FunctionArguments {
     FunctionArguments::List(FunctionArgumentList {
         duplicate_treatment: distinct,
         args,
@@ -209,6 +225,16 @@ fn call(
         args: argument_list(args, distinct),
         ..original.clone()
     })
+}
+
+fn double(expr: Expr) -> Expr {
+    Expr::Cast {
+        kind: CastKind::Cast,
+        expr: Box::new(expr),
+        data_type: DataType::Double(datafusion::sql::sqlparser::ast::ExactNumberInfo::None),
+        array: false,
+        format: None,
+    }
 }
 
 /// `expr` as ClickHouse's `UInt64` (DataFusion counts in `Int64`).

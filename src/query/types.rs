@@ -50,7 +50,10 @@ fn type_name(data_type: &DataType) -> String {
             format!("Array({})", clickhouse_type(item))
         }
         DataType::Struct(fields) => {
-            let positional = fields.iter().enumerate().all(|(i, f)| *f.name() == format!("c{i}"));
+            let positional = fields
+                .iter()
+                .enumerate()
+                .all(|(i, f)| *f.name() == format!("c{i}"));
             let parts: Vec<String> = fields
                 .iter()
                 .map(|f| match positional {
@@ -67,4 +70,3 @@ fn type_name(data_type: &DataType) -> String {
         other => other.to_string(),
     }
 }
-

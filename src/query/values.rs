@@ -5,9 +5,9 @@
 
 use datafusion::arrow::array::{Array, ArrayRef, AsArray, RecordBatch};
 use datafusion::arrow::datatypes::{
-    DataType, Date32Type, Decimal128Type, Float32Type, Float64Type, Int8Type, Int16Type, Int32Type, Int64Type,
-    TimeUnit, TimestampMillisecondType, TimestampSecondType, UInt8Type, UInt16Type, UInt32Type,
-    UInt64Type,
+    DataType, Date32Type, Decimal128Type, Float32Type, Float64Type, Int8Type, Int16Type, Int32Type,
+    Int64Type, TimeUnit, TimestampMillisecondType, TimestampSecondType, UInt8Type, UInt16Type,
+    UInt32Type, UInt64Type,
 };
 use datafusion::arrow::util::display::{ArrayFormatter, FormatOptions};
 
@@ -88,7 +88,13 @@ fn composite(column: &ArrayRef, i: usize, zone: &SessionTimeZone) -> Result<Stri
             let entries = column.as_map().value(i);
             let (keys, values) = (entries.column(0), entries.column(1));
             let parts: Vec<String> = (0..entries.len())
-                .map(|j| Ok(format!("{}:{}", nested(keys, j, zone)?, nested(values, j, zone)?)))
+                .map(|j| {
+                    Ok(format!(
+                        "{}:{}",
+                        nested(keys, j, zone)?,
+                        nested(values, j, zone)?
+                    ))
+                })
                 .collect::<Result<_>>()?;
             format!("{{{}}}", parts.join(","))
         }
