@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use datafusion::arrow::array::{Array, ArrayRef, AsArray, Float64Array};
+use datafusion::arrow::array::{Array, ArrayRef, AsArray};
 use datafusion::arrow::datatypes::{DataType, Field, Float64Type};
 use datafusion::common::ScalarValue;
 use datafusion::error::Result as DfResult;
@@ -72,11 +72,12 @@ impl Accumulator for Quantile {
     }
 
     fn state(&mut self) -> DfResult<Vec<ScalarValue>> {
-        let values: Float64Array = self.values.iter().copied().map(Some).collect();
-        let list = ScalarValue::new_list_nullable(
-            &values.iter().map(ScalarValue::Float64).collect::<Vec<_>>(),
-            &DataType::Float64,
-        );
+        let values: Vec<ScalarValue> = self
+            .values
+            .iter()
+            .map(|v| ScalarValue::Float64(Some(*v)))
+            .collect();
+        let list = ScalarValue::new_list_nullable(&values, &DataType::Float64);
         Ok(vec![
             ScalarValue::List(list),
             ScalarValue::Float64(self.level),

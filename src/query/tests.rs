@@ -280,7 +280,7 @@ fn deep_nesting_is_an_error_or_an_answer_never_a_stack_overflow() {
     assert_eq!(error.kind(), ErrorKind::TooDeepRecursion, "{error}");
     let ands = format!(
         "SELECT count() FROM system.numbers_10 WHERE {}",
-        vec!["number >= 0"; 10_000].join(" AND ")
+        ["number >= 0"; 10_000].join(" AND ")
     );
     match ours(&ands, &utc) {
         Ok((_, _, rows)) => assert_eq!(rows, vec![vec!["10".to_string()]]),
