@@ -75,8 +75,11 @@ fn runtime() -> tokio::runtime::Runtime {
         .unwrap()
 }
 
-/// Column names, column types and TSV-like cells of a query run here.
-fn ours(sql: &str, options: &QueryOptions) -> Result<(Vec<String>, Vec<String>, Vec<Vec<String>>)> {
+/// Column names, column types and TSV-like cells of a result.
+type Answer = (Vec<String>, Vec<String>, Vec<Vec<String>>);
+
+/// The answer to a query run here.
+fn ours(sql: &str, options: &QueryOptions) -> Result<Answer> {
     runtime().block_on(async {
         let ctx = context(options);
         let (columns, rows) = select(&ctx, sql, options).await?;
@@ -91,7 +94,7 @@ fn ours(sql: &str, options: &QueryOptions) -> Result<(Vec<String>, Vec<String>, 
 }
 
 /// The same, answered by chdb, `{n}` in `sql` naming `numbers(n)`.
-fn chdb(sql: &str, zone: &str) -> (Vec<String>, Vec<String>, Vec<Vec<String>>) {
+fn chdb(sql: &str, zone: &str) -> Answer {
     let python = std::env::var("ICETRIM_PYTHON")
         .unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/.venv/bin/python").to_string());
     let script =
