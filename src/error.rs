@@ -20,8 +20,12 @@ pub enum ErrorKind {
     CannotParseDatetime,
     /// 42: a procedure got more or fewer arguments than it takes.
     NumberOfArgumentsDoesntMatch,
+    /// 46: a function name a `SELECT` calls that the query engine does not know.
+    UnknownFunction,
     /// 47: a column name in a `SELECT` that the table does not have.
     UnknownIdentifier,
+    /// 207: a column name in a `SELECT` that more than one of its tables has.
+    AmbiguousIdentifier,
     /// 48: valid request that icetrim refuses to carry out (e.g. files outside the table location).
     NotImplemented,
     /// 57: `CREATE TABLE` of a name that is taken.
@@ -93,7 +97,9 @@ impl ErrorKind {
             ErrorKind::BadArguments => 36,
             ErrorKind::CannotParseDatetime => 41,
             ErrorKind::NumberOfArgumentsDoesntMatch => 42,
+            ErrorKind::UnknownFunction => 46,
             ErrorKind::UnknownIdentifier => 47,
+            ErrorKind::AmbiguousIdentifier => 207,
             ErrorKind::NotImplemented => 48,
             ErrorKind::LogicalError => 49,
             ErrorKind::TableAlreadyExists => 57,
@@ -150,7 +156,9 @@ impl ErrorKind {
             ErrorKind::BadArguments => "BAD_ARGUMENTS",
             ErrorKind::CannotParseDatetime => "CANNOT_PARSE_DATETIME",
             ErrorKind::NumberOfArgumentsDoesntMatch => "NUMBER_OF_ARGUMENTS_DOESNT_MATCH",
+            ErrorKind::UnknownFunction => "UNKNOWN_FUNCTION",
             ErrorKind::UnknownIdentifier => "UNKNOWN_IDENTIFIER",
+            ErrorKind::AmbiguousIdentifier => "AMBIGUOUS_IDENTIFIER",
             ErrorKind::NotImplemented => "NOT_IMPLEMENTED",
             ErrorKind::LogicalError => "LOGICAL_ERROR",
             ErrorKind::TableAlreadyExists => "TABLE_ALREADY_EXISTS",

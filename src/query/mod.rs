@@ -1,24 +1,46 @@
 //! `SELECT` over the metadata tables, on Apache DataFusion, the ClickHouse way: the context a
 //! session queries through (ClickHouse dialect, case-sensitive identifiers, the session time
-//! zone, a memory pool bounded by `max_memory_usage`), running one query, and turning its Arrow
-//! result into ClickHouse-named columns and [`Value`] rows.
+//! zone, ClickHouse's functions, a memory pool bounded by `max_memory_usage`), running one query,
+//! and turning its Arrow result into ClickHouse-named columns and [`Value`] rows.
 //!
+//! A query is parsed here (on a thread with a large stack, nesting bounded as ClickHouse's
+//! `max_parser_depth` bounds it), its result columns named as ClickHouse names them, its
+//! ClickHouse-only functions rewritten into DataFusion's, then planned by DataFusion.
 //! Only the `system` schema is registered (by the engine), so a SELECT over Iceberg data finds no
-//! table. DDL, DML and other statements are refused by DataFusion's SQL options.
+//! table. DDL, DML and other statements are refused.
 
+mod errors;
+mod functions;
+mod names;
+mod quantile;
+mod rewrite;
+#[cfg(test)]
+mod tests;
+mod types;
 mod values;
 
 use std::sync::Arc;
 
-use datafusion::arrow::datatypes::{DataType, Field, TimeUnit};
+use datafusion::arrow::datatypes::Field;
 use datafusion::common::config::Dialect;
-use datafusion::error::DataFusionError;
+use datafusion::dataframe::DataFrame;
+use datafusion::execution::disk_manager::{DiskManagerBuilder, DiskManagerMode};
 use datafusion::execution::runtime_env::RuntimeEnvBuilder;
 use datafusion::prelude::{SQLOptions, SessionConfig, SessionContext};
+use datafusion::sql::parser::{DFParserBuilder, Statement as DfStatement};
+use datafusion::sql::sqlparser::ast::Statement;
+use datafusion::sql::sqlparser::dialect::ClickHouseDialect;
+
+pub(crate) use errors::to_error;
+pub use types::clickhouse_type;
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::format::{Column, Value};
 use crate::time_zone::SessionTimeZone;
+
+/// The stack of the thread a query is parsed and rewritten on: room for [`rewrite::MAX_DEPTH`]
+/// levels of the parser's and the syntax tree visitor's recursion.
+const PARSE_STACK_BYTES: usize = 256 * 1024 * 1024;
 
 /// How a session's queries run.
 #[derive(Debug, Clone)]
@@ -37,7 +59,10 @@ pub fn session_context(options: &QueryOptions) -> SessionContext {
     sql.dialect = Dialect::ClickHouse;
     sql.enable_ident_normalization = false;
     config.options_mut().execution.time_zone = Some("+00:00".to_string());
-    let mut runtime = RuntimeEnvBuilder::new();
+    // A query that outgrows the pool fails; it never spills to temporary files.
+    let mut runtime = RuntimeEnvBuilder::new().with_disk_manager_builder(
+        DiskManagerBuilder::default().with_mode(DiskManagerMode::Disabled),
+    );
     if options.max_memory_usage > 0 {
         let limit = usize::try_from(options.max_memory_usage).unwrap_or(usize::MAX);
         runtime = runtime.with_memory_limit(limit, 1.0);
@@ -45,7 +70,90 @@ pub fn session_context(options: &QueryOptions) -> SessionContext {
     let runtime = runtime
         .build_arc()
         .unwrap_or_else(|_| Arc::new(Default::default()));
-    SessionContext::new_with_config_rt(config, runtime)
+    let ctx = SessionContext::new_with_config_rt(config, runtime);
+    for function in functions::all(options.time_zone) {
+        ctx.register_udf(function);
+    }
+    ctx.register_udaf(quantile::udaf());
+    ctx
+}
+
+/// A parsed query: the DataFusion form of its syntax tree and the ClickHouse names of its
+/// result columns (`None` when a `*` makes them DataFusion's).
+struct Prepared {
+    statement: Statement,
+    names: Option<Vec<String>>,
+}
+
+/// Parses `sql` with the ClickHouse dialect, names its columns and rewrites its ClickHouse
+/// functions, on a thread whose stack holds the deepest nesting allowed.
+fn prepare(sql: &str) -> Result<Prepared> {
+    std::thread::scope(|scope| {
+        std::thread::Builder::new()
+            .name("icetrim-parse".to_string())
+            .stack_size(PARSE_STACK_BYTES)
+            .spawn_scoped(scope, || prepare_here(sql))
+            .map_err(|e| Error::logical(format!("starting the query parser thread: {e}")))?
+            .join()
+            .unwrap_or_else(|_| {
+                Err(Error::logical(
+                    "the query parser thread panicked".to_string(),
+                ))
+            })
+    })
+}
+
+fn prepare_here(sql: &str) -> Result<Prepared> {
+    let dialect = ClickHouseDialect {};
+    let mut statements = DFParserBuilder::new(sql)
+        .with_dialect(&dialect)
+        .with_recursion_limit(rewrite::MAX_DEPTH)
+        .build()
+        .and_then(|mut parser| parser.parse_statements())
+        .map_err(to_error)?;
+    let statement = match (statements.pop_front(), statements.is_empty()) {
+        (Some(DfStatement::Statement(statement)), true) => *statement,
+        (None, _) => return Err(Error::new(ErrorKind::SyntaxError, "Empty query")),
+        _ => {
+            return Err(Error::new(
+                ErrorKind::SyntaxError,
+                "Syntax error: expected one SELECT query",
+            ));
+        }
+    };
+    let mut statement = statement;
+    rewrite::check_depth(&mut statement)?;
+    let names = match &mut statement {
+        Statement::Query(query) => {
+            let names = names::projection_names(&query.body);
+            let names = names.into_iter().collect::<Option<Vec<String>>>();
+            if let Some(names) = &names {
+                names::alias_projection(&mut query.body, names);
+            }
+            names
+        }
+        _ => None,
+    };
+    rewrite::rewrite(&mut statement)?;
+    Ok(Prepared { statement, names })
+}
+
+/// `sql` planned in `ctx`, and the ClickHouse names of its result columns.
+async fn plan(ctx: &SessionContext, sql: &str) -> Result<(DataFrame, Vec<String>)> {
+    let Prepared { statement, names } = prepare(sql)?;
+    let state = ctx.state();
+    let plan = state
+        .statement_to_plan(DfStatement::Statement(Box::new(statement)))
+        .await
+        .map_err(to_error)?;
+    only_queries().verify_plan(&plan).map_err(to_error)?;
+    let frame = DataFrame::new(state, plan);
+    let fields = frame.schema().fields();
+    let names = match names {
+        Some(names) if names.len() == fields.len() => names,
+        _ => fields.iter().map(|f| f.name().clone()).collect(),
+    };
+    Ok((frame, names))
 }
 
 /// Runs one query (text without `FORMAT`) and returns its columns and rows.
@@ -54,10 +162,7 @@ pub async fn select(
     sql: &str,
     options: &QueryOptions,
 ) -> Result<(Vec<Column>, Vec<Vec<Value>>)> {
-    let frame = ctx
-        .sql_with_options(sql, only_queries())
-        .await
-        .map_err(to_error)?;
+    let (frame, names) = plan(ctx, sql).await?;
     let fields: Vec<Field> = frame
         .schema()
         .fields()
@@ -67,7 +172,8 @@ pub async fn select(
     let batches = frame.collect().await.map_err(to_error)?;
     let columns = fields
         .iter()
-        .map(|f| Column::new(f.name().clone(), clickhouse_type(f)))
+        .zip(names)
+        .map(|(f, name)| Column::new(name, clickhouse_type(f)))
         .collect();
     let rows = values::rows(&batches, &options.time_zone)?;
     Ok((columns, rows))
@@ -78,10 +184,7 @@ pub async fn describe_select(
     ctx: &SessionContext,
     sql: &str,
 ) -> Result<(Vec<Column>, Vec<Vec<Value>>)> {
-    let frame = ctx
-        .sql_with_options(sql, only_queries())
-        .await
-        .map_err(to_error)?;
+    let (frame, names) = plan(ctx, sql).await?;
     let columns = [
         "name",
         "type",
@@ -98,8 +201,9 @@ pub async fn describe_select(
         .schema()
         .fields()
         .iter()
-        .map(|f| {
-            let mut row = vec![Value::Str(f.name().clone()), Value::Str(clickhouse_type(f))];
+        .zip(names)
+        .map(|(f, name)| {
+            let mut row = vec![Value::Str(name), Value::Str(clickhouse_type(f))];
             row.extend(std::iter::repeat_n(Value::Str(String::new()), 5));
             row
         })
@@ -113,10 +217,7 @@ pub async fn explain_select(
     ctx: &SessionContext,
     sql: &str,
 ) -> Result<(Vec<Column>, Vec<Vec<Value>>)> {
-    let frame = ctx
-        .sql_with_options(sql, only_queries())
-        .await
-        .map_err(to_error)?;
+    let (frame, _) = plan(ctx, sql).await?;
     let batches = frame
         .explain(false, false)
         .map_err(to_error)?
@@ -126,7 +227,11 @@ pub async fn explain_select(
     let mut rows = Vec::new();
     for row in values::rows(&batches, &SessionTimeZone::Named(chrono_tz::UTC))? {
         for cell in row {
-            rows.extend(cell.plain().lines().map(|l| vec![Value::Str(l.to_string())]));
+            rows.extend(
+                cell.plain()
+                    .lines()
+                    .map(|l| vec![Value::Str(l.to_string())]),
+            );
         }
     }
     Ok((vec![Column::new("explain", "String")], rows))
@@ -138,86 +243,4 @@ fn only_queries() -> SQLOptions {
         .with_allow_ddl(false)
         .with_allow_dml(false)
         .with_allow_statements(false)
-}
-
-/// The ClickHouse type name of an Arrow field.
-pub fn clickhouse_type(field: &Field) -> String {
-    let inner = type_name(field.data_type());
-    let wraps = !matches!(
-        field.data_type(),
-        DataType::Map(..) | DataType::List(_) | DataType::LargeList(_) | DataType::Struct(_)
-    );
-    if field.is_nullable() && wraps {
-        format!("Nullable({inner})")
-    } else {
-        inner
-    }
-}
-
-fn type_name(data_type: &DataType) -> String {
-    match data_type {
-        DataType::Boolean => "Bool".into(),
-        DataType::Int8 => "Int8".into(),
-        DataType::Int16 => "Int16".into(),
-        DataType::Int32 => "Int32".into(),
-        DataType::Int64 => "Int64".into(),
-        DataType::UInt8 => "UInt8".into(),
-        DataType::UInt16 => "UInt16".into(),
-        DataType::UInt32 => "UInt32".into(),
-        DataType::UInt64 => "UInt64".into(),
-        DataType::Float32 => "Float32".into(),
-        DataType::Float64 => "Float64".into(),
-        DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => "String".into(),
-        DataType::Binary | DataType::LargeBinary | DataType::BinaryView => "String".into(),
-        DataType::Timestamp(TimeUnit::Second, _) => "DateTime".into(),
-        DataType::Timestamp(TimeUnit::Millisecond, _) => "DateTime64(3)".into(),
-        DataType::Timestamp(TimeUnit::Microsecond, _) => "DateTime64(6)".into(),
-        DataType::Timestamp(TimeUnit::Nanosecond, _) => "DateTime64(9)".into(),
-        DataType::Date32 | DataType::Date64 => "Date".into(),
-        DataType::Map(entries, _) => match entries.data_type() {
-            DataType::Struct(kv) if kv.len() == 2 => format!(
-                "Map({}, {})",
-                type_name(kv[0].data_type()),
-                clickhouse_type(&kv[1])
-            ),
-            other => type_name(other),
-        },
-        DataType::List(item) | DataType::LargeList(item) => {
-            format!("Array({})", clickhouse_type(item))
-        }
-        DataType::Struct(fields) => {
-            let parts: Vec<String> = fields
-                .iter()
-                .map(|f| format!("{} {}", f.name(), clickhouse_type(f)))
-                .collect();
-            format!("Tuple({})", parts.join(", "))
-        }
-        DataType::Null => "Nullable(Nothing)".into(),
-        other => other.to_string(),
-    }
-}
-
-/// A DataFusion error as icetrim's: an icetrim error carried through DataFusion comes back
-/// unchanged; the rest keep DataFusion's message under the nearest ClickHouse kind.
-pub(crate) fn to_error(error: DataFusionError) -> Error {
-    match error {
-        DataFusionError::External(inner) => match inner.downcast::<Error>() {
-            Ok(own) => *own,
-            Err(other) => Error::new(ErrorKind::LogicalError, other.to_string()),
-        },
-        DataFusionError::Context(_, inner) => to_error(*inner),
-        DataFusionError::SQL(e, _) => Error::new(ErrorKind::SyntaxError, e.to_string()),
-        DataFusionError::ResourcesExhausted(message) => Error::new(
-            ErrorKind::MemoryLimitExceeded,
-            format!("Memory limit (max_memory_usage) exceeded: {message}"),
-        ),
-        DataFusionError::SchemaError(e, _) => {
-            Error::new(ErrorKind::UnknownIdentifier, e.to_string())
-        }
-        DataFusionError::Plan(message) if message.contains("table") && message.contains("not found") => {
-            Error::new(ErrorKind::UnknownTable, message)
-        }
-        DataFusionError::NotImplemented(message) => Error::not_implemented(message),
-        other => Error::new(ErrorKind::BadArguments, other.to_string()),
-    }
 }

@@ -1,0 +1,249 @@
+//! ClickHouse functions DataFusion has under another form, rewritten in the query's syntax tree
+//! before planning: `count` answers `UInt64`, `countIf(c)` counts the rows where `c` holds,
+//! `uniqExact(x)` counts distinct values, `if(c, a, b)` is a `CASE`, and the parametric
+//! `quantile(p)(x)` is the exact, interpolated quantile of `x` as `Float64` (`quantile.rs`).
+//! A parametric call of any other function is refused (DataFusion has no parameters).
+
+use std::ops::ControlFlow;
+
+use datafusion::sql::sqlparser::ast::{
+    CaseWhen, CastKind, DataType, DuplicateTreatment, Expr, Function, FunctionArg, FunctionArgExpr,
+    FunctionArgumentList, FunctionArguments, Ident, ObjectName, Value, VisitMut, VisitorMut,
+    helpers::attached_token::AttachedToken,
+};
+
+use crate::error::{Error, ErrorKind, Result};
+
+/// The deepest expression nesting a query may have, as ClickHouse's `max_parser_depth`.
+pub(super) const MAX_DEPTH: usize = 1000;
+
+/// Rewrites the ClickHouse functions of `node` in place.
+pub(super) fn rewrite<T: VisitMut>(node: &mut T) -> Result<()> {
+    match node.visit(&mut ClickHouseFunctions) {
+        ControlFlow::Break(error) => Err(error),
+        ControlFlow::Continue(()) => Ok(()),
+    }
+}
+
+/// Refuses a tree whose expressions nest deeper than [`MAX_DEPTH`] (the planner and the
+/// rewrites recurse on it).
+pub(super) fn check_depth<T: VisitMut>(node: &mut T) -> Result<()> {
+    let mut depth = Depth { now: 0 };
+    match node.visit(&mut depth) {
+        ControlFlow::Break(()) => Err(Error::new(
+            ErrorKind::TooDeepRecursion,
+            format!(
+                "Maximum parse depth ({MAX_DEPTH}) exceeded. Consider rising max_parser_depth parameter"
+            ),
+        )),
+        ControlFlow::Continue(()) => Ok(()),
+    }
+}
+
+struct Depth {
+    now: usize,
+}
+
+impl VisitorMut for Depth {
+    type Break = ();
+
+    fn pre_visit_expr(&mut self, _expr: &mut Expr) -> ControlFlow<()> {
+        self.now += 1;
+        if self.now > MAX_DEPTH {
+            return ControlFlow::Break(());
+        }
+        ControlFlow::Continue(())
+    }
+
+    fn post_visit_expr(&mut self, _expr: &mut Expr) -> ControlFlow<()> {
+        self.now -= 1;
+        ControlFlow::Continue(())
+    }
+}
+
+struct ClickHouseFunctions;
+
+impl VisitorMut for ClickHouseFunctions {
+    type Break = Error;
+
+    fn post_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<Error> {
+        if let Expr::Function(function) = expr {
+            match rewritten(function) {
+                Ok(Some(new)) => *expr = new,
+                Ok(None) => {}
+                Err(error) => return ControlFlow::Break(error),
+            }
+        }
+        ControlFlow::Continue(())
+    }
+}
+
+/// The DataFusion form of a ClickHouse function call, `None` when it needs none.
+fn rewritten(function: &mut Function) -> Result<Option<Expr>> {
+    let name = function.name.to_string();
+    let parameters = match &function.parameters {
+        FunctionArguments::List(list) => Some(plain_args(&name, &list.args)?),
+        _ => None,
+    };
+    if parameters.is_some() && name != "quantile" {
+        return Err(Error::new(
+            ErrorKind::NotImplemented,
+            format!("Function {name} takes no parameters here (only quantile(level)(x) does)"),
+        ));
+    }
+    Ok(Some(match name.as_str() {
+        "count" => {
+            if let FunctionArguments::List(list) = &mut function.args
+                && list.args.is_empty()
+            {
+                list.args
+                    .push(FunctionArg::Unnamed(FunctionArgExpr::Wildcard));
+            }
+            if matches!(function.args, FunctionArguments::None) {
+                function.args =
+                    argument_list(vec![FunctionArg::Unnamed(FunctionArgExpr::Wildcard)], None);
+            }
+            unsigned(Expr::Function(function.clone()))
+        }
+        "countIf" => {
+            let [condition] = take_args::<1>(&name, function)?;
+            let case = Expr::Case {
+                case_token: AttachedToken::empty(),
+                end_token: AttachedToken::empty(),
+                operand: None,
+                conditions: vec![CaseWhen {
+                    condition,
+                    result: Expr::value(Value::Number("1".into(), false)),
+                }],
+                else_result: None,
+            };
+            unsigned(call("count", vec![case], None, function))
+        }
+        "uniqExact" => {
+            let args = plain_args(&name, function_args(function))?;
+            if args.len() != 1 {
+                return Err(wrong_count(&name, 1, args.len()));
+            }
+            unsigned(call(
+                "count",
+                args,
+                Some(DuplicateTreatment::Distinct),
+                function,
+            ))
+        }
+        "if" => {
+            let [condition, then, otherwise] = take_args::<3>(&name, function)?;
+            Expr::Case {
+                case_token: AttachedToken::empty(),
+                end_token: AttachedToken::empty(),
+                operand: None,
+                conditions: vec![CaseWhen {
+                    condition,
+                    result: then,
+                }],
+                else_result: Some(Box::new(otherwise)),
+            }
+        }
+        "quantile" => {
+            let [value] = take_args::<1>(&name, function)?;
+            let level = match parameters.as_deref() {
+                None => Expr::value(Value::Number("0.5".into(), false)),
+                Some([level]) => level.clone(),
+                Some(other) => return Err(wrong_count("quantile's parameters", 1, other.len())),
+            };
+            call(
+                super::quantile::NAME,
+                vec![double(value), double(level)],
+                None,
+                function,
+            )
+        }
+        _ => return Ok(None),
+    }))
+}
+
+fn function_args(function: &Function) -> &[FunctionArg] {
+    match &function.args {
+        FunctionArguments::List(list) => &list.args,
+        _ => &[],
+    }
+}
+
+/// `N` plain (unnamed, non-wildcard) arguments of `function`.
+fn take_args<const N: usize>(name: &str, function: &Function) -> Result<[Expr; N]> {
+    let args = plain_args(name, function_args(function))?;
+    let count = args.len();
+    args.try_into().map_err(|_| wrong_count(name, N, count))
+}
+
+fn plain_args(name: &str, args: &[FunctionArg]) -> Result<Vec<Expr>> {
+    args.iter()
+        .map(|arg| match arg {
+            FunctionArg::Unnamed(FunctionArgExpr::Expr(expr)) => Ok(expr.clone()),
+            other => Err(Error::new(
+                ErrorKind::BadArguments,
+                format!("Function {name} does not take the argument {other}"),
+            )),
+        })
+        .collect()
+}
+
+fn wrong_count(name: &str, wanted: usize, got: usize) -> Error {
+    Error::new(
+        ErrorKind::NumberOfArgumentsDoesntMatch,
+        format!(
+            "Number of arguments for function {name} doesn't match: passed {got}, should be {wanted}"
+        ),
+    )
+}
+
+fn argument_list(
+    args: Vec<FunctionArg>,
+    distinct: Option<DuplicateTreatment>,
+) -> FunctionArguments {
+    FunctionArguments::List(FunctionArgumentList {
+        duplicate_treatment: distinct,
+        args,
+        clauses: Vec::new(),
+    })
+}
+
+/// A call of DataFusion's `name` on `args`, keeping the window and filter of `original`.
+fn call(
+    name: &str,
+    args: Vec<Expr>,
+    distinct: Option<DuplicateTreatment>,
+    original: &Function,
+) -> Expr {
+    let args = args
+        .into_iter()
+        .map(|e| FunctionArg::Unnamed(FunctionArgExpr::Expr(e)))
+        .collect();
+    Expr::Function(Function {
+        name: ObjectName::from(vec![Ident::new(name)]),
+        parameters: FunctionArguments::None,
+        args: argument_list(args, distinct),
+        ..original.clone()
+    })
+}
+
+fn double(expr: Expr) -> Expr {
+    Expr::Cast {
+        kind: CastKind::Cast,
+        expr: Box::new(expr),
+        data_type: DataType::Double(datafusion::sql::sqlparser::ast::ExactNumberInfo::None),
+        array: false,
+        format: None,
+    }
+}
+
+/// `expr` as ClickHouse's `UInt64` (DataFusion counts in `Int64`).
+fn unsigned(expr: Expr) -> Expr {
+    Expr::Cast {
+        kind: CastKind::Cast,
+        expr: Box::new(expr),
+        data_type: DataType::BigIntUnsigned(None),
+        array: false,
+        format: None,
+    }
+}
