@@ -210,7 +210,12 @@ async fn produce(
         .names(pushed.database.as_deref(), pushed.table.as_deref())
         .await?;
     for (database, name) in names {
-        let opened = source.open(&database, &name).await?;
+        // A name taken from a `table = '...'` predicate that no table has: no rows, as for a
+        // path table of another name.
+        let opened = match source.open(&database, &name).await {
+            Err(e) if e.kind() == crate::error::ErrorKind::UnknownTable => continue,
+            other => other?,
+        };
         if !table.produce(&opened, &pushed.scope, sink).await? {
             break;
         }
