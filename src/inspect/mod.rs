@@ -10,6 +10,7 @@
 //! `provider` makes each table a DataFusion table provider, with the filters on `database`,
 //! `table`, `snapshot_id` and `ref` pushed down into a [`Scope`].
 
+mod content;
 mod history;
 pub mod provider;
 mod sink;
@@ -70,11 +71,17 @@ pub enum MetadataTable {
     Snapshots,
     /// `iceberg_refs`
     Refs,
+    /// `iceberg_files`: the live data and delete files of one snapshot.
+    Files,
+    /// `iceberg_entries`: every manifest entry of one snapshot.
+    Entries,
 }
 
 impl MetadataTable {
     /// Every metadata table, in the order `SHOW TABLES FROM system` lists them (by name).
     pub const ALL: &'static [MetadataTable] = &[
+        MetadataTable::Entries,
+        MetadataTable::Files,
         MetadataTable::History,
         MetadataTable::Refs,
         MetadataTable::Snapshots,
@@ -86,6 +93,8 @@ impl MetadataTable {
             MetadataTable::History => "iceberg_history",
             MetadataTable::Snapshots => "iceberg_snapshots",
             MetadataTable::Refs => "iceberg_refs",
+            MetadataTable::Files => "iceberg_files",
+            MetadataTable::Entries => "iceberg_entries",
         }
     }
 
@@ -96,13 +105,13 @@ impl MetadataTable {
 
     /// Whether the rows come from one snapshot (chosen by `snapshot_id = X` or `ref = 'b'`).
     pub fn is_per_snapshot(self) -> bool {
-        false
+        matches!(self, MetadataTable::Files | MetadataTable::Entries)
     }
 
     /// Whether the rows come from manifest lists or manifests (reading them costs a request per
     /// file), not from the metadata file alone.
     pub fn reads_manifests(self) -> bool {
-        false
+        matches!(self, MetadataTable::Files | MetadataTable::Entries)
     }
 
     /// The table's own columns, after `database` and `table`.
@@ -111,6 +120,8 @@ impl MetadataTable {
             MetadataTable::History => history::history_fields(),
             MetadataTable::Snapshots => history::snapshot_fields(),
             MetadataTable::Refs => history::ref_fields(),
+            MetadataTable::Files => content::files_fields(),
+            MetadataTable::Entries => content::entries_fields(),
         }
     }
 
@@ -129,7 +140,7 @@ impl MetadataTable {
     pub(crate) async fn produce(
         self,
         table: &InspectedTable,
-        _scope: &Scope,
+        scope: &Scope,
         sink: &BatchSink,
     ) -> Result<bool> {
         let m = &table.metadata;
@@ -137,7 +148,35 @@ impl MetadataTable {
             MetadataTable::History => history::history_columns(m),
             MetadataTable::Snapshots => history::snapshot_columns(m),
             MetadataTable::Refs => history::ref_columns(m),
+            MetadataTable::Files => {
+                return content::produce(content::EntryTable::Files, table, scope, sink).await;
+            }
+            MetadataTable::Entries => {
+                return content::produce(content::EntryTable::Entries, table, scope, sink).await;
+            }
         };
         sink.send(table, columns).await
     }
+}
+
+/// Every row of `kind` for `table` within `scope`, as the batches a scan would stream (for tests
+/// and tools that read one table without a query).
+pub async fn collect(
+    kind: MetadataTable,
+    table: &InspectedTable,
+    scope: &Scope,
+) -> Result<Vec<datafusion::arrow::array::RecordBatch>> {
+    let (tx, mut rx) = tokio::sync::mpsc::channel(2);
+    let sink = BatchSink::new(kind.schema(), tx);
+    let produce = async move { kind.produce(table, scope, &sink).await };
+    let drain = async {
+        let mut out = Vec::new();
+        while let Some(batch) = rx.recv().await {
+            out.push(batch.map_err(|e| crate::error::Error::logical(e.to_string()))?);
+        }
+        Ok::<_, crate::error::Error>(out)
+    };
+    let (produced, drained) = tokio::join!(produce, drain);
+    produced?;
+    drained
 }
