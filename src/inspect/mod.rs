@@ -14,6 +14,7 @@ mod content;
 mod history;
 pub mod provider;
 mod sink;
+mod table_level;
 
 use std::sync::Arc;
 
@@ -75,14 +76,35 @@ pub enum MetadataTable {
     Files,
     /// `iceberg_entries`: every manifest entry of one snapshot.
     Entries,
+    /// `iceberg_manifests`: the manifest list of one snapshot.
+    Manifests,
+    /// `iceberg_partitions`: file counts and sizes per partition of one snapshot.
+    Partitions,
+    /// `iceberg_all_files`: the live files of every manifest of every snapshot.
+    AllFiles,
+    /// `iceberg_all_entries`: every entry of every manifest of every snapshot.
+    AllEntries,
+    /// `iceberg_all_manifests`: the manifest list of every snapshot.
+    AllManifests,
+    /// `iceberg_metadata_log_entries`: the metadata files, with the snapshot current at each.
+    MetadataLogEntries,
+    /// `iceberg_properties`: the table properties.
+    Properties,
 }
 
 impl MetadataTable {
     /// Every metadata table, in the order `SHOW TABLES FROM system` lists them (by name).
     pub const ALL: &'static [MetadataTable] = &[
+        MetadataTable::AllEntries,
+        MetadataTable::AllFiles,
+        MetadataTable::AllManifests,
         MetadataTable::Entries,
         MetadataTable::Files,
         MetadataTable::History,
+        MetadataTable::Manifests,
+        MetadataTable::MetadataLogEntries,
+        MetadataTable::Partitions,
+        MetadataTable::Properties,
         MetadataTable::Refs,
         MetadataTable::Snapshots,
     ];
@@ -95,6 +117,13 @@ impl MetadataTable {
             MetadataTable::Refs => "iceberg_refs",
             MetadataTable::Files => "iceberg_files",
             MetadataTable::Entries => "iceberg_entries",
+            MetadataTable::Manifests => "iceberg_manifests",
+            MetadataTable::Partitions => "iceberg_partitions",
+            MetadataTable::AllFiles => "iceberg_all_files",
+            MetadataTable::AllEntries => "iceberg_all_entries",
+            MetadataTable::AllManifests => "iceberg_all_manifests",
+            MetadataTable::MetadataLogEntries => "iceberg_metadata_log_entries",
+            MetadataTable::Properties => "iceberg_properties",
         }
     }
 
@@ -105,13 +134,18 @@ impl MetadataTable {
 
     /// Whether the rows come from one snapshot (chosen by `snapshot_id = X` or `ref = 'b'`).
     pub fn is_per_snapshot(self) -> bool {
-        matches!(self, MetadataTable::Files | MetadataTable::Entries)
+        use MetadataTable::*;
+        matches!(self, Files | Entries | Manifests | Partitions)
     }
 
     /// Whether the rows come from manifest lists or manifests (reading them costs a request per
     /// file), not from the metadata file alone.
     pub fn reads_manifests(self) -> bool {
-        matches!(self, MetadataTable::Files | MetadataTable::Entries)
+        use MetadataTable::*;
+        matches!(
+            self,
+            Files | Entries | Manifests | Partitions | AllFiles | AllEntries | AllManifests
+        )
     }
 
     /// The table's own columns, after `database` and `table`.
@@ -122,6 +156,13 @@ impl MetadataTable {
             MetadataTable::Refs => history::ref_fields(),
             MetadataTable::Files => content::files_fields(),
             MetadataTable::Entries => content::entries_fields(),
+            MetadataTable::Manifests => content::manifests_fields(),
+            MetadataTable::Partitions => content::partitions_fields(),
+            MetadataTable::AllFiles => content::all_files_fields(),
+            MetadataTable::AllEntries => content::all_entries_fields(),
+            MetadataTable::AllManifests => content::all_manifests_fields(),
+            MetadataTable::MetadataLogEntries => table_level::metadata_log_fields(),
+            MetadataTable::Properties => table_level::properties_fields(),
         }
     }
 
@@ -148,11 +189,31 @@ impl MetadataTable {
             MetadataTable::History => history::history_columns(m),
             MetadataTable::Snapshots => history::snapshot_columns(m),
             MetadataTable::Refs => history::ref_columns(m),
+            MetadataTable::Properties => table_level::properties_columns(m),
+            MetadataTable::MetadataLogEntries => {
+                let file = table.metadata_location.as_deref().unwrap_or(m.file());
+                table_level::metadata_log_columns(m, file)
+            }
             MetadataTable::Files => {
                 return content::produce(content::EntryTable::Files, table, scope, sink).await;
             }
             MetadataTable::Entries => {
                 return content::produce(content::EntryTable::Entries, table, scope, sink).await;
+            }
+            MetadataTable::Manifests => {
+                return content::produce_manifests(table, scope, sink).await;
+            }
+            MetadataTable::Partitions => {
+                return content::produce_partitions(table, scope, sink).await;
+            }
+            MetadataTable::AllFiles => {
+                return content::produce_all(content::EntryTable::Files, table, sink).await;
+            }
+            MetadataTable::AllEntries => {
+                return content::produce_all(content::EntryTable::Entries, table, sink).await;
+            }
+            MetadataTable::AllManifests => {
+                return content::produce_all_manifests(table, sink).await;
             }
         };
         sink.send(table, columns).await

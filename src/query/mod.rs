@@ -126,7 +126,11 @@ pub async fn explain_select(
     let mut rows = Vec::new();
     for row in values::rows(&batches, &SessionTimeZone::Named(chrono_tz::UTC))? {
         for cell in row {
-            rows.extend(cell.plain().lines().map(|l| vec![Value::Str(l.to_string())]));
+            rows.extend(
+                cell.plain()
+                    .lines()
+                    .map(|l| vec![Value::Str(l.to_string())]),
+            );
         }
     }
     Ok((vec![Column::new("explain", "String")], rows))
@@ -214,7 +218,9 @@ pub(crate) fn to_error(error: DataFusionError) -> Error {
         DataFusionError::SchemaError(e, _) => {
             Error::new(ErrorKind::UnknownIdentifier, e.to_string())
         }
-        DataFusionError::Plan(message) if message.contains("table") && message.contains("not found") => {
+        DataFusionError::Plan(message)
+            if message.contains("table") && message.contains("not found") =>
+        {
             Error::new(ErrorKind::UnknownTable, message)
         }
         DataFusionError::NotImplemented(message) => Error::not_implemented(message),

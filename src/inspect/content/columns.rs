@@ -35,6 +35,11 @@ fn map_type(key: DataType, value: DataType) -> DataType {
     DataType::Map(Arc::new(entries), false)
 }
 
+/// `Map(String, Nullable(String))`: partition field name to value text.
+pub(crate) fn text_map_type() -> DataType {
+    map_type(DataType::Utf8, DataType::Utf8)
+}
+
 fn list_type(item: DataType) -> DataType {
     DataType::List(Arc::new(Field::new_list_field(item, true)))
 }
@@ -71,7 +76,7 @@ fn data_file_fields(with_spec_id: bool) -> Vec<Field> {
         fields.push(Field::new("spec_id", DataType::Int32, false));
     }
     fields.extend([
-        Field::new("partition", map_type(DataType::Utf8, DataType::Utf8), false),
+        Field::new("partition", text_map_type(), false),
         Field::new("record_count", DataType::Int64, false),
         Field::new("file_size_in_bytes", DataType::Int64, false),
         Field::new("column_sizes", counts(), true),
@@ -88,17 +93,23 @@ fn data_file_fields(with_spec_id: bool) -> Vec<Field> {
     fields
 }
 
-/// `iceberg_files`' own columns.
-pub(crate) fn files_fields() -> Vec<Field> {
+/// `iceberg_all_files`' own columns.
+pub(crate) fn all_files_fields() -> Vec<Field> {
     let mut fields = data_file_fields(true);
     fields.push(readable_metrics_field());
+    fields
+}
+
+/// `iceberg_files`' own columns.
+pub(crate) fn files_fields() -> Vec<Field> {
+    let mut fields = all_files_fields();
     fields.push(Field::new("snapshot_id", DataType::Int64, false));
     fields.push(Field::new("ref", DataType::Utf8, true));
     fields
 }
 
-/// `iceberg_entries`' own columns.
-pub(crate) fn entries_fields() -> Vec<Field> {
+/// `iceberg_all_entries`' own columns.
+pub(crate) fn all_entries_fields() -> Vec<Field> {
     vec![
         Field::new("status", DataType::Int8, false),
         Field::new("snapshot_id", DataType::Int64, true),
@@ -110,9 +121,15 @@ pub(crate) fn entries_fields() -> Vec<Field> {
             false,
         ),
         readable_metrics_field(),
-        Field::new("read_snapshot_id", DataType::Int64, false),
-        Field::new("ref", DataType::Utf8, true),
     ]
+}
+
+/// `iceberg_entries`' own columns.
+pub(crate) fn entries_fields() -> Vec<Field> {
+    let mut fields = all_entries_fields();
+    fields.push(Field::new("read_snapshot_id", DataType::Int64, false));
+    fields.push(Field::new("ref", DataType::Utf8, true));
+    fields
 }
 
 fn count_map(
@@ -279,7 +296,8 @@ fn data_file_columns(
     cols
 }
 
-fn repeated(read: &ReadContext, rows: usize) -> [ArrayRef; 2] {
+/// The `snapshot_id` and `ref` columns of a per-snapshot table.
+pub(crate) fn repeated(read: &ReadContext, rows: usize) -> [ArrayRef; 2] {
     [
         Arc::new(Int64Array::from_iter_values(std::iter::repeat_n(
             read.snapshot_id,
@@ -292,13 +310,14 @@ fn repeated(read: &ReadContext, rows: usize) -> [ArrayRef; 2] {
     ]
 }
 
-/// The own columns of `kind` for `entries`, all of one manifest of spec `spec_id`.
+/// The own columns of `kind` for `entries`, all of one manifest of spec `spec_id`; `read` (the
+/// per-snapshot tables) appends `snapshot_id` and `ref`.
 pub(crate) fn build(
     kind: EntryTable,
     shape: &TableShape,
     spec_id: i32,
     entries: &[ManifestEntry],
-    read: &ReadContext,
+    read: Option<&ReadContext>,
 ) -> Result<Vec<ArrayRef>> {
     let files: Vec<&DataFile> = entries.iter().map(|e| &e.data_file).collect();
     let rows = files.len();
@@ -306,7 +325,7 @@ pub(crate) fn build(
         EntryTable::Files => {
             let mut cols = data_file_columns(&files, Some(spec_id), shape, spec_id);
             cols.push(readable_metrics(&files, shape));
-            cols.extend(repeated(read, rows));
+            cols.extend(read.map(|r| repeated(r, rows)).into_iter().flatten());
             cols
         }
         EntryTable::Entries => {
@@ -331,7 +350,7 @@ pub(crate) fn build(
                 Arc::new(data_file),
                 readable_metrics(&files, shape),
             ];
-            cols.extend(repeated(read, rows));
+            cols.extend(read.map(|r| repeated(r, rows)).into_iter().flatten());
             cols
         }
     })

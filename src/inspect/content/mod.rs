@@ -1,24 +1,32 @@
-//! The tables read from manifests: `system.iceberg_files` (the live content files of one
-//! snapshot) and `system.iceberg_entries` (every entry of that snapshot's manifests, deleted ones
-//! included, with inherited snapshot ids and sequence numbers).
+//! The tables read from manifest lists and manifests, with pyiceberg's `inspect` columns:
 //!
-//! The snapshot is chosen by the scope: `snapshot_id = X`, `ref = 'b'`, else the current snapshot
-//! of `main` (a table without one has no rows). Manifests are read a few at a time but sent in the
-//! manifest list's order, one batch per manifest (at most [`BATCH_ROWS`] rows each), so a large
-//! table is never held whole in memory.
+//! - per snapshot (`snapshot_id = X`, `ref = 'b'`, else the current snapshot of `main`; a table
+//!   without one has no rows): `iceberg_files` (live data and delete files), `iceberg_entries`
+//!   (every entry, deleted ones included, with inherited snapshot ids and sequence numbers),
+//!   `iceberg_manifests` (the manifest list) and `iceberg_partitions` (counts per partition);
+//! - over every snapshot: `iceberg_all_files` and `iceberg_all_entries` (each manifest read once,
+//!   deduplicated by path) and `iceberg_all_manifests` (every snapshot's list, with
+//!   `reference_snapshot_id`).
 //!
-//! Columns follow pyiceberg's `inspect.files()` / `inspect.entries()` names, with two differences
-//! forced by one schema serving every table: `partition` is a `Map(String, Nullable(String))`
-//! (partition field name to its value as text) and `readable_metrics` a
-//! `Map(String, Tuple(...))` keyed by top-level column name (bounds as text, see [`values`]).
-//! Every row also carries the `snapshot_id` read (`read_snapshot_id` in `iceberg_entries`, whose
-//! `snapshot_id` is the entry's) and the `ref` named (`main` by default, NULL when a snapshot id
-//! chose the snapshot), the columns the scope's predicates compare.
+//! Manifests are read a few at a time but sent in list order, one batch per manifest (at most
+//! [`BATCH_ROWS`] rows), so a large table is never held whole in memory.
+//!
+//! One Arrow schema serves every Iceberg table, so what pyiceberg types per table is text here:
+//! `partition` is a `Map(String, Nullable(String))` (field name to value) and `readable_metrics`
+//! a `Map(String, Tuple(...))` keyed by top-level column name (bounds as text, see [`values`]).
+//! Per-snapshot tables also carry the `snapshot_id` read (`read_snapshot_id` in
+//! `iceberg_entries`, whose `snapshot_id` is the entry's) and the `ref` named (`main` by default,
+//! NULL when a snapshot id chose the snapshot): the columns the scope's predicates compare.
 
 mod columns;
+mod manifests;
+mod partitions;
 mod values;
 
+use std::collections::HashSet;
 use std::sync::Arc;
+
+use datafusion::arrow::array::Int64Array;
 
 use futures::StreamExt;
 use futures::stream::BoxStream;
@@ -30,7 +38,9 @@ use crate::iceberg::manifest::{ManifestEntry, inherit, read_manifest};
 use crate::iceberg::manifest_list::{ManifestFile, read_manifest_list};
 use crate::iceberg::spec::{MAIN_BRANCH, Snapshot};
 
-pub(super) use columns::{entries_fields, files_fields};
+pub(super) use columns::{all_entries_fields, all_files_fields, entries_fields, files_fields};
+pub(super) use manifests::{all_manifests_fields, manifests_fields};
+pub(super) use partitions::partitions_fields;
 
 /// Rows per batch at most.
 pub(crate) const BATCH_ROWS: usize = 8192;
@@ -86,6 +96,8 @@ pub(crate) struct TableShape {
     pub columns: Vec<(String, Option<String>, i32)>,
     /// `spec_id` → the result type of each of its fields, in order.
     pub spec_types: Vec<(i32, Vec<String>)>,
+    /// `spec_id` → the transform of each of its fields, in order.
+    pub spec_transforms: Vec<(i32, Vec<String>)>,
 }
 
 impl TableShape {
@@ -127,14 +139,32 @@ impl TableShape {
                 (spec.spec_id, types)
             })
             .collect();
+        let spec_transforms = m
+            .partition_specs()
+            .iter()
+            .map(|s| {
+                (
+                    s.spec_id,
+                    s.fields.iter().map(|f| f.transform.clone()).collect(),
+                )
+            })
+            .collect();
         TableShape {
             columns,
             spec_types,
+            spec_transforms,
         }
     }
 
     pub(crate) fn spec_types(&self, spec_id: i32) -> &[String] {
         self.spec_types
+            .iter()
+            .find(|(id, _)| *id == spec_id)
+            .map_or(&[], |(_, t)| t.as_slice())
+    }
+
+    pub(crate) fn spec_transforms(&self, spec_id: i32) -> &[String] {
+        self.spec_transforms
             .iter()
             .find(|(id, _)| *id == spec_id)
             .map_or(&[], |(_, t)| t.as_slice())
@@ -185,14 +215,43 @@ pub(crate) fn manifest_entries<'a>(
         .boxed()
 }
 
-/// Which of the two tables.
+/// Which shape of entry rows: live files, or every entry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum EntryTable {
     Files,
     Entries,
 }
 
-/// Sends the rows of `kind` for the snapshot `scope` chooses.
+/// Sends the rows of one manifest (`entries` read from `manifest`), [`BATCH_ROWS`] at a time.
+async fn send_entries(
+    kind: EntryTable,
+    table: &InspectedTable,
+    shape: &TableShape,
+    manifest: &ManifestFile,
+    mut entries: Vec<ManifestEntry>,
+    read: Option<&columns::ReadContext>,
+    sink: &BatchSink,
+) -> Result<bool> {
+    if kind == EntryTable::Files {
+        entries.retain(|e| e.status.is_live());
+    }
+    for chunk in entries.chunks(BATCH_ROWS) {
+        let cols = columns::build(kind, shape, manifest.partition_spec_id, chunk, read)?;
+        if !sink.send(table, cols).await? {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+fn read_context(snapshot: &Snapshot, scope: &Scope) -> columns::ReadContext {
+    columns::ReadContext {
+        snapshot_id: snapshot.snapshot_id,
+        ref_name: ref_label(scope).map(str::to_string),
+    }
+}
+
+/// `iceberg_files` / `iceberg_entries`: the snapshot `scope` chooses.
 pub(crate) async fn produce(
     kind: EntryTable,
     table: &InspectedTable,
@@ -203,22 +262,127 @@ pub(crate) async fn produce(
         return Ok(true);
     };
     let list = manifest_list(table, snapshot).await?;
-    let shape = Arc::new(TableShape::of(table));
-    let read = columns::ReadContext {
-        snapshot_id: snapshot.snapshot_id,
-        ref_name: ref_label(scope).map(str::to_string),
-    };
+    let shape = TableShape::of(table);
+    let read = read_context(snapshot, scope);
     let mut manifests = manifest_entries(table, &list);
     while let Some(next) = manifests.next().await {
-        let (manifest, mut entries) = next?;
-        if kind == EntryTable::Files {
-            entries.retain(|e| e.status.is_live());
+        let (manifest, entries) = next?;
+        if !send_entries(kind, table, &shape, manifest, entries, Some(&read), sink).await? {
+            return Ok(false);
         }
-        for chunk in entries.chunks(BATCH_ROWS) {
-            let cols = columns::build(kind, &shape, manifest.partition_spec_id, chunk, &read)?;
+    }
+    Ok(true)
+}
+
+/// The manifest lists of every snapshot, in metadata order, read [`MANIFEST_READS`] at a time.
+fn every_manifest_list(
+    table: &InspectedTable,
+) -> BoxStream<'_, Result<(&Snapshot, Vec<ManifestFile>)>> {
+    futures::stream::iter(table.metadata.snapshots().iter())
+        .map(move |s| async move { manifest_list(table, s).await.map(|l| (s, l)) })
+        .buffered(MANIFEST_READS)
+        .boxed()
+}
+
+/// `iceberg_all_files` / `iceberg_all_entries`: every manifest of every snapshot, each read once
+/// (the first snapshot listing it, in metadata order).
+pub(crate) async fn produce_all(
+    kind: EntryTable,
+    table: &InspectedTable,
+    sink: &BatchSink,
+) -> Result<bool> {
+    let shape = TableShape::of(table);
+    let mut seen: HashSet<String> = HashSet::new();
+    let mut lists = every_manifest_list(table);
+    while let Some(next) = lists.next().await {
+        let (_, list) = next?;
+        let new: Vec<ManifestFile> = list
+            .into_iter()
+            .filter(|m| seen.insert(m.manifest_path.clone()))
+            .collect();
+        let mut manifests = manifest_entries(table, &new);
+        while let Some(next) = manifests.next().await {
+            let (manifest, entries) = next?;
+            if !send_entries(kind, table, &shape, manifest, entries, None, sink).await? {
+                return Ok(false);
+            }
+        }
+    }
+    Ok(true)
+}
+
+/// `iceberg_manifests`: the manifest list of the snapshot `scope` chooses.
+pub(crate) async fn produce_manifests(
+    table: &InspectedTable,
+    scope: &Scope,
+    sink: &BatchSink,
+) -> Result<bool> {
+    let Some(snapshot) = chosen_snapshot(table, scope)? else {
+        return Ok(true);
+    };
+    let list = manifest_list(table, snapshot).await?;
+    let shape = TableShape::of(table);
+    let read = read_context(snapshot, scope);
+    for chunk in list.chunks(BATCH_ROWS) {
+        let mut cols = manifests::common_columns(chunk, &shape);
+        cols.extend(columns::repeated(&read, chunk.len()));
+        if !sink.send(table, cols).await? {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+/// `iceberg_all_manifests`: the manifest list of every snapshot, one batch per snapshot.
+pub(crate) async fn produce_all_manifests(
+    table: &InspectedTable,
+    sink: &BatchSink,
+) -> Result<bool> {
+    let shape = TableShape::of(table);
+    let mut lists = every_manifest_list(table);
+    while let Some(next) = lists.next().await {
+        let (snapshot, list) = next?;
+        for chunk in list.chunks(BATCH_ROWS) {
+            let mut cols = manifests::common_columns(chunk, &shape);
+            cols.push(Arc::new(Int64Array::from_iter_values(std::iter::repeat_n(
+                snapshot.snapshot_id,
+                chunk.len(),
+            ))));
+            cols.push(manifests::key_metadata(chunk));
             if !sink.send(table, cols).await? {
                 return Ok(false);
             }
+        }
+    }
+    Ok(true)
+}
+
+/// `iceberg_partitions`: the live files of the snapshot `scope` chooses, counted per partition.
+pub(crate) async fn produce_partitions(
+    table: &InspectedTable,
+    scope: &Scope,
+    sink: &BatchSink,
+) -> Result<bool> {
+    let Some(snapshot) = chosen_snapshot(table, scope)? else {
+        return Ok(true);
+    };
+    let list = manifest_list(table, snapshot).await?;
+    let shape = TableShape::of(table);
+    let mut stats = partitions::PartitionStats::default();
+    let mut manifests = manifest_entries(table, &list);
+    while let Some(next) = manifests.next().await {
+        let (manifest, entries) = next?;
+        let types = shape.spec_types(manifest.partition_spec_id);
+        for e in entries.iter().filter(|e| e.status.is_live()) {
+            stats.add(&table.metadata, manifest.partition_spec_id, types, e);
+        }
+    }
+    let read = read_context(snapshot, scope);
+    for chunk in stats.rows.chunks(BATCH_ROWS) {
+        let mut cols = partitions::partitions_columns(chunk);
+        cols.extend(columns::repeated(&read, chunk.len()));
+        if !sink.send(table, cols).await? {
+            return Ok(false);
         }
     }
     Ok(true)

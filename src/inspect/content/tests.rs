@@ -343,3 +343,168 @@ fn schemas_hold_pyiceberg_columns_in_order() {
     assert!(MetadataTable::Entries.is_per_snapshot() && MetadataTable::Entries.reads_manifests());
     assert!(!MetadataTable::History.reads_manifests());
 }
+
+fn total_rows(batches: &[RecordBatch]) -> usize {
+    batches.iter().map(RecordBatch::num_rows).sum()
+}
+
+/// The distinct manifests of every snapshot and their entry counts, read independently.
+async fn every_manifest(t: &InspectedTable) -> (usize, BTreeMap<String, (usize, usize)>) {
+    use crate::iceberg::manifest::read_manifest;
+    use crate::iceberg::manifest_list::read_manifest_list;
+    let mut listed = 0;
+    let mut manifests = BTreeMap::new();
+    for s in t.metadata.snapshots() {
+        let path = s.manifest_list.clone().unwrap();
+        let list = read_manifest_list(&t.io.read(&path).await.unwrap(), &path).unwrap();
+        listed += list.len();
+        for m in list {
+            let bytes = t.io.read(&m.manifest_path).await.unwrap();
+            let entries = read_manifest(&bytes, "m").unwrap().entries;
+            let live = entries.iter().filter(|e| e.status.is_live()).count();
+            manifests.insert(m.manifest_path, (entries.len(), live));
+        }
+    }
+    (listed, manifests)
+}
+
+/// `iceberg_manifests` is the current manifest list; the `all_` tables cover every snapshot,
+/// `all_manifests` one row per (snapshot, manifest), `all_files`/`all_entries` each distinct
+/// manifest once.
+#[tokio::test]
+async fn manifests_and_all_tables_cover_what_the_lists_hold() {
+    let (t, _) = table("memory://all", 2).await;
+    let current = t.metadata.current_snapshot().unwrap();
+    let path = current.manifest_list.clone().unwrap();
+    let list =
+        crate::iceberg::manifest_list::read_manifest_list(&t.io.read(&path).await.unwrap(), &path)
+            .unwrap();
+    let batches = collect(MetadataTable::Manifests, &t, &Scope::default())
+        .await
+        .unwrap();
+    let paths: Vec<String> = batches
+        .iter()
+        .flat_map(|b| strings(b, "path"))
+        .flatten()
+        .collect();
+    let expected: Vec<String> = list.iter().map(|m| m.manifest_path.clone()).collect();
+    assert_eq!(paths, expected);
+    for b in &batches {
+        assert!(
+            ints(b, "snapshot_id")
+                .iter()
+                .all(|v| *v == Some(current.snapshot_id))
+        );
+        let summaries = b.column_by_name("partition_summaries").unwrap();
+        let summaries = summaries.as_list::<i32>();
+        assert!(
+            (0..b.num_rows()).all(|i| summaries.value(i).len() == 1),
+            "one per field"
+        );
+    }
+
+    let (listed, manifests) = every_manifest(&t).await;
+    let all = collect(MetadataTable::AllManifests, &t, &Scope::default())
+        .await
+        .unwrap();
+    assert_eq!(total_rows(&all), listed);
+    let refs: BTreeSet<i64> = all
+        .iter()
+        .flat_map(|b| ints(b, "reference_snapshot_id"))
+        .flatten()
+        .collect();
+    let snapshots: BTreeSet<i64> = t
+        .metadata
+        .snapshots()
+        .iter()
+        .map(|s| s.snapshot_id)
+        .collect();
+    assert_eq!(refs, snapshots);
+
+    let entries = collect(MetadataTable::AllEntries, &t, &Scope::default())
+        .await
+        .unwrap();
+    assert_eq!(
+        total_rows(&entries),
+        manifests.values().map(|(all, _)| all).sum::<usize>()
+    );
+    let files = collect(MetadataTable::AllFiles, &t, &Scope::default())
+        .await
+        .unwrap();
+    assert_eq!(
+        total_rows(&files),
+        manifests.values().map(|(_, live)| live).sum::<usize>()
+    );
+    assert!(
+        manifests.len() < listed,
+        "manifests are shared between snapshots: dedup is tested"
+    );
+    let all_paths: BTreeSet<String> = files
+        .iter()
+        .flat_map(|b| strings(b, "file_path"))
+        .flatten()
+        .collect();
+    for (p, _) in files_of(&t, &Scope::default()).await {
+        assert!(all_paths.contains(&p));
+    }
+}
+
+/// Partition counts add up to the live files of the snapshot.
+#[tokio::test]
+async fn partitions_count_the_live_files() {
+    let (t, _) = table("memory://partitions", 3).await;
+    let files = collect(MetadataTable::Files, &t, &Scope::default())
+        .await
+        .unwrap();
+    let mut data = (0i64, 0i64, 0i64);
+    let mut deletes = 0i64;
+    for b in &files {
+        let content = b.column_by_name("content").unwrap();
+        let content = content.as_any().downcast_ref::<Int8Array>().unwrap();
+        let records = ints(b, "record_count");
+        let sizes = ints(b, "file_size_in_bytes");
+        for i in 0..b.num_rows() {
+            if content.value(i) == 0 {
+                data.0 += 1;
+                data.1 += records[i].unwrap();
+                data.2 += sizes[i].unwrap();
+            } else {
+                deletes += 1;
+            }
+        }
+    }
+    let parts = collect(MetadataTable::Partitions, &t, &Scope::default())
+        .await
+        .unwrap();
+    let mut got = (0i64, 0i64, 0i64);
+    let mut got_deletes = 0i64;
+    let mut rows = 0;
+    for b in &parts {
+        let i32s = |name: &str| -> Vec<i64> {
+            b.column_by_name(name)
+                .unwrap()
+                .as_primitive::<datafusion::arrow::datatypes::Int32Type>()
+                .values()
+                .iter()
+                .map(|v| i64::from(*v))
+                .collect()
+        };
+        got.0 += i32s("file_count").iter().sum::<i64>();
+        got.1 += ints(b, "record_count").iter().flatten().sum::<i64>();
+        got.2 += ints(b, "total_data_file_size_in_bytes")
+            .iter()
+            .flatten()
+            .sum::<i64>();
+        got_deletes += i32s("position_delete_file_count").iter().sum::<i64>()
+            + i32s("equality_delete_file_count").iter().sum::<i64>();
+        assert!(
+            ints(b, "last_updated_snapshot_id")
+                .iter()
+                .all(Option::is_some)
+        );
+        rows += b.num_rows();
+    }
+    assert_eq!(got, data);
+    assert_eq!(got_deletes, deletes);
+    assert!((1..=3).contains(&rows), "{rows} partitions");
+}

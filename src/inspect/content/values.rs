@@ -132,6 +132,23 @@ pub(crate) fn render(ty: &str, value: &PartitionValue) -> Option<String> {
     })
 }
 
+/// A partition summary bound as pyiceberg's human strings show it: `year`, `month` and `hour`
+/// results as the period they number (`2024`, `2024-01`, `2024-01-01-10`), else [`render`].
+pub(crate) fn render_human(transform: &str, ty: &str, value: &PartitionValue) -> Option<String> {
+    let n = match (transform.trim(), value) {
+        ("year" | "month" | "hour", PartitionValue::Int(n)) => i64::from(*n),
+        _ => return render(ty, value),
+    };
+    Some(match transform.trim() {
+        "year" => format!("{:04}", 1970 + n),
+        "month" => format!("{:04}-{:02}", 1970 + n.div_euclid(12), n.rem_euclid(12) + 1),
+        _ => {
+            let day = date(n.div_euclid(24))?;
+            format!("{day}-{:02}", n.rem_euclid(24))
+        }
+    })
+}
+
 fn date(days: i64) -> Option<String> {
     let epoch = chrono::NaiveDate::from_ymd_opt(1970, 1, 1)?;
     let d = epoch.checked_add_signed(chrono::TimeDelta::try_days(days)?)?;
@@ -239,6 +256,30 @@ mod tests {
         assert_eq!(
             bound("uuid", u.as_bytes()),
             Some(u.hyphenated().to_string())
+        );
+    }
+
+    #[test]
+    fn summary_bounds_name_their_period() {
+        assert_eq!(
+            render_human("year", "int", &V::Int(54)).as_deref(),
+            Some("2024")
+        );
+        assert_eq!(
+            render_human("month", "int", &V::Int(649)).as_deref(),
+            Some("2024-02")
+        );
+        assert_eq!(
+            render_human("hour", "int", &V::Int(24 * 19723 + 10)).as_deref(),
+            Some("2024-01-01-10")
+        );
+        assert_eq!(
+            render_human("bucket[4]", "int", &V::Int(3)).as_deref(),
+            Some("3")
+        );
+        assert_eq!(
+            render_human("day", "date", &V::Int(1)).as_deref(),
+            Some("1970-01-02")
         );
     }
 
