@@ -12,6 +12,8 @@ mod compaction_disputed;
 mod compaction_specs;
 mod fixture_smoke;
 mod generate_interop;
+#[cfg(feature = "datafusion")]
+mod inspect_interop;
 mod metadata_interop;
 mod moved_base;
 mod moved_base_checks;

@@ -28,6 +28,7 @@ use std::sync::Arc;
 
 use datafusion::arrow::array::Int64Array;
 
+use bytes::Bytes;
 use futures::StreamExt;
 use futures::stream::BoxStream;
 use serde_json::Value as Json;
@@ -171,48 +172,71 @@ impl TableShape {
     }
 }
 
+fn list_path<'a>(table: &InspectedTable, snapshot: &'a Snapshot) -> Result<&'a str> {
+    snapshot.manifest_list.as_deref().ok_or_else(|| {
+        Error::not_implemented(format!(
+            "Snapshot {} of {}.{} lists its manifests inline (v1 without a manifest list); the \
+             metadata tables read manifest lists only",
+            snapshot.snapshot_id, table.database, table.name
+        ))
+    })
+}
+
+/// Decodes a manifest list off the async task.
+async fn decode_list(path: &str, bytes: Bytes) -> Result<Vec<ManifestFile>> {
+    let path = path.to_string();
+    crate::pool::off_task(move || read_manifest_list(&bytes, &path)).await
+}
+
 /// The manifest list of `snapshot`.
 pub(crate) async fn manifest_list(
     table: &InspectedTable,
     snapshot: &Snapshot,
 ) -> Result<Vec<ManifestFile>> {
-    let Some(path) = snapshot.manifest_list.clone() else {
-        return Err(Error::not_implemented(format!(
-            "Snapshot {} of {}.{} lists its manifests inline (v1 without a manifest list); the \
-             metadata tables read manifest lists only",
-            snapshot.snapshot_id, table.database, table.name
-        )));
-    };
-    let (_, list) = table
-        .io
-        .read_immutable_and(&path.clone(), None, move |bytes| {
-            read_manifest_list(bytes, &path)
-        })
-        .await?;
-    Ok(list)
+    let path = list_path(table, snapshot)?;
+    let bytes = table.io.read_immutable(path, None).await?;
+    decode_list(path, bytes).await
 }
 
-/// The entries of each manifest of `list` (inheritance applied), in list order, read
-/// [`MANIFEST_READS`] at a time.
+/// The entries of each manifest of a list (inheritance applied), in list order: the files are
+/// fetched [`MANIFEST_READS`] at a time ahead, and decoded only when asked for. Reading ahead
+/// is plain I/O: a decoding permit (shared by every statement) is taken only by the caller's
+/// own `next`, so a stream left unpolled while its rows are sent never holds one.
+pub(crate) struct ManifestEntries<'a> {
+    reads: BoxStream<'a, Result<(&'a ManifestFile, Bytes)>>,
+}
+
+impl<'a> ManifestEntries<'a> {
+    pub(crate) async fn next(&mut self) -> Option<Result<(&'a ManifestFile, Vec<ManifestEntry>)>> {
+        let (m, bytes) = match self.reads.next().await? {
+            Ok(read) => read,
+            Err(e) => return Some(Err(e)),
+        };
+        let path = m.manifest_path.clone();
+        let decoded = crate::pool::off_task(move || read_manifest(&bytes, &path)).await;
+        Some(decoded.map(|manifest| {
+            let mut entries = manifest.entries;
+            inherit(&mut entries, m);
+            (m, entries)
+        }))
+    }
+}
+
 pub(crate) fn manifest_entries<'a>(
     table: &'a InspectedTable,
     list: &'a [ManifestFile],
-) -> BoxStream<'a, Result<(&'a ManifestFile, Vec<ManifestEntry>)>> {
-    futures::stream::iter(list.iter())
+) -> ManifestEntries<'a> {
+    let reads = futures::stream::iter(list.iter())
         .map(move |m| async move {
-            let path = m.manifest_path.clone();
-            let (_, manifest) = table
+            let bytes = table
                 .io
-                .read_immutable_and(&m.manifest_path, m.length(), move |bytes| {
-                    read_manifest(bytes, &path)
-                })
+                .read_immutable(&m.manifest_path, m.length())
                 .await?;
-            let mut entries = manifest.entries;
-            inherit(&mut entries, m);
-            Ok((m, entries))
+            Ok((m, bytes))
         })
         .buffered(MANIFEST_READS)
-        .boxed()
+        .boxed();
+    ManifestEntries { reads }
 }
 
 /// Which shape of entry rows: live files, or every entry.
@@ -274,14 +298,32 @@ pub(crate) async fn produce(
     Ok(true)
 }
 
-/// The manifest lists of every snapshot, in metadata order, read [`MANIFEST_READS`] at a time.
-fn every_manifest_list(
-    table: &InspectedTable,
-) -> BoxStream<'_, Result<(&Snapshot, Vec<ManifestFile>)>> {
-    futures::stream::iter(table.metadata.snapshots().iter())
-        .map(move |s| async move { manifest_list(table, s).await.map(|l| (s, l)) })
+/// The manifest lists of every snapshot, in metadata order, fetched [`MANIFEST_READS`] at a
+/// time ahead and decoded when asked for (see [`ManifestEntries`]).
+pub(crate) struct ManifestLists<'a> {
+    reads: BoxStream<'a, Result<(&'a Snapshot, &'a str, Bytes)>>,
+}
+
+impl<'a> ManifestLists<'a> {
+    pub(crate) async fn next(&mut self) -> Option<Result<(&'a Snapshot, Vec<ManifestFile>)>> {
+        let (s, path, bytes) = match self.reads.next().await? {
+            Ok(read) => read,
+            Err(e) => return Some(Err(e)),
+        };
+        Some(decode_list(path, bytes).await.map(|l| (s, l)))
+    }
+}
+
+fn every_manifest_list(table: &InspectedTable) -> ManifestLists<'_> {
+    let reads = futures::stream::iter(table.metadata.snapshots().iter())
+        .map(move |s| async move {
+            let path = list_path(table, s)?;
+            let bytes = table.io.read_immutable(path, None).await?;
+            Ok((s, path, bytes))
+        })
         .buffered(MANIFEST_READS)
-        .boxed()
+        .boxed();
+    ManifestLists { reads }
 }
 
 /// `iceberg_all_files` / `iceberg_all_entries`: every manifest of every snapshot, each read once
