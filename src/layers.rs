@@ -54,10 +54,17 @@ const RULES: &[(&[&str], &[&str])] = &[
     ),
     (
         &["query"],
-        &["crate::engine", "crate::shell", "crate::maintain", "crate::inspect"],
+        &[
+            "crate::engine",
+            "crate::shell",
+            "crate::maintain",
+            "crate::inspect",
+        ],
     ),
     (
-        &["maintain", "catalog", "iceberg", "io", "sql", "plan", "format"],
+        &[
+            "maintain", "catalog", "iceberg", "io", "sql", "plan", "format",
+        ],
         &["crate::inspect", "crate::query"],
     ),
     (

@@ -141,9 +141,9 @@ mod literal;
 mod maintain;
 mod plan;
 mod pool;
+pub mod progress;
 #[cfg(feature = "datafusion")]
 mod query;
-pub mod progress;
 mod settings;
 #[cfg(feature = "cli")]
 mod shell;
@@ -202,6 +202,11 @@ pub mod internals {
             avro, commit, locate, manifest, manifest_list, metadata, spec, txn,
         };
     }
+    /// See `src/inspect/` (cargo feature `datafusion`).
+    #[cfg(feature = "datafusion")]
+    pub mod inspect {
+        pub use crate::inspect::{InspectedTable, MetadataTable, Scope, collect};
+    }
     /// See `src/io/`.
     pub mod io {
         pub use crate::io::{
@@ -233,11 +238,11 @@ pub mod internals {
     pub mod sql {
         pub use crate::sql::{
             AlterAction, AlterExecute, AlterTable, Arg, ArgValue, BindContext,
-            DEFAULT_MAX_PARSER_DEPTH, DEFAULT_MAX_QUERY_SIZE, EngineArg, EngineName,
-            Literal, LiteralList, MAX_PARSER_DEPTH_CEILING, ParseLimits,
-            Select, SessionTimeZone, Statement, TableName, ast, bind,
-            format_duration_ms, parse_duration_ms, parse_statement, parse_statement_at,
-            parse_statement_with, parse_timestamp_ms, parse_where_with, split_statements,
+            DEFAULT_MAX_PARSER_DEPTH, DEFAULT_MAX_QUERY_SIZE, EngineArg, EngineName, Literal,
+            LiteralList, MAX_PARSER_DEPTH_CEILING, ParseLimits, Select, SessionTimeZone, Statement,
+            TableName, ast, bind, format_duration_ms, parse_duration_ms, parse_statement,
+            parse_statement_at, parse_statement_with, parse_timestamp_ms, parse_where_with,
+            split_statements,
         };
     }
 }

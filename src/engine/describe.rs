@@ -64,7 +64,10 @@ fn fields(schema: &Json) -> Result<&Vec<Json>> {
 /// arrays, maps or tuples). `indent` is the tuple nesting depth (ClickHouse's pretty type names
 /// put each tuple element on its own line, four spaces deeper).
 fn field_type(field: &Json, indent: usize) -> Result<String> {
-    let required = field.get("required").and_then(Json::as_bool).unwrap_or(false);
+    let required = field
+        .get("required")
+        .and_then(Json::as_bool)
+        .unwrap_or(false);
     let ty = field
         .get("type")
         .ok_or_else(|| Error::incorrect_data("a schema field has no type".to_string()))?;
@@ -140,16 +143,24 @@ fn primitive_type(name: &str) -> Result<String> {
     if !simple.is_empty() {
         return Ok(simple.to_string());
     }
-    if let Some(len) = name.strip_prefix("fixed[").and_then(|r| r.strip_suffix(']')) {
+    if let Some(len) = name
+        .strip_prefix("fixed[")
+        .and_then(|r| r.strip_suffix(']'))
+    {
         return Ok(format!("FixedString({})", len.trim()));
     }
-    if let Some(args) = name.strip_prefix("decimal(").and_then(|r| r.strip_suffix(')')) {
+    if let Some(args) = name
+        .strip_prefix("decimal(")
+        .and_then(|r| r.strip_suffix(')'))
+    {
         let parts: Vec<&str> = args.split(',').map(str::trim).collect();
         if let [p, s] = parts.as_slice() {
             return Ok(format!("Decimal({p}, {s})"));
         }
     }
-    Err(Error::incorrect_data(format!("unknown Iceberg type {name}")))
+    Err(Error::incorrect_data(format!(
+        "unknown Iceberg type {name}"
+    )))
 }
 
 #[cfg(test)]

@@ -39,17 +39,17 @@ use crate::sql::bind_snapshots::bind_alter;
 use crate::sql::lexer::{Kind, Lexer, Punct, Token as LexToken};
 use crate::sql::parser::parse_checked;
 use crate::sql::{
-    AlterExecute, AlterTable, BindContext, Literal, OptimizeManifest, ParseLimits,
-    Statement, TableName, bind_noted, split_statements,
+    AlterExecute, AlterTable, BindContext, Literal, OptimizeManifest, ParseLimits, Statement,
+    TableName, bind_noted, split_statements,
 };
 
 mod databases;
 pub use databases::KnownNames;
 mod dispatch;
-mod newest;
-mod show;
 #[cfg(feature = "datafusion")]
 mod metadata_query;
+mod newest;
+mod show;
 mod table_statements;
 
 fn unknown_database(database: &str) -> Error {

@@ -129,12 +129,18 @@ pub(super) fn history_columns(m: &TableMetadata) -> Vec<ArrayRef> {
         let _ = summary.append(true);
     }
     vec![
-        timestamps(snaps.iter().map(|s| made_current.get(&s.snapshot_id).copied())),
+        timestamps(
+            snaps
+                .iter()
+                .map(|s| made_current.get(&s.snapshot_id).copied()),
+        ),
         Arc::new(UInt64Array::from_iter_values(
             snaps.iter().map(|s| s.snapshot_id as u64),
         )),
         Arc::new(UInt64Array::from_iter_values(
-            snaps.iter().map(|s| s.parent_snapshot_id.map_or(0, |p| p as u64)),
+            snaps
+                .iter()
+                .map(|s| s.parent_snapshot_id.map_or(0, |p| p as u64)),
         )),
         flags(snaps.iter().map(|s| ancestors.contains(&s.snapshot_id))),
         Arc::new(StringArray::from_iter_values(
@@ -157,7 +163,9 @@ pub(super) fn snapshot_columns(m: &TableMetadata) -> Vec<ArrayRef> {
         names.join(",")
     });
     vec![
-        Arc::new(Int64Array::from_iter_values(snaps.iter().map(|s| s.snapshot_id))),
+        Arc::new(Int64Array::from_iter_values(
+            snaps.iter().map(|s| s.snapshot_id),
+        )),
         Arc::new(Int64Array::from_iter(
             snaps.iter().map(|s| s.parent_snapshot_id),
         )),
@@ -169,7 +177,9 @@ pub(super) fn snapshot_columns(m: &TableMetadata) -> Vec<ArrayRef> {
             snaps.iter().map(|s| s.operation().unwrap_or("")),
         )),
         Arc::new(StringArray::from_iter_values(
-            snaps.iter().map(|s| s.manifest_list.as_deref().unwrap_or("")),
+            snaps
+                .iter()
+                .map(|s| s.manifest_list.as_deref().unwrap_or("")),
         )),
         flags(
             snaps
@@ -188,7 +198,9 @@ pub(super) fn ref_columns(m: &TableMetadata) -> Vec<ArrayRef> {
         Arc::new(StringArray::from_iter_values(
             refs.iter().map(|r| r.kind.as_str()),
         )),
-        Arc::new(Int64Array::from_iter_values(refs.iter().map(|r| r.snapshot_id))),
+        Arc::new(Int64Array::from_iter_values(
+            refs.iter().map(|r| r.snapshot_id),
+        )),
         timestamps(
             refs.iter()
                 .map(|r| m.snapshot(r.snapshot_id).map(|s| s.timestamp_ms)),

@@ -10,9 +10,11 @@
 //! `provider` makes each table a DataFusion table provider, with the filters on `database`,
 //! `table`, `snapshot_id` and `ref` pushed down into a [`Scope`].
 
+mod content;
 mod history;
 pub mod provider;
 mod sink;
+mod table_level;
 
 use std::sync::Arc;
 
@@ -70,12 +72,39 @@ pub enum MetadataTable {
     Snapshots,
     /// `iceberg_refs`
     Refs,
+    /// `iceberg_files`: the live data and delete files of one snapshot.
+    Files,
+    /// `iceberg_entries`: every manifest entry of one snapshot.
+    Entries,
+    /// `iceberg_manifests`: the manifest list of one snapshot.
+    Manifests,
+    /// `iceberg_partitions`: file counts and sizes per partition of one snapshot.
+    Partitions,
+    /// `iceberg_all_files`: the live files of every manifest of every snapshot.
+    AllFiles,
+    /// `iceberg_all_entries`: every entry of every manifest of every snapshot.
+    AllEntries,
+    /// `iceberg_all_manifests`: the manifest list of every snapshot.
+    AllManifests,
+    /// `iceberg_metadata_log_entries`: the metadata files, with the snapshot current at each.
+    MetadataLogEntries,
+    /// `iceberg_properties`: the table properties.
+    Properties,
 }
 
 impl MetadataTable {
     /// Every metadata table, in the order `SHOW TABLES FROM system` lists them (by name).
     pub const ALL: &'static [MetadataTable] = &[
+        MetadataTable::AllEntries,
+        MetadataTable::AllFiles,
+        MetadataTable::AllManifests,
+        MetadataTable::Entries,
+        MetadataTable::Files,
         MetadataTable::History,
+        MetadataTable::Manifests,
+        MetadataTable::MetadataLogEntries,
+        MetadataTable::Partitions,
+        MetadataTable::Properties,
         MetadataTable::Refs,
         MetadataTable::Snapshots,
     ];
@@ -86,6 +115,15 @@ impl MetadataTable {
             MetadataTable::History => "iceberg_history",
             MetadataTable::Snapshots => "iceberg_snapshots",
             MetadataTable::Refs => "iceberg_refs",
+            MetadataTable::Files => "iceberg_files",
+            MetadataTable::Entries => "iceberg_entries",
+            MetadataTable::Manifests => "iceberg_manifests",
+            MetadataTable::Partitions => "iceberg_partitions",
+            MetadataTable::AllFiles => "iceberg_all_files",
+            MetadataTable::AllEntries => "iceberg_all_entries",
+            MetadataTable::AllManifests => "iceberg_all_manifests",
+            MetadataTable::MetadataLogEntries => "iceberg_metadata_log_entries",
+            MetadataTable::Properties => "iceberg_properties",
         }
     }
 
@@ -96,13 +134,18 @@ impl MetadataTable {
 
     /// Whether the rows come from one snapshot (chosen by `snapshot_id = X` or `ref = 'b'`).
     pub fn is_per_snapshot(self) -> bool {
-        false
+        use MetadataTable::*;
+        matches!(self, Files | Entries | Manifests | Partitions)
     }
 
     /// Whether the rows come from manifest lists or manifests (reading them costs a request per
     /// file), not from the metadata file alone.
     pub fn reads_manifests(self) -> bool {
-        false
+        use MetadataTable::*;
+        matches!(
+            self,
+            Files | Entries | Manifests | Partitions | AllFiles | AllEntries | AllManifests
+        )
     }
 
     /// The table's own columns, after `database` and `table`.
@@ -111,6 +154,15 @@ impl MetadataTable {
             MetadataTable::History => history::history_fields(),
             MetadataTable::Snapshots => history::snapshot_fields(),
             MetadataTable::Refs => history::ref_fields(),
+            MetadataTable::Files => content::files_fields(),
+            MetadataTable::Entries => content::entries_fields(),
+            MetadataTable::Manifests => content::manifests_fields(),
+            MetadataTable::Partitions => content::partitions_fields(),
+            MetadataTable::AllFiles => content::all_files_fields(),
+            MetadataTable::AllEntries => content::all_entries_fields(),
+            MetadataTable::AllManifests => content::all_manifests_fields(),
+            MetadataTable::MetadataLogEntries => table_level::metadata_log_fields(),
+            MetadataTable::Properties => table_level::properties_fields(),
         }
     }
 
@@ -129,7 +181,7 @@ impl MetadataTable {
     pub(crate) async fn produce(
         self,
         table: &InspectedTable,
-        _scope: &Scope,
+        scope: &Scope,
         sink: &BatchSink,
     ) -> Result<bool> {
         let m = &table.metadata;
@@ -137,7 +189,55 @@ impl MetadataTable {
             MetadataTable::History => history::history_columns(m),
             MetadataTable::Snapshots => history::snapshot_columns(m),
             MetadataTable::Refs => history::ref_columns(m),
+            MetadataTable::Properties => table_level::properties_columns(m),
+            MetadataTable::MetadataLogEntries => {
+                let file = table.metadata_location.as_deref().unwrap_or(m.file());
+                table_level::metadata_log_columns(m, file)
+            }
+            MetadataTable::Files => {
+                return content::produce(content::EntryTable::Files, table, scope, sink).await;
+            }
+            MetadataTable::Entries => {
+                return content::produce(content::EntryTable::Entries, table, scope, sink).await;
+            }
+            MetadataTable::Manifests => {
+                return content::produce_manifests(table, scope, sink).await;
+            }
+            MetadataTable::Partitions => {
+                return content::produce_partitions(table, scope, sink).await;
+            }
+            MetadataTable::AllFiles => {
+                return content::produce_all(content::EntryTable::Files, table, sink).await;
+            }
+            MetadataTable::AllEntries => {
+                return content::produce_all(content::EntryTable::Entries, table, sink).await;
+            }
+            MetadataTable::AllManifests => {
+                return content::produce_all_manifests(table, sink).await;
+            }
         };
         sink.send(table, columns).await
     }
+}
+
+/// Every row of `kind` for `table` within `scope`, as the batches a scan would stream (for tests
+/// and tools that read one table without a query).
+pub async fn collect(
+    kind: MetadataTable,
+    table: &InspectedTable,
+    scope: &Scope,
+) -> Result<Vec<datafusion::arrow::array::RecordBatch>> {
+    let (tx, mut rx) = tokio::sync::mpsc::channel(2);
+    let sink = BatchSink::new(kind.schema(), tx);
+    let produce = async move { kind.produce(table, scope, &sink).await };
+    let drain = async {
+        let mut out = Vec::new();
+        while let Some(batch) = rx.recv().await {
+            out.push(batch.map_err(|e| crate::error::Error::logical(e.to_string()))?);
+        }
+        Ok::<_, crate::error::Error>(out)
+    };
+    let (produced, drained) = tokio::join!(produce, drain);
+    produced?;
+    drained
 }

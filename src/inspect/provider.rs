@@ -74,9 +74,9 @@ fn equality(expr: &Expr) -> Option<(&str, &ScalarValue)> {
 
 fn text(value: &ScalarValue) -> Option<String> {
     match value {
-        ScalarValue::Utf8(Some(s)) | ScalarValue::LargeUtf8(Some(s)) | ScalarValue::Utf8View(Some(s)) => {
-            Some(s.clone())
-        }
+        ScalarValue::Utf8(Some(s))
+        | ScalarValue::LargeUtf8(Some(s))
+        | ScalarValue::Utf8View(Some(s)) => Some(s.clone()),
         _ => None,
     }
 }
@@ -99,7 +99,9 @@ impl Pushed {
             match column {
                 "database" => pushed.database = text(value),
                 "table" => pushed.table = text(value),
-                "snapshot_id" if table.is_per_snapshot() => pushed.scope.snapshot_id = integer(value),
+                "snapshot_id" if table.is_per_snapshot() => {
+                    pushed.scope.snapshot_id = integer(value)
+                }
                 "ref" if table.is_per_snapshot() => pushed.scope.ref_name = text(value),
                 _ => {}
             }

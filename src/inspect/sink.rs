@@ -19,7 +19,10 @@ pub struct BatchSink {
 }
 
 impl BatchSink {
-    pub(crate) fn new(schema: SchemaRef, tx: Sender<datafusion::error::Result<RecordBatch>>) -> Self {
+    pub(crate) fn new(
+        schema: SchemaRef,
+        tx: Sender<datafusion::error::Result<RecordBatch>>,
+    ) -> Self {
         BatchSink { schema, tx }
     }
 
@@ -31,9 +34,10 @@ impl BatchSink {
         if rows == 0 {
             return Ok(!self.tx.is_closed());
         }
-        let database: ArrayRef = Arc::new(StringArray::from_iter_values(
-            std::iter::repeat_n(table.database.as_str(), rows),
-        ));
+        let database: ArrayRef = Arc::new(StringArray::from_iter_values(std::iter::repeat_n(
+            table.database.as_str(),
+            rows,
+        )));
         let name: ArrayRef = Arc::new(StringArray::from_iter_values(std::iter::repeat_n(
             table.name.as_str(),
             rows,

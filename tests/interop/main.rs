@@ -13,6 +13,8 @@ mod compaction_specs;
 mod describe_interop;
 mod fixture_smoke;
 mod generate_interop;
+#[cfg(feature = "datafusion")]
+mod inspect_interop;
 mod metadata_interop;
 mod moved_base;
 mod moved_base_checks;

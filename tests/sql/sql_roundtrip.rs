@@ -3,8 +3,7 @@
 
 use icetrim::ErrorKind;
 use icetrim::internals::sql::{
-    ArgValue, EngineArg, EngineName, Literal, Statement, parse_statement,
-    parse_statement_at,
+    ArgValue, EngineArg, EngineName, Literal, Statement, parse_statement, parse_statement_at,
 };
 
 /// Parses `sql`, demands that it prints as `canonical`, and that the canonical text parses back to
@@ -263,9 +262,7 @@ fn two_execute_clauses_are_prohibited() {
 /// parses back to the same statement.
 #[test]
 fn every_keyword_round_trips_as_an_identifier() {
-    use icetrim::internals::sql::{
-        AlterExecute, Arg, Select, TableName,
-    };
+    use icetrim::internals::sql::{AlterExecute, Arg, Select, TableName};
     let mut failures = Vec::new();
     for keyword in sqlparser::keywords::ALL_KEYWORDS {
         for word in [keyword.to_string(), keyword.to_ascii_lowercase()] {

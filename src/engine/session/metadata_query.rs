@@ -7,10 +7,10 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use datafusion::catalog::{MemorySchemaProvider, SchemaProvider};
 
+use super::newest::{Found, newest_metadata};
 use super::*;
 use crate::catalog::Catalog;
 use crate::engine::registry::{DatabaseDef, TableDef};
-use super::newest::{Found, newest_metadata};
 use crate::inspect::provider::MetadataTableProvider;
 use crate::inspect::{InspectedTable, MetadataTable, TableSource};
 use crate::query::{QueryOptions, session_context};
@@ -116,7 +116,8 @@ impl Session {
         let schema = MemorySchemaProvider::new();
         let allow_unfiltered = self.settings.metadata_tables_allow_full_scan();
         for table in MetadataTable::ALL {
-            let provider = MetadataTableProvider::new(*table, Arc::clone(&source), allow_unfiltered);
+            let provider =
+                MetadataTableProvider::new(*table, Arc::clone(&source), allow_unfiltered);
             schema
                 .register_table(table.name().to_string(), Arc::new(provider))
                 .map_err(crate::query::to_error)?;

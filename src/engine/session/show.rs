@@ -108,7 +108,11 @@ impl Session {
     }
 
     /// `SHOW [CHANGED] SETTINGS [LIKE | ILIKE 'pattern']`: ClickHouse's `name`, `type`, `value`.
-    pub(super) fn show_settings(&self, changed: bool, like: Option<&(String, bool)>) -> QueryResult {
+    pub(super) fn show_settings(
+        &self,
+        changed: bool,
+        like: Option<&(String, bool)>,
+    ) -> QueryResult {
         let rows = self
             .settings
             .definitions()
