@@ -151,6 +151,9 @@ mod sql;
 mod time_zone;
 
 pub use clock::{Clock, FixedClock, SystemClock};
+/// Apache DataFusion, as icetrim builds it (its Arrow types are those of the metadata tables).
+#[cfg(feature = "datafusion")]
+pub use datafusion;
 pub use engine::Table;
 pub use error::{Error, ErrorKind, Result};
 pub use iceberg::locate::MetadataSettings;
@@ -171,9 +174,6 @@ pub use plan::{
     SnapshotProcedure, SnapshotSelector, TableChange,
 };
 pub use settings::Settings;
-/// Apache DataFusion, as icetrim builds it (its Arrow types are those of the metadata tables).
-#[cfg(feature = "datafusion")]
-pub use datafusion;
 
 /// What the tests, benchmarks, the `icetrim-generate` and `avro_bench` binaries and the fuzz
 /// targets reach into beyond the public surface. Not part of the API: no stability promise.

@@ -76,7 +76,8 @@ impl MetadataScan<'_> {
         let ctx = SessionContext::new();
         let mut frame = ctx.read_table(Arc::new(provider)).map_err(to_error)?;
         if let Some(id) = self.snapshot_id {
-            frame = frame.filter(col("snapshot_id").eq(lit(id))).map_err(to_error)?;
+            let selector = col(self.kind.snapshot_selector());
+            frame = frame.filter(selector.eq(lit(id))).map_err(to_error)?;
         }
         if let Some(name) = self.ref_name {
             frame = frame.filter(col("ref").eq(lit(name))).map_err(to_error)?;

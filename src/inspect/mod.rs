@@ -138,6 +138,15 @@ impl MetadataTable {
         matches!(self, Files | Entries | Manifests | Partitions)
     }
 
+    /// The column whose `= X` predicate selects the snapshot read: `snapshot_id`, except in
+    /// `iceberg_entries`, whose `snapshot_id` is each entry's own (the snapshot that wrote it).
+    pub fn snapshot_selector(self) -> &'static str {
+        match self {
+            MetadataTable::Entries => "read_snapshot_id",
+            _ => "snapshot_id",
+        }
+    }
+
     /// Whether the rows come from manifest lists or manifests (reading them costs a request per
     /// file), not from the metadata file alone.
     pub fn reads_manifests(self) -> bool {

@@ -69,7 +69,11 @@ fn equality(expr: &Expr) -> Option<(&str, &ScalarValue)> {
         _ => return None,
     };
     let Column { name, .. } = column;
-    matches!(name.as_str(), "database" | "table" | "snapshot_id" | "ref").then_some((name, value))
+    matches!(
+        name.as_str(),
+        "database" | "table" | "snapshot_id" | "read_snapshot_id" | "ref"
+    )
+    .then_some((name, value))
 }
 
 fn text(value: &ScalarValue) -> Option<String> {
@@ -99,7 +103,7 @@ impl Pushed {
             match column {
                 "database" => pushed.database = text(value),
                 "table" => pushed.table = text(value),
-                "snapshot_id" if table.is_per_snapshot() => {
+                c if table.is_per_snapshot() && c == table.snapshot_selector() => {
                     pushed.scope.snapshot_id = integer(value)
                 }
                 "ref" if table.is_per_snapshot() => pushed.scope.ref_name = text(value),

@@ -7,9 +7,9 @@
 use std::ops::ControlFlow;
 
 use datafusion::sql::sqlparser::ast::{
-    BinaryOperator, CaseWhen, CastKind, DataType, DuplicateTreatment, Expr, Function, FunctionArg, FunctionArgExpr,
-    FunctionArgumentList, FunctionArguments, Ident, ObjectName, Value, VisitMut, VisitorMut,
-    helpers::attached_token::AttachedToken,
+    BinaryOperator, CaseWhen, CastKind, DataType, DuplicateTreatment, Expr, Function, FunctionArg,
+    FunctionArgExpr, FunctionArgumentList, FunctionArguments, Ident, ObjectName, Value, VisitMut,
+    VisitorMut, helpers::attached_token::AttachedToken,
 };
 
 use crate::error::{Error, ErrorKind, Result};

@@ -44,7 +44,10 @@ async fn describe_table_matches_clickhouse() {
         args[1] = dir.to_str().unwrap();
         fixture(&args);
         let expected = clickhouse_rows(&dir);
-        assert!(!expected.is_empty(), "{name}: ClickHouse described no column");
+        assert!(
+            !expected.is_empty(),
+            "{name}: ClickHouse described no column"
+        );
         assert_eq!(icetrim_rows(&dir).await, expected, "{name}");
     }
 }
