@@ -41,12 +41,15 @@ const RULES: &[(&[&str], &[&str])] = &[
     // The metadata tables read the Iceberg model and storage; the query layer runs SQL over
     // whatever tables it is given. Neither reaches up to the engine, and nothing below the engine
     // reaches them.
+    // (`inspect` reads one thing of maintenance: the retention policy function, so that
+    // `system.iceberg_retention` and an expiry's EXPLAIN compute it the same way.)
     (
         &["inspect"],
         &[
             "crate::engine",
             "crate::shell",
-            "crate::maintain",
+            "crate::maintain::compact",
+            "crate::maintain::orphans",
             "crate::query",
             "crate::sql",
             "crate::format",

@@ -4,6 +4,8 @@
 //!
 //! ```text
 //! shell ──▶ engine ──┬──▶ sql ──────────────────────────────▶ plan
+//!                    ├──▶ query (SELECT on DataFusion)
+//!                    ├──▶ inspect (metadata tables) ──▶ iceberg ──▶ io
 //!                    ├──▶ format
 //!                    ├──▶ catalog (builds catalogs from DataLakeCatalog databases)
 //!                    └──▶ maintain ──▶ catalog ──▶ iceberg ──▶ io

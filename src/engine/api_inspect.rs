@@ -39,6 +39,7 @@ impl TableSource for OneTable {
             metadata: Arc::new(located.metadata),
             metadata_location: Some(located.path),
             io: target.io.clone(),
+            settings: target.settings.clone(),
         })
     }
 }

@@ -13,6 +13,7 @@
 mod content;
 mod history;
 pub mod provider;
+mod retention;
 mod sink;
 mod table_level;
 
@@ -37,6 +38,8 @@ pub struct InspectedTable {
     pub metadata_location: Option<String>,
     /// Storage for reading its manifest lists and manifests.
     pub io: FileIO,
+    /// The reading session's settings (the retention defaults).
+    pub settings: crate::settings::Settings,
 }
 
 /// The registered tables a query may read: names first (cheap: no storage request for path
@@ -90,6 +93,8 @@ pub enum MetadataTable {
     MetadataLogEntries,
     /// `iceberg_properties`: the table properties.
     Properties,
+    /// `iceberg_retention`: the retention in force per branch and tag, with its sources.
+    Retention,
 }
 
 impl MetadataTable {
@@ -106,6 +111,7 @@ impl MetadataTable {
         MetadataTable::Partitions,
         MetadataTable::Properties,
         MetadataTable::Refs,
+        MetadataTable::Retention,
         MetadataTable::Snapshots,
     ];
 
@@ -124,6 +130,7 @@ impl MetadataTable {
             MetadataTable::AllManifests => "iceberg_all_manifests",
             MetadataTable::MetadataLogEntries => "iceberg_metadata_log_entries",
             MetadataTable::Properties => "iceberg_properties",
+            MetadataTable::Retention => "iceberg_retention",
         }
     }
 
@@ -172,6 +179,7 @@ impl MetadataTable {
             MetadataTable::AllManifests => content::all_manifests_fields(),
             MetadataTable::MetadataLogEntries => table_level::metadata_log_fields(),
             MetadataTable::Properties => table_level::properties_fields(),
+            MetadataTable::Retention => retention::fields(),
         }
     }
 
@@ -199,6 +207,7 @@ impl MetadataTable {
             MetadataTable::Snapshots => history::snapshot_columns(m),
             MetadataTable::Refs => history::ref_columns(m),
             MetadataTable::Properties => table_level::properties_columns(m),
+            MetadataTable::Retention => retention::columns(m, &table.settings)?,
             MetadataTable::MetadataLogEntries => {
                 let file = table.metadata_location.as_deref().unwrap_or(m.file());
                 table_level::metadata_log_columns(m, file)

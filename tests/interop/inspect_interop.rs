@@ -143,6 +143,7 @@ async fn icetrim_side(metadata_path: &Path) -> (TableMetadata, InspectedTable) {
         metadata: Arc::new(m.clone()),
         metadata_location: Some(path.to_string()),
         io: FileIO::local(),
+        settings: icetrim::Settings::new(),
     };
     (m, t)
 }

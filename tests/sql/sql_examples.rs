@@ -102,6 +102,49 @@ async fn demo_example() {
     );
 }
 
+/// `table_health.sql`: every metadata-table query answers, and the files the current snapshot
+/// holds are the ones the typed API lists for it.
+#[tokio::test]
+async fn table_health_example() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let location = dir.path().join("events").display().to_string();
+    generate(&FileIO::local(), &options(&location))
+        .await
+        .expect("generate");
+    let script = example("table_health.sql").replace(PLACEHOLDER, &location);
+    let out = run_script(&script);
+    for table in ["iceberg_files", "iceberg_all_files", "iceberg_manifests"] {
+        assert!(
+            out.lines().any(|l| l == table),
+            "SHOW TABLES lists {table}\n{out}"
+        );
+    }
+    let table = icetrim::Table::open(&location, icetrim::StorageOptions::default()).expect("open");
+    let files = table
+        .metadata_table(icetrim::MetadataTable::Files)
+        .collect()
+        .await
+        .expect("files");
+    let live = files
+        .iter()
+        .map(|b| {
+            let content = b.column_by_name("content").expect("content");
+            let content = content
+                .as_any()
+                .downcast_ref::<icetrim::datafusion::arrow::array::Int8Array>()
+                .expect("Int8");
+            content.iter().filter(|c| *c == Some(0)).count()
+        })
+        .sum::<usize>();
+    assert!(live > 0, "the generated table has live data files");
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with("{}\t") && l.split('\t').nth(1) == Some(&live.to_string())),
+        "one unpartitioned group of {live} files\n{out}"
+    );
+    assert!(out.contains("\nmain\tbranch\t"), "{out}");
+}
+
 #[tokio::test]
 async fn daily_maintenance_example() {
     run_local_example("daily_maintenance.sql").await;

@@ -80,6 +80,7 @@ impl TableSource for SessionTables {
             metadata: Arc::new(located.metadata),
             metadata_location: Some(located.path),
             io,
+            settings: self.settings.clone(),
         })
     }
 }

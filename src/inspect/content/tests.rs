@@ -33,6 +33,7 @@ async fn table(location: &str, partitions: usize) -> (InspectedTable, Generated)
         metadata: Arc::new(located.metadata),
         metadata_location: Some(located.path),
         io,
+        settings: crate::settings::Settings::new(),
     };
     (t, generated)
 }

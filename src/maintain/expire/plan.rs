@@ -15,9 +15,7 @@ use crate::maintain::expire::keepset::{
     FileDecision, ManifestContents, PathId, decide_candidates, plan_manifest_reads,
 };
 use crate::maintain::expire::policy::{ExpiryDecision, ExpiryInput, ExpiryMode, decide_expiry};
-use crate::maintain::expire::retention::{
-    Retention, SETTING_MIN_SNAPSHOTS_TO_KEEP, TablePolicy, effective_policy_sourced,
-};
+use crate::maintain::expire::retention::{Retention, effective_policy_sourced, session_policy};
 use crate::maintain::file_graph::graph::TableFiles;
 use crate::maintain::target::MaintenanceTarget;
 use crate::plan::ExpireOptions;
@@ -67,7 +65,7 @@ pub async fn plan_expiry(
 ) -> Result<ExpiryPlan> {
     check_gc_enabled(&target.table_name, metadata)?;
     let (policy, sources) = effective_policy_sourced(
-        session_policy(target)?,
+        session_policy(&target.settings)?,
         metadata.properties(),
         options.retain_last,
         options.retention_period_ms,
@@ -248,23 +246,6 @@ async fn incremental_files(
     let live_kept = |id: PathId| files.is_live(&live, id);
     let delete = decide_incremental(&files.graph, &decision.expired, reads, live_kept, &contents)?;
     Ok((contents, delete))
-}
-
-/// The session settings as the lowest layer of the policy.
-fn session_policy(target: &MaintenanceTarget) -> Result<TablePolicy> {
-    let s = &target.settings;
-    let min_keep = s.expire_default_min_snapshots_to_keep();
-    let min_snapshots_to_keep = i32::try_from(min_keep).map_err(|_| {
-        Error::bad_arguments(format!(
-            "{SETTING_MIN_SNAPSHOTS_TO_KEEP} must be in range [1, {}], got {min_keep}",
-            i32::MAX
-        ))
-    })?;
-    Ok(TablePolicy {
-        min_snapshots_to_keep,
-        max_snapshot_age_ms: s.expire_default_max_snapshot_age_ms(),
-        max_ref_age_ms: s.expire_default_max_ref_age_ms(),
-    })
 }
 
 /// Java's rule (`RemoveSnapshots`): expiry is refused unless `gc.enabled` parses as true

@@ -54,6 +54,41 @@ impl Default for TablePolicy {
     }
 }
 
+/// The session settings as the lowest layer of the policy (`iceberg_expire_default_*`).
+pub fn session_policy(settings: &crate::settings::Settings) -> Result<TablePolicy> {
+    let min_keep = settings.expire_default_min_snapshots_to_keep();
+    let min_snapshots_to_keep = i32::try_from(min_keep).map_err(|_| {
+        Error::bad_arguments(format!(
+            "{SETTING_MIN_SNAPSHOTS_TO_KEEP} must be in range [1, {}], got {min_keep}",
+            i32::MAX
+        ))
+    })?;
+    Ok(TablePolicy {
+        min_snapshots_to_keep,
+        max_snapshot_age_ms: settings.expire_default_max_snapshot_age_ms(),
+        max_ref_age_ms: settings.expire_default_max_ref_age_ms(),
+    })
+}
+
+/// The retention in force on a table without a call's arguments: the session settings under the
+/// table's properties, with every ref's own fields (what `system.iceberg_retention` shows; an
+/// expiry's EXPLAIN shows the same, with its arguments on top).
+pub fn table_retention(
+    settings: &crate::settings::Settings,
+    properties: &std::collections::BTreeMap<String, String>,
+    refs: &[SnapshotRef],
+) -> Result<Retention> {
+    let (policy, sources) =
+        effective_policy_sourced(session_policy(settings)?, properties, None, None)?;
+    Ok(Retention {
+        policy,
+        sources,
+        refs: refs.to_vec(),
+        now_ms: 0,
+        retain_last_alone: None,
+    })
+}
+
 /// Where an effective policy value comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PolicySource {
