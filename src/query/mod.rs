@@ -122,7 +122,7 @@ fn prepare_here(sql: &str) -> Result<Prepared> {
         }
     };
     let mut statement = statement;
-    rewrite::balance_chains(&mut statement);
+    rewrite::balance_chains(&mut statement)?;
     rewrite::check_depth(&mut statement)?;
     let names = match &mut statement {
         Statement::Query(query) => {

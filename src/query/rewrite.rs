@@ -14,8 +14,10 @@ use datafusion::sql::sqlparser::ast::{
 
 use crate::error::{Error, ErrorKind, Result};
 
-/// The deepest expression nesting a query may have, as ClickHouse's `max_parser_depth`.
-pub(super) const MAX_DEPTH: usize = 1000;
+/// The deepest expression nesting a query may have. The front end has already held the text to
+/// the session's `max_parser_depth` (at most 2000 brackets); a bracket is up to a few levels of
+/// the syntax tree, so this only stops what no accepted text reaches.
+pub(super) const MAX_DEPTH: usize = 10_000;
 
 /// Rewrites the ClickHouse functions of `node` in place.
 pub(super) fn rewrite<T: VisitMut>(node: &mut T) -> Result<()> {
@@ -29,9 +31,22 @@ pub(super) fn rewrite<T: VisitMut>(node: &mut T) -> Result<()> {
 /// left-deep, one level per operand) as a balanced tree of the same operands in the same order:
 /// the same answer (both operators are associative, NULLs included), nesting in the logarithm of
 /// the operands. A filter of 10,000 conditions then plans as ClickHouse runs it.
-pub(super) fn balance_chains<T: VisitMut>(node: &mut T) {
-    let _ = node.visit(&mut Balance);
+pub(super) fn balance_chains<T: VisitMut>(node: &mut T) -> Result<()> {
+    match node.visit(&mut Balance) {
+        ControlFlow::Break(()) => Err(Error::new(
+            ErrorKind::TooDeepRecursion,
+            format!(
+                "A chain of more than {MAX_CHAIN} AND or OR operands is not supported by icetrim's \
+                 query engine (its optimizer rebuilds such chains one level per operand)"
+            ),
+        )),
+        ControlFlow::Continue(()) => Ok(()),
+    }
 }
+
+/// The longest `AND` / `OR` chain a query may hold: DataFusion's optimizer rebuilds conjunctions
+/// left-deep, and some of its passes recurse per level on the caller's stack.
+pub(super) const MAX_CHAIN: usize = 1000;
 
 struct Balance;
 
@@ -46,26 +61,26 @@ impl VisitorMut for Balance {
             return ControlFlow::Continue(());
         }
         let op = op.clone();
-        // The operands of the left spine, taken out without recursion.
+        // The operands of the whole chain in order, taken out with a stack (no recursion),
+        // whichever way the parser leaned the tree.
         let mut operands = Vec::new();
-        let mut rest = std::mem::replace(expr, Expr::value(Value::Null));
-        loop {
-            match rest {
+        let mut pending = vec![std::mem::replace(expr, Expr::value(Value::Null))];
+        while let Some(next) = pending.pop() {
+            match next {
                 Expr::BinaryOp {
                     left,
                     op: this,
                     right,
                 } if this == op => {
-                    operands.push(*right);
-                    rest = *left;
+                    pending.push(*right);
+                    pending.push(*left);
                 }
-                other => {
-                    operands.push(other);
-                    break;
-                }
+                other => operands.push(other),
             }
         }
-        operands.reverse();
+        if operands.len() > MAX_CHAIN {
+            return ControlFlow::Break(());
+        }
         *expr = balanced(operands, &op);
         ControlFlow::Continue(())
     }
@@ -304,5 +319,58 @@ fn unsigned(expr: Expr) -> Expr {
         data_type: DataType::BigIntUnsigned(None),
         array: false,
         format: None,
+    }
+}
+
+#[cfg(test)]
+mod balance_tests {
+    use super::*;
+    use datafusion::sql::sqlparser::dialect::ClickHouseDialect;
+    use datafusion::sql::sqlparser::parser::Parser;
+
+    fn depth_of(expr: &Expr) -> usize {
+        match expr {
+            Expr::BinaryOp { left, right, .. } => 1 + depth_of(left).max(depth_of(right)),
+            Expr::Nested(inner) => 1 + depth_of(inner),
+            _ => 1,
+        }
+    }
+
+    /// The longest accepted `AND` chain becomes a balanced tree with the same conditions in order.
+    #[test]
+    fn long_chains_are_balanced_in_order() {
+        let conditions: Vec<String> = (0..MAX_CHAIN).map(|i| format!("a != {i}")).collect();
+        let sql = format!("SELECT 1 FROM t WHERE {}", conditions.join(" AND "));
+        let dialect = ClickHouseDialect {};
+        let mut statement = std::thread::Builder::new()
+            .stack_size(256 << 20)
+            .spawn(move || {
+                let mut parsed = Parser::new(&dialect)
+                    .try_with_sql(&sql)
+                    .and_then(|mut p| p.parse_statement())
+                    .unwrap();
+                balance_chains(&mut parsed).unwrap();
+                parsed
+            })
+            .unwrap()
+            .join()
+            .unwrap();
+        let datafusion::sql::sqlparser::ast::Statement::Query(query) = &statement else {
+            panic!("not a query");
+        };
+        let datafusion::sql::sqlparser::ast::SetExpr::Select(select) = query.body.as_ref() else {
+            panic!("not a select");
+        };
+        let filter = select.selection.as_ref().unwrap();
+        // 10 levels of AND, then each comparison and its operands.
+        assert_eq!(depth_of(filter), 12);
+        let text = filter.to_string();
+        assert!(
+            text.starts_with("a <> 0 AND a <> 1 AND") || text.starts_with("a != 0"),
+            "{}",
+            &text[..40]
+        );
+        assert_eq!(text.matches(" AND ").count(), MAX_CHAIN - 1);
+        check_depth(&mut statement).unwrap();
     }
 }

@@ -15,9 +15,6 @@ pub struct Select {
 impl fmt::Display for Select {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.text)?;
-        if let Some(format) = &self.format {
-            write!(f, " FORMAT {format}")?;
-        }
-        Ok(())
+        super::ast::write_format(f, &self.format)
     }
 }

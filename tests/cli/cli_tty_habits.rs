@@ -68,7 +68,7 @@ fn tab_completes_names_the_session_knows() {
             "(retain_last",
         ),
         (
-            "SELECT * FROM system.iceberg_re",
+            "SELECT * FROM system.iceberg_ref",
             "FROM system.iceberg_refs",
         ),
         ("SELECT max_ref_a", "SELECT max_ref_age_ms"),

@@ -191,7 +191,6 @@ fn foreign_statements_are_not_implemented() {
         ("ALTER TABLE t ADD COLUMN c Int64", "ALTER TABLE"),
         ("CREATE VIEW v AS SELECT 1", "CREATE VIEW"),
         ("DELETE FROM t WHERE a = 1", "DELETE FROM"),
-        ("EXPLAIN SELECT 1", "EXPLAIN SELECT"),
         ("OPTIMIZE TABLE t FINAL", "OPTIMIZE TABLE"),
     ] {
         let e = error_of(sql);
@@ -279,7 +278,10 @@ fn every_keyword_round_trips_as_an_identifier() {
                 format: Some(word.clone()),
             });
             let select = Statement::Select(Select {
-                text: format!("SELECT {word}, x FROM system.iceberg_history WHERE {word} = 1"),
+                text: format!(
+                    "SELECT `{0}`, x FROM system.iceberg_history WHERE `{0}` = 1",
+                    word.replace('`', "``")
+                ),
                 format: Some(word.clone()),
             });
             let others = [
