@@ -5,31 +5,8 @@
 use serde_json::Value as Json;
 
 use crate::error::{Error, Result};
-use crate::format::{Column, Value};
+use crate::format::{Value, describe_row};
 use crate::iceberg::metadata::TableMetadata;
-
-/// ClickHouse's `DESCRIBE` columns.
-pub fn columns() -> Vec<Column> {
-    [
-        "name",
-        "type",
-        "default_type",
-        "default_expression",
-        "comment",
-        "codec_expression",
-        "ttl_expression",
-    ]
-    .into_iter()
-    .map(|n| Column::new(n, "String"))
-    .collect()
-}
-
-/// One `DESCRIBE` row: a column's name and type, the rest empty.
-pub fn row(name: &str, type_name: String) -> Vec<Value> {
-    let mut row = vec![Value::from(name), Value::Str(type_name)];
-    row.extend(std::iter::repeat_n(Value::from(""), 5));
-    row
-}
 
 /// The rows of the current schema of `metadata`.
 pub fn table_rows(metadata: &TableMetadata) -> Result<Vec<Vec<Value>>> {
@@ -48,7 +25,7 @@ pub fn table_rows(metadata: &TableMetadata) -> Result<Vec<Vec<Value>>> {
                 .get("name")
                 .and_then(Json::as_str)
                 .ok_or_else(|| Error::incorrect_data("a schema field has no name".to_string()))?;
-            Ok(row(name, field_type(field, 0)?))
+            Ok(describe_row(name, field_type(field, 0)?))
         })
         .collect()
 }

@@ -3,12 +3,14 @@
 //! back to Vertical for a few wide rows ([`VerticalFallback`]) and show paths relative to their
 //! folder ([`relative_to_location`]); the shell applies both.
 
+mod describe;
 mod pretty;
 mod relative_paths;
 mod text;
 mod value;
 mod vertical_fallback;
 
+pub(crate) use describe::{describe_columns, describe_row};
 pub use relative_paths::relative_to_location;
 pub use value::{Column, Value};
 pub use vertical_fallback::VerticalFallback;

@@ -186,30 +186,14 @@ pub async fn describe_select(
     sql: &str,
 ) -> Result<(Vec<Column>, Vec<Vec<Value>>)> {
     let (frame, names) = plan(ctx, sql).await?;
-    let columns = [
-        "name",
-        "type",
-        "default_type",
-        "default_expression",
-        "comment",
-        "codec_expression",
-        "ttl_expression",
-    ]
-    .into_iter()
-    .map(|n| Column::new(n, "String"))
-    .collect();
     let rows = frame
         .schema()
         .fields()
         .iter()
         .zip(names)
-        .map(|(f, name)| {
-            let mut row = vec![Value::Str(name), Value::Str(clickhouse_type(f))];
-            row.extend(std::iter::repeat_n(Value::Str(String::new()), 5));
-            row
-        })
+        .map(|(f, name)| crate::format::describe_row(&name, clickhouse_type(f)))
         .collect();
-    Ok((columns, rows))
+    Ok((crate::format::describe_columns(), rows))
 }
 
 /// `EXPLAIN query`: DataFusion's logical and physical plans, one line a row in the column

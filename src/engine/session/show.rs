@@ -36,7 +36,7 @@ impl Session {
                 describe::table_rows(&located.metadata)?
             }
         };
-        Ok(QueryResult::table(describe::columns(), rows))
+        Ok(QueryResult::table(crate::format::describe_columns(), rows))
     }
 
     #[cfg(feature = "datafusion")]
@@ -47,9 +47,9 @@ impl Session {
             .schema()
             .fields()
             .iter()
-            .map(|f| describe::row(f.name(), crate::query::clickhouse_type(f)))
+            .map(|f| crate::format::describe_row(f.name(), crate::query::clickhouse_type(f)))
             .collect();
-        Ok(QueryResult::table(describe::columns(), rows))
+        Ok(QueryResult::table(crate::format::describe_columns(), rows))
     }
 
     #[cfg(not(feature = "datafusion"))]
