@@ -58,7 +58,7 @@ pub async fn run_script(script: &str) -> Result<Vec<Routed>, String> {
     let engine = Engine::builder().build().map_err(|e| e.to_string())?;
     let mut session = engine.session();
     let mut out = Vec::new();
-    for (sql, _line) in icetrim::internals::sql::split_statements(script) {
+    for (sql, _line) in icetrim::engine::split_statements(script) {
         out.push(route(&mut session, sql).await?);
     }
     Ok(out)

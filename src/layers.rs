@@ -91,6 +91,27 @@ const RULES: &[(&[&str], &[&str])] = &[
             "use crate::plan",
         ],
     ),
+    // The DataFusion host front sits on the engine as the shell does: it runs statements through
+    // sessions and reaches nothing below them but the query layer's error mapping.
+    (
+        &["host.rs"],
+        &[
+            "crate::shell",
+            "crate::maintain",
+            "crate::inspect",
+            "crate::sql",
+            "crate::iceberg",
+            "crate::io",
+            "crate::catalog",
+        ],
+    ),
+    (
+        &[
+            "engine", "maintain", "catalog", "iceberg", "io", "sql", "plan", "format", "inspect",
+            "query", "settings", "generate",
+        ],
+        &["crate::host"],
+    ),
     // Progress reaches maintenance one way: explicitly, on the target.
     (&["."], &["Progress::current", "task_local!"]),
 ];

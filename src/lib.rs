@@ -4,7 +4,7 @@
 //!
 //! ```text
 //! shell ──▶ engine ──┬──▶ sql ──────────────────────────────▶ plan
-//!                    ├──▶ query (SELECT on DataFusion)
+//! host ───┘          ├──▶ query (SELECT on DataFusion)
 //!                    ├──▶ inspect (metadata tables) ──▶ iceberg ──▶ io
 //!                    ├──▶ format
 //!                    ├──▶ catalog (builds catalogs from DataLakeCatalog databases)
@@ -45,13 +45,17 @@
 //!   fill ([`ExpireOptions`], [`OrphanOptions`], [`CompactOptions`], [`SnapshotProcedure`],
 //!   [`TableChange`] and their parts).
 //! - The SQL engine: [`engine`] ([`engine::Engine`], [`engine::EngineBuilder`],
-//!   [`engine::Session`], [`engine::QueryResult`], [`engine::handles`]) and [`format`] (rendering
-//!   results in ClickHouse's formats).
+//!   [`engine::Session`], [`engine::QueryResult`], [`engine::StatementOutput`] and
+//!   [`engine::SelectRows`] (a `SELECT`'s rows as a stream), [`engine::handles`],
+//!   [`engine::Statement`], [`engine::split_statements`]) and [`format`] (rendering results in
+//!   ClickHouse's formats). `host` (feature `datafusion`): icetrim inside an Apache DataFusion
+//!   host's `SessionContext`. [`Table::write_demo`] writes the demo table the examples run on.
 //! - Shared: [`error`] ([`Error`] / [`ErrorKind`] / [`Result`], with an optional
 //!   [`source`](std::error::Error::source)); [`progress`] ([`progress::Progress`],
 //!   [`progress::ProgressSink`], [`progress::ProgressEvent`], [`progress::Phase`],
 //!   [`progress::CancelToken`]); storage: [`StorageOptions`] (with [`S3Options`],
-//!   [`AzureOptions`], [`GcsOptions`]) and [`FileIO`]; [`Settings`]; [`MetadataSettings`]; clocks
+//!   [`AzureOptions`], [`GcsOptions`]), [`FileIO`] and [`StoreResolver`] (a host's stores);
+//!   [`Settings`]; [`MetadataSettings`]; clocks
 //!   ([`Clock`], [`SystemClock`], [`FixedClock`]).
 //! - Enums are `#[non_exhaustive]`: a `match` outside icetrim needs a `_` arm.
 //! - `internals` (hidden from the docs, no stability promise): the modules the tests, benchmarks,
@@ -68,9 +72,7 @@
 //! // A small Iceberg table on local disk: 20 snapshots over ten days and four orphan files.
 //! let dir = tempfile::tempdir()?;
 //! let location = dir.path().join("t").to_string_lossy().into_owned();
-//! let now_ms = icetrim::Clock::now_ms(&icetrim::SystemClock);
-//! let demo =
-//!     icetrim::internals::generate::demo_table(&icetrim::FileIO::local(), &location, now_ms).await?;
+//! let demo = Table::write_demo(&location).await?;
 //!
 //! let table = Table::open(&location, StorageOptions::default())?;
 //!
@@ -124,7 +126,8 @@
 //! ```
 //!
 //! `examples/embed.rs` shows the other way in: a host routes `ALTER TABLE … EXECUTE` statements to
-//! an [`engine::Engine`] session.
+//! an [`engine::Engine`] session; `examples/datafusion_host.rs` installs icetrim in a DataFusion
+//! host.
 
 mod catalog;
 mod clock;
@@ -133,6 +136,8 @@ pub mod error;
 pub mod format;
 mod generate;
 mod hints;
+#[cfg(feature = "datafusion")]
+pub mod host;
 mod iceberg;
 #[cfg(feature = "datafusion")]
 mod inspect;
@@ -161,7 +166,7 @@ pub use error::{Error, ErrorKind, Result};
 pub use iceberg::locate::MetadataSettings;
 #[cfg(feature = "datafusion")]
 pub use inspect::MetadataTable;
-pub use io::{AzureOptions, FileIO, GcsOptions, S3Options, StorageOptions};
+pub use io::{AzureOptions, FileIO, GcsOptions, S3Options, StorageOptions, StoreResolver};
 pub use maintain::compact::CompactExplainRow;
 pub use maintain::expire::ExpireExplainRow;
 pub use maintain::manage_snapshots::SnapshotExplainRow;
@@ -212,10 +217,10 @@ pub mod internals {
     /// See `src/io/`.
     pub mod io {
         pub use crate::io::{
-            AZURE_EMULATOR_ACCOUNT, AZURE_EMULATOR_KEY, AzureOptions, Fault, FaultInjector,
-            FaultyStore, FileIO, HookFn, Latency, LatencyProfile, LatencyStats, LatencyStore, Op,
-            ReadCache, ReadCacheStats, RequestCounter, RequestCounts, S3Options, StorageOptions,
-            StoreHook, WriteOutcome, is_under, path_key,
+            AZURE_EMULATOR_ACCOUNT, AZURE_EMULATOR_KEY, AzureOptions, CountingStore, Fault,
+            FaultInjector, FaultyStore, FileIO, HookFn, Latency, LatencyProfile, LatencyStats,
+            LatencyStore, Op, ReadCache, ReadCacheStats, RequestCounter, RequestCounts, S3Options,
+            StorageOptions, StoreHook, WriteOutcome, is_under, path_key,
         };
     }
     /// See `src/maintain/`.

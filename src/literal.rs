@@ -114,11 +114,11 @@ impl LiteralList {
     pub fn push(&mut self, literal: Literal) {
         match &mut self.0 {
             Items::Integers(values) => {
-                if let Literal::Number(text) = &literal {
-                    if let Some(value) = canonical_i64(text) {
-                        values.push(value);
-                        return;
-                    }
+                if let Literal::Number(text) = &literal
+                    && let Some(value) = canonical_i64(text)
+                {
+                    values.push(value);
+                    return;
                 }
                 let mut literals: Vec<Literal> = values
                     .iter()
@@ -134,11 +134,11 @@ impl LiteralList {
     /// Appends the number `text` (as written), without allocating it when it is a canonical
     /// `Int64`.
     pub fn push_number(&mut self, text: &str) {
-        if let Items::Integers(values) = &mut self.0 {
-            if let Some(value) = canonical_i64(text) {
-                values.push(value);
-                return;
-            }
+        if let Items::Integers(values) = &mut self.0
+            && let Some(value) = canonical_i64(text)
+        {
+            values.push(value);
+            return;
         }
         self.push(Literal::Number(text.to_string()));
     }

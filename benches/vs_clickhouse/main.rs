@@ -16,7 +16,8 @@
 //!    compactions, branches, tags); ClickHouse is stopped after `--ch-timeout` (600 s) and
 //!    reported as a lower bound;
 //! 3. expire on 100,000 [10,000] mixed snapshots, 1,000,000 [100,000] data files (not written:
-//!    only metadata), icetrim alone: dry run and real run, time and peak memory;
+//!    only metadata), icetrim alone: dry run and real run, time and peak memory; and every row
+//!    of its `system.iceberg_all_files` streamed to TSV (rows a second, peak memory);
 //! 4. remove_orphan_files on about 100,000 [10,000] files, 10% orphans (`--large-orphans`: also
 //!    about 1,000,000 files);
 //! 5. expire on the S3 emulator (moto; `scripts/emulators.sh start` and source

@@ -7,13 +7,20 @@ use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+/// Standard output larger than this is counted, not kept (a large `SELECT` prints gigabytes).
+const STDOUT_KEPT: u64 = 64 << 20;
+
 /// One finished (or killed) child.
 #[derive(Debug, Clone)]
 pub struct Measured {
     pub seconds: f64,
     /// Peak resident set of the child, in bytes.
     pub max_rss: u64,
+    /// Standard output, when it is at most [`STDOUT_KEPT`] bytes (else empty).
     pub stdout: String,
+    /// Lines and bytes of standard output (counted as it is read back, never held whole).
+    pub stdout_lines: u64,
+    pub stdout_bytes: u64,
     pub stderr: String,
     pub success: bool,
     /// Killed at the timeout: `seconds` is a lower bound.
@@ -80,14 +87,40 @@ pub fn run(
     // Reaped by wait4 already; dropping a Child neither waits nor kills.
     drop(child);
     let read = |p: &PathBuf| std::fs::read_to_string(p).unwrap_or_default();
+    let (stdout_lines, stdout_bytes) = count_lines(&out_path)?;
+    let stdout = if stdout_bytes <= STDOUT_KEPT {
+        read(&out_path)
+    } else {
+        String::new()
+    };
     Ok(Measured {
         seconds,
         max_rss: rss_kb.saturating_mul(1024),
-        stdout: read(&out_path),
+        stdout,
+        stdout_lines,
+        stdout_bytes,
         stderr: read(&err_path),
         success: !timed_out && libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
         timed_out,
     })
+}
+
+/// Lines and bytes of the file at `path`, read in blocks.
+fn count_lines(path: &Path) -> Result<(u64, u64), String> {
+    use std::io::Read;
+    let mut file = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut buffer = vec![0u8; 1 << 20];
+    let (mut lines, mut bytes) = (0u64, 0u64);
+    loop {
+        let n = file
+            .read(&mut buffer)
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+        if n == 0 {
+            return Ok((lines, bytes));
+        }
+        bytes += n as u64;
+        lines += buffer[..n].iter().filter(|&&b| b == b'\n').count() as u64;
+    }
 }
 
 /// `wait4` on `pid`: its exit status and peak RSS in KiB.

@@ -113,7 +113,7 @@ impl Table {
             local_storage(location, None)?
         } else if location.contains("://") {
             refuse_url_credentials("Table::open", location)?;
-            remote_storage(location.to_string(), options, None)
+            remote_storage(location.to_string(), options, None, None)
         } else {
             return Err(Error::bad_arguments(format!(
                 "the table location '{location}' must be an absolute path or a URI"

@@ -104,8 +104,7 @@ impl Table {
     /// # tokio::runtime::Runtime::new()?.block_on(async {
     /// let dir = tempfile::tempdir()?;
     /// let location = dir.path().join("t").to_string_lossy().into_owned();
-    /// let now_ms = icetrim::Clock::now_ms(&icetrim::SystemClock);
-    /// icetrim::internals::generate::demo_table(&icetrim::FileIO::local(), &location, now_ms).await?;
+    /// Table::write_demo(&location).await?;
     /// let table = Table::open(&location, StorageOptions::default())?;
     ///
     /// let batches: Vec<_> = table.snapshots().try_collect().await.map_err(|e| e.to_string())?;

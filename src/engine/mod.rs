@@ -4,6 +4,7 @@
 //! statements to route to icetrim.
 
 pub(crate) mod api;
+pub(crate) mod api_demo;
 #[cfg(feature = "datafusion")]
 pub(crate) mod api_inspect;
 pub(crate) mod api_procedures;
@@ -20,12 +21,16 @@ pub(crate) mod runtime;
 pub(crate) mod session;
 pub(crate) mod table;
 
+pub use crate::sql::{Statement, split_statements};
 pub use api::{Table, Timestamp};
+pub use api_demo::DemoTable;
 #[cfg(feature = "datafusion")]
 pub use api_inspect::MetadataScan;
 pub use api_procedures::{ExpireSnapshots, RemoveOrphanFiles, RewriteDataFiles, RewriteManifests};
 pub use api_snapshots::{AlterRefs, ManageSnapshots};
-pub use result::{Metrics, QueryResult};
+pub use result::{Metrics, QueryResult, SelectRows, StatementOutput};
+#[cfg(feature = "datafusion")]
+pub(crate) use session::live_system_schema;
 pub use session::{
     DEFAULT_DATABASE, Engine, EngineBuilder, KnownNames, Session, WarningSink, handles,
 };

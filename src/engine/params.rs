@@ -28,20 +28,6 @@ pub const PARAM_SETTING_PREFIX: &str = "param_";
 
 /// `sql` with every `{name:Type}` placeholder outside strings and comments replaced by the typed
 /// literal of `params[name]`.
-///
-/// ```
-/// use std::collections::BTreeMap;
-/// use icetrim::internals::engine::substitute;
-///
-/// let params = BTreeMap::from([("n".to_string(), "3".to_string()), ("s".to_string(), "it's".to_string())]);
-/// assert_eq!(
-///     substitute("SELECT {n:UInt64}, {s:String}, '{n:UInt64}'", &params)?,
-///     r"SELECT 3, 'it\'s', '{n:UInt64}'"
-/// );
-/// let missing = substitute("SELECT {m:Int64}", &params).unwrap_err();
-/// assert_eq!(missing.code(), 456);
-/// # Ok::<(), icetrim::Error>(())
-/// ```
 pub fn substitute<'a>(sql: &'a str, params: &BTreeMap<String, String>) -> Result<Cow<'a, str>> {
     if !sql.contains('{') {
         return Ok(Cow::Borrowed(sql));
@@ -188,13 +174,6 @@ fn typed_literal(name: &str, type_name: &str, value: &str) -> Result<String> {
 }
 
 /// The text of a `SET param_<name> = <literal>` value: a string as is, anything else as written.
-///
-/// ```
-/// use icetrim::internals::engine::setting_value_text;
-/// use icetrim::internals::sql::Literal;
-/// assert_eq!(setting_value_text(&Literal::String("a'b".into())), "a'b");
-/// assert_eq!(setting_value_text(&Literal::Number("-4".into())), "-4");
-/// ```
 pub fn setting_value_text(value: &Literal) -> String {
     match value {
         Literal::String(s) => s.clone(),
@@ -204,6 +183,32 @@ pub fn setting_value_text(value: &Literal) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn placeholders_are_replaced_outside_strings() -> crate::Result<()> {
+        use crate::engine::params::substitute;
+        use std::collections::BTreeMap;
+
+        let params = BTreeMap::from([
+            ("n".to_string(), "3".to_string()),
+            ("s".to_string(), "it's".to_string()),
+        ]);
+        assert_eq!(
+            substitute("SELECT {n:UInt64}, {s:String}, '{n:UInt64}'", &params)?,
+            r"SELECT 3, 'it\'s', '{n:UInt64}'"
+        );
+        let missing = substitute("SELECT {m:Int64}", &params).unwrap_err();
+        assert_eq!(missing.code(), 456);
+        Ok(())
+    }
+
+    #[test]
+    fn a_set_param_value_is_its_text() {
+        use crate::engine::params::setting_value_text;
+        use crate::sql::Literal;
+        assert_eq!(setting_value_text(&Literal::String("a'b".into())), "a'b");
+        assert_eq!(setting_value_text(&Literal::Number("-4".into())), "-4");
+    }
+
     use super::*;
 
     fn params(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {

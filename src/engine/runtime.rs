@@ -2,10 +2,10 @@
 //! `Runtime` per `Engine`, shared by its sessions (progress sinks and cancellation are per session
 //! and per statement: see [`crate::progress`]).
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use crate::clock::{Clock, SystemClock};
-use crate::io::FileIO;
+use crate::io::{FileIO, StoreResolver};
 use crate::maintain::target::BeforeCommit;
 
 /// Shared services for executing statements.
@@ -18,6 +18,31 @@ pub struct Runtime {
     /// Run before every commit attempt of every statement (tests that put another writer's
     /// commit between a plan and its commit; see [`BeforeCommit`]).
     pub before_commit: Option<BeforeCommit>,
+    /// A host's object stores, asked first for a remote table's bucket (set once: by
+    /// `EngineBuilder::object_stores` or when installed in a DataFusion context).
+    pub host_stores: HostStores,
+}
+
+/// A host's object stores ([`StoreResolver`]), set at most once and shared by every clone of
+/// the runtime.
+#[derive(Clone, Default)]
+pub struct HostStores(Arc<OnceLock<StoreResolver>>);
+
+impl HostStores {
+    /// Uses `resolver` from now on; false (and nothing changes) when one is already set.
+    pub fn set(&self, resolver: StoreResolver) -> bool {
+        self.0.set(resolver).is_ok()
+    }
+}
+
+impl std::fmt::Debug for HostStores {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.get().is_some() {
+            "HostStores(set)"
+        } else {
+            "HostStores(unset)"
+        })
+    }
 }
 
 impl Runtime {
@@ -27,7 +52,13 @@ impl Runtime {
             clock,
             io_override: None,
             before_commit: None,
+            host_stores: HostStores::default(),
         }
+    }
+
+    /// The host's object stores, if a host supplied them.
+    pub fn host_stores(&self) -> Option<&StoreResolver> {
+        self.host_stores.0.get()
     }
 }
 

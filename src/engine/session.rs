@@ -24,7 +24,7 @@ use super::ddl;
 use super::params::{PARAM_SETTING_PREFIX, setting_value_text, substitute};
 use super::procedures::{OPTIMIZE_DISABLED, check_gates, run_procedure_on, run_table_change_on};
 use super::registry::Registry;
-use super::result::QueryResult;
+use super::result::{QueryResult, SelectRows, StatementOutput};
 use super::runtime::Runtime;
 use super::table::open_table;
 use crate::clock::Clock;
@@ -43,11 +43,14 @@ use crate::sql::{
     TableName, bind_noted, split_statements,
 };
 
+mod claims;
 mod databases;
 pub use databases::KnownNames;
 mod dispatch;
 #[cfg(feature = "datafusion")]
 mod metadata_query;
+#[cfg(feature = "datafusion")]
+pub(crate) use metadata_query::live_system_schema;
 mod newest;
 mod show;
 mod table_statements;
@@ -124,6 +127,7 @@ pub struct EngineBuilder {
     settings: Vec<(String, String)>,
     progress: Sink,
     before_commit: Option<BeforeCommit>,
+    object_stores: super::runtime::HostStores,
 }
 
 impl EngineBuilder {
@@ -174,6 +178,16 @@ impl EngineBuilder {
         self
     }
 
+    /// Reach remote tables (S3, Azure, GCS) through the host's stores where `resolver` has one
+    /// for the bucket or container, instead of a client icetrim builds from the table's engine
+    /// arguments (a DataFusion host gets this from `icetrim::host::install`). Local tables are
+    /// always read by icetrim itself.
+    pub fn object_stores(mut self, resolver: crate::io::StoreResolver) -> Self {
+        self.object_stores = super::runtime::HostStores::default();
+        self.object_stores.set(resolver);
+        self
+    }
+
     /// Run `hook` before every commit attempt of every statement ([`BeforeCommit`]: tests that
     /// put another writer's commit between a plan and its commit).
     #[doc(hidden)]
@@ -197,6 +211,7 @@ impl EngineBuilder {
             None => Runtime::default(),
         };
         runtime.before_commit = self.before_commit;
+        runtime.host_stores = self.object_stores;
         Ok(Engine {
             shared: Arc::new(Shared {
                 registry: Mutex::new(registry),
@@ -522,6 +537,28 @@ impl Session {
         let text = substitute(text, &self.params)?;
         let statement = parse_checked(&text, first_line)?;
         self.execute_statement(&statement).await
+    }
+
+    /// As [`Session::execute_one`], but a `SELECT` hands back its rows as a stream
+    /// ([`StatementOutput::Rows`]) instead of reading them all first: what a script printing a
+    /// large result uses.
+    pub async fn execute_one_streaming(
+        &mut self,
+        text: &str,
+        first_line: usize,
+    ) -> Result<StatementOutput> {
+        self.parse_limits().check(text, first_line)?;
+        let text = substitute(text, &self.params)?;
+        let statement = parse_checked(&text, first_line)?;
+        if let Statement::Select(select) = &statement {
+            if self.cancel.as_ref().is_some_and(CancelToken::is_cancelled) {
+                return Err(cancelled_error());
+            }
+            return Ok(StatementOutput::Rows(self.select_rows(select).await?));
+        }
+        Ok(StatementOutput::Done(
+            self.execute_statement(&statement).await?,
+        ))
     }
 
     /// The parser's limits of this session's settings.

@@ -6,7 +6,7 @@ use super::registry::{EngineArg, TableDef};
 use super::runtime::Runtime;
 use crate::error::{Error, Result};
 use crate::iceberg::locate::MetadataSettings;
-use crate::io::{FileIO, StorageOptions};
+use crate::io::{FileIO, StorageOptions, StoreResolver};
 use crate::maintain::target::MaintenanceTarget;
 use crate::settings::Settings;
 
@@ -33,11 +33,11 @@ pub fn open_table(
         }
         "IcebergS3" => {
             let (location, options) = StorageOptions::from_s3_engine_args(&args)?;
-            remote_storage(location, options, override_io)
+            remote_storage(location, options, override_io, runtime.host_stores())
         }
         "IcebergAzure" => {
             let (location, options) = StorageOptions::from_azure_engine_args(&args)?;
-            remote_storage(location, options, override_io)
+            remote_storage(location, options, override_io, runtime.host_stores())
         }
         other => {
             return Err(Error::bad_arguments(format!(
@@ -68,13 +68,20 @@ pub(crate) fn local_storage(path: &str, override_io: Option<&FileIO>) -> Result<
 }
 
 /// A table in an object store (S3, Azure, GCS) at `location`, reached with `options` unless a
-/// store is injected.
+/// store is injected; a host's stores (`host_stores`), when it has one for the bucket, first.
 pub(crate) fn remote_storage(
     location: String,
     options: StorageOptions,
     override_io: Option<&FileIO>,
+    host_stores: Option<&StoreResolver>,
 ) -> (String, FileIO) {
-    let io = override_io.cloned().unwrap_or_else(|| FileIO::new(options));
+    let io = override_io.cloned().unwrap_or_else(|| {
+        let io = FileIO::new(options);
+        match host_stores {
+            Some(resolver) => io.with_store_resolver(std::sync::Arc::clone(resolver)),
+            None => io,
+        }
+    });
     (location, io)
 }
 

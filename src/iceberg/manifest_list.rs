@@ -305,16 +305,15 @@ pub fn write_manifest_list(
     codec: Codec,
 ) -> Result<WrittenManifestList> {
     let version = meta.format_version;
-    if version == FormatVersion::V1 {
-        if let Some(m) = manifests
+    if version == FormatVersion::V1
+        && let Some(m) = manifests
             .iter()
             .find(|m| m.content != ManifestContent::Data)
-        {
-            return Err(Error::bad_arguments(format!(
-                "a v1 manifest list cannot hold the delete manifest {}",
-                m.manifest_path
-            )));
-        }
+    {
+        return Err(Error::bad_arguments(format!(
+            "a v1 manifest list cannot hold the delete manifest {}",
+            m.manifest_path
+        )));
     }
     let schema_json = manifest_list_schema(version);
     let node = crate::iceberg::avro::schema::parse_schema(&schema_json)
@@ -330,10 +329,10 @@ pub fn write_manifest_list(
     if version >= FormatVersion::V2 {
         metadata.push(("sequence-number".into(), meta.sequence_number.to_string()));
     }
-    if version >= FormatVersion::V3 {
-        if let Some(id) = meta.first_row_id {
-            metadata.push(("first-row-id".into(), id.to_string()));
-        }
+    if version >= FormatVersion::V3
+        && let Some(id) = meta.first_row_id
+    {
+        metadata.push(("first-row-id".into(), id.to_string()));
     }
     metadata.push(("format-version".into(), version.number().to_string()));
     let metadata: Vec<_> = metadata

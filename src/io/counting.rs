@@ -128,7 +128,7 @@ impl CountingStore {
             .enumerate()
             .map(move |(i, item)| {
                 let seen = i as u64 + 1;
-                if seen > 1 && (seen - 1) % page == 0 {
+                if seen > 1 && (seen - 1).is_multiple_of(page) {
                     bump(&counter.list);
                 }
                 item

@@ -178,7 +178,7 @@ impl LatencyStore {
         let items = stream.enumerate().then(move |(i, item)| {
             let latency = Arc::clone(&latency);
             async move {
-                if i > 0 && (i as u64) % page == 0 {
+                if i > 0 && (i as u64).is_multiple_of(page) {
                     latency.first_byte().await;
                 }
                 item

@@ -79,7 +79,16 @@ struct Inner {
     stores: Mutex<HashMap<StoreKey, Arc<dyn ObjectStore>>>,
     /// Wrappers put around every store, innermost first.
     layers: Vec<Layer>,
+    /// Asked first for an object-store (S3, Azure, GCS) URI's store (a host's registered
+    /// stores); `None` there builds the store from `options`.
+    resolver: Option<StoreResolver>,
 }
+
+/// Finds the store of an object-store URI among stores someone else built (a DataFusion host's
+/// `RuntimeEnv`): `Some` is used as the store of that bucket or container, `None` lets icetrim
+/// build its own. Never asked for local paths, which icetrim always walks itself (it never
+/// follows a symbolic link below a table).
+pub type StoreResolver = Arc<dyn Fn(&url::Url) -> Option<Arc<dyn ObjectStore>> + Send + Sync>;
 
 /// A store wrapper applied to every store of a `FileIO`.
 #[derive(Clone)]
@@ -131,6 +140,7 @@ impl FileIO {
                 families,
                 stores: Mutex::new(stores),
                 layers: Vec::new(),
+                resolver: None,
             }),
             cache: None,
         }
@@ -229,6 +239,22 @@ impl FileIO {
                 families: self.inner.families.clone(),
                 stores: Mutex::new(stores),
                 layers,
+                resolver: self.inner.resolver.clone(),
+            }),
+            cache: self.cache.clone(),
+        }
+    }
+
+    /// The same families and options, with object-store URIs served first by `resolver`'s
+    /// stores (see [`StoreResolver`]).
+    pub fn with_store_resolver(&self, resolver: StoreResolver) -> Self {
+        FileIO {
+            inner: Arc::new(Inner {
+                options: self.inner.options.clone(),
+                families: self.inner.families.clone(),
+                stores: Mutex::new(HashMap::new()),
+                layers: self.inner.layers.clone(),
+                resolver: Some(resolver),
             }),
             cache: self.cache.clone(),
         }
@@ -316,6 +342,13 @@ impl FileIO {
                 served.join(", ")
             )));
         }
+        if let Some(mut store) = self.resolved(&key, uri) {
+            for layer in &self.inner.layers {
+                store = layer.wrap(&key, store);
+            }
+            stores.insert(key, Arc::clone(&store));
+            return Ok(store);
+        }
         let mut store = build::build_store(&key, &self.inner.options)
             .map_err(|e| e.context(format!("Cannot access '{uri}'")))?;
         if let Some(source) = build::vended_for(&key, &self.inner.options) {
@@ -331,6 +364,18 @@ impl FileIO {
         }
         stores.insert(key, Arc::clone(&store));
         Ok(store)
+    }
+}
+
+impl FileIO {
+    /// The resolver's store for the object-store URI `uri`, if it has one.
+    fn resolved(&self, key: &StoreKey, uri: &str) -> Option<Arc<dyn ObjectStore>> {
+        let resolver = self.inner.resolver.as_ref()?;
+        if !matches!(key.family, Family::S3 | Family::Azure | Family::Gcs) {
+            return None;
+        }
+        let url = url::Url::parse(uri).ok()?;
+        resolver(&url)
     }
 }
 

@@ -316,7 +316,7 @@ pub(crate) fn is_standard_base64(text: &str) -> bool {
         }
     }
     let bytes = text.as_bytes();
-    if bytes.is_empty() || bytes.len() % 4 != 0 {
+    if bytes.is_empty() || !bytes.len().is_multiple_of(4) {
         return false;
     }
     let padding = bytes.iter().rev().take_while(|b| **b == b'=').count();
@@ -380,10 +380,10 @@ pub fn parse_connection_string(text: &str) -> Result<AzureOptions> {
             _ => {}
         }
     }
-    if azure.endpoint.is_none() {
-        if let Some(account) = &azure.account {
-            azure.endpoint = Some(format!("{protocol}://{account}.blob.{suffix}"));
-        }
+    if azure.endpoint.is_none()
+        && let Some(account) = &azure.account
+    {
+        azure.endpoint = Some(format!("{protocol}://{account}.blob.{suffix}"));
     }
     if let Some(endpoint) = &azure.endpoint {
         azure.allow_http |= endpoint.starts_with("http://");
@@ -437,10 +437,10 @@ fn parse_account_url(target: &str) -> Result<AzureOptions> {
 fn account_of_endpoint(endpoint: &str) -> Option<String> {
     let parsed = Url::parse(endpoint).ok()?;
     let host = parsed.host_str()?;
-    if let Some((account, suffix)) = host.split_once('.') {
-        if suffix.starts_with("blob.") || suffix.starts_with("dfs.") {
-            return Some(account.to_string());
-        }
+    if let Some((account, suffix)) = host.split_once('.')
+        && (suffix.starts_with("blob.") || suffix.starts_with("dfs."))
+    {
+        return Some(account.to_string());
     }
     parsed
         .path_segments()?

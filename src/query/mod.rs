@@ -21,7 +21,6 @@ mod values;
 
 use std::sync::Arc;
 
-use datafusion::arrow::datatypes::Field;
 use datafusion::common::config::Dialect;
 use datafusion::dataframe::DataFrame;
 use datafusion::execution::disk_manager::{DiskManagerBuilder, DiskManagerMode};
@@ -157,27 +156,45 @@ async fn plan(ctx: &SessionContext, sql: &str) -> Result<(DataFrame, Vec<String>
     Ok((frame, names))
 }
 
-/// Runs one query (text without `FORMAT`) and returns its columns and rows.
+/// Rows of a query's result, a record batch at a time, as the plan produces them.
+pub type RowChunks = futures::stream::BoxStream<'static, Result<Vec<Vec<Value>>>>;
+
+/// Runs one query (text without `FORMAT`): its columns, and its rows as a stream of chunks (one
+/// a record batch), so that a large result is printed while it is read, never held whole.
+pub async fn select_stream(
+    ctx: &SessionContext,
+    sql: &str,
+    options: &QueryOptions,
+) -> Result<(Vec<Column>, RowChunks)> {
+    use futures::StreamExt;
+    let (frame, names) = plan(ctx, sql).await?;
+    let columns = frame
+        .schema()
+        .fields()
+        .iter()
+        .zip(names)
+        .map(|(f, name)| Column::new(name, clickhouse_type(f)))
+        .collect();
+    let batches = frame.execute_stream().await.map_err(to_error)?;
+    let zone = options.time_zone;
+    let chunks = batches.map(move |batch| {
+        let batch = batch.map_err(to_error)?;
+        values::rows(std::slice::from_ref(&batch), &zone)
+    });
+    Ok((columns, chunks.boxed()))
+}
+
+/// Runs one query (text without `FORMAT`) and returns its columns and every row.
+#[cfg(test)]
 pub async fn select(
     ctx: &SessionContext,
     sql: &str,
     options: &QueryOptions,
 ) -> Result<(Vec<Column>, Vec<Vec<Value>>)> {
-    let (frame, names) = plan(ctx, sql).await?;
-    let fields: Vec<Field> = frame
-        .schema()
-        .fields()
-        .iter()
-        .map(|f| f.as_ref().clone())
-        .collect();
-    let batches = frame.collect().await.map_err(to_error)?;
-    let columns = fields
-        .iter()
-        .zip(names)
-        .map(|(f, name)| Column::new(name, clickhouse_type(f)))
-        .collect();
-    let rows = values::rows(&batches, &options.time_zone)?;
-    Ok((columns, rows))
+    use futures::TryStreamExt;
+    let (columns, chunks) = select_stream(ctx, sql, options).await?;
+    let chunks: Vec<Vec<Vec<Value>>> = chunks.try_collect().await?;
+    Ok((columns, chunks.into_iter().flatten().collect()))
 }
 
 /// `DESCRIBE (query)`: the query's result columns in ClickHouse's seven `DESCRIBE` columns.

@@ -6,7 +6,7 @@ use std::process::Command;
 use std::sync::Arc;
 
 use datafusion::arrow::array::{StringArray, UInt64Array};
-use datafusion::arrow::datatypes::{DataType, Schema};
+use datafusion::arrow::datatypes::{DataType, Field, Schema};
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::catalog::{MemTable, MemorySchemaProvider, SchemaProvider};
 

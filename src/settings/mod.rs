@@ -127,10 +127,10 @@ impl Settings {
             SettingType::UInt => Value::UInt(to_uint(literal)?),
             SettingType::String => Value::String(to_string(literal)?),
         };
-        if def.name == "session_timezone" {
-            if let Value::String(zone) = &value {
-                SessionTimeZone::from_setting(zone)?;
-            }
+        if def.name == "session_timezone"
+            && let Value::String(zone) = &value
+        {
+            SessionTimeZone::from_setting(zone)?;
         }
         if AT_LEAST_ONE.contains(&def.name) && value == Value::UInt(0) {
             return Err(Error::bad_arguments(format!(

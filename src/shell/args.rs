@@ -119,13 +119,6 @@ pub struct Args {
 impl Args {
     /// Parses a command line whose `--param_<name>` and `--<setting>` arguments (which clap
     /// cannot declare) are taken out first; see the module comment for the errors.
-    ///
-    /// ```
-    /// use icetrim::internals::shell::Args;
-    /// let args = Args::parse_with_params(["icetrim", "--param_n=5", "--param_s", "a b", "-q", "SELECT {n:UInt8}"]).unwrap();
-    /// assert_eq!(args.params, [("n".to_string(), "5".to_string()), ("s".to_string(), "a b".to_string())]);
-    /// assert_eq!(args.query.as_deref(), Some("SELECT {n:UInt8}"));
-    /// ```
     pub fn parse_with_params<I, T>(command_line: I) -> Result<Args, ArgsError>
     where
         I: IntoIterator<Item = T>,
@@ -274,6 +267,28 @@ fn edit_distance(a: &str, b: &str) -> usize {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn params_and_query_from_a_command_line() {
+        use crate::shell::Args;
+        let args = Args::parse_with_params([
+            "icetrim",
+            "--param_n=5",
+            "--param_s",
+            "a b",
+            "-q",
+            "SELECT {n:UInt8}",
+        ])
+        .unwrap();
+        assert_eq!(
+            args.params,
+            [
+                ("n".to_string(), "5".to_string()),
+                ("s".to_string(), "a b".to_string())
+            ]
+        );
+        assert_eq!(args.query.as_deref(), Some("SELECT {n:UInt8}"));
+    }
+
     use super::*;
 
     #[test]

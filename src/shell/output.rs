@@ -11,7 +11,9 @@ use std::sync::Arc;
 
 use super::progress_bar::ProgressBar;
 
-use crate::engine::QueryResult;
+use tokio::runtime::Runtime;
+
+use crate::engine::{QueryResult, SelectRows};
 use crate::error::Error;
 use crate::format::{OutputFormat, VerticalFallback, relative_to_location};
 use crate::settings::Settings;
@@ -65,14 +67,6 @@ impl Output {
     }
 
     /// Clear `bar` before every write.
-    ///
-    /// ```
-    /// use icetrim::internals::shell::output::Output;
-    /// use icetrim::internals::shell::progress_bar::ProgressBar;
-    /// let mut out = Output::new();
-    /// out.attach_progress(ProgressBar::new());
-    /// out.clear_progress();
-    /// ```
     pub fn attach_progress(&mut self, bar: Arc<ProgressBar>) {
         self.progress = Some(bar);
     }
@@ -132,6 +126,43 @@ impl Output {
         self.print(&text)
     }
 
+    /// Whether `format` prints row by row, so that a `SELECT` can be printed as it streams.
+    pub fn streams(&self, format: OutputFormat) -> bool {
+        matches!(
+            format,
+            OutputFormat::TabSeparated
+                | OutputFormat::TabSeparatedWithNames
+                | OutputFormat::Csv
+                | OutputFormat::CsvWithNames
+                | OutputFormat::JsonEachRow
+        )
+    }
+
+    /// Prints a `SELECT`'s rows in `format` (one of [`Output::streams`]) a chunk at a time, the
+    /// header once; an error while reading ends the rows printed so far.
+    pub fn stream_rows(
+        &mut self,
+        runtime: &Runtime,
+        mut rows: SelectRows,
+        format: OutputFormat,
+    ) -> Result<crate::error::Result<()>, OutputError> {
+        let (header, body) = match format {
+            OutputFormat::TabSeparatedWithNames => (Some(format), OutputFormat::TabSeparated),
+            OutputFormat::CsvWithNames => (Some(format), OutputFormat::Csv),
+            _ => (None, format),
+        };
+        if let Some(header) = header {
+            self.print(&header.render(&rows.columns, &[], 0.0))?;
+        }
+        while let Some(chunk) = runtime.block_on(rows.next_chunk()) {
+            match chunk {
+                Ok(chunk) => self.print(&body.render(&rows.columns, &chunk, 0.0))?,
+                Err(error) => return Ok(Err(error)),
+            }
+        }
+        Ok(Ok(()))
+    }
+
     /// Writes an error as ClickHouse does: `Code: N. DB::Exception: …. (NAME)`.
     pub fn error(&mut self, error: &Error) {
         if self.color_errors {
@@ -154,5 +185,17 @@ impl Output {
 impl Default for Output {
     fn default() -> Self {
         Output::new()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn attaching_a_progress_bar_then_clearing_it() {
+        use crate::shell::output::Output;
+        use crate::shell::progress_bar::ProgressBar;
+        let mut out = Output::new();
+        out.attach_progress(ProgressBar::new());
+        out.clear_progress();
     }
 }

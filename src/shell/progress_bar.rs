@@ -21,18 +21,6 @@ use crate::progress::{ProgressEvent, ProgressSink};
 const BAR_CELLS: usize = 14;
 
 /// The line drawn for `event`, `elapsed` after its phase started, at most `width` characters.
-///
-/// ```
-/// use std::time::Duration;
-/// use icetrim::progress::{Phase, ProgressEvent};
-/// use icetrim::internals::shell::progress_bar::render;
-///
-/// let event = ProgressEvent { phase: Phase::ReadingManifests, done: 50, total: Some(100), bytes: 3 << 20, total_bytes: None, finished: false };
-/// let line = render(&event, Duration::from_secs(5), 120);
-/// assert!(line.starts_with("reading manifests ["), "{line}");
-/// assert!(line.contains("50/100 files") && line.contains("3.00 MiB"), "{line}");
-/// assert!(line.contains("10/s") && line.contains("ETA 0:05"), "{line}");
-/// ```
 pub fn render(event: &ProgressEvent, elapsed: Duration, width: usize) -> String {
     let mut parts = vec![event.phase.name().to_string()];
     match (event.total, event.fraction()) {
@@ -111,17 +99,6 @@ fn clock(seconds: f64) -> String {
 
 /// A progress line on standard error; the engine draws through [`sink`](Self::sink), the shell
 /// clears it with [`clear`](Self::clear) before printing.
-///
-/// ```
-/// use icetrim::engine::Engine;
-/// use icetrim::internals::shell::progress_bar::ProgressBar;
-///
-/// let bar = ProgressBar::new();
-/// let mut session = Engine::builder().build()?.session();
-/// session.set_progress(Some(bar.sink()));
-/// bar.clear();
-/// # Ok::<(), icetrim::Error>(())
-/// ```
 #[derive(Debug, Default)]
 pub struct ProgressBar {
     state: Mutex<BarState>,
@@ -206,6 +183,41 @@ fn width_of(terminal: Option<u16>, columns: Option<&str>) -> usize {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_progress_line_shows_counts_rate_and_eta() {
+        use crate::progress::{Phase, ProgressEvent};
+        use crate::shell::progress_bar::render;
+        use std::time::Duration;
+
+        let event = ProgressEvent {
+            phase: Phase::ReadingManifests,
+            done: 50,
+            total: Some(100),
+            bytes: 3 << 20,
+            total_bytes: None,
+            finished: false,
+        };
+        let line = render(&event, Duration::from_secs(5), 120);
+        assert!(line.starts_with("reading manifests ["), "{line}");
+        assert!(
+            line.contains("50/100 files") && line.contains("3.00 MiB"),
+            "{line}"
+        );
+        assert!(line.contains("10/s") && line.contains("ETA 0:05"), "{line}");
+    }
+
+    #[test]
+    fn a_session_draws_through_the_bar_sink() -> crate::Result<()> {
+        use crate::engine::Engine;
+        use crate::shell::progress_bar::ProgressBar;
+
+        let bar = ProgressBar::new();
+        let mut session = Engine::builder().build()?.session();
+        session.set_progress(Some(bar.sink()));
+        bar.clear();
+        Ok(())
+    }
+
     use super::*;
     use crate::progress::Phase;
 

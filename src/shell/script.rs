@@ -3,7 +3,8 @@
 //! `--ignore-error`. An error of a statement read from standard input or a file is followed by a
 //! line naming where the statement is (its line and first words); `--echo` prints each statement
 //! before its result, as clickhouse-client does. Both mask secrets as the history does. A procedure whose planned deletes partly failed
-//! prints its rows, then fails (see [`super::failed_deletions_error`]).
+//! prints its rows, then fails (see [`super::failed_deletions_error`]). A `SELECT` in a row-by-row
+//! format (TSV, CSV, JSONEachRow) is printed a chunk at a time as it is read, never held whole.
 
 use std::time::Instant;
 
@@ -11,7 +12,7 @@ use tokio::runtime::Runtime;
 
 use super::output::{Output, OutputError};
 use super::statements::{self, ShellStatement};
-use crate::engine::Session;
+use crate::engine::{Session, StatementOutput};
 use crate::format::OutputFormat;
 
 /// How a script runs.
@@ -46,11 +47,30 @@ pub fn run(
             out.print(&format!("{}\n", echoed(&statement)))?;
         }
         let started = Instant::now();
-        let outcome = runtime.block_on(session.execute_one(statement.text, statement.line));
+        let outcome =
+            runtime.block_on(session.execute_one_streaming(statement.text, statement.line));
+        let outcome = match outcome {
+            Ok(StatementOutput::Rows(rows)) => {
+                let format = if statement.vertical {
+                    OutputFormat::Vertical
+                } else {
+                    rows.format.unwrap_or(options.format)
+                };
+                if out.streams(format) {
+                    out.clear_progress();
+                    out.stream_rows(runtime, rows, format)?.map(|()| None)
+                } else {
+                    runtime.block_on(rows.into_result()).map(Some)
+                }
+            }
+            Ok(StatementOutput::Done(result)) => Ok(Some(result)),
+            Err(error) => Err(error),
+        };
         let elapsed = started.elapsed().as_secs_f64();
         out.clear_progress();
         let failure = match outcome {
-            Ok(result) => {
+            Ok(None) => None,
+            Ok(Some(result)) => {
                 let format = super::result_format(&result, &statement, options.format);
                 let layout = super::output::layout(session.settings());
                 out.print_result(&result, format, elapsed, layout)?;

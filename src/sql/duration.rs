@@ -171,7 +171,7 @@ pub fn accepted_forms_hint(text: &str) -> String {
 /// `3 days` → `3d`: number and unit-word pairs rewritten as this grammar's pairs, when that parses.
 fn respell(text: &str) -> Option<String> {
     let words: Vec<&str> = text.split_whitespace().collect();
-    if words.len() < 2 || words.len() % 2 != 0 {
+    if words.len() < 2 || !words.len().is_multiple_of(2) {
         return None;
     }
     let mut out = String::new();

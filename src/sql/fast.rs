@@ -165,14 +165,14 @@ fn argument(sql: &str, first_line: usize, cursor: &mut LexSource<'_>) -> Result<
     };
     let start = cursor.peek_token().start;
     let mut attempt = cursor.clone();
-    if let Some(literal) = read_literal(&mut attempt) {
-        if ends_literal(&attempt.peek()) {
-            *cursor = attempt;
-            return Ok(Arg {
-                name,
-                value: ArgValue::Literal(literal),
-            });
-        }
+    if let Some(literal) = read_literal(&mut attempt)
+        && ends_literal(&attempt.peek())
+    {
+        *cursor = attempt;
+        return Ok(Arg {
+            name,
+            value: ArgValue::Literal(literal),
+        });
     }
     let end = expression_end(sql, first_line, cursor)?;
     let value = expression_value(sql, first_line, start, end)?;

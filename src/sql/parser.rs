@@ -164,13 +164,13 @@ fn parse_known(
         return Ok(None);
     };
     expect_end(p)?;
-    if let Some(clause) = format {
-        if statement.format().is_none() {
-            return Err(positioned(
-                "FORMAT is allowed only after a statement that returns rows",
-                &clause.token,
-            ));
-        }
+    if let Some(clause) = format
+        && statement.format().is_none()
+    {
+        return Err(positioned(
+            "FORMAT is allowed only after a statement that returns rows",
+            &clause.token,
+        ));
     }
     Ok(Some(statement))
 }

@@ -144,11 +144,12 @@ pub(super) fn parse_engine(p: &mut Parser, sql: &str) -> PResult<Engine> {
 }
 
 pub(super) fn parse_engine_arg(p: &mut Parser, sql: &str) -> PResult<EngineArg> {
-    if let Token::Word(w) = p.peek_token().token {
-        if w.quote_style.is_none() && w.value.eq_ignore_ascii_case("NOSIGN") {
-            p.next_token();
-            return Ok(EngineArg::NoSign);
-        }
+    if let Token::Word(w) = p.peek_token().token
+        && w.quote_style.is_none()
+        && w.value.eq_ignore_ascii_case("NOSIGN")
+    {
+        p.next_token();
+        return Ok(EngineArg::NoSign);
     }
     Ok(EngineArg::Literal(parse_literal(
         p,

@@ -16,10 +16,10 @@ pub(crate) fn render_tokens(sql: &str, tokens: impl Iterator<Item = Token>) -> S
     let mut out = String::new();
     let mut previous: Option<Token> = None;
     for token in tokens.filter(|t| !t.is_trivia()) {
-        if let Some(previous) = previous {
-            if !glued(sql, previous, token) {
-                out.push(' ');
-            }
+        if let Some(previous) = previous
+            && !glued(sql, previous, token)
+        {
+            out.push(' ');
         }
         out.push_str(token.text(sql));
         previous = Some(token);

@@ -186,10 +186,10 @@ pub(crate) fn parser_error(sql: &str, first_line: usize, error: &ParserError) ->
 fn split_location(text: &str) -> (&str, Location) {
     if let Some(at) = text.rfind(" at Line: ") {
         let tail = &text[at + " at Line: ".len()..];
-        if let Some((line, column)) = tail.split_once(", Column: ") {
-            if let (Ok(line), Ok(column)) = (line.parse(), column.parse()) {
-                return (&text[..at], Location { line, column });
-            }
+        if let Some((line, column)) = tail.split_once(", Column: ")
+            && let (Ok(line), Ok(column)) = (line.parse(), column.parse())
+        {
+            return (&text[..at], Location { line, column });
         }
     }
     (text, Location { line: 0, column: 0 })

@@ -18,5 +18,7 @@ mod embed_example;
 mod engine_limits;
 mod engine_progress;
 mod engine_session;
+#[cfg(feature = "datafusion")]
+mod host_example;
 mod readme_tour;
 mod storage_mistakes;

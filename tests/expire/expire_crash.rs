@@ -337,6 +337,7 @@ async fn expire_def(
         clock: icetrim::FixedClock::new(NOW),
         io_override: io,
         before_commit: None,
+        host_stores: Default::default(),
     };
     icetrim::internals::engine::run_procedure(
         &runtime,

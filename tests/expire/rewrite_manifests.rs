@@ -71,6 +71,7 @@ pub(crate) async fn rewrite_with(
         clock: FixedClock::new(NOW),
         io_override: io,
         before_commit: None,
+        host_stores: Default::default(),
     };
     run_procedure(
         &runtime,

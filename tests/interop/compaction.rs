@@ -725,33 +725,7 @@ async fn a_v3_deletion_vector_is_applied() {
         .expect("a data file with a live first row");
     let victim = first_id(&target.file_path);
     expected.retain(|r| !r.starts_with(&format!("[{victim},")));
-    let mut bitmap = roaring::RoaringTreemap::new();
-    bitmap.insert(0);
-    let blob = deletion_vector_blob(&bitmap);
-    let mut puffin = b"PFA1".to_vec();
-    puffin.extend_from_slice(&blob);
-    let footer = serde_json::json!({"blobs": [{
-        "type": "deletion-vector-v1", "fields": [2147483645], "snapshot-id": -1,
-        "sequence-number": -1, "offset": 4, "length": blob.len(),
-        "properties": {"referenced-data-file": target.file_path, "cardinality": "1"}}]})
-    .to_string();
-    puffin.extend_from_slice(b"PFA1");
-    puffin.extend_from_slice(footer.as_bytes());
-    puffin.extend_from_slice(&(footer.len() as i32).to_le_bytes());
-    puffin.extend_from_slice(&[0, 0, 0, 0]);
-    puffin.extend_from_slice(b"PFA1");
-    let path = dir.join("data").join("dv-1.puffin");
-    std::fs::write(&path, &puffin).unwrap();
-    let mut dv = DataFile::new(
-        DataContent::PositionDeletes,
-        path.to_str().unwrap(),
-        1,
-        puffin.len() as i64,
-    );
-    dv.file_format = "PUFFIN".into();
-    dv.referenced_data_file = Some(target.file_path.clone());
-    dv.content_offset = Some(4);
-    dv.content_size_in_bytes = Some(blob.len() as i64);
+    let dv = write_deletion_vector(&dir, "dv-1.puffin", &target.file_path, &[0]);
     commit_deletes(&dir, vec![dv]).await;
     let (_, _, _, start) = current_files(&dir).await;
     let (py_before, _) = py_rows(&dir).await;
@@ -794,6 +768,44 @@ async fn a_v3_deletion_vector_is_applied() {
             );
         }
     }
+}
+
+/// A v3 deletion vector (a Puffin file under `dir/data` holding one `deletion-vector-v1` blob)
+/// deleting `positions` of `data_file`, and its content-file entry, not committed.
+pub(crate) fn write_deletion_vector(
+    dir: &Path,
+    name: &str,
+    data_file: &str,
+    positions: &[u64],
+) -> DataFile {
+    let mut bitmap = roaring::RoaringTreemap::new();
+    bitmap.extend(positions.iter().copied());
+    let blob = deletion_vector_blob(&bitmap);
+    let mut puffin = b"PFA1".to_vec();
+    puffin.extend_from_slice(&blob);
+    let footer = serde_json::json!({"blobs": [{
+        "type": "deletion-vector-v1", "fields": [2147483645], "snapshot-id": -1,
+        "sequence-number": -1, "offset": 4, "length": blob.len(),
+        "properties": {"referenced-data-file": data_file, "cardinality": bitmap.len().to_string()}}]})
+    .to_string();
+    puffin.extend_from_slice(b"PFA1");
+    puffin.extend_from_slice(footer.as_bytes());
+    puffin.extend_from_slice(&(footer.len() as i32).to_le_bytes());
+    puffin.extend_from_slice(&[0, 0, 0, 0]);
+    puffin.extend_from_slice(b"PFA1");
+    let path = dir.join("data").join(name);
+    std::fs::write(&path, &puffin).unwrap();
+    let mut dv = DataFile::new(
+        DataContent::PositionDeletes,
+        path.to_str().unwrap(),
+        bitmap.len() as i64,
+        puffin.len() as i64,
+    );
+    dv.file_format = "PUFFIN".into();
+    dv.referenced_data_file = Some(data_file.to_string());
+    dv.content_offset = Some(4);
+    dv.content_size_in_bytes = Some(blob.len() as i64);
+    dv
 }
 
 fn first_id(path: &str) -> i64 {

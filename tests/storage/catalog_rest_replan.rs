@@ -232,6 +232,7 @@ async fn expiry_reads_with_a_conflict(
         clock: Arc::new(icetrim::SystemClock),
         io_override: Some(io),
         before_commit: None,
+        host_stores: Default::default(),
     };
     let target = table.open_target(&runtime, settings).await;
     rest_catalog::fail_next(table.warehouse(), &["ns"], "t", "append-first").await;

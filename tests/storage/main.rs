@@ -18,6 +18,8 @@ mod catalog_vended;
 mod compaction_cloud;
 #[cfg(feature = "glue")]
 mod glue_support;
+#[cfg(feature = "datafusion")]
+mod host_stores;
 mod local_errors;
 mod metadata_cloud;
 mod refs_base_moved;

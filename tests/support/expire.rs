@@ -62,6 +62,7 @@ pub async fn expire_with(
         clock: FixedClock::new(now),
         io_override: io,
         before_commit: None,
+        host_stores: Default::default(),
     };
     run_procedure(
         &runtime,

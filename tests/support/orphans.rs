@@ -44,6 +44,7 @@ pub fn runtime(now_ms: i64, io: Option<FileIO>) -> Runtime {
         clock: FixedClock::new(now_ms),
         io_override: io,
         before_commit: None,
+        host_stores: Default::default(),
     }
 }
 

@@ -93,8 +93,8 @@ impl Session {
         }
     }
 
-    /// A DataFusion context holding this session's `system` schema.
-    pub(super) async fn query_context(&self) -> Result<datafusion::prelude::SessionContext> {
+    /// The tables this session may read, as they are now.
+    async fn table_source(&self) -> Result<SessionTables> {
         let (paths, catalog_defs) = {
             let registry = self.shared.registry.lock().await;
             let paths: Vec<TableDef> = registry.all().cloned().collect();
@@ -106,29 +106,81 @@ impl Session {
             let catalog = self.catalogs.get(&def)?;
             catalogs.push((def, catalog));
         }
-        let source: Arc<dyn TableSource> = Arc::new(SessionTables {
+        Ok(SessionTables {
             shared: Arc::clone(&self.shared),
             settings: self.settings.clone(),
             paths,
             catalogs,
             cancel: self.cancel.clone(),
-        });
+        })
+    }
+
+    /// A DataFusion context holding this session's `system` schema.
+    pub(super) async fn query_context(&self) -> Result<datafusion::prelude::SessionContext> {
+        let source: Arc<dyn TableSource> = Arc::new(self.table_source().await?);
         let ctx = session_context(&self.query_options());
-        let schema = MemorySchemaProvider::new();
-        let allow_unfiltered = self.settings.metadata_tables_allow_full_scan();
-        for table in MetadataTable::ALL {
-            let provider =
-                MetadataTableProvider::new(*table, Arc::clone(&source), allow_unfiltered);
-            schema
-                .register_table(table.name().to_string(), Arc::new(provider))
-                .map_err(crate::query::to_error)?;
-        }
+        let schema = system_schema(source, self.settings.metadata_tables_allow_full_scan())?;
         let catalog = ctx.catalog("icetrim").ok_or_else(|| {
             Error::logical("the query context has no catalog `icetrim`".to_string())
         })?;
         catalog
-            .register_schema("system", Arc::new(schema))
+            .register_schema("system", schema)
             .map_err(crate::query::to_error)?;
         Ok(ctx)
     }
+}
+
+/// The `system` schema: every metadata table over `source`.
+fn system_schema(
+    source: Arc<dyn TableSource>,
+    allow_unfiltered: bool,
+) -> Result<Arc<dyn SchemaProvider>> {
+    let schema = MemorySchemaProvider::new();
+    for table in MetadataTable::ALL {
+        let provider = MetadataTableProvider::new(*table, Arc::clone(&source), allow_unfiltered);
+        schema
+            .register_table(table.name().to_string(), Arc::new(provider))
+            .map_err(crate::query::to_error)?;
+    }
+    Ok(Arc::new(schema))
+}
+
+/// The tables of a session shared with a host (`icetrim::host`), looked up when a query reads
+/// them: tables registered after the schema was built are seen.
+struct LiveTables {
+    session: Arc<tokio::sync::Mutex<Session>>,
+}
+
+impl LiveTables {
+    async fn now(&self) -> Result<SessionTables> {
+        self.session.lock().await.table_source().await
+    }
+}
+
+#[async_trait]
+impl TableSource for LiveTables {
+    async fn names(
+        &self,
+        database: Option<&str>,
+        table: Option<&str>,
+    ) -> Result<Vec<(String, String)>> {
+        self.now().await?.names(database, table).await
+    }
+
+    async fn open(&self, database: &str, table: &str) -> Result<InspectedTable> {
+        self.now().await?.open(database, table).await
+    }
+}
+
+/// The `system` schema of `session` for a host's context: the metadata tables over the
+/// session's tables as they are when each query runs (`allow_unfiltered`: the session's
+/// `iceberg_metadata_tables_allow_full_scan`).
+pub(crate) fn live_system_schema(
+    session: &Arc<tokio::sync::Mutex<Session>>,
+    allow_unfiltered: bool,
+) -> Result<Arc<dyn SchemaProvider>> {
+    let source = Arc::new(LiveTables {
+        session: Arc::clone(session),
+    });
+    system_schema(source, allow_unfiltered)
 }

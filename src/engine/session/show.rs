@@ -69,16 +69,30 @@ impl Session {
         Err(query_engine_disabled("DESCRIBE (SELECT ...)"))
     }
 
-    #[cfg(feature = "datafusion")]
     pub(super) async fn select(&self, select: &Select) -> Result<QueryResult> {
+        self.select_rows(select).await?.into_result().await
+    }
+
+    /// A `SELECT`'s rows, streamed as the plan produces them.
+    #[cfg(feature = "datafusion")]
+    pub(super) async fn select_rows(&self, select: &Select) -> Result<SelectRows> {
         let ctx = self.query_context().await?;
         let options = self.query_options();
-        let (columns, rows) = crate::query::select(&ctx, &select.text, &options).await?;
-        Ok(QueryResult::table(columns, rows))
+        let (columns, chunks) = crate::query::select_stream(&ctx, &select.text, &options).await?;
+        let format = select
+            .format
+            .as_deref()
+            .map(OutputFormat::from_name)
+            .transpose()?;
+        Ok(SelectRows {
+            columns,
+            format,
+            chunks,
+        })
     }
 
     #[cfg(not(feature = "datafusion"))]
-    pub(super) async fn select(&self, _select: &Select) -> Result<QueryResult> {
+    pub(super) async fn select_rows(&self, _select: &Select) -> Result<SelectRows> {
         Err(query_engine_disabled("SELECT over the system tables"))
     }
 

@@ -207,10 +207,9 @@ pub fn leaf_by_id(fields: &Fields, columns: &[ArrayRef], id: i32) -> Option<Arra
         }
         if let (DataType::Struct(children), Some(s)) =
             (f.data_type(), c.as_any().downcast_ref::<StructArray>())
+            && let Some(found) = leaf_by_id(children, s.columns(), id)
         {
-            if let Some(found) = leaf_by_id(children, s.columns(), id) {
-                return Some(with_parent_nulls(&found, s.nulls()));
-            }
+            return Some(with_parent_nulls(&found, s.nulls()));
         }
     }
     None
@@ -237,10 +236,10 @@ pub fn field_by_id(fields: &Fields, id: i32) -> Option<FieldRef> {
         if field_id(f) == Some(id) {
             return Some(f.clone());
         }
-        if let DataType::Struct(children) = f.data_type() {
-            if let Some(found) = field_by_id(children, id) {
-                return Some(found);
-            }
+        if let DataType::Struct(children) = f.data_type()
+            && let Some(found) = field_by_id(children, id)
+        {
+            return Some(found);
         }
     }
     None

@@ -149,11 +149,11 @@ fn encode_at(out: &mut Vec<u8>, node: &Node, value: &Value) -> Result<(), String
 
 fn encode_union(out: &mut Vec<u8>, branches: &[Node], value: &Value) -> Result<(), String> {
     if let Value::Union(i, inner) = value {
-        if let Some(branch) = branches.get(*i as usize) {
-            if accepts(branch, inner) {
-                write_long(out, i64::from(*i));
-                return encode_at(out, branch, inner);
-            }
+        if let Some(branch) = branches.get(*i as usize)
+            && accepts(branch, inner)
+        {
+            write_long(out, i64::from(*i));
+            return encode_at(out, branch, inner);
         }
         return encode_union(out, branches, inner);
     }

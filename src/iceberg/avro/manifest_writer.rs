@@ -191,11 +191,10 @@ impl ManifestWriter {
         let slot = &mut self.counts[entry.status as usize];
         slot.0 += 1;
         slot.1 += entry.data_file.record_count;
-        if entry.status.is_live() {
-            if let Some(seq) = entry.sequence_number {
-                self.min_sequence_number =
-                    Some(self.min_sequence_number.map_or(seq, |m| m.min(seq)));
-            }
+        if entry.status.is_live()
+            && let Some(seq) = entry.sequence_number
+        {
+            self.min_sequence_number = Some(self.min_sequence_number.map_or(seq, |m| m.min(seq)));
         }
         if let Some(summary) = &mut self.summary {
             summary.update(&entry.data_file.partition);

@@ -74,10 +74,10 @@ fn find_type(node: &Json, id: i64) -> Option<String> {
         if f.get("id").and_then(Json::as_i64) == Some(id) {
             return ty.as_str().map(str::to_string);
         }
-        if ty.is_object() {
-            if let Some(found) = find_type(ty, id) {
-                return Some(found);
-            }
+        if ty.is_object()
+            && let Some(found) = find_type(ty, id)
+        {
+            return Some(found);
         }
     }
     None

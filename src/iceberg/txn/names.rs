@@ -71,13 +71,12 @@ pub fn default_spec_json(metadata: &TableMetadata) -> Result<String> {
 pub fn spec_json(metadata: &TableMetadata, spec_id: i32) -> Result<String> {
     let json = metadata.members();
     let wanted = i64::from(spec_id);
-    if let Some(Value::Array(specs)) = json.get("partition-specs") {
-        if let Some(spec) = specs
+    if let Some(Value::Array(specs)) = json.get("partition-specs")
+        && let Some(spec) = specs
             .iter()
             .find(|s| s.get("spec-id").and_then(Value::as_i64) == Some(wanted))
-        {
-            return Ok(spec.to_string());
-        }
+    {
+        return Ok(spec.to_string());
     }
     if let Some(legacy @ Value::Array(_)) = json.get("partition-spec") {
         return Ok(legacy.to_string());

@@ -14,6 +14,16 @@ use super::{EntryTable, TableShape};
 use crate::error::Result;
 use crate::iceberg::manifest::{DataFile, ManifestEntry};
 
+/// A file format as Java's and pyiceberg's metadata tables name it: the spec's formats in capitals
+/// whatever case the writer used (ClickHouse writes `Parquet`), anything else as written.
+fn format_name(written: &str) -> std::borrow::Cow<'_, str> {
+    const KNOWN: [&str; 4] = ["AVRO", "ORC", "PARQUET", "PUFFIN"];
+    match KNOWN.iter().find(|k| k.eq_ignore_ascii_case(written)) {
+        Some(known) => std::borrow::Cow::Borrowed(known),
+        None => std::borrow::Cow::Borrowed(written),
+    }
+}
+
 /// What the scope chose, repeated on every row.
 pub(crate) struct ReadContext {
     pub snapshot_id: i64,
@@ -89,6 +99,11 @@ fn data_file_fields(with_spec_id: bool) -> Vec<Field> {
         Field::new("split_offsets", list_type(DataType::Int64), true),
         Field::new("equality_ids", list_type(DataType::Int32), true),
         Field::new("sort_order_id", DataType::Int32, true),
+        // v3 (null before): row lineage and deletion vectors, Java's names and order.
+        Field::new("first_row_id", DataType::Int64, true),
+        Field::new("referenced_data_file", DataType::Utf8, true),
+        Field::new("content_offset", DataType::Int64, true),
+        Field::new("content_size_in_bytes", DataType::Int64, true),
     ]);
     fields
 }
@@ -254,7 +269,7 @@ fn data_file_columns(
             files.iter().map(|f| &f.file_path),
         )),
         Arc::new(StringArray::from_iter_values(
-            files.iter().map(|f| &f.file_format),
+            files.iter().map(|f| format_name(&f.file_format)),
         )),
     ];
     if let Some(spec) = spec_id {
@@ -292,6 +307,16 @@ fn data_file_columns(
             ListBuilder::new(Int32Builder::new()),
         ),
         Arc::new(Int32Array::from_iter(files.iter().map(|f| f.sort_order_id))),
+        Arc::new(Int64Array::from_iter(files.iter().map(|f| f.first_row_id))),
+        Arc::new(StringArray::from_iter(
+            files.iter().map(|f| f.referenced_data_file.as_deref()),
+        )),
+        Arc::new(Int64Array::from_iter(
+            files.iter().map(|f| f.content_offset),
+        )),
+        Arc::new(Int64Array::from_iter(
+            files.iter().map(|f| f.content_size_in_bytes),
+        )),
     ]);
     cols
 }

@@ -75,11 +75,11 @@ impl PartitionStats {
             }
         };
         let row = &mut self.rows[at];
-        if let Some(s) = e.snapshot_id.and_then(|id| m.snapshot(id)) {
-            if row.last_updated_at.is_none_or(|t| t < s.timestamp_ms) {
-                row.last_updated_at = Some(s.timestamp_ms);
-                row.last_updated_snapshot_id = Some(s.snapshot_id);
-            }
+        if let Some(s) = e.snapshot_id.and_then(|id| m.snapshot(id))
+            && row.last_updated_at.is_none_or(|t| t < s.timestamp_ms)
+        {
+            row.last_updated_at = Some(s.timestamp_ms);
+            row.last_updated_snapshot_id = Some(s.snapshot_id);
         }
         match f.content {
             DataContent::Data => {

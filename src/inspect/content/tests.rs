@@ -322,6 +322,10 @@ fn schemas_hold_pyiceberg_columns_in_order() {
             "split_offsets",
             "equality_ids",
             "sort_order_id",
+            "first_row_id",
+            "referenced_data_file",
+            "content_offset",
+            "content_size_in_bytes",
             "readable_metrics",
             "snapshot_id",
             "ref"

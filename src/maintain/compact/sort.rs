@@ -113,14 +113,14 @@ impl Sorter {
         }
         self.pending_bytes += batch.get_array_memory_size();
         self.pending.push(batch.clone());
-        if self.pending_bytes >= self.buffer_bytes {
-            if let Some(sorted) = self.sort_pending()? {
-                if self.spill.is_none() {
-                    self.spill = Some(Spill::new(self.schema.clone())?);
-                }
-                if let Some(spill) = &mut self.spill {
-                    spill.write_sorted(&sorted, self.buffer_bytes / FAN_IN)?;
-                }
+        if self.pending_bytes >= self.buffer_bytes
+            && let Some(sorted) = self.sort_pending()?
+        {
+            if self.spill.is_none() {
+                self.spill = Some(Spill::new(self.schema.clone())?);
+            }
+            if let Some(spill) = &mut self.spill {
+                spill.write_sorted(&sorted, self.buffer_bytes / FAN_IN)?;
             }
         }
         Ok(())

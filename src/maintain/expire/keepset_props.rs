@@ -80,10 +80,10 @@ fn build(
         let names: Vec<String> = ms.iter().map(|j| format!("m{j}")).collect();
         let refs: Vec<&str> = names.iter().map(String::as_str).collect();
         t.snapshot(id, &format!("snap-{}", list.unwrap_or(k)), &refs);
-        if list.is_none() {
-            if let Some(s) = t.graph.snapshots.last_mut() {
-                s.manifest_list = None;
-            }
+        if list.is_none()
+            && let Some(s) = t.graph.snapshots.last_mut()
+        {
+            s.manifest_list = None;
         }
         if *is_expired {
             expired.insert(id);

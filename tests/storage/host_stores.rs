@@ -1,0 +1,78 @@
+//! A DataFusion host's object store serves icetrim's S3 tables: the table is registered with a
+//! bare `s3://bucket/path` (no endpoint, no credentials: icetrim's own client would go to AWS),
+//! the host registers a store for the bucket in its `RuntimeEnv` (the emulator's, counted), and
+//! icetrim's expiry and metadata tables read through it.
+
+use std::sync::Arc;
+
+use icetrim::datafusion::arrow::array::{Array, AsArray};
+use icetrim::datafusion::arrow::datatypes::Int64Type;
+use icetrim::datafusion::prelude::SessionContext;
+use icetrim::engine::Engine;
+use icetrim::internals::generate::{GenerateOptions, generate};
+use icetrim::internals::iceberg::spec::FormatVersion;
+use icetrim::internals::io::{CountingStore, FileIO, RequestCounter};
+use object_store::ObjectStore;
+use object_store::aws::AmazonS3Builder;
+
+use crate::support::{emulator_var, s3_emulator_options, unique};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hosts_registered_store_serves_icetrims_s3_tables() {
+    let bucket = emulator_var("ICETRIM_S3_BUCKET");
+    let folder = unique("host-store");
+    let location = format!("s3://{bucket}/{folder}");
+    let now_ms = icetrim::Clock::now_ms(&icetrim::SystemClock);
+    let mut opts = GenerateOptions::new(&location, FormatVersion::V2, 6, 2, 11, now_ms);
+    opts.write_data_files = false;
+    generate(&FileIO::new(s3_emulator_options()), &opts)
+        .await
+        .expect("generate on the emulator");
+
+    let emulator = AmazonS3Builder::new()
+        .with_bucket_name(&bucket)
+        .with_endpoint(emulator_var("ICETRIM_S3_ENDPOINT"))
+        .with_region("us-east-1")
+        .with_access_key_id("testing")
+        .with_secret_access_key("testing")
+        .with_allow_http(true)
+        .build()
+        .expect("the host's S3 store");
+    let counter = RequestCounter::new();
+    let store: Arc<dyn ObjectStore> = Arc::new(CountingStore::new(
+        Arc::new(emulator),
+        Arc::clone(&counter),
+        1000,
+    ));
+    let ctx = SessionContext::new();
+    let url = url::Url::parse(&format!("s3://{bucket}")).expect("bucket url");
+    ctx.register_object_store(&url, store);
+    let engine = Engine::builder().build().expect("engine");
+    icetrim::host::install(&ctx, &engine).expect("installs");
+
+    let frames = icetrim::host::sql(
+        &ctx,
+        &format!(
+            "CREATE TABLE t ENGINE = IcebergS3('{location}/');
+             ALTER TABLE t EXECUTE expire_snapshots(retain_last = 2, retention_period = '0s', dry_run = 1);
+             SELECT count(*) AS snapshots FROM icetrim.system.iceberg_snapshots WHERE \"table\" = 't'"
+        ),
+    )
+    .await
+    .expect("icetrim runs through the host's store");
+    let metrics = frames[1].clone().collect().await.expect("metric rows");
+    let names = metrics[0].column(0).as_string::<i32>();
+    let values = metrics[0].column(1).as_primitive::<Int64Type>();
+    let lists = (0..names.len())
+        .find(|&i| names.value(i) == "deleted_manifest_lists_count")
+        .map(|i| values.value(i));
+    assert_eq!(lists, Some(4), "six snapshots, two kept");
+    let snapshots = frames[2].clone().collect().await.expect("metadata table");
+    let snapshots = snapshots[0].column(0).as_primitive::<Int64Type>();
+    assert_eq!(snapshots.value(0), 6);
+    let requests = counter.snapshot();
+    assert!(
+        requests.get >= 7,
+        "the lists and metadata came through the host: {requests:?}"
+    );
+}
