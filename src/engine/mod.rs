@@ -3,6 +3,7 @@
 //! [`Engine`] and [`Session`] are the embedding API; [`handles`] tells a host engine which
 //! statements to route to icetrim.
 
+pub(crate) mod access;
 pub(crate) mod api;
 #[cfg(feature = "datafusion")]
 pub(crate) mod api_inspect;
@@ -20,6 +21,7 @@ pub(crate) mod runtime;
 pub(crate) mod session;
 pub(crate) mod table;
 
+pub use access::{Authorizer, DEFAULT_USER, GrantObject, Privilege};
 pub use api::{Table, Timestamp};
 #[cfg(feature = "datafusion")]
 pub use api_inspect::MetadataScan;
