@@ -2,10 +2,9 @@
 //! node of ClickHouse's access-type tree (`ALL` ⊃ `ALTER` ⊃ `ALTER TABLE` ⊃ `ALTER EXECUTE`, …),
 //! with its canonical name, its aliases and the level it can be granted at.
 //!
-//! Every node owns one bit of a [`Flags`] set; a node's [`Privilege::flags`] are its own bit and
-//! those of everything below it. A group's own bit stands for ClickHouse's privileges of that group
-//! that icetrim does not model (granting `ALTER TABLE` grants more than `ALTER SETTINGS` and
-//! `ALTER EXECUTE` together), so a grant of every modelled child never prints as the group.
+//! Every leaf owns one bit of a [`Flags`] set; a group's [`Privilege::flags`] are the bits of the
+//! leaves below it. A group is exactly the members icetrim models: holding `ALTER SETTINGS` and
+//! `ALTER EXECUTE` is holding `ALTER TABLE`, and `SHOW GRANTS` prints it so.
 
 use std::fmt;
 
@@ -230,12 +229,12 @@ impl Privilege {
         false
     }
 
-    /// This privilege's own bit.
+    /// A leaf's bit (none for a group).
     pub(crate) fn bit(self) -> Flags {
-        1 << self.index()
+        if self.is_leaf() { 1 << self.index() } else { 0 }
     }
 
-    /// Its own bit and those of every member below it.
+    /// The bits of every leaf at or below this privilege.
     pub(crate) fn flags(self) -> Flags {
         Self::ALL
             .iter()
@@ -245,10 +244,10 @@ impl Privilege {
 
     /// Whether the privilege is a leaf, not a group.
     pub(crate) fn is_leaf(self) -> bool {
-        self.flags() == self.bit()
+        !Self::ALL.iter().any(|p| p.parent() == Some(self))
     }
 
-    /// The lowest level the privilege's own bit may be granted at.
+    /// The lowest level the privilege may be granted at (a group: its members').
     pub(crate) fn level(self) -> Level {
         self.node().level
     }
@@ -274,18 +273,14 @@ pub(crate) fn all_flags() -> Flags {
     Privilege::All.flags()
 }
 
-/// `flags` as the fewest names: a group when all of it is held, else its members. A group whose
-/// own bit is held without all its members prints as the group, and the members it lacks come
-/// back second (`GRANT ALTER TABLE …` then `REVOKE ALTER EXECUTE …` on the same object).
-/// Only the bits of `mask` count (those grantable at the object's level: `ALL` on a table is all
-/// a table can hold).
-pub(crate) fn names(flags: Flags, mask: Flags) -> (Vec<Privilege>, Vec<Privilege>) {
+/// `flags` as the fewest names: a group when all of it is held, else its members. Only the bits
+/// of `mask` count (those grantable at the object's level: `ALL` on a table is all a table can
+/// hold).
+pub(crate) fn names(flags: Flags, mask: Flags) -> Vec<Privilege> {
     let mut granted = Vec::new();
-    let mut lacking = Vec::new();
-    collect(Privilege::All, flags & mask, mask, &mut granted, &mut lacking);
+    collect(Privilege::All, flags & mask, mask, &mut granted);
     sort_privileges(&mut granted);
-    sort_privileges(&mut lacking);
-    (granted, lacking)
+    granted
 }
 
 /// Sorted in ClickHouse's order, each once.
@@ -294,29 +289,23 @@ pub(crate) fn sort_privileges(privileges: &mut Vec<Privilege>) {
     privileges.dedup();
 }
 
-fn collect(
-    at: Privilege,
-    flags: Flags,
-    mask: Flags,
-    granted: &mut Vec<Privilege>,
-    lacking: &mut Vec<Privilege>,
-) {
+fn collect(at: Privilege, flags: Flags, mask: Flags, granted: &mut Vec<Privilege>) {
     let all = at.flags() & mask;
     if flags & all == 0 {
         return;
     }
+    let mut members = Privilege::ALL.iter().filter(|p| p.parent() == Some(at));
     if flags & all == all {
-        granted.push(at);
-        return;
-    }
-    if flags & at.bit() != 0 {
-        granted.push(at);
-        let (missing, _) = names(all & !flags, mask);
-        lacking.extend(missing);
+        // A group that is one member in icetrim prints as that member (`ALTER TABLE`, not
+        // `ALTER`).
+        match (members.next(), members.next()) {
+            (Some(only), None) if only.flags() & mask == all => collect(*only, flags, mask, granted),
+            _ => granted.push(at),
+        }
         return;
     }
     for member in Privilege::ALL.iter().filter(|p| p.parent() == Some(at)) {
-        collect(*member, flags, mask, granted, lacking);
+        collect(*member, flags, mask, granted);
     }
 }
 
@@ -375,28 +364,27 @@ mod tests {
         assert!(!P::Alter.includes(P::Optimize));
         assert!(P::All.includes(P::CreateUser));
         assert_eq!(P::AlterExecute.flags(), P::AlterExecute.bit());
-        assert!(P::AlterTable.flags() & P::AlterExecute.bit() != 0);
+        assert_eq!(
+            P::AlterTable.flags(),
+            P::AlterExecute.bit() | P::AlterSettings.bit()
+        );
+        assert_eq!(P::AlterTable.bit(), 0);
     }
 
     #[test]
     fn flags_print_as_the_fewest_names() {
         let names = |flags| names(flags, all_flags());
-        let (granted, lacking) = names(P::AlterExecute.flags() | P::AlterSettings.flags());
-        assert_eq!(list(&granted), "ALTER SETTINGS, ALTER EXECUTE");
-        assert!(lacking.is_empty());
-        let (granted, lacking) = names(P::AlterTable.flags());
-        assert_eq!(list(&granted), "ALTER TABLE");
-        assert!(lacking.is_empty());
-        let (granted, lacking) = names(P::AlterTable.flags() & !P::AlterExecute.bit());
-        assert_eq!(list(&granted), "ALTER TABLE");
-        assert_eq!(list(&lacking), "ALTER EXECUTE");
-        let (granted, _) = names(P::Select.bit() | P::Optimize.bit() | P::AlterExecute.bit());
+        let granted = names(P::AlterExecute.flags() | P::Optimize.flags());
+        assert_eq!(list(&granted), "ALTER EXECUTE, OPTIMIZE");
+        assert_eq!(list(&names(P::AlterTable.flags())), "ALTER TABLE");
+        let both = P::AlterExecute.flags() | P::AlterSettings.flags();
+        assert_eq!(list(&names(both)), "ALTER TABLE", "a group is what icetrim models of it");
+        let granted = names(P::Select.bit() | P::Optimize.bit() | P::AlterExecute.bit());
         assert_eq!(list(&granted), "SELECT, ALTER EXECUTE, OPTIMIZE");
-        let (granted, _) = names(all_flags());
-        assert_eq!(list(&granted), "ALL");
+        assert_eq!(list(&names(all_flags())), "ALL");
         let table = grantable_at(Level::Table);
-        let (granted, lacking) = super::names(all_flags() & table, table);
-        assert_eq!((list(&granted), lacking.len()), ("ALL".to_string(), 0));
+        assert_eq!(list(&super::names(all_flags(), table)), "ALL");
+        assert_eq!(list(&super::names(P::Show.flags(), table)), "SHOW");
     }
 
     #[test]

@@ -10,7 +10,7 @@
 use std::collections::BTreeMap;
 
 use super::GrantObject;
-use super::privilege::{Flags, Level, grantable_at, list, names, sort_privileges};
+use super::privilege::{Flags, Level, grantable_at, list, names};
 
 /// Privilege bits per object; an object absent from the maps inherits from the one above it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -214,36 +214,17 @@ impl UserRights {
             } else {
                 option_parent
             };
-            let plain = here & !parent & !option;
-            let (granted, mut revoked) = names(plain, mask);
-            if !granted.is_empty() {
-                lines.push(format!("GRANT {} ON {object} TO {user}", list(&granted)));
-            }
-            let (granted, lacking) = names(option & !option_parent, mask);
-            if !granted.is_empty() {
-                lines.push(format!(
-                    "GRANT {} ON {object} TO {user} WITH GRANT OPTION",
-                    list(&granted)
-                ));
-            }
-            // A group printed whole whose members lack the grant option (or access) here.
-            let (held, missing): (Vec<_>, Vec<_>) =
-                lacking.into_iter().partition(|p| here & p.bit() != 0);
-            revoked.extend(missing);
-            revoked.extend(names(parent & !here, mask).0);
-            sort_privileges(&mut revoked);
-            if !revoked.is_empty() {
-                lines.push(format!("REVOKE {} ON {object} FROM {user}", list(&revoked)));
-            }
-            let mut taken = names(option_parent & !option & here, mask).0;
-            taken.extend(held);
-            sort_privileges(&mut taken);
-            if !taken.is_empty() {
-                lines.push(format!(
-                    "REVOKE GRANT OPTION FOR {} ON {object} FROM {user}",
-                    list(&taken)
-                ));
-            }
+            let mut line = |verb: &str, flags: Flags, tail: &str| {
+                let named = names(flags, mask);
+                if !named.is_empty() {
+                    let to = if verb == "GRANT" { "TO" } else { "FROM" };
+                    lines.push(format!("{verb} {} ON {object} {to} {user}{tail}", list(&named)));
+                }
+            };
+            line("GRANT", here & !parent & !option, "");
+            line("GRANT", option & !option_parent, " WITH GRANT OPTION");
+            line("REVOKE", parent & !here, "");
+            line("REVOKE GRANT OPTION FOR", option_parent & !option & here, "");
         }
         lines
     }

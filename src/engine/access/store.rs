@@ -104,7 +104,7 @@ impl Users {
             .rights(granter)
             .is_some_and(|r| r.grant_option.holds(flags, &change.object));
         if !held {
-            let what = super::privilege::names(flags, mask).0;
+            let what = super::privilege::names(flags, mask);
             return Err(super::denied(
                 granter,
                 &format!(
