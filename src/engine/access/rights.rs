@@ -201,7 +201,7 @@ impl UserRights {
                 objects.push((object.clone(), self.access.at(object), parent, level));
             }
         }
-        objects.sort_by(|a, b| a.0.cmp(&b.0));
+        objects.sort_by(|a, b| order_key(&a.0).cmp(&order_key(&b.0)));
         let mut lines = Vec::new();
         for (object, here, parent, level) in objects {
             let mask = grantable_at(level);
@@ -227,6 +227,15 @@ impl UserRights {
             line("REVOKE GRANT OPTION FOR", option_parent & !option & here, "");
         }
         lines
+    }
+}
+
+/// `*.*` first, then by database, `db.*` before its tables.
+fn order_key(object: &GrantObject) -> (bool, &str, Option<&str>) {
+    match object {
+        GrantObject::Global => (false, "", None),
+        GrantObject::Database(db) => (true, db, None),
+        GrantObject::Table { database, table } => (true, database, Some(table)),
     }
 }
 
