@@ -8,8 +8,8 @@
 use std::borrow::Cow;
 use std::fmt;
 
-pub use super::alter_refs::{AlterAction, AlterTable};
 pub use super::access::{GrantOn, GrantStatement, UserNames};
+pub use super::alter_refs::{AlterAction, AlterTable};
 use super::select::Select;
 pub use crate::literal::Literal;
 

@@ -90,7 +90,9 @@ fn parse_privileges_on(p: &mut Parser) -> PResult<(Vec<String>, GrantOn)> {
                 break;
             }
             Token::Word(w) if w.quote_style.is_none() => words.push(w.value.to_ascii_uppercase()),
-            Token::Comma if !words.is_empty() => privileges.push(std::mem::take(&mut words).join(" ")),
+            Token::Comma if !words.is_empty() => {
+                privileges.push(std::mem::take(&mut words).join(" "))
+            }
             _ => return Ok(p.expected("a privilege", next)?),
         }
     }
@@ -124,7 +126,10 @@ fn parse_grant_object(p: &mut Parser) -> PResult<GrantOn> {
 }
 
 /// `SHOW GRANTS [FOR u]` / `SHOW USERS` (the `SHOW` is next); `None` for another `SHOW`.
-pub(super) fn parse_show_access(p: &mut Parser, format: Option<String>) -> PResult<Option<Statement>> {
+pub(super) fn parse_show_access(
+    p: &mut Parser,
+    format: Option<String>,
+) -> PResult<Option<Statement>> {
     if second_word_is(p, "USERS") {
         p.next_token();
         p.next_token();

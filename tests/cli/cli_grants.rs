@@ -70,27 +70,46 @@ fn grants_persist_across_runs_and_decide_who_runs_a_procedure() {
         "Code: 497. DB::Exception: viewer: Not enough privileges. To execute this query, it's \
          necessary to have the grant ALTER EXECUTE ON default.t. (ACCESS_DENIED)"
     );
-    assert_eq!(metadata_files(&table), before, "a denied expiry wrote nothing");
+    assert_eq!(
+        metadata_files(&table),
+        before,
+        "a denied expiry wrote nothing"
+    );
     let out = icetrim(Some(&data), "viewer", "SHOW TABLES; SHOW GRANTS");
     assert!(out.status.success(), "{}", text(&out.stderr));
-    assert_eq!(text(&out.stdout), "t\nGRANT SELECT ON default.t TO viewer\n");
+    assert_eq!(
+        text(&out.stdout),
+        "t\nGRANT SELECT ON default.t TO viewer\n"
+    );
 
     let out = icetrim(Some(&data), "ops", EXPIRE);
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert_ne!(metadata_files(&table), before, "ops's expiry committed");
     let out = icetrim(Some(&data), "ops", "OPTIMIZE TABLE t");
-    assert!(text(&out.stderr).contains("grant OPTIMIZE ON default.t"), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("grant OPTIMIZE ON default.t"),
+        "{}",
+        text(&out.stderr)
+    );
 
     // An unknown name is refused before anything runs.
     let out = icetrim(Some(&data), "ghost", "SHOW TABLES");
     assert!(!out.status.success());
-    assert!(text(&out.stderr).contains("Code: 192"), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("Code: 192"),
+        "{}",
+        text(&out.stderr)
+    );
 
     // Revoked in one run, gone in the next.
     let out = icetrim(Some(&data), "default", "REVOKE ALL ON *.* FROM ops");
     assert!(out.status.success(), "{}", text(&out.stderr));
     let out = icetrim(Some(&data), "ops", EXPIRE);
-    assert!(text(&out.stderr).contains("Code: 497"), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("Code: 497"),
+        "{}",
+        text(&out.stderr)
+    );
 }
 
 #[test]
@@ -99,5 +118,9 @@ fn without_a_path_users_live_for_the_run() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert_eq!(text(&out.stdout), "default\nops\n");
     let out = icetrim(None, "ops", "SHOW TABLES");
-    assert!(text(&out.stderr).contains("Code: 192"), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("Code: 192"),
+        "{}",
+        text(&out.stderr)
+    );
 }

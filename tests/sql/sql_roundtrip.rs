@@ -314,7 +314,10 @@ fn every_keyword_round_trips_as_an_identifier() {
 
 #[test]
 fn user_and_grant_forms() {
-    verified("create user if not exists ops, `odd-name`", "CREATE USER IF NOT EXISTS ops, `odd-name`");
+    verified(
+        "create user if not exists ops, `odd-name`",
+        "CREATE USER IF NOT EXISTS ops, `odd-name`",
+    );
     verified("CREATE USER 'ops'", "CREATE USER ops");
     verified_stmt("DROP USER IF EXISTS ops");
     verified_stmt("DROP USER a, b");

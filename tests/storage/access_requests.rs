@@ -42,7 +42,9 @@ async fn engine_on_s3(
     let now_ms = icetrim::Clock::now_ms(&icetrim::SystemClock);
     let mut options = GenerateOptions::new(&location, FormatVersion::V2, 4, 1, 3, now_ms);
     options.write_data_files = false;
-    generate(&io, &options).await.expect("generate on the emulator");
+    generate(&io, &options)
+        .await
+        .expect("generate on the emulator");
     let mut builder = Engine::builder()
         .io_override(io.with_request_counter(Arc::clone(counter)))
         .setting("allow_experimental_iceberg_compaction", "1");
@@ -62,16 +64,29 @@ async fn nothing_reaches_storage(session: &mut Session, counter: &RequestCounter
     for sql in REFUSED {
         let error = session.execute(sql).await.expect_err(sql);
         assert_eq!(error.code(), 497, "{sql}: {error}");
-        assert_eq!(counter.snapshot().total(), 0, "{sql}: {}", counter.snapshot());
+        assert_eq!(
+            counter.snapshot().total(),
+            0,
+            "{sql}: {}",
+            counter.snapshot()
+        );
     }
     for sql in FILTERED {
-        let results = session.execute(sql).await.unwrap_or_else(|e| panic!("{sql}: {e}"));
+        let results = session
+            .execute(sql)
+            .await
+            .unwrap_or_else(|e| panic!("{sql}: {e}"));
         let rows = &results[0].rows;
         assert!(
             rows.is_empty() || rows == &vec![vec![icetrim::format::Value::UInt(0)]],
             "{sql}: {rows:?}"
         );
-        assert_eq!(counter.snapshot().total(), 0, "{sql}: {}", counter.snapshot());
+        assert_eq!(
+            counter.snapshot().total(),
+            0,
+            "{sql}: {}",
+            counter.snapshot()
+        );
     }
 }
 
@@ -114,12 +129,20 @@ async fn a_hosts_authorizer_decides_before_storage() {
     let engine = engine_on_s3(&counter, Some(Arc::new(OpsOnly)), "ops").await;
     let mut session = engine.session();
     // The host names its principals; icetrim's own store is not asked.
-    session.set_user("alice").expect("any name with a host authorizer");
+    session
+        .set_user("alice")
+        .expect("any name with a host authorizer");
     nothing_reaches_storage(&mut session, &counter).await;
-    let refused = session.execute("CREATE USER bob").await.expect_err("host's users");
+    let refused = session
+        .execute("CREATE USER bob")
+        .await
+        .expect_err("host's users");
     assert_eq!(refused.code(), 497, "{refused}");
     session.set_user("ops").expect("ops");
-    let refused = session.execute("SHOW GRANTS").await.expect_err("host's grants");
+    let refused = session
+        .execute("SHOW GRANTS")
+        .await
+        .expect_err("host's grants");
     assert_eq!(refused.code(), 392, "{refused}");
     let explained = session
         .execute("EXPLAIN ALTER TABLE t EXECUTE expire_snapshots(retain_last = 1)")

@@ -175,10 +175,9 @@ pub(crate) fn needs(statement: &Statement, current: &str, user: &str) -> Vec<Nee
             Privilege::CreateDatabase,
             GrantObject::Database(create.name.clone()),
         ),
-        Statement::DropDatabase { name, .. } => grant(
-            Privilege::DropDatabase,
-            GrantObject::Database(name.clone()),
-        ),
+        Statement::DropDatabase { name, .. } => {
+            grant(Privilege::DropDatabase, GrantObject::Database(name.clone()))
+        }
         Statement::ShowCreateTable { name, .. } => {
             vec![Need::See(Privilege::ShowColumns, table(name))]
         }
@@ -197,9 +196,9 @@ pub(crate) fn needs(statement: &Statement, current: &str, user: &str) -> Vec<Nee
         Statement::CreateUser(_) => grant(Privilege::CreateUser, GrantObject::Global),
         Statement::DropUser(_) => grant(Privilege::DropUser, GrantObject::Global),
         Statement::ShowUsers { .. } => grant(Privilege::ShowUsers, GrantObject::Global),
-        Statement::ShowGrants { user: Some(other), .. } if other != user => {
-            grant(Privilege::ShowUsers, GrantObject::Global)
-        }
+        Statement::ShowGrants {
+            user: Some(other), ..
+        } if other != user => grant(Privilege::ShowUsers, GrantObject::Global),
         _ => Vec::new(),
     }
 }
@@ -208,10 +207,14 @@ pub(crate) fn needs(statement: &Statement, current: &str, user: &str) -> Vec<Nee
 pub(crate) fn check(authorizer: &dyn Authorizer, user: &str, needs: &[Need]) -> Result<()> {
     for need in needs {
         let (held, privilege, object) = match need {
-            Need::Grant(privilege, object) => {
-                (authorizer.allows(user, *privilege, object), privilege, object)
+            Need::Grant(privilege, object) => (
+                authorizer.allows(user, *privilege, object),
+                privilege,
+                object,
+            ),
+            Need::See(privilege, object) => {
+                (authorizer.allows_any(user, object), privilege, object)
             }
-            Need::See(privilege, object) => (authorizer.allows_any(user, object), privilege, object),
         };
         if !held {
             return Err(denied(user, &format!("{privilege} ON {object}")));
@@ -245,20 +248,56 @@ mod tests {
         let t = || GrantObject::table("db", "t");
         let current = GrantObject::table("cur", "t");
         for (sql, privilege, object) in [
-            ("ALTER TABLE db.t EXECUTE expire_snapshots()", Privilege::AlterExecute, t()),
-            ("EXPLAIN ALTER TABLE t EXECUTE remove_orphan_files()", Privilege::AlterExecute, current.clone()),
+            (
+                "ALTER TABLE db.t EXECUTE expire_snapshots()",
+                Privilege::AlterExecute,
+                t(),
+            ),
+            (
+                "EXPLAIN ALTER TABLE t EXECUTE remove_orphan_files()",
+                Privilege::AlterExecute,
+                current.clone(),
+            ),
             ("OPTIMIZE TABLE db.t", Privilege::Optimize, t()),
-            ("EXPLAIN OPTIMIZE TABLE db.t MANIFEST", Privilege::Optimize, t()),
-            ("ALTER TABLE db.t CREATE BRANCH b", Privilege::AlterExecute, t()),
+            (
+                "EXPLAIN OPTIMIZE TABLE db.t MANIFEST",
+                Privilege::Optimize,
+                t(),
+            ),
+            (
+                "ALTER TABLE db.t CREATE BRANCH b",
+                Privilege::AlterExecute,
+                t(),
+            ),
             ("ALTER TABLE db.t DROP TAG v1", Privilege::AlterExecute, t()),
-            ("ALTER TABLE db.t SET TBLPROPERTIES ('k' = 'v')", Privilege::AlterSettings, t()),
-            ("ALTER TABLE db.t UNSET TBLPROPERTIES ('k')", Privilege::AlterSettings, t()),
-            ("CREATE TABLE db.t ENGINE = IcebergLocal('/x')", Privilege::CreateTable, t()),
+            (
+                "ALTER TABLE db.t SET TBLPROPERTIES ('k' = 'v')",
+                Privilege::AlterSettings,
+                t(),
+            ),
+            (
+                "ALTER TABLE db.t UNSET TBLPROPERTIES ('k')",
+                Privilege::AlterSettings,
+                t(),
+            ),
+            (
+                "CREATE TABLE db.t ENGINE = IcebergLocal('/x')",
+                Privilege::CreateTable,
+                t(),
+            ),
             ("DROP TABLE db.t", Privilege::DropTable, t()),
-            ("DROP DATABASE db", Privilege::DropDatabase, GrantObject::Database("db".into())),
+            (
+                "DROP DATABASE db",
+                Privilege::DropDatabase,
+                GrantObject::Database("db".into()),
+            ),
             ("CREATE USER v", Privilege::CreateUser, GrantObject::Global),
             ("DROP USER v", Privilege::DropUser, GrantObject::Global),
-            ("SHOW GRANTS FOR v", Privilege::ShowUsers, GrantObject::Global),
+            (
+                "SHOW GRANTS FOR v",
+                Privilege::ShowUsers,
+                GrantObject::Global,
+            ),
         ] {
             assert_eq!(needs_of(sql), vec![Need::Grant(privilege, object)], "{sql}");
         }
@@ -266,7 +305,12 @@ mod tests {
             needs_of("DESCRIBE TABLE db.t"),
             vec![Need::See(Privilege::ShowColumns, t())]
         );
-        for free in ["SET max_threads = 1", "SHOW TABLES", "SHOW GRANTS", "SHOW GRANTS FOR u"] {
+        for free in [
+            "SET max_threads = 1",
+            "SHOW TABLES",
+            "SHOW GRANTS",
+            "SHOW GRANTS FOR u",
+        ] {
             assert!(needs_of(free).is_empty(), "{free}");
         }
     }

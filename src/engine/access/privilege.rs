@@ -94,7 +94,13 @@ use Privilege as P;
 /// The tree in ClickHouse's declaration order (members before their group), which is also the
 /// order names print in.
 const NODES: &[Node] = &[
-    node(P::ShowDatabases, "SHOW DATABASES", &[], Some(P::Show), Database),
+    node(
+        P::ShowDatabases,
+        "SHOW DATABASES",
+        &[],
+        Some(P::Show),
+        Database,
+    ),
     node(P::ShowTables, "SHOW TABLES", &[], Some(P::Show), Table),
     node(P::ShowColumns, "SHOW COLUMNS", &[], Some(P::Show), Table),
     node(P::Show, "SHOW", &[], Some(P::All), Table),
@@ -120,15 +126,45 @@ const NODES: &[Node] = &[
     ),
     node(P::AlterTable, "ALTER TABLE", &[], Some(P::Alter), Table),
     node(P::Alter, "ALTER", &[], Some(P::All), Table),
-    node(P::CreateDatabase, "CREATE DATABASE", &[], Some(P::Create), Database),
+    node(
+        P::CreateDatabase,
+        "CREATE DATABASE",
+        &[],
+        Some(P::Create),
+        Database,
+    ),
     node(P::CreateTable, "CREATE TABLE", &[], Some(P::Create), Table),
     node(P::Create, "CREATE", &[], Some(P::All), Table),
-    node(P::DropDatabase, "DROP DATABASE", &[], Some(P::Drop), Database),
+    node(
+        P::DropDatabase,
+        "DROP DATABASE",
+        &[],
+        Some(P::Drop),
+        Database,
+    ),
     node(P::DropTable, "DROP TABLE", &[], Some(P::Drop), Table),
     node(P::Drop, "DROP", &[], Some(P::All), Table),
-    node(P::Optimize, "OPTIMIZE", &["OPTIMIZE TABLE"], Some(P::All), Table),
-    node(P::CreateUser, "CREATE USER", &[], Some(P::AccessManagement), Global),
-    node(P::DropUser, "DROP USER", &[], Some(P::AccessManagement), Global),
+    node(
+        P::Optimize,
+        "OPTIMIZE",
+        &["OPTIMIZE TABLE"],
+        Some(P::All),
+        Table,
+    ),
+    node(
+        P::CreateUser,
+        "CREATE USER",
+        &[],
+        Some(P::AccessManagement),
+        Global,
+    ),
+    node(
+        P::DropUser,
+        "DROP USER",
+        &[],
+        Some(P::AccessManagement),
+        Global,
+    ),
     node(
         P::ShowUsers,
         "SHOW USERS",
@@ -136,8 +172,20 @@ const NODES: &[Node] = &[
         Some(P::ShowAccess),
         Global,
     ),
-    node(P::ShowAccess, "SHOW ACCESS", &[], Some(P::AccessManagement), Global),
-    node(P::AccessManagement, "ACCESS MANAGEMENT", &[], Some(P::All), Global),
+    node(
+        P::ShowAccess,
+        "SHOW ACCESS",
+        &[],
+        Some(P::AccessManagement),
+        Global,
+    ),
+    node(
+        P::AccessManagement,
+        "ACCESS MANAGEMENT",
+        &[],
+        Some(P::All),
+        Global,
+    ),
     node(P::All, "ALL", &["ALL PRIVILEGES"], None, Table),
 ];
 
@@ -299,7 +347,9 @@ fn collect(at: Privilege, flags: Flags, mask: Flags, granted: &mut Vec<Privilege
         // A group that is one member in icetrim prints as that member (`ALTER TABLE`, not
         // `ALTER`).
         match (members.next(), members.next()) {
-            (Some(only), None) if only.flags() & mask == all => collect(*only, flags, mask, granted),
+            (Some(only), None) if only.flags() & mask == all => {
+                collect(*only, flags, mask, granted)
+            }
             _ => granted.push(at),
         }
         return;
@@ -378,7 +428,11 @@ mod tests {
         assert_eq!(list(&granted), "ALTER EXECUTE, OPTIMIZE");
         assert_eq!(list(&names(P::AlterTable.flags())), "ALTER TABLE");
         let both = P::AlterExecute.flags() | P::AlterSettings.flags();
-        assert_eq!(list(&names(both)), "ALTER TABLE", "a group is what icetrim models of it");
+        assert_eq!(
+            list(&names(both)),
+            "ALTER TABLE",
+            "a group is what icetrim models of it"
+        );
         let granted = names(P::Select.bit() | P::Optimize.bit() | P::AlterExecute.bit());
         assert_eq!(list(&granted), "SELECT, ALTER EXECUTE, OPTIMIZE");
         assert_eq!(list(&names(all_flags())), "ALL");

@@ -218,13 +218,20 @@ impl UserRights {
                 let named = names(flags, mask);
                 if !named.is_empty() {
                     let to = if verb == "GRANT" { "TO" } else { "FROM" };
-                    lines.push(format!("{verb} {} ON {object} {to} {user}{tail}", list(&named)));
+                    lines.push(format!(
+                        "{verb} {} ON {object} {to} {user}{tail}",
+                        list(&named)
+                    ));
                 }
             };
             line("GRANT", here & !parent & !option, "");
             line("GRANT", option & !option_parent, " WITH GRANT OPTION");
             line("REVOKE", parent & !here, "");
-            line("REVOKE GRANT OPTION FOR", option_parent & !option & here, "");
+            line(
+                "REVOKE GRANT OPTION FOR",
+                option_parent & !option & here,
+                "",
+            );
         }
         lines
     }

@@ -103,16 +103,17 @@ fn the_grant_option_is_kept_apart_and_printed_as_clickhouse_does() {
     r.revoke(P::AlterExecute.flags(), &t("db", "t"), true);
     assert!(allowed(&r, P::AlterExecute, &t("db", "t")));
     assert!(!r.grant_option.holds(P::AlterExecute.flags(), &t("db", "t")));
-    assert_eq!(
-        r.show("u"),
-        ["GRANT SELECT, ALTER EXECUTE ON db.t TO u"]
-    );
+    assert_eq!(r.show("u"), ["GRANT SELECT, ALTER EXECUTE ON db.t TO u"]);
 }
 
 #[test]
 fn all_on_a_table_is_what_a_table_can_hold() {
     let mut r = UserRights::default();
-    r.grant(P::All.flags() & grantable_at(Level::Table), &t("db", "t"), false);
+    r.grant(
+        P::All.flags() & grantable_at(Level::Table),
+        &t("db", "t"),
+        false,
+    );
     assert!(allowed(&r, P::Optimize, &t("db", "t")));
     assert!(!allowed(&r, P::CreateUser, &GrantObject::Global));
     assert_eq!(r.show("u"), ["GRANT ALL ON db.t TO u"]);

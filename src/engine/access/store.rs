@@ -85,7 +85,12 @@ impl Users {
     }
 
     /// `GRANT` (`grant`) or `REVOKE` by `granter`, who needs the grant option on all of it.
-    pub(crate) fn change(&mut self, granter: &str, change: &GrantChange, grant: bool) -> Result<()> {
+    pub(crate) fn change(
+        &mut self,
+        granter: &str,
+        change: &GrantChange,
+        grant: bool,
+    ) -> Result<()> {
         let mask = grantable_at(change.object.level());
         let mut flags: Flags = 0;
         for privilege in &change.privileges {
@@ -188,7 +193,10 @@ impl GrantStore {
         let file = dir.join(FILE);
         let users = match std::fs::read(&file) {
             Ok(bytes) => decode(&bytes).map_err(|e| {
-                Error::incorrect_data(format!("Cannot read users and grants {}: {e}", file.display()))
+                Error::incorrect_data(format!(
+                    "Cannot read users and grants {}: {e}",
+                    file.display()
+                ))
             })?,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Users::default(),
             Err(e) => return Err(super::super::registry::io_error("read", &file, e)),
@@ -244,7 +252,9 @@ impl Authorizer for GrantStore {
             return false;
         };
         let mask = grantable_at(super::Level::Table);
-        users.rights(user).is_some_and(|r| r.access.any(mask, object))
+        users
+            .rights(user)
+            .is_some_and(|r| r.access.any(mask, object))
     }
 }
 

@@ -2,7 +2,12 @@
 
 use super::*;
 
-fn change(privileges: &[Privilege], object: GrantObject, users: &[&str], option: bool) -> GrantChange {
+fn change(
+    privileges: &[Privilege],
+    object: GrantObject,
+    users: &[&str],
+    option: bool,
+) -> GrantChange {
     GrantChange {
         privileges: privileges.to_vec(),
         object,
@@ -29,7 +34,9 @@ fn only_a_holder_of_the_grant_option_grants() {
         .change(DEFAULT_USER, &change(&exec, t(), &["u3"], false), true)
         .unwrap();
     // u2 holds the grant option: it may pass the privilege on.
-    users.change("u2", &change(&exec, t(), &["u4"], false), true).unwrap();
+    users
+        .change("u2", &change(&exec, t(), &["u4"], false), true)
+        .unwrap();
     // u3 holds the privilege only.
     let denied = users
         .change("u3", &change(&exec, t(), &["u4"], false), true)
@@ -53,7 +60,10 @@ fn users_must_exist_and_default_is_built_in() {
     let mut users = Users::default();
     let grant = change(&[Privilege::Select], t(), &["ghost"], false);
     let error = users.change(DEFAULT_USER, &grant, true).unwrap_err();
-    assert_eq!((error.code(), error.message()), (192, "There is no user `ghost` in user directories"));
+    assert_eq!(
+        (error.code(), error.message()),
+        (192, "There is no user `ghost` in user directories")
+    );
     assert_eq!(users.drop_user("ghost", false).unwrap_err().code(), 192);
     assert!(!users.drop_user("ghost", true).unwrap());
     assert_eq!(users.create(DEFAULT_USER, false).unwrap_err().code(), 493);
@@ -74,10 +84,21 @@ fn a_privilege_is_granted_only_where_it_applies() {
     let on_table = change(&[Privilege::CreateDatabase], t(), &["u"], false);
     let error = users.change(DEFAULT_USER, &on_table, true).unwrap_err();
     assert_eq!(error.kind(), ErrorKind::InvalidGrant);
-    assert_eq!(error.message(), "CREATE DATABASE cannot be granted on the table level");
-    let user_on_db = change(&[Privilege::CreateUser], GrantObject::Database("db".into()), &["u"], false);
     assert_eq!(
-        users.change(DEFAULT_USER, &user_on_db, true).unwrap_err().kind(),
+        error.message(),
+        "CREATE DATABASE cannot be granted on the table level"
+    );
+    let user_on_db = change(
+        &[Privilege::CreateUser],
+        GrantObject::Database("db".into()),
+        &["u"],
+        false,
+    );
+    assert_eq!(
+        users
+            .change(DEFAULT_USER, &user_on_db, true)
+            .unwrap_err()
+            .kind(),
         ErrorKind::InvalidGrant
     );
     // A group keeps what applies: ALL on a table.
@@ -94,7 +115,13 @@ fn the_store_decides_for_default_and_for_granted_users() {
     assert!(!store.allows("u", Privilege::AlterExecute, &t()));
     assert!(!store.allows_any("u", &t()));
     store
-        .edit(|u| u.change(DEFAULT_USER, &change(&[Privilege::AlterTable], t(), &["u"], false), true))
+        .edit(|u| {
+            u.change(
+                DEFAULT_USER,
+                &change(&[Privilege::AlterTable], t(), &["u"], false),
+                true,
+            )
+        })
         .unwrap();
     assert!(store.allows("u", Privilege::AlterExecute, &t()));
     assert!(store.allows_any("u", &t()));
@@ -112,8 +139,21 @@ fn users_and_grants_persist_privately_and_reload() {
     store
         .edit(|u| {
             u.create("ops", false)?;
-            u.change(DEFAULT_USER, &change(&[Privilege::Optimize], GrantObject::Database("db".into()), &["ops"], true), true)?;
-            u.change(DEFAULT_USER, &change(&[Privilege::Optimize], t(), &["ops"], false), false)
+            u.change(
+                DEFAULT_USER,
+                &change(
+                    &[Privilege::Optimize],
+                    GrantObject::Database("db".into()),
+                    &["ops"],
+                    true,
+                ),
+                true,
+            )?;
+            u.change(
+                DEFAULT_USER,
+                &change(&[Privilege::Optimize], t(), &["ops"], false),
+                false,
+            )
         })
         .unwrap();
     let file = dir.path().join("access.json");

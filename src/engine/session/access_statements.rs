@@ -62,13 +62,19 @@ impl Session {
     /// Whether the session's user may see the table `database.table` (holds any privilege on it).
     pub(super) fn sees_table(&self, database: &str, table: &str) -> bool {
         let object = GrantObject::table(database, table);
-        self.shared.access.authorizer().allows_any(&self.user, &object)
+        self.shared
+            .access
+            .authorizer()
+            .allows_any(&self.user, &object)
     }
 
     /// Whether the session's user may see database `database` (any privilege on it or inside).
     pub(super) fn sees_database(&self, database: &str) -> bool {
         let object = GrantObject::Database(database.to_string());
-        self.shared.access.authorizer().allows_any(&self.user, &object)
+        self.shared
+            .access
+            .authorizer()
+            .allows_any(&self.user, &object)
     }
 
     /// `CREATE USER`, `DROP USER`, `GRANT`, `REVOKE`, `SHOW GRANTS`, `SHOW USERS`.

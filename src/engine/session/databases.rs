@@ -63,7 +63,10 @@ impl Session {
         if let Some(def) = self.catalog_database(database).await {
             // Nothing to show: the catalog is not asked.
             if !self.sees_database(database) {
-                return Ok(QueryResult::table(vec![Column::new("name", "String")], Vec::new()));
+                return Ok(QueryResult::table(
+                    vec![Column::new("name", "String")],
+                    Vec::new(),
+                ));
             }
             let progress = Progress::new(None, self.cancel.clone());
             let catalog = self.catalogs.get(&def)?;

@@ -29,7 +29,10 @@ struct SessionTables {
 
 impl SessionTables {
     fn sees(&self, object: &GrantObject) -> bool {
-        self.shared.access.authorizer().allows_any(&self.user, object)
+        self.shared
+            .access
+            .authorizer()
+            .allows_any(&self.user, object)
     }
 
     fn sees_table(&self, database: &str, table: &str) -> bool {
@@ -57,7 +60,9 @@ impl TableSource for SessionTables {
         let progress = Progress::new(None, self.cancel.clone());
         let catalogs = self.catalogs.iter().filter(|(d, _)| wanted(&d.name, None));
         // A catalog the user sees nothing of is not asked for its tables.
-        for (def, catalog) in catalogs.filter(|(d, _)| self.sees(&GrantObject::Database(d.name.clone()))) {
+        for (def, catalog) in
+            catalogs.filter(|(d, _)| self.sees(&GrantObject::Database(d.name.clone())))
+        {
             let listed = match table {
                 Some(name) => vec![name.to_string()],
                 None => {
