@@ -45,6 +45,7 @@ use crate::sql::{
 };
 
 mod access_statements;
+use access_statements::Access;
 mod databases;
 pub use databases::KnownNames;
 mod dispatch;
@@ -86,23 +87,6 @@ struct Shared {
     access: Access,
     /// The user of a new session.
     default_user: String,
-}
-
-/// Who decides on privileges: icetrim's grant store, or the embedder's authorizer (then the
-/// statements on users and grants are the host's business and refused here).
-#[derive(Debug, Clone)]
-enum Access {
-    Store(Arc<GrantStore>),
-    Host(Arc<dyn Authorizer>),
-}
-
-impl Access {
-    fn authorizer(&self) -> &dyn Authorizer {
-        match self {
-            Access::Store(store) => store.as_ref(),
-            Access::Host(host) => host.as_ref(),
-        }
-    }
 }
 
 /// An optional progress sink that prints as `set` / `none` in `Debug`.

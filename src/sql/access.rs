@@ -61,6 +61,19 @@ pub(crate) fn write_names(f: &mut fmt::Formatter<'_>, names: &[String]) -> fmt::
     Ok(())
 }
 
+impl UserNames {
+    /// Prints `CREATE USER …` (`create`) or `DROP USER …`.
+    pub(crate) fn write(&self, f: &mut fmt::Formatter<'_>, create: bool) -> fmt::Result {
+        f.write_str(match (create, self.if_clause) {
+            (true, true) => "CREATE USER IF NOT EXISTS ",
+            (true, false) => "CREATE USER ",
+            (false, true) => "DROP USER IF EXISTS ",
+            (false, false) => "DROP USER ",
+        })?;
+        write_names(f, &self.names)
+    }
+}
+
 impl GrantStatement {
     /// Prints `GRANT …` (`revoke`: `REVOKE …`).
     pub(crate) fn write(&self, f: &mut fmt::Formatter<'_>, revoke: bool) -> fmt::Result {

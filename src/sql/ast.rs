@@ -595,16 +595,8 @@ impl fmt::Display for Statement {
                 }
                 write_format(f, format)
             }
-            Statement::CreateUser(users) | Statement::DropUser(users) => {
-                let create = matches!(self, Statement::CreateUser(_));
-                f.write_str(if create { "CREATE USER " } else { "DROP USER " })?;
-                match (users.if_clause, create) {
-                    (true, true) => f.write_str("IF NOT EXISTS ")?,
-                    (true, false) => f.write_str("IF EXISTS ")?,
-                    _ => {}
-                }
-                super::access::write_names(f, &users.names)
-            }
+            Statement::CreateUser(users) => users.write(f, true),
+            Statement::DropUser(users) => users.write(f, false),
             Statement::Grant(grant) => grant.write(f, false),
             Statement::Revoke(revoke) => revoke.write(f, true),
             Statement::ShowGrants { user, format } => {

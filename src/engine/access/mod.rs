@@ -143,6 +143,9 @@ pub(crate) enum Need {
     /// Any privilege on the object (ClickHouse's `SHOW …` privileges, implied by any grant);
     /// the privilege names it in the error.
     See(Privilege, GrantObject),
+    /// A privilege on users (`*.*` here), named in the error by the user it is for, as
+    /// ClickHouse names it (`CREATE USER ON ops`).
+    OnUser(Privilege, String),
 }
 
 /// What `statement` needs, run in database `current` by `user`. Statements that list things
@@ -193,8 +196,16 @@ pub(crate) fn needs(statement: &Statement, current: &str, user: &str) -> Vec<Nee
                 GrantObject::Database(db.clone()),
             )]
         }
-        Statement::CreateUser(_) => grant(Privilege::CreateUser, GrantObject::Global),
-        Statement::DropUser(_) => grant(Privilege::DropUser, GrantObject::Global),
+        Statement::CreateUser(users) => users
+            .names
+            .iter()
+            .map(|name| Need::OnUser(Privilege::CreateUser, name.clone()))
+            .collect(),
+        Statement::DropUser(users) => users
+            .names
+            .iter()
+            .map(|name| Need::OnUser(Privilege::DropUser, name.clone()))
+            .collect(),
         Statement::ShowUsers { .. } => grant(Privilege::ShowUsers, GrantObject::Global),
         Statement::ShowGrants {
             user: Some(other), ..
@@ -214,6 +225,13 @@ pub(crate) fn check(authorizer: &dyn Authorizer, user: &str, needs: &[Need]) -> 
             ),
             Need::See(privilege, object) => {
                 (authorizer.allows_any(user, object), privilege, object)
+            }
+            Need::OnUser(privilege, name) => {
+                if authorizer.allows(user, *privilege, &GrantObject::Global) {
+                    continue;
+                }
+                let name = rights::quoted_user(name);
+                return Err(denied(user, &format!("{privilege} ON {name}")));
             }
         };
         if !held {
@@ -291,8 +309,6 @@ mod tests {
                 Privilege::DropDatabase,
                 GrantObject::Database("db".into()),
             ),
-            ("CREATE USER v", Privilege::CreateUser, GrantObject::Global),
-            ("DROP USER v", Privilege::DropUser, GrantObject::Global),
             (
                 "SHOW GRANTS FOR v",
                 Privilege::ShowUsers,
@@ -301,6 +317,13 @@ mod tests {
         ] {
             assert_eq!(needs_of(sql), vec![Need::Grant(privilege, object)], "{sql}");
         }
+        assert_eq!(
+            needs_of("DROP USER v, w"),
+            vec![
+                Need::OnUser(Privilege::DropUser, "v".into()),
+                Need::OnUser(Privilege::DropUser, "w".into())
+            ]
+        );
         assert_eq!(
             needs_of("DESCRIBE TABLE db.t"),
             vec![Need::See(Privilege::ShowColumns, t())]

@@ -163,7 +163,7 @@ fn level_name(object: &GrantObject) -> &'static str {
 pub(crate) fn unknown_user(user: &str) -> Error {
     Error::new(
         ErrorKind::UnknownUser,
-        format!("There is no user `{user}` in user directories"),
+        format!("There is no user `{user}` in `user directories`"),
     )
 }
 

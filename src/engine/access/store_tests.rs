@@ -62,7 +62,7 @@ fn users_must_exist_and_default_is_built_in() {
     let error = users.change(DEFAULT_USER, &grant, true).unwrap_err();
     assert_eq!(
         (error.code(), error.message()),
-        (192, "There is no user `ghost` in user directories")
+        (192, "There is no user `ghost` in `user directories`")
     );
     assert_eq!(users.drop_user("ghost", false).unwrap_err().code(), 192);
     assert!(!users.drop_user("ghost", true).unwrap());

@@ -8,6 +8,23 @@ use crate::engine::access::store::{GrantChange, unknown_user};
 use crate::engine::access::{self, GrantObject, Privilege};
 use crate::sql::access::{GrantOn, GrantStatement};
 
+/// Who decides on privileges: icetrim's grant store, or the embedder's authorizer (then the
+/// statements on users and grants are the host's business and refused here).
+#[derive(Debug, Clone)]
+pub(super) enum Access {
+    Store(Arc<GrantStore>),
+    Host(Arc<dyn Authorizer>),
+}
+
+impl Access {
+    pub(super) fn authorizer(&self) -> &dyn Authorizer {
+        match self {
+            Access::Store(store) => store.as_ref(),
+            Access::Host(host) => host.as_ref(),
+        }
+    }
+}
+
 impl Session {
     /// Run the following statements as `user`: every statement is checked against that user's
     /// privileges before it touches anything. With icetrim's grant store the user must exist
