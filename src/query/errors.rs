@@ -52,12 +52,37 @@ pub(crate) fn to_error(error: DataFusionError) -> Error {
     }
 }
 
+/// An error still shared with other readers (a plan that fans out hands each output partition
+/// the same error): looked through by reference, so that icetrim's own error inside keeps its
+/// code, as [`to_error`] keeps it for an owned one.
 fn shared_error(error: &DataFusionError) -> Error {
     match error {
+        DataFusionError::External(inner) => external_error(inner.as_ref()),
+        DataFusionError::Context(_, inner) | DataFusionError::Diagnostic(_, inner) => {
+            shared_error(inner)
+        }
+        DataFusionError::Shared(inner) => shared_error(inner),
+        DataFusionError::Collection(errors) if !errors.is_empty() => shared_error(&errors[0]),
+        DataFusionError::ArrowError(arrow, _) => match arrow.as_ref() {
+            datafusion::arrow::error::ArrowError::ExternalError(inner) => {
+                external_error(inner.as_ref())
+            }
+            other => Error::new(ErrorKind::BadArguments, other.to_string()),
+        },
         DataFusionError::ResourcesExhausted(message) => {
             to_error(DataFusionError::ResourcesExhausted(message.clone()))
         }
         other => Error::new(ErrorKind::BadArguments, other.to_string()),
+    }
+}
+
+fn external_error(inner: &(dyn std::error::Error + Send + Sync + 'static)) -> Error {
+    if let Some(own) = inner.downcast_ref::<Error>() {
+        return own.clone();
+    }
+    match inner.downcast_ref::<DataFusionError>() {
+        Some(df) => shared_error(df),
+        None => Error::new(ErrorKind::LogicalError, inner.to_string()),
     }
 }
 
