@@ -11,6 +11,7 @@ pub(crate) mod api_procedures;
 pub(crate) mod api_snapshots;
 pub(crate) mod catalog_db;
 pub(crate) mod ddl;
+pub(crate) mod maintain;
 pub(crate) mod describe;
 pub(crate) mod params;
 pub(crate) mod procedures;

@@ -321,6 +321,17 @@ impl UpkeepProcedure {
     }
 }
 
+/// The service that maintains a catalog's tables itself, from the catalog database's arguments
+/// (its URL first) and `warehouse` setting: Amazon S3 Tables (its Iceberg REST endpoint
+/// `s3tables.<region>.amazonaws.com`, or a table bucket ARN `arn:aws:s3tables:…` as warehouse).
+pub fn catalog_maintainer(args: &[String], warehouse: Option<&String>) -> Option<&'static str> {
+    let url_says = args
+        .first()
+        .is_some_and(|url| url.to_ascii_lowercase().contains("s3tables."));
+    let warehouse_says = warehouse.is_some_and(|w| w.starts_with("arn:aws:s3tables:"));
+    (url_says || warehouse_says).then_some("S3 Tables")
+}
+
 /// What the policy says of a procedure before it plans.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Gate {

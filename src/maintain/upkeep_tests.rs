@@ -240,3 +240,26 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn every_knob_is_a_session_setting_with_the_same_default() {
+    let settings = crate::settings::Settings::new();
+    for knob in KNOBS {
+        let text = settings
+            .get_text(knob.setting)
+            .unwrap_or_else(|| panic!("{} is not a session setting", knob.setting));
+        assert_eq!(text, knob.default.to_string(), "{}", knob.setting);
+    }
+}
+
+#[test]
+fn s3_tables_is_recognised_by_endpoint_or_warehouse() {
+    let url = |u: &str| vec![u.to_string()];
+    let endpoint = url("https://s3tables.us-east-1.amazonaws.com/iceberg");
+    assert_eq!(catalog_maintainer(&endpoint, None), Some("S3 Tables"));
+    let arn = "arn:aws:s3tables:us-east-1:111122223333:bucket/lake".to_string();
+    let rest = url("http://127.0.0.1:8181");
+    assert_eq!(catalog_maintainer(&rest, Some(&arn)), Some("S3 Tables"));
+    assert_eq!(catalog_maintainer(&rest, Some(&"s3://wh".to_string())), None);
+    assert_eq!(catalog_maintainer(&[], None), None);
+}

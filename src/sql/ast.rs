@@ -70,7 +70,9 @@ pub enum Statement {
         /// The pattern and whether it ignores case (`ILIKE`).
         like: Option<(String, bool)>,
         format: Option<String>,
-    },
+    },    /// `SYSTEM MAINTAIN TABLE t | DATABASE db [NAMESPACE 'ns'] [SETTINGS …]` (icetrim's
+    /// extension): every procedure a table's maintenance policy finds due.
+    SystemMaintain(super::maintain_ast::SystemMaintain),
 }
 
 /// What `DESCRIBE` describes.
@@ -358,7 +360,7 @@ pub(crate) fn write_format(f: &mut fmt::Formatter<'_>, format: &Option<String>) 
     }
 }
 
-fn write_settings(f: &mut fmt::Formatter<'_>, settings: &[(String, Literal)]) -> fmt::Result {
+pub(crate) fn write_settings(f: &mut fmt::Formatter<'_>, settings: &[(String, Literal)]) -> fmt::Result {
     write_list(f, settings, |f, (name, value)| {
         write_ident(f, name)?;
         write!(f, " = {value}")
@@ -579,6 +581,7 @@ impl fmt::Display for Statement {
                 }
                 write_format(f, format)
             }
+            Statement::SystemMaintain(maintain) => write!(f, "{maintain}"),
         }
     }
 }
@@ -603,6 +606,7 @@ impl Statement {
             | Statement::ShowSettings { format, .. } => format.as_deref(),
             Statement::Select(select) => select.format.as_deref(),
             Statement::OptimizeManifest(optimize) => optimize.format.as_deref(),
+            Statement::SystemMaintain(maintain) => maintain.format.as_deref(),
             _ => None,
         }
     }

@@ -22,6 +22,7 @@ pub(crate) mod fast;
 pub(crate) mod lexer;
 pub mod limits;
 pub(crate) mod literal_parse;
+pub mod maintain_ast;
 pub mod parser;
 pub(crate) mod render;
 pub mod select;
@@ -35,6 +36,7 @@ pub use ast::{
     AlterAction, AlterExecute, AlterTable, Arg, ArgValue, CreateTable, DescribeTarget, EngineArg,
     EngineName, Literal, OptimizeManifest, Statement, TableName,
 };
+pub use maintain_ast::{MaintainTarget, SystemMaintain};
 pub use bind::{BindContext, bind, bind_noted};
 pub use bind_compact::{parse_where, parse_where_with};
 pub use duration::{format_duration_ms, parse_duration_ms};

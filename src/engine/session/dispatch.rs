@@ -178,6 +178,7 @@ impl Session {
                     vec![vec![Value::Str(text)]],
                 )
             }
+            Statement::SystemMaintain(maintain) => self.system_maintain(maintain, false).await?,
         };
         result.format = format;
         Ok(result)
