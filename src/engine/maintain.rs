@@ -14,6 +14,7 @@ use super::registry::DatabaseDef;
 use super::result::QueryResult;
 use crate::error::{Error, ErrorKind, Result};
 use crate::format::{Column, Value};
+use crate::maintain::expire::retention::table_retention;
 use crate::maintain::target::MaintenanceTarget;
 use crate::maintain::upkeep::{
     self, Gate, KNOBS, ORPHANS_MIN_OLDER_THAN_MS, PolicyLayers, UpkeepPolicy, UpkeepProcedure,
@@ -169,12 +170,16 @@ pub async fn maintain_table(
         Ok(policy) => policy,
         Err(e) => return Ok(vec![failure("policy", String::new(), &e)]),
     };
-    let knobs = policy.describe();
+    let (policy, retention) = policy;
     let mut rows = Vec::new();
     let mut failed = false;
     for procedure in UpkeepProcedure::ORDER {
         progress.check()?;
         let name = procedure.name();
+        let knobs = match procedure {
+            UpkeepProcedure::Expire => retention.clone(),
+            _ => policy.describe_for(procedure),
+        };
         let detail = |error: String| if run.explain { knobs.clone() } else { error };
         if failed {
             let reason = "an earlier procedure of this table failed".to_string();
@@ -224,11 +229,23 @@ pub async fn maintain_table(
     Ok(rows)
 }
 
-/// The table's effective policy, from its newest metadata's properties.
-async fn policy_of(table: &TableToMaintain, run: &MaintainRun) -> Result<UpkeepPolicy> {
+/// The table's effective policy, from its newest metadata's properties, and its expiry
+/// retention as EXPLAIN shows it (each value with its source).
+async fn policy_of(table: &TableToMaintain, run: &MaintainRun) -> Result<(UpkeepPolicy, String)> {
     let located = table.target.locate_newest("SYSTEM MAINTAIN").await?;
     let properties = located.metadata.properties();
-    upkeep::effective_upkeep(&PolicyLayers {
+    let retention = table_retention(&table.target.settings, properties, &[])?;
+    let (p, s) = (&retention.policy, &retention.sources);
+    let retention = format!(
+        "min_snapshots_to_keep={} ({}), max_snapshot_age_ms={} ({}), max_ref_age_ms={} ({})",
+        p.min_snapshots_to_keep,
+        s.min_snapshots_to_keep,
+        p.max_snapshot_age_ms,
+        s.max_snapshot_age_ms,
+        p.max_ref_age_ms,
+        s.max_ref_age_ms
+    );
+    let policy = upkeep::effective_upkeep(&PolicyLayers {
         statement: Some(&run.statement),
         properties: Some(properties),
         database: table
@@ -236,7 +253,8 @@ async fn policy_of(table: &TableToMaintain, run: &MaintainRun) -> Result<UpkeepP
             .as_ref()
             .map(|def| (table.database.as_str(), &def.settings)),
         session: Some(&run.session),
-    })
+    })?;
+    Ok((policy, retention))
 }
 
 /// The procedure call the policy makes for `procedure` (a dry run when `dry_run`).

@@ -192,6 +192,16 @@ impl UpkeepPolicy {
         let parts: Vec<String> = self.knobs.iter().map(Knob::describe).collect();
         parts.join(", ")
     }
+
+    /// The knobs that decide `procedure`, as `name=value (source)`, joined by `, `.
+    pub fn describe_for(&self, procedure: UpkeepProcedure) -> String {
+        let parts: Vec<String> = procedure
+            .knobs()
+            .iter()
+            .map(|def| self.knob(def).describe())
+            .collect();
+        parts.join(", ")
+    }
 }
 
 /// The effective policy from its layers (see the module comment for the precedence). A value
@@ -315,6 +325,16 @@ impl UpkeepProcedure {
         }
     }
 
+    /// The knobs that decide the procedure (expiry's retention is the table's own, not a knob).
+    pub fn knobs(self) -> &'static [KnobDef] {
+        match self {
+            UpkeepProcedure::Compact => &[COMPACT_MIN_INPUT_FILES],
+            UpkeepProcedure::RewriteManifests => &[MANIFESTS_MIN_COUNT],
+            UpkeepProcedure::Expire => &[],
+            UpkeepProcedure::Orphans => &[ORPHANS_ENABLED, ORPHANS_OLDER_THAN_MS],
+        }
+    }
+
     /// Whether the procedure deletes table files.
     pub fn deletes(self) -> bool {
         matches!(self, UpkeepProcedure::Expire | UpkeepProcedure::Orphans)
@@ -347,7 +367,7 @@ pub enum Gate {
 /// it itself (that catalog's name), if any.
 pub fn gate(policy: &UpkeepPolicy, procedure: UpkeepProcedure, maintained_by: Option<&str>) -> Gate {
     if !policy.enabled() {
-        return Gate::Disabled(format!("{} = 0", ENABLED.setting));
+        return Gate::Disabled(policy.knob(&ENABLED).describe());
     }
     if let Some(by) = maintained_by
         && !policy.force()
@@ -361,10 +381,7 @@ pub fn gate(policy: &UpkeepPolicy, procedure: UpkeepProcedure, maintained_by: Op
         return Gate::Skipped("gc.enabled = false: no files may be deleted".to_string());
     }
     if procedure == UpkeepProcedure::Orphans && !policy.orphans_enabled() {
-        return Gate::Disabled(format!(
-            "{} = 0 (orphan removal is off by default)",
-            ORPHANS_ENABLED.setting
-        ));
+        return Gate::Disabled(policy.knob(&ORPHANS_ENABLED).describe());
     }
     Gate::Plan
 }
