@@ -24,7 +24,11 @@ pub(super) fn parse(p: &mut Parser, sql: &str, format: Option<String>) -> PResul
         let name = p.parse_identifier()?.value;
         let namespace = if is_word(&p.peek_token().token, "NAMESPACE") {
             p.next_token();
-            Some(p.parse_literal_string()?)
+            let next = p.next_token();
+            match next.token {
+                Token::SingleQuotedString(namespace) => Some(namespace),
+                _ => return Ok(p.expected("a namespace as a string ('sales')", next)?),
+            }
         } else {
             None
         };
