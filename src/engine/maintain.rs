@@ -191,7 +191,9 @@ pub async fn maintain_table(
             Ok(()) => upkeep::gate(&policy, procedure, maintained_by),
         };
         match gate {
-            Gate::Disabled(reason) => rows.push(row(name, "disabled", reason, detail(String::new()))),
+            Gate::Disabled(reason) => {
+                rows.push(row(name, "disabled", reason, detail(String::new())))
+            }
             Gate::Skipped(reason) => rows.push(row(name, "skipped", reason, detail(String::new()))),
             Gate::Plan => {
                 let call = call_of(procedure, &policy, &table.target, true);
@@ -207,7 +209,12 @@ pub async fn maintain_table(
                 };
                 let work = nonzero_metrics(&planned);
                 if work.is_empty() {
-                    rows.push(row(name, "not due", "nothing to do".into(), detail(String::new())));
+                    rows.push(row(
+                        name,
+                        "not due",
+                        "nothing to do".into(),
+                        detail(String::new()),
+                    ));
                     continue;
                 }
                 if run.explain || run.dry_run {

@@ -187,12 +187,6 @@ impl UpkeepPolicy {
     pub fn orphans_older_than_ms(&self) -> i64 {
         i64::try_from(self.knob(&ORPHANS_OLDER_THAN_MS).value).unwrap_or(i64::MAX)
     }
-    /// Every knob as `name=value (source)`, joined by `, `.
-    pub fn describe(&self) -> String {
-        let parts: Vec<String> = self.knobs.iter().map(Knob::describe).collect();
-        parts.join(", ")
-    }
-
     /// The knobs that decide `procedure`, as `name=value (source)`, joined by `, `.
     pub fn describe_for(&self, procedure: UpkeepProcedure) -> String {
         let parts: Vec<String> = procedure
@@ -242,7 +236,9 @@ fn effective_knob(def: &KnobDef, layers: &PolicyLayers) -> Result<Knob> {
             def.property,
         ),
         (
-            layers.database.and_then(|(_, m)| m.get(def.setting).map(String::as_str)),
+            layers
+                .database
+                .and_then(|(_, m)| m.get(def.setting).map(String::as_str)),
             KnobSource::Database(layers.database.map(|(n, _)| n).unwrap_or("").to_string()),
             def.setting,
         ),
@@ -365,7 +361,11 @@ pub enum Gate {
 
 /// The gate of `procedure` under `policy`, for a table `maintained_by` a catalog that maintains
 /// it itself (that catalog's name), if any.
-pub fn gate(policy: &UpkeepPolicy, procedure: UpkeepProcedure, maintained_by: Option<&str>) -> Gate {
+pub fn gate(
+    policy: &UpkeepPolicy,
+    procedure: UpkeepProcedure,
+    maintained_by: Option<&str>,
+) -> Gate {
     if !policy.enabled() {
         return Gate::Disabled(policy.knob(&ENABLED).describe());
     }

@@ -60,7 +60,8 @@ fn statement_beats_property_beats_database_beats_session() {
             &KnobSource::Session,
         ]
     );
-    let text = policy.describe();
+    let text: Vec<String> = policy.knobs.iter().map(Knob::describe).collect();
+    let text = text.join(", ");
     assert!(
         text.contains(
             "iceberg_maintain_manifests_min_count=7 (table property \
@@ -114,7 +115,10 @@ fn bad_values_name_where_they_were_written() {
     };
     let err = effective_upkeep(&layers).unwrap_err();
     assert_eq!(err.code(), 36);
-    assert!(err.to_string().contains("icetrim.maintain.enabled"), "{err}");
+    assert!(
+        err.to_string().contains("icetrim.maintain.enabled"),
+        "{err}"
+    );
     let statement = map(&[("iceberg_maintain_manifests_min_count", "-1")]);
     let layers = PolicyLayers {
         statement: Some(&statement),
@@ -260,6 +264,9 @@ fn s3_tables_is_recognised_by_endpoint_or_warehouse() {
     let arn = "arn:aws:s3tables:us-east-1:111122223333:bucket/lake".to_string();
     let rest = url("http://127.0.0.1:8181");
     assert_eq!(catalog_maintainer(&rest, Some(&arn)), Some("S3 Tables"));
-    assert_eq!(catalog_maintainer(&rest, Some(&"s3://wh".to_string())), None);
+    assert_eq!(
+        catalog_maintainer(&rest, Some(&"s3://wh".to_string())),
+        None
+    );
     assert_eq!(catalog_maintainer(&[], None), None);
 }

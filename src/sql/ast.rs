@@ -70,7 +70,8 @@ pub enum Statement {
         /// The pattern and whether it ignores case (`ILIKE`).
         like: Option<(String, bool)>,
         format: Option<String>,
-    },    /// `SYSTEM MAINTAIN TABLE t | DATABASE db [NAMESPACE 'ns'] [SETTINGS …]` (icetrim's
+    },
+    /// `SYSTEM MAINTAIN TABLE t | DATABASE db [NAMESPACE 'ns'] [SETTINGS …]` (icetrim's
     /// extension): every procedure a table's maintenance policy finds due.
     SystemMaintain(super::maintain_ast::SystemMaintain),
 }
@@ -360,7 +361,10 @@ pub(crate) fn write_format(f: &mut fmt::Formatter<'_>, format: &Option<String>) 
     }
 }
 
-pub(crate) fn write_settings(f: &mut fmt::Formatter<'_>, settings: &[(String, Literal)]) -> fmt::Result {
+pub(crate) fn write_settings(
+    f: &mut fmt::Formatter<'_>,
+    settings: &[(String, Literal)],
+) -> fmt::Result {
     write_list(f, settings, |f, (name, value)| {
         write_ident(f, name)?;
         write!(f, " = {value}")

@@ -36,13 +36,13 @@ pub use ast::{
     AlterAction, AlterExecute, AlterTable, Arg, ArgValue, CreateTable, DescribeTarget, EngineArg,
     EngineName, Literal, OptimizeManifest, Statement, TableName,
 };
-pub use maintain_ast::{MaintainTarget, SystemMaintain};
 pub use bind::{BindContext, bind, bind_noted};
 pub use bind_compact::{parse_where, parse_where_with};
 pub use duration::{format_duration_ms, parse_duration_ms};
 pub use limits::{
     DEFAULT_MAX_PARSER_DEPTH, DEFAULT_MAX_QUERY_SIZE, MAX_PARSER_DEPTH_CEILING, ParseLimits,
 };
+pub use maintain_ast::{MaintainTarget, SystemMaintain};
 pub use parser::{parse_statement, parse_statement_at, parse_statement_with};
 pub use select::Select;
 pub use split::split_statements;

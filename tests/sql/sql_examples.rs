@@ -161,8 +161,16 @@ async fn maintain_catalog_example() {
         let prefix = format!("default\tevents\t{procedure}\t{status}\t");
         out.lines().filter(|l| l.starts_with(&prefix)).count()
     };
-    for procedure in ["rewrite_data_files", "expire_snapshots", "remove_orphan_files"] {
-        assert_eq!(row(procedure, "due"), 2, "{procedure} due in EXPLAIN and dry run\n{out}");
+    for procedure in [
+        "rewrite_data_files",
+        "expire_snapshots",
+        "remove_orphan_files",
+    ] {
+        assert_eq!(
+            row(procedure, "due"),
+            2,
+            "{procedure} due in EXPLAIN and dry run\n{out}"
+        );
         assert_eq!(row(procedure, "ok"), 1, "{procedure} ran\n{out}");
     }
 }

@@ -94,15 +94,25 @@ async fn one_run_maintains_a_catalog_database_by_its_policy() {
     );
     run(&mut s, &with_orphans).await;
 
-    let explained = rows(&mut s, "EXPLAIN SYSTEM MAINTAIN DATABASE lake NAMESPACE 'ns'").await;
+    let explained = rows(
+        &mut s,
+        "EXPLAIN SYSTEM MAINTAIN DATABASE lake NAMESPACE 'ns'",
+    )
+    .await;
     assert_eq!(explained.len(), 16, "{explained:#?}");
     for table in ["ns.small", "ns.outer", "ns.inner"] {
         assert_eq!(verdict(&explained, table, "rewrite_data_files").0, "due");
         assert_eq!(verdict(&explained, table, "expire_snapshots").0, "due");
     }
-    assert_eq!(verdict(&explained, "ns.no_gc", "rewrite_data_files").0, "due");
+    assert_eq!(
+        verdict(&explained, "ns.no_gc", "rewrite_data_files").0,
+        "due"
+    );
     let (status, reason) = verdict(&explained, "ns.no_gc", "expire_snapshots");
-    assert_eq!((status, reason.contains("gc.enabled = false")), ("skipped", true));
+    assert_eq!(
+        (status, reason.contains("gc.enabled = false")),
+        ("skipped", true)
+    );
     let orphans = explained
         .iter()
         .find(|r| r.contains("ns.small\tremove_orphan_files"))
@@ -112,7 +122,10 @@ async fn one_run_maintains_a_catalog_database_by_its_policy() {
         "{orphans}"
     );
     // The outer table's orphan scan protects the inner table (without that it would refuse).
-    assert_eq!(verdict(&explained, "ns.outer", "remove_orphan_files").0, "not due");
+    assert_eq!(
+        verdict(&explained, "ns.outer", "remove_orphan_files").0,
+        "not due"
+    );
     // EXPLAIN changed nothing.
     assert_eq!(inner.files().await, inner_files);
 
@@ -123,14 +136,28 @@ async fn one_run_maintains_a_catalog_database_by_its_policy() {
     )
     .await;
     for table in ["ns.small", "ns.outer", "ns.inner", "ns.no_gc"] {
-        assert_eq!(verdict(&done, table, "rewrite_data_files").0, "ok", "{done:#?}");
+        assert_eq!(
+            verdict(&done, table, "rewrite_data_files").0,
+            "ok",
+            "{done:#?}"
+        );
     }
     for table in ["ns.small", "ns.outer", "ns.inner"] {
-        assert_eq!(verdict(&done, table, "expire_snapshots").0, "ok", "{done:#?}");
+        assert_eq!(
+            verdict(&done, table, "expire_snapshots").0,
+            "ok",
+            "{done:#?}"
+        );
     }
     assert_eq!(verdict(&done, "ns.no_gc", "expire_snapshots").0, "skipped");
-    assert_eq!(verdict(&done, "ns.no_gc", "remove_orphan_files").0, "skipped");
-    assert_eq!(verdict(&done, "ns.small", "remove_orphan_files").0, "disabled");
+    assert_eq!(
+        verdict(&done, "ns.no_gc", "remove_orphan_files").0,
+        "skipped"
+    );
+    assert_eq!(
+        verdict(&done, "ns.small", "remove_orphan_files").0,
+        "disabled"
+    );
     // Nothing of the gc.enabled = false table was deleted; the inner table's files that it still
     // lists are all there although they lie under the outer table's location.
     let no_gc_now = no_gc.files().await;
@@ -165,7 +192,9 @@ async fn one_run_maintains_a_catalog_database_by_its_policy() {
     )
     .await;
     assert!(
-        again.iter().all(|r| !r.contains("\tok\t") && !r.contains("\tdue\t")),
+        again
+            .iter()
+            .all(|r| !r.contains("\tok\t") && !r.contains("\tdue\t")),
         "{again:#?}"
     );
     // With orphan removal on (the database's setting), the outer table's scan cannot vouch for

@@ -24,6 +24,16 @@ impl Session {
         statement: &SystemMaintain,
         explain: bool,
     ) -> Result<QueryResult> {
+        let rows = self.maintain_rows(statement, explain).await?;
+        Ok(result_of(&rows, explain))
+    }
+
+    /// The rows of `SYSTEM MAINTAIN …`; an error after every table ran when one failed.
+    pub(crate) async fn maintain_rows(
+        &self,
+        statement: &SystemMaintain,
+        explain: bool,
+    ) -> Result<Vec<MaintainRow>> {
         let settings: Vec<(String, String)> = statement
             .settings
             .iter()
@@ -31,7 +41,9 @@ impl Session {
             .collect();
         let run = MaintainRun::from_settings(&settings, &self.settings, explain)?;
         let progress = Progress::new(self.progress.0.clone(), self.cancel.clone());
-        let listed = self.tables_to_maintain(&statement.target, &progress).await?;
+        let listed = self
+            .tables_to_maintain(&statement.target, &progress)
+            .await?;
         let count = listed.len();
         let mut rows = Vec::new();
         for table in listed {
@@ -53,7 +65,7 @@ impl Session {
         if let Some(error) = failures_error(&rows, count) {
             return Err(error);
         }
-        Ok(result_of(&rows, explain))
+        Ok(rows)
     }
 
     /// The tables `target` names, in name order.
