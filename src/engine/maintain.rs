@@ -22,7 +22,7 @@ use crate::maintain::upkeep::{
 use crate::plan::{
     CompactOptions, ExpireOptions, OrphanOptions, ProcedureCall, RewriteManifestsOptions,
 };
-use crate::progress::Progress;
+use crate::progress::{Progress, cancelled_error};
 use crate::settings::Settings;
 
 /// The settings a `SYSTEM MAINTAIN` statement takes besides the `iceberg_maintain_*` knobs.
@@ -165,7 +165,7 @@ pub async fn maintain_table(
         .catalog_database
         .as_ref()
         .and_then(|def| upkeep::catalog_maintainer(&def.args, def.settings.get("warehouse")));
-    progress.check()?;
+    stop_if_cancelled(progress)?;
     let policy = match policy_of(&table, run).await {
         Ok(policy) => policy,
         Err(e) => return Ok(vec![failure("policy", String::new(), &e)]),
@@ -174,7 +174,8 @@ pub async fn maintain_table(
     let mut rows = Vec::new();
     let mut failed = false;
     for procedure in UpkeepProcedure::ORDER {
-        progress.check()?;
+        // Between procedures: every commit so far stands, the next one does not start.
+        stop_if_cancelled(progress)?;
         let name = procedure.name();
         let knobs = match procedure {
             UpkeepProcedure::Expire => retention.clone(),
@@ -197,7 +198,8 @@ pub async fn maintain_table(
             Gate::Skipped(reason) => rows.push(row(name, "skipped", reason, detail(String::new()))),
             Gate::Plan => {
                 let call = call_of(procedure, &policy, &table.target, true);
-                let decided = run_procedure_on(table.target.clone(), call, false, progress).await;
+                let scope = progress.next_scope();
+                let decided = run_procedure_on(table.target.clone(), call, false, &scope).await;
                 let planned = match decided {
                     Ok(result) => result,
                     Err(e) if e.kind() == ErrorKind::QueryWasCancelled => return Err(e),
@@ -222,7 +224,8 @@ pub async fn maintain_table(
                     continue;
                 }
                 let call = call_of(procedure, &policy, &table.target, false);
-                match run_procedure_on(table.target.clone(), call, false, progress).await {
+                let scope = progress.next_scope();
+                match run_procedure_on(table.target.clone(), call, false, &scope).await {
                     Ok(done) => rows.push(row(name, "ok", nonzero_metrics(&done), String::new())),
                     Err(e) if e.kind() == ErrorKind::QueryWasCancelled => return Err(e),
                     Err(e) => {
@@ -234,6 +237,14 @@ pub async fn maintain_table(
         }
     }
     Ok(rows)
+}
+
+/// `QUERY_WAS_CANCELLED` once the run's token is cancelled, whatever an earlier procedure wrote.
+fn stop_if_cancelled(progress: &Progress) -> Result<()> {
+    if progress.is_cancelled() {
+        return Err(cancelled_error());
+    }
+    Ok(())
 }
 
 /// The table's effective policy, from its newest metadata's properties, and its expiry
