@@ -197,46 +197,61 @@ pub async fn maintain_table(
             }
             Gate::Skipped(reason) => rows.push(row(name, "skipped", reason, detail(String::new()))),
             Gate::Plan => {
-                let call = call_of(procedure, &policy, &table.target, true);
-                let scope = progress.next_scope();
-                let decided = run_procedure_on(table.target.clone(), call, false, &scope).await;
-                let planned = match decided {
-                    Ok(result) => result,
-                    Err(e) if e.kind() == ErrorKind::QueryWasCancelled => return Err(e),
-                    Err(e) => {
-                        failed = true;
-                        rows.push(failure(name, String::new(), &e));
-                        continue;
+                match plan_and_run(&table.target, run, &policy, procedure, progress).await? {
+                    Step::Done(status, reason) => {
+                        rows.push(row(name, status, reason, detail(String::new())))
                     }
-                };
-                let work = nonzero_metrics(&planned);
-                if work.is_empty() {
-                    rows.push(row(
-                        name,
-                        "not due",
-                        "nothing to do".into(),
-                        detail(String::new()),
-                    ));
-                    continue;
-                }
-                if run.explain || run.dry_run {
-                    rows.push(row(name, "due", work, detail(String::new())));
-                    continue;
-                }
-                let call = call_of(procedure, &policy, &table.target, false);
-                let scope = progress.next_scope();
-                match run_procedure_on(table.target.clone(), call, false, &scope).await {
-                    Ok(done) => rows.push(row(name, "ok", nonzero_metrics(&done), String::new())),
-                    Err(e) if e.kind() == ErrorKind::QueryWasCancelled => return Err(e),
-                    Err(e) => {
+                    Step::Failed(reason, e) => {
                         failed = true;
-                        rows.push(failure(name, work, &e));
+                        rows.push(failure(name, reason, &e));
                     }
                 }
             }
         }
     }
     Ok(rows)
+}
+
+/// How one procedure of a table's run ended.
+enum Step {
+    /// `due` / `not due` (a decision) or `ok` (a run), with the reason or the metrics.
+    Done(&'static str, String),
+    /// The procedure failed (the work it was due for, and the error).
+    Failed(String, Error),
+}
+
+/// Decide `procedure` by a dry run through the executor SQL uses; unless explaining or dry, run
+/// it when due. `Err` only for cancellation.
+async fn plan_and_run(
+    target: &MaintenanceTarget,
+    run: &MaintainRun,
+    policy: &UpkeepPolicy,
+    procedure: UpkeepProcedure,
+    progress: &Progress,
+) -> Result<Step> {
+    // Each attempt its own progress scope: a cancel after one procedure wrote still stops the next.
+    let attempt = |dry_run: bool| {
+        let call = call_of(procedure, policy, target, dry_run);
+        let scope = progress.next_scope();
+        async move { run_procedure_on(target.clone(), call, false, &scope).await }
+    };
+    let planned = match attempt(true).await {
+        Ok(result) => result,
+        Err(e) if e.kind() == ErrorKind::QueryWasCancelled => return Err(e),
+        Err(e) => return Ok(Step::Failed(String::new(), e)),
+    };
+    let work = nonzero_metrics(&planned);
+    if work.is_empty() {
+        return Ok(Step::Done("not due", "nothing to do".into()));
+    }
+    if run.explain || run.dry_run {
+        return Ok(Step::Done("due", work));
+    }
+    match attempt(false).await {
+        Ok(done) => Ok(Step::Done("ok", nonzero_metrics(&done))),
+        Err(e) if e.kind() == ErrorKind::QueryWasCancelled => Err(e),
+        Err(e) => Ok(Step::Failed(work, e)),
+    }
 }
 
 /// `QUERY_WAS_CANCELLED` once the run's token is cancelled, whatever an earlier procedure wrote.
