@@ -1,7 +1,10 @@
 //! A query engine built on Apache DataFusion, with icetrim installed in its `SessionContext`: one
 //! script mixes the host's own SQL over a Parquet file this example writes (which team owns which
 //! table) with icetrim's statements (register an Iceberg table, plan an expiry), then joins
-//! icetrim's metadata table `icetrim.system.iceberg_snapshots` with the host's data.
+//! icetrim's metadata table `icetrim.system.iceberg_snapshots` with the host's data. The host
+//! authenticates its users itself and decides who may do what: icetrim asks its `Authorizer`
+//! (here: `ops` may do anything, everyone else only read) for the principal of the session the
+//! host installed.
 //!
 //! ```text
 //! cargo run --example datafusion_host [-- DIR]
@@ -21,9 +24,44 @@ use icetrim::datafusion::arrow::datatypes::{DataType, Field, Schema};
 use icetrim::datafusion::arrow::util::pretty::pretty_format_batches;
 use icetrim::datafusion::catalog::MemTable;
 use icetrim::datafusion::prelude::SessionContext;
-use icetrim::engine::Engine;
+use icetrim::engine::{Authorizer, Engine, GrantObject, Privilege};
 use parquet::arrow::ArrowWriter;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+
+/// The host's access rules: `ops` may do anything; every other user may read (`SELECT` and
+/// seeing names), never change a table.
+#[derive(Debug)]
+pub struct TeamRules;
+
+impl Authorizer for TeamRules {
+    fn allows(&self, user: &str, privilege: Privilege, _object: &GrantObject) -> bool {
+        user == "ops"
+            || matches!(
+                privilege,
+                Privilege::Select | Privilege::ShowTables | Privilege::ShowColumns
+            )
+    }
+}
+
+/// The host's context with icetrim installed for the authenticated `user`, and the host's
+/// `owners` table (from the Parquet file at `owners`).
+pub async fn host_for(
+    user: &str,
+    owners: &Path,
+) -> Result<SessionContext, Box<dyn std::error::Error>> {
+    let ctx = SessionContext::new();
+    let rows = read_parquet(owners)?;
+    let schema = rows
+        .first()
+        .map(RecordBatch::schema)
+        .ok_or("an empty Parquet file")?;
+    ctx.register_table("owners", Arc::new(MemTable::try_new(schema, vec![rows])?))?;
+    let engine = Engine::builder().authorizer(Arc::new(TeamRules)).build()?;
+    let mut session = engine.session();
+    session.set_user(user)?;
+    icetrim::host::install_session(&ctx, &engine, session)?;
+    Ok(ctx)
+}
 
 /// One statement of the script and the rows it returned.
 pub struct Answer {
@@ -63,15 +101,7 @@ pub async fn run(dir: &Path) -> Result<Vec<Answer>, Box<dyn std::error::Error>> 
     let events = dir.join("events").to_string_lossy().into_owned();
     Table::write_demo(&events).await?;
 
-    let ctx = SessionContext::new();
-    let rows = read_parquet(&owners)?;
-    let schema = rows
-        .first()
-        .map(RecordBatch::schema)
-        .ok_or("an empty Parquet file")?;
-    ctx.register_table("owners", Arc::new(MemTable::try_new(schema, vec![rows])?))?;
-    let engine = Engine::builder().build()?;
-    icetrim::host::install(&ctx, &engine)?;
+    let ctx = host_for("ops", &owners).await?;
 
     let statements = [
         format!("CREATE TABLE events ENGINE = IcebergLocal('{events}')"),

@@ -88,6 +88,14 @@ pub enum ErrorKind {
     UnrecognizedArguments,
     /// 49: an internal invariant broke; a bug in icetrim.
     LogicalError,
+    /// 497: the user lacks the privilege the statement needs.
+    AccessDenied,
+    /// 192: no user of that name.
+    UnknownUser,
+    /// 493: `CREATE USER` of a name that is taken.
+    AccessEntityAlreadyExists,
+    /// 509: a privilege granted on an object it does not apply to.
+    InvalidGrant,
 }
 
 impl ErrorKind {
@@ -131,6 +139,10 @@ impl ErrorKind {
             ErrorKind::FileAlreadyExists => 504,
             ErrorKind::TooDeepRecursion => 306,
             ErrorKind::UnrecognizedArguments => 552,
+            ErrorKind::AccessDenied => 497,
+            ErrorKind::UnknownUser => 192,
+            ErrorKind::AccessEntityAlreadyExists => 493,
+            ErrorKind::InvalidGrant => 509,
         }
     }
 
@@ -190,6 +202,10 @@ impl ErrorKind {
             ErrorKind::FileAlreadyExists => "FILE_ALREADY_EXISTS",
             ErrorKind::TooDeepRecursion => "TOO_DEEP_RECURSION",
             ErrorKind::UnrecognizedArguments => "UNRECOGNIZED_ARGUMENTS",
+            ErrorKind::AccessDenied => "ACCESS_DENIED",
+            ErrorKind::UnknownUser => "UNKNOWN_USER",
+            ErrorKind::AccessEntityAlreadyExists => "ACCESS_ENTITY_ALREADY_EXISTS",
+            ErrorKind::InvalidGrant => "INVALID_GRANT",
         }
     }
 }

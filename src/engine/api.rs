@@ -11,7 +11,9 @@
 //! procedure's shape: the single-table check, then its plan and its explain, count or execute,
 //! within the progress scope).
 //! The ClickHouse gate settings (`allow_experimental_expire_snapshots`, …) are SQL session
-//! switches and do not apply here: calling the method is the opt-in.
+//! switches and do not apply here: calling the method is the opt-in. Nor are privileges checked:
+//! a `Table` has no session and no user; it is the embedder acting as itself (statements run
+//! through a [`super::Session`] are checked against its user's grants).
 
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};

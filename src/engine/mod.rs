@@ -3,6 +3,7 @@
 //! [`Engine`] and [`Session`] are the embedding API; [`handles`] tells a host engine which
 //! statements to route to icetrim.
 
+pub(crate) mod access;
 pub(crate) mod api;
 pub(crate) mod api_demo;
 #[cfg(feature = "datafusion")]
@@ -24,6 +25,7 @@ pub(crate) mod session;
 pub(crate) mod table;
 
 pub use crate::sql::{Statement, split_statements};
+pub use access::{Authorizer, DEFAULT_USER, GrantObject, Privilege};
 pub use api::{Table, Timestamp};
 pub use api_demo::DemoTable;
 #[cfg(feature = "datafusion")]

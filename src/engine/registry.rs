@@ -379,7 +379,7 @@ fn persist(dir: &Path, def: &TableDef) -> Result<()> {
 }
 
 #[cfg(unix)]
-fn write_private(file: &Path, bytes: &[u8]) -> std::io::Result<()> {
+pub(crate) fn write_private(file: &Path, bytes: &[u8]) -> std::io::Result<()> {
     use std::io::Write;
     use std::os::unix::fs::OpenOptionsExt;
     let tmp = file.with_extension("json.tmp");
@@ -395,7 +395,7 @@ fn write_private(file: &Path, bytes: &[u8]) -> std::io::Result<()> {
 }
 
 #[cfg(not(unix))]
-fn write_private(file: &Path, bytes: &[u8]) -> std::io::Result<()> {
+pub(crate) fn write_private(file: &Path, bytes: &[u8]) -> std::io::Result<()> {
     std::fs::write(file, bytes)
 }
 
@@ -410,7 +410,7 @@ fn read_dir(dir: &Path) -> Result<Vec<PathBuf>> {
 }
 
 /// A local-disk error of the registry, under ClickHouse's name for its cause.
-fn io_error(op: &str, path: &Path, e: std::io::Error) -> Error {
+pub(crate) fn io_error(op: &str, path: &Path, e: std::io::Error) -> Error {
     let kind = match (op, e.kind()) {
         ("create", _) => ErrorKind::CannotCreateDirectory,
         ("remove", _) => ErrorKind::CannotUnlink,

@@ -19,6 +19,7 @@ use std::sync::Arc;
 
 use tokio::sync::Mutex;
 
+use super::access::{Authorizer, DEFAULT_USER, store::GrantStore};
 use super::catalog_db;
 use super::ddl;
 use super::params::{PARAM_SETTING_PREFIX, setting_value_text, substitute};
@@ -43,7 +44,9 @@ use crate::sql::{
     TableName, bind_noted, split_statements,
 };
 
+mod access_statements;
 mod claims;
+use access_statements::Access;
 mod databases;
 pub use databases::KnownNames;
 mod dispatch;
@@ -85,6 +88,9 @@ struct Shared {
     runtime: Runtime,
     defaults: Settings,
     progress: Sink,
+    access: Access,
+    /// The user of a new session.
+    default_user: String,
 }
 
 /// An optional progress sink that prints as `set` / `none` in `Debug`.
@@ -129,9 +135,37 @@ pub struct EngineBuilder {
     progress: Sink,
     before_commit: Option<BeforeCommit>,
     object_stores: super::runtime::HostStores,
+    authorizer: Option<Arc<dyn Authorizer>>,
+    user: Option<String>,
+    io_override: Option<crate::io::FileIO>,
 }
 
 impl EngineBuilder {
+    /// Decide every privilege with `authorizer` instead of icetrim's own grant store (users and
+    /// grants persisted under the data path). With it, `CREATE USER`, `DROP USER`, `GRANT`,
+    /// `REVOKE`, `SHOW GRANTS` and `SHOW USERS` are refused: the host manages its users. See
+    /// [`Authorizer`].
+    pub fn authorizer(mut self, authorizer: Arc<dyn Authorizer>) -> Self {
+        self.authorizer = Some(authorizer);
+        self
+    }
+
+    /// The user new sessions run as (default `default`, which holds every privilege);
+    /// [`build`](Self::build) fails with `UNKNOWN_USER` when icetrim's grant store does not know
+    /// it. A name, not a login: see [`Session::set_user`].
+    pub fn user(mut self, name: impl Into<String>) -> Self {
+        self.user = Some(name.into());
+        self
+    }
+
+    /// Serve every table from `io` instead of the storage its engine names (tests that count or
+    /// fail requests). Not part of the API.
+    #[doc(hidden)]
+    pub fn io_override(mut self, io: crate::io::FileIO) -> Self {
+        self.io_override = Some(io);
+        self
+    }
+
     /// Report the progress of every session's procedures to `sink` (a session may replace it
     /// with [`Session::set_progress`]).
     ///
@@ -213,12 +247,25 @@ impl EngineBuilder {
         };
         runtime.before_commit = self.before_commit;
         runtime.host_stores = self.object_stores;
+        runtime.io_override = self.io_override;
+        let access = match self.authorizer {
+            Some(host) => Access::Host(host),
+            None => Access::Store(Arc::new(GrantStore::open(self.data_path.as_deref())?)),
+        };
+        let default_user = self.user.unwrap_or_else(|| DEFAULT_USER.to_string());
+        if let Access::Store(store) = &access
+            && !store.exists(&default_user)
+        {
+            return Err(super::access::store::unknown_user(&default_user));
+        }
         Ok(Engine {
             shared: Arc::new(Shared {
                 registry: Mutex::new(registry),
                 runtime,
                 defaults,
                 progress: self.progress,
+                access,
+                default_user,
             }),
         })
     }
@@ -242,6 +289,7 @@ impl Engine {
             catalogs: catalog_db::OpenCatalogs::default(),
             warned_catalog_owned: Arc::default(),
             early_warnings: EarlyWarnings::default(),
+            user: self.shared.default_user.clone(),
         }
     }
 
@@ -349,6 +397,8 @@ pub struct Session {
     warned_catalog_owned: Arc<std::sync::Mutex<std::collections::HashSet<String>>>,
     /// Where warnings that must be read before a statement changes anything go at once.
     early_warnings: EarlyWarnings,
+    /// Whose privileges every statement is checked against.
+    user: String,
 }
 
 /// An optional [`WarningSink`] that prints as `set` / `none` in `Debug`.

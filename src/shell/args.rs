@@ -81,6 +81,11 @@ pub struct Args {
     #[arg(long, value_name = "DIR")]
     pub path: Option<PathBuf>,
 
+    /// Run as user NAME (default `default`, which holds every privilege): each statement is
+    /// checked against NAME's grants, kept under --path. A name, not a login.
+    #[arg(short = 'u', long, value_name = "NAME")]
+    pub user: Option<String>,
+
     /// Print each statement's elapsed time in seconds to standard error.
     #[arg(short, long)]
     pub time: bool,

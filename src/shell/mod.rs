@@ -168,6 +168,9 @@ fn try_main(args: &Args, out: &mut Output) -> Result<u8, Failure> {
     if let Some(path) = &args.path {
         builder = builder.data_path(path);
     }
+    if let Some(user) = &args.user {
+        builder = builder.user(user);
+    }
     let engine = builder.build()?;
     let mut session = engine.session();
     // A warning that must come before a commit is printed at once, not after the result.

@@ -8,12 +8,14 @@
 use std::borrow::Cow;
 use std::fmt;
 
+pub use super::access::{GrantOn, GrantStatement, UserNames};
 pub use super::alter_refs::{AlterAction, AlterTable};
 use super::select::Select;
 pub use crate::literal::Literal;
 
 /// One statement icetrim accepts.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Statement {
     /// `ALTER TABLE [db.]t EXECUTE name(args) [FORMAT f]`.
     AlterExecute(AlterExecute),
@@ -71,6 +73,21 @@ pub enum Statement {
         like: Option<(String, bool)>,
         format: Option<String>,
     },
+    /// `CREATE USER [IF NOT EXISTS] u [, …]`.
+    CreateUser(UserNames),
+    /// `DROP USER [IF EXISTS] u [, …]`.
+    DropUser(UserNames),
+    /// `GRANT privs ON … TO u [, …] [WITH GRANT OPTION]`.
+    Grant(GrantStatement),
+    /// `REVOKE [GRANT OPTION FOR] privs ON … FROM u [, …]`.
+    Revoke(GrantStatement),
+    /// `SHOW GRANTS [FOR u] [FORMAT f]`.
+    ShowGrants {
+        user: Option<String>,
+        format: Option<String>,
+    },
+    /// `SHOW USERS [FORMAT f]`.
+    ShowUsers { format: Option<String> },
     /// `SYSTEM MAINTAIN TABLE t | DATABASE db [NAMESPACE 'ns'] [SETTINGS …]` (icetrim's
     /// extension): every procedure a table's maintenance policy finds due.
     SystemMaintain(super::maintain_ast::SystemMaintain),
@@ -585,6 +602,17 @@ impl fmt::Display for Statement {
                 }
                 write_format(f, format)
             }
+            Statement::CreateUser(users) => users.write(f, true),
+            Statement::DropUser(users) => users.write(f, false),
+            Statement::Grant(grant) => grant.write(f, false),
+            Statement::Revoke(revoke) => revoke.write(f, true),
+            Statement::ShowGrants { user, format } => {
+                super::access::write_show_grants(f, user, format)
+            }
+            Statement::ShowUsers { format } => {
+                f.write_str("SHOW USERS")?;
+                write_format(f, format)
+            }
             Statement::SystemMaintain(maintain) => write!(f, "{maintain}"),
         }
     }
@@ -607,7 +635,9 @@ impl Statement {
             | Statement::ShowDatabases { format }
             | Statement::ShowCreateDatabase { format, .. }
             | Statement::Describe { format, .. }
-            | Statement::ShowSettings { format, .. } => format.as_deref(),
+            | Statement::ShowSettings { format, .. }
+            | Statement::ShowGrants { format, .. }
+            | Statement::ShowUsers { format } => format.as_deref(),
             Statement::Select(select) => select.format.as_deref(),
             Statement::OptimizeManifest(optimize) => optimize.format.as_deref(),
             Statement::SystemMaintain(maintain) => maintain.format.as_deref(),

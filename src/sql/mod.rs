@@ -11,6 +11,7 @@
 //! - [`bind`]: procedure arguments → [`crate::plan::ProcedureCall`], with ClickHouse's messages.
 //! - [`duration`] and [`timestamp`]: the argument value grammars.
 
+pub mod access;
 pub mod alter_refs;
 pub mod ast;
 pub mod bind;

@@ -34,6 +34,9 @@ use crate::error::{Error, ErrorKind, Result};
 #[path = "parser_ddl.rs"]
 mod ddl;
 use ddl::{parse_create, parse_drop, parse_set, parse_show, parse_use};
+#[path = "parser_access.rs"]
+mod access;
+use access::{parse_grant, parse_revoke, parse_show_access, parse_user_names, second_word_is};
 #[path = "parser_maintain.rs"]
 mod maintain;
 
@@ -150,9 +153,16 @@ fn parse_known(
                 Altered::Execute(alter) => Statement::AlterExecute(alter),
                 Altered::Table(alter) => Statement::AlterTable(alter),
             }),
+            Keyword::CREATE if second_word_is(p, "USER") => Some(parse_user_names(p, true)?),
+            Keyword::DROP if second_word_is(p, "USER") => Some(parse_user_names(p, false)?),
             Keyword::CREATE => parse_create(p, sql)?,
             Keyword::DROP => parse_drop(p)?,
-            Keyword::SHOW => parse_show(p, format_name)?,
+            Keyword::GRANT => Some(parse_grant(p)?),
+            Keyword::REVOKE => Some(parse_revoke(p)?),
+            Keyword::SHOW => match parse_show_access(p, format_name.clone())? {
+                Some(statement) => Some(statement),
+                None => parse_show(p, format_name)?,
+            },
             Keyword::USE => parse_use(p)?,
             Keyword::SET => Some(parse_set(p, sql)?),
             Keyword::SELECT | Keyword::WITH => Some(parse_select(p, sql, format_name)),

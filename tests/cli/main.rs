@@ -6,6 +6,7 @@
 mod support;
 
 mod catalog_owned;
+mod cli_grants;
 mod cli_habits;
 mod cli_limits;
 mod cli_script;

@@ -438,3 +438,21 @@ async fn metadata_tables_match_pyiceberg_v3_and_the_deletion_vector_written() {
         count(&old, "position_delete_record_count") + 2
     );
 }
+
+/// A table from icetrim's own generator: a mixed history (appends, deletes with delete files,
+/// overwrites, compactions, merges) over two partitions, with branches, tags and a staged snapshot.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metadata_tables_match_pyiceberg_generated_mixed_history() {
+    use icetrim::internals::generate::{GenerateOptions, generate};
+    use icetrim::internals::iceberg::spec::FormatVersion;
+    let tmp = tempfile::tempdir().expect("temporary folder");
+    let location = tmp.path().join("t").to_string_lossy().into_owned();
+    let mut opts = GenerateOptions::new(&location, FormatVersion::V2, 40, 3, 17, now_ms());
+    opts.branches = 2;
+    opts.tags = 2;
+    opts.staged = 1;
+    opts.partitions = 2;
+    opts.write_data_files = false;
+    let generated = generate(&FileIO::local(), &opts).await.expect("generate");
+    compare_at("generated_mixed", Path::new(&generated.metadata_path)).await;
+}

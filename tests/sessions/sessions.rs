@@ -23,6 +23,8 @@
 //!                                   lands between that statement's plan and its commit
 //! stray <relative path> <age>    -- (local only) a stray file whose mtime is <age> (e.g. 2d) ago
 //! copy table to <name>           -- (local only) a copy of the table folder, `${TABLE_PARENT}/<name>`
+//! user <name>                    -- the statements that follow run as user <name> (the same
+//!                                   session: database and settings stay; `user default` goes back)
 //! clickhouse [rowsort]           -- (local pass only) the SQL below on ClickHouse (chdb), on a
 //!                                   twin of the fixture, attached as `t`; rows after `----`
 //! ```
@@ -275,6 +277,11 @@ impl Runner<'_> {
                 let last = results.last().unwrap_or_else(|| panic!("{at}: no result"));
                 let text = OutputFormat::TabSeparated.render(&last.columns, &last.rows, 0.0);
                 self.compare(&at, &sql, mode, text.lines().map(str::to_string), expected);
+            }
+            ["user", name] => {
+                if let Err(e) = self.session.set_user(*name) {
+                    panic!("{at}: user {name}: {e}");
+                }
             }
             ["clickhouse", mode @ ..] => self.clickhouse(&at, &sql, mode, expected),
             ["oracle", "clean"] => self.oracle_clean(&at).await,
@@ -659,6 +666,7 @@ fn every_session_file_is_run() {
 sessions! {
     argument_errors => "argument_errors.test",
     base_moved => "base_moved.test",
+    grants => "grants.test",
     compaction => "compaction.test",
     compaction_where => "compaction_where.test",
     empty_table => "empty_table.test",

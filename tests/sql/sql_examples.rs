@@ -358,3 +358,79 @@ async fn catalog_rest_example() {
         .count();
     assert!(blocks >= 2, "{out}");
 }
+
+/// `grants.sql`, as its comment says to run it: once as the owner with `--path`, then as each
+/// user. `ops` may run a procedure and not change a property; `dashboards` may read the metadata
+/// tables and not run a procedure.
+#[tokio::test]
+async fn grants_example() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let location = dir.path().join("events").display().to_string();
+    generate(&FileIO::local(), &options(&location))
+        .await
+        .expect("generate");
+    let data = dir.path().join("icetrim-data");
+    let data = data.to_str().expect("utf-8");
+    let run = |user: &str, sql: &str| {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_icetrim"))
+            .args(["--path", data, "--user", user])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start icetrim");
+        let mut input = child.stdin.take().expect("stdin");
+        input.write_all(sql.as_bytes()).expect("write script");
+        drop(input);
+        child.wait_with_output().expect("icetrim finishes")
+    };
+    let setup = run(
+        "default",
+        &example("grants.sql").replace(PLACEHOLDER, &location),
+    );
+    let shown = String::from_utf8_lossy(&setup.stdout).to_string();
+    assert!(
+        setup.status.success(),
+        "{}",
+        String::from_utf8_lossy(&setup.stderr)
+    );
+    assert!(
+        shown.contains("GRANT ALTER EXECUTE, OPTIMIZE ON default.* TO ops"),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("GRANT SELECT ON default.events TO dashboards"),
+        "{shown}"
+    );
+    let expire = "ALTER TABLE events EXECUTE expire_snapshots(dry_run = 1)";
+    let maintained = run("ops", expire);
+    assert!(
+        maintained.status.success(),
+        "{}",
+        String::from_utf8_lossy(&maintained.stderr)
+    );
+    assert!(String::from_utf8_lossy(&maintained.stdout).contains("dry_run\t1"));
+    let property = run("ops", "ALTER TABLE events SET TBLPROPERTIES ('k' = 'v')");
+    assert!(!property.status.success());
+    assert!(String::from_utf8_lossy(&property.stderr).contains(
+        "ops: Not enough privileges. To execute this query, it's necessary to have the grant \
+         ALTER SETTINGS ON default.events."
+    ));
+    let denied = run("dashboards", expire);
+    assert!(!denied.status.success());
+    assert!(String::from_utf8_lossy(&denied.stderr).contains("(ACCESS_DENIED)"));
+    let read = run(
+        "dashboards",
+        "SELECT count() FROM system.iceberg_snapshots WHERE table = 'events'",
+    );
+    assert!(
+        read.status.success(),
+        "{}",
+        String::from_utf8_lossy(&read.stderr)
+    );
+    let count: usize = String::from_utf8_lossy(&read.stdout)
+        .trim()
+        .parse()
+        .expect("a count");
+    assert!(count >= 15, "{count}");
+}

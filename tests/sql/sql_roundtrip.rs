@@ -311,3 +311,41 @@ fn every_keyword_round_trips_as_an_identifier() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+#[test]
+fn user_and_grant_forms() {
+    verified(
+        "create user if not exists ops, `odd-name`",
+        "CREATE USER IF NOT EXISTS ops, `odd-name`",
+    );
+    verified("CREATE USER 'ops'", "CREATE USER ops");
+    verified_stmt("DROP USER IF EXISTS ops");
+    verified_stmt("DROP USER a, b");
+    verified(
+        "grant alter table execute, optimize on db.t to ops, dev with grant option",
+        "GRANT ALTER TABLE EXECUTE, OPTIMIZE ON db.t TO ops, dev WITH GRANT OPTION",
+    );
+    verified_stmt("GRANT ALTER EXECUTE ON db.* TO ops");
+    verified_stmt("GRANT ALL ON *.* TO ops");
+    verified_stmt("GRANT SELECT ON * TO ops");
+    verified_stmt("GRANT SHOW TABLES ON t TO ops");
+    verified_stmt("REVOKE ALTER TABLE ON db.t FROM ops");
+    verified(
+        "revoke grant option for optimize on *.* from ops",
+        "REVOKE GRANT OPTION FOR OPTIMIZE ON *.* FROM ops",
+    );
+    verified_stmt("SHOW GRANTS");
+    verified_stmt("SHOW GRANTS FOR ops FORMAT TSV");
+    verified_stmt("SHOW USERS");
+    for bad in [
+        "GRANT ON db.t TO u",
+        "GRANT SELECT db.t TO u",
+        "GRANT SELECT ON db.t",
+        "GRANT SELECT, ON db.t TO u",
+        "REVOKE SELECT ON db.t TO u",
+        "CREATE USER",
+        "GRANT SELECT ON db.t TO u WITH",
+    ] {
+        assert_eq!(error_of(bad).kind(), ErrorKind::SyntaxError, "{bad}");
+    }
+}

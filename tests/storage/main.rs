@@ -6,6 +6,7 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod access_requests;
 mod azure_sas;
 #[cfg(feature = "glue")]
 mod catalog_glue;

@@ -1,8 +1,9 @@
 //! Which statements of a host's script are icetrim's: what [`handles`] accepts (procedures,
 //! compaction, manifest rewrite, branch and tag DDL, table properties, and their `EXPLAIN`), the
 //! `CREATE TABLE … ENGINE = Iceberg…` and `CREATE DATABASE … ENGINE = DataLakeCatalog(…)` that
-//! register icetrim's tables, `DROP TABLE` / `DROP DATABASE` of a name icetrim registered, and
-//! `SET` of icetrim's own settings. Everything else belongs to the host.
+//! register icetrim's tables, `DROP TABLE` / `DROP DATABASE` of a name icetrim registered, `SET`
+//! of icetrim's own settings, and the user and grant statements. Everything else belongs to the
+//! host.
 
 use super::*;
 
@@ -30,6 +31,12 @@ impl Session {
             Statement::DropDatabase { name, .. } => {
                 self.shared.registry.lock().await.database(name).is_some()
             }
+            Statement::CreateUser(_)
+            | Statement::DropUser(_)
+            | Statement::Grant(_)
+            | Statement::Revoke(_)
+            | Statement::ShowGrants { .. }
+            | Statement::ShowUsers { .. } => true,
             Statement::Set(pairs) => pairs
                 .iter()
                 .all(|(name, _)| self.settings.get_text(name).is_some()),

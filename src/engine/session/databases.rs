@@ -61,10 +61,18 @@ impl Session {
         }
         self.check_database(database).await?;
         if let Some(def) = self.catalog_database(database).await {
+            // Nothing to show: the catalog is not asked.
+            if !self.sees_database(database) {
+                return Ok(QueryResult::table(
+                    vec![Column::new("name", "String")],
+                    Vec::new(),
+                ));
+            }
             let progress = Progress::new(None, self.cancel.clone());
             let catalog = self.catalogs.get(&def)?;
             let listed = catalog_db::table_names(&def, catalog.as_ref());
-            let names = catalog_db::cancellable(&progress, listed).await?;
+            let mut names = catalog_db::cancellable(&progress, listed).await?;
+            names.retain(|name| self.sees_table(database, name));
             return Ok(QueryResult::table(
                 vec![Column::new("name", "String")],
                 names.into_iter().map(|n| vec![Value::Str(n)]).collect(),
@@ -74,6 +82,7 @@ impl Session {
         let mut names: Vec<String> = registry
             .tables_in(database)
             .into_iter()
+            .filter(|def| self.sees_table(database, &def.name))
             .map(|def| def.name.clone())
             .collect();
         names.sort();
@@ -123,8 +132,10 @@ impl Session {
         databases.push(self.database.clone());
         databases.sort();
         databases.dedup();
+        databases.retain(|db| self.sees_database(db));
         let mut tables: Vec<(String, String)> = registry
             .all()
+            .filter(|def| self.sees_table(&def.database, &def.name))
             .map(|def| (def.database.clone(), def.name.clone()))
             .collect();
         tables.sort();

@@ -10,11 +10,19 @@ impl Session {
         if self.cancel.as_ref().is_some_and(CancelToken::is_cancelled) {
             return Err(cancelled_error());
         }
+        // Before the format, the table or any storage: what the user may not run fails first.
+        self.authorize(statement)?;
         let format = statement
             .format()
             .map(OutputFormat::from_name)
             .transpose()?;
         let mut result = match statement {
+            Statement::CreateUser(_)
+            | Statement::DropUser(_)
+            | Statement::Grant(_)
+            | Statement::Revoke(_)
+            | Statement::ShowGrants { .. }
+            | Statement::ShowUsers { .. } => self.access_statement(statement)?,
             Statement::AlterExecute(alter) => self.alter_execute(alter, false).await?,
             Statement::Explain(inner) => self.explain(inner).await?,
             Statement::Optimize(o) => self.optimize(o, false).await?,
@@ -154,6 +162,7 @@ impl Session {
                 names.push(self.database.clone());
                 names.sort();
                 names.dedup();
+                names.retain(|name| self.sees_database(name));
                 QueryResult::table(
                     vec![Column::new("name", "String")],
                     names.into_iter().map(|n| vec![Value::Str(n)]).collect(),

@@ -10,6 +10,7 @@ use datafusion::catalog::{MemorySchemaProvider, SchemaProvider};
 use super::newest::{Found, newest_metadata};
 use super::*;
 use crate::catalog::Catalog;
+use crate::engine::access::GrantObject;
 use crate::engine::registry::{DatabaseDef, TableDef};
 use crate::inspect::provider::MetadataTableProvider;
 use crate::inspect::{InspectedTable, MetadataTable, TableSource};
@@ -22,6 +23,21 @@ struct SessionTables {
     paths: Vec<TableDef>,
     catalogs: Vec<(DatabaseDef, Arc<dyn Catalog>)>,
     cancel: Option<CancelToken>,
+    /// The session's user: only tables it holds some privilege on are listed or opened.
+    user: String,
+}
+
+impl SessionTables {
+    fn sees(&self, object: &GrantObject) -> bool {
+        self.shared
+            .access
+            .authorizer()
+            .allows_any(&self.user, object)
+    }
+
+    fn sees_table(&self, database: &str, table: &str) -> bool {
+        self.sees(&GrantObject::table(database, table))
+    }
 }
 
 #[async_trait]
@@ -38,10 +54,15 @@ impl TableSource for SessionTables {
             .paths
             .iter()
             .filter(|d| wanted(&d.database, Some(&d.name)))
+            .filter(|d| self.sees_table(&d.database, &d.name))
             .map(|d| (d.database.clone(), d.name.clone()))
             .collect();
         let progress = Progress::new(None, self.cancel.clone());
-        for (def, catalog) in self.catalogs.iter().filter(|(d, _)| wanted(&d.name, None)) {
+        let catalogs = self.catalogs.iter().filter(|(d, _)| wanted(&d.name, None));
+        // A catalog the user sees nothing of is not asked for its tables.
+        for (def, catalog) in
+            catalogs.filter(|(d, _)| self.sees(&GrantObject::Database(d.name.clone())))
+        {
             let listed = match table {
                 Some(name) => vec![name.to_string()],
                 None => {
@@ -49,12 +70,24 @@ impl TableSource for SessionTables {
                     catalog_db::cancellable(&progress, listed).await?
                 }
             };
-            names.extend(listed.into_iter().map(|n| (def.name.clone(), n)));
+            names.extend(
+                listed
+                    .into_iter()
+                    .filter(|n| self.sees_table(&def.name, n))
+                    .map(|n| (def.name.clone(), n)),
+            );
         }
         Ok(names)
     }
 
     async fn open(&self, database: &str, table: &str) -> Result<InspectedTable> {
+        if !self.sees_table(database, table) {
+            let object = GrantObject::table(database, table);
+            return Err(crate::engine::access::denied(
+                &self.user,
+                &format!("SHOW TABLES ON {object}"),
+            ));
+        }
         let path = self
             .paths
             .iter()
@@ -112,6 +145,7 @@ impl Session {
             paths,
             catalogs,
             cancel: self.cancel.clone(),
+            user: self.user.clone(),
         })
     }
 
