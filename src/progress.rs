@@ -338,6 +338,16 @@ impl Progress {
         outcome
     }
 
+    /// A new scope for the next statement of a run of several (`SYSTEM MAINTAIN`'s procedures):
+    /// the same sink and cancel token, not yet writing, so that a cancel between two procedures
+    /// stops the next one before it writes.
+    pub fn next_scope(&self) -> Progress {
+        match &self.inner {
+            None => Progress::default(),
+            Some(t) => Progress::new(t.sink.clone(), t.cancel.clone()),
+        }
+    }
+
     fn token(&self) -> Option<&CancelToken> {
         self.inner.as_ref().and_then(|t| t.cancel.as_ref())
     }

@@ -79,6 +79,14 @@ pub const DATABASE_SETTINGS: &[DatabaseSetting] = &[
     text("vended_credentials_cache_ttl"),
     // icetrim's own: the local folder a catalog's `file://` tables may live in.
     text("storage_local_root"),
+    // icetrim's own: the maintenance policy of the database's tables (`SYSTEM MAINTAIN`), above
+    // the session's settings and below each table's `icetrim.maintain.*` properties.
+    flag("iceberg_maintain_enabled"),
+    text("iceberg_maintain_compact_min_input_files"),
+    text("iceberg_maintain_manifests_min_count"),
+    flag("iceberg_maintain_orphans_enabled"),
+    text("iceberg_maintain_orphans_older_than_ms"),
+    flag("iceberg_maintain_force"),
 ];
 
 /// The setting `name`, if `DataLakeCatalog` has it.

@@ -8,11 +8,13 @@ pub(crate) mod api;
 pub(crate) mod api_demo;
 #[cfg(feature = "datafusion")]
 pub(crate) mod api_inspect;
+pub(crate) mod api_maintain;
 pub(crate) mod api_procedures;
 pub(crate) mod api_snapshots;
 pub(crate) mod catalog_db;
 pub(crate) mod ddl;
 pub(crate) mod describe;
+pub(crate) mod maintain;
 pub(crate) mod params;
 pub(crate) mod procedures;
 pub(crate) mod registry;
@@ -28,6 +30,7 @@ pub use api::{Table, Timestamp};
 pub use api_demo::DemoTable;
 #[cfg(feature = "datafusion")]
 pub use api_inspect::MetadataScan;
+pub use api_maintain::{Maintain, MaintainRow};
 pub use api_procedures::{ExpireSnapshots, RemoveOrphanFiles, RewriteDataFiles, RewriteManifests};
 pub use api_snapshots::{AlterRefs, ManageSnapshots};
 pub use result::{Metrics, QueryResult, SelectRows, StatementOutput};

@@ -50,6 +50,7 @@ use access_statements::Access;
 mod databases;
 pub use databases::KnownNames;
 mod dispatch;
+mod maintain;
 #[cfg(feature = "datafusion")]
 mod metadata_query;
 #[cfg(feature = "datafusion")]
@@ -314,6 +315,8 @@ impl Engine {
 /// assert!(icetrim::engine::handles("ALTER TABLE db.t CREATE OR REPLACE BRANCH b"));
 /// assert!(icetrim::engine::handles("alter table t unset tblproperties ('k')"));
 /// assert!(!icetrim::engine::handles("SELECT 1"));
+/// assert!(icetrim::engine::handles("SYSTEM MAINTAIN DATABASE lake SETTINGS dry_run = 1"));
+/// assert!(!icetrim::engine::handles("SYSTEM FLUSH LOGS"));
 /// ```
 pub fn handles(sql: &str) -> bool {
     let mut lexer = Lexer::new(sql);
@@ -328,6 +331,10 @@ pub fn handles(sql: &str) -> bool {
     let keyword = |i: usize, word: &str| tokens.get(i).is_some_and(|t| t.is_word(sql, word));
     let is_name = |i: usize| matches!(tokens.get(i), Some(t) if matches!(t.kind, Kind::Word | Kind::QuotedIdent));
     let mut at = usize::from(keyword(0, "EXPLAIN"));
+    // icetrim's own `SYSTEM MAINTAIN …` (no host has it).
+    if keyword(at, "SYSTEM") && keyword(at + 1, "MAINTAIN") {
+        return true;
+    }
     let optimize = keyword(at, "OPTIMIZE");
     if !((optimize || keyword(at, "ALTER")) && keyword(at + 1, "TABLE") && is_name(at + 2)) {
         return false;

@@ -13,6 +13,8 @@
 //!   write-audit-publish, branches and tags, table properties).
 //! - [`rewrite_manifests`]: `rewrite_manifests` and `OPTIMIZE TABLE t MANIFEST`.
 //! - [`compact`]: `OPTIMIZE TABLE` and `rewrite_data_files`.
+//! - [`upkeep`]: the maintenance policy of `SYSTEM MAINTAIN` (knobs, precedence, floors) and its
+//!   per-procedure gates.
 //!
 //! - [`shape`]: the one shape every procedure implements ([`shape::MaintenanceProcedure`]: plan
 //!   on the newest metadata, then explain, count or execute the plan) and the one function that
@@ -51,6 +53,7 @@ pub mod report;
 pub mod rewrite_manifests;
 pub mod shape;
 pub mod target;
+pub mod upkeep;
 
 pub use compact::{CompactMetrics, CompactOutcome};
 pub use expire::{ExpireMetrics, ExpireOutcome};

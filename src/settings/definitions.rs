@@ -123,6 +123,42 @@ pub const SESSION_SETTINGS: &[SettingDef] = &[
         doc: "remove_orphan_files default older_than: now minus this many seconds",
     },
     SettingDef {
+        name: "iceberg_maintain_enabled",
+        ty: SettingType::Bool,
+        default: SettingValue::Bool(true),
+        doc: "SYSTEM MAINTAIN maintains a table at all (table property icetrim.maintain.enabled)",
+    },
+    SettingDef {
+        name: "iceberg_maintain_compact_min_input_files",
+        ty: SettingType::UInt,
+        default: SettingValue::UInt(5),
+        doc: "SYSTEM MAINTAIN: compaction is due when a file group has at least this many files",
+    },
+    SettingDef {
+        name: "iceberg_maintain_manifests_min_count",
+        ty: SettingType::UInt,
+        default: SettingValue::UInt(100),
+        doc: "SYSTEM MAINTAIN: manifest rewrite is due above this many manifests",
+    },
+    SettingDef {
+        name: "iceberg_maintain_orphans_enabled",
+        ty: SettingType::Bool,
+        default: SettingValue::Bool(false),
+        doc: "SYSTEM MAINTAIN removes orphan files (off by default)",
+    },
+    SettingDef {
+        name: "iceberg_maintain_orphans_older_than_ms",
+        ty: SettingType::UInt,
+        default: SettingValue::UInt(259_200_000),
+        doc: "SYSTEM MAINTAIN: orphan files younger than this many ms are kept (at least 24 hours)",
+    },
+    SettingDef {
+        name: "iceberg_maintain_force",
+        ty: SettingType::Bool,
+        default: SettingValue::Bool(false),
+        doc: "SYSTEM MAINTAIN maintains tables a catalog maintains itself (S3 Tables, Glue optimizers)",
+    },
+    SettingDef {
         name: "iceberg_metadata_read_concurrency",
         ty: SettingType::UInt,
         default: SettingValue::UInt(32),

@@ -88,6 +88,9 @@ pub enum Statement {
     },
     /// `SHOW USERS [FORMAT f]`.
     ShowUsers { format: Option<String> },
+    /// `SYSTEM MAINTAIN TABLE t | DATABASE db [NAMESPACE 'ns'] [SETTINGS …]` (icetrim's
+    /// extension): every procedure a table's maintenance policy finds due.
+    SystemMaintain(super::maintain_ast::SystemMaintain),
 }
 
 /// What `DESCRIBE` describes.
@@ -375,7 +378,10 @@ pub(crate) fn write_format(f: &mut fmt::Formatter<'_>, format: &Option<String>) 
     }
 }
 
-fn write_settings(f: &mut fmt::Formatter<'_>, settings: &[(String, Literal)]) -> fmt::Result {
+pub(crate) fn write_settings(
+    f: &mut fmt::Formatter<'_>,
+    settings: &[(String, Literal)],
+) -> fmt::Result {
     write_list(f, settings, |f, (name, value)| {
         write_ident(f, name)?;
         write!(f, " = {value}")
@@ -607,6 +613,7 @@ impl fmt::Display for Statement {
                 f.write_str("SHOW USERS")?;
                 write_format(f, format)
             }
+            Statement::SystemMaintain(maintain) => write!(f, "{maintain}"),
         }
     }
 }
@@ -633,6 +640,7 @@ impl Statement {
             | Statement::ShowUsers { format } => format.as_deref(),
             Statement::Select(select) => select.format.as_deref(),
             Statement::OptimizeManifest(optimize) => optimize.format.as_deref(),
+            Statement::SystemMaintain(maintain) => maintain.format.as_deref(),
             _ => None,
         }
     }

@@ -23,6 +23,7 @@ pub(crate) mod fast;
 pub(crate) mod lexer;
 pub mod limits;
 pub(crate) mod literal_parse;
+pub mod maintain_ast;
 pub mod parser;
 pub(crate) mod render;
 pub mod select;
@@ -42,6 +43,7 @@ pub use duration::{format_duration_ms, parse_duration_ms};
 pub use limits::{
     DEFAULT_MAX_PARSER_DEPTH, DEFAULT_MAX_QUERY_SIZE, MAX_PARSER_DEPTH_CEILING, ParseLimits,
 };
+pub use maintain_ast::{MaintainTarget, SystemMaintain};
 pub use parser::{parse_statement, parse_statement_at, parse_statement_with};
 pub use select::Select;
 pub use split::split_statements;

@@ -37,6 +37,8 @@ use ddl::{parse_create, parse_drop, parse_set, parse_show, parse_use};
 #[path = "parser_access.rs"]
 mod access;
 use access::{parse_grant, parse_revoke, parse_show_access, parse_user_names, second_word_is};
+#[path = "parser_maintain.rs"]
+mod maintain;
 
 /// Parses one statement (an optional trailing `;` is allowed) under ClickHouse's default limits.
 /// Lines in errors count from 1.
@@ -166,6 +168,7 @@ fn parse_known(
             Keyword::SELECT | Keyword::WITH => Some(parse_select(p, sql, format_name)),
             Keyword::DESCRIBE | Keyword::DESC => Some(parse_describe(p, sql, format_name)?),
             Keyword::OPTIMIZE => parse_optimize(p, false, format_name)?,
+            _ if maintain::starts(p, 0) => Some(maintain::parse(p, sql, format_name)?),
             _ => None,
         },
         _ => None,
@@ -212,6 +215,11 @@ fn parse_explain(p: &mut Parser, sql: &str, format: Option<String>) -> PResult<O
     if matches!(&next, Token::Word(w) if w.keyword == Keyword::OPTIMIZE) {
         p.next_token();
         return parse_optimize(p, true, format);
+    }
+    if maintain::starts(p, 1) {
+        p.next_token();
+        let statement = maintain::parse(p, sql, format)?;
+        return Ok(Some(Statement::Explain(Box::new(statement))));
     }
     if !matches!(next, Token::Word(w) if w.keyword == Keyword::ALTER) {
         return Ok(None);

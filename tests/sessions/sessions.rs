@@ -687,6 +687,7 @@ sessions! {
     rewrite_manifests => "rewrite_manifests.test",
     expire_statistics => "expire_statistics.test",
     expire_table_properties => "expire_table_properties.test",
+    maintain_table => "maintain_table.test",
     gates => "gates.test",
     hints => "hints.test",
     introspection => "introspection.test",

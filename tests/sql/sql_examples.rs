@@ -145,6 +145,36 @@ async fn table_health_example() {
     assert!(out.contains("\nmain\tbranch\t"), "{out}");
 }
 
+/// `maintain_catalog.sql`: EXPLAIN finds compaction and expiry due on the generated table (many
+/// small files, ten days of history against the week its property keeps), the dry run agrees,
+/// and the run does both and removes the generator's old orphans.
+#[tokio::test]
+async fn maintain_catalog_example() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let location = dir.path().join("events").display().to_string();
+    generate(&FileIO::local(), &options(&location))
+        .await
+        .expect("generate");
+    let script = example("maintain_catalog.sql").replace(PLACEHOLDER, &location);
+    let out = run_script(&script);
+    let row = |procedure: &str, status: &str| {
+        let prefix = format!("default\tevents\t{procedure}\t{status}\t");
+        out.lines().filter(|l| l.starts_with(&prefix)).count()
+    };
+    for procedure in [
+        "rewrite_data_files",
+        "expire_snapshots",
+        "remove_orphan_files",
+    ] {
+        assert_eq!(
+            row(procedure, "due"),
+            2,
+            "{procedure} due in EXPLAIN and dry run\n{out}"
+        );
+        assert_eq!(row(procedure, "ok"), 1, "{procedure} ran\n{out}");
+    }
+}
+
 #[tokio::test]
 async fn daily_maintenance_example() {
     run_local_example("daily_maintenance.sql").await;

@@ -13,6 +13,7 @@ mod catalog_glue;
 #[cfg(feature = "glue")]
 mod catalog_glue_failures;
 mod catalog_local_files;
+mod catalog_maintain;
 mod catalog_rest;
 mod catalog_rest_replan;
 mod catalog_vended;

@@ -206,6 +206,20 @@ pub(crate) fn needs(statement: &Statement, current: &str, user: &str) -> Vec<Nee
             .iter()
             .map(|name| Need::OnUser(Privilege::DropUser, name.clone()))
             .collect(),
+        // `SYSTEM MAINTAIN` runs `ALTER TABLE … EXECUTE` procedures and compaction (OPTIMIZE) on
+        // the table, or on every table of the database: both privileges on what it names.
+        Statement::SystemMaintain(maintain) => {
+            let object = match &maintain.target {
+                crate::sql::MaintainTarget::Table(name) => table(name),
+                crate::sql::MaintainTarget::Database { name, .. } => {
+                    GrantObject::Database(name.clone())
+                }
+            };
+            vec![
+                Need::Grant(Privilege::AlterExecute, object.clone()),
+                Need::Grant(Privilege::Optimize, object),
+            ]
+        }
         Statement::ShowUsers { .. } => grant(Privilege::ShowUsers, GrantObject::Global),
         Statement::ShowGrants {
             user: Some(other), ..

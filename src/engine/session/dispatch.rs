@@ -187,6 +187,7 @@ impl Session {
                     vec![vec![Value::Str(text)]],
                 )
             }
+            Statement::SystemMaintain(maintain) => self.system_maintain(maintain, false).await?,
         };
         result.format = format;
         Ok(result)

@@ -43,6 +43,7 @@ impl Session {
             Statement::AlterTable(alter) => self.alter_table(alter, true).await,
             Statement::OptimizeManifest(optimize) => self.optimize_manifest(optimize, true).await,
             Statement::Select(select) => self.explain_select(select).await,
+            Statement::SystemMaintain(maintain) => self.system_maintain(maintain, true).await,
             other => Err(Error::new(
                 ErrorKind::NotImplemented,
                 format!("EXPLAIN is not supported for {other}"),

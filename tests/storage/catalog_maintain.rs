@@ -1,0 +1,220 @@
+//! `SYSTEM MAINTAIN DATABASE` on a REST catalog database holding tables of different shapes: six
+//! small files (compaction and expiry due), `gc.enabled = false` (compaction only, no deletes),
+//! and a table whose location holds another catalog table (orphan removal on: the inner table's
+//! files stay). One run does what the policy says for each table, and pyiceberg and ClickHouse
+//! read every table through the catalog afterwards with the rows they had.
+
+use std::path::PathBuf;
+
+use serde_json::Value;
+
+use crate::support::catalog::{rows, run, session};
+use crate::support::fixtures::{self, Fixture};
+use crate::support::relocate::{Rewrite, Root, copy_table};
+use crate::support::{rest_catalog, s3_emulator};
+
+/// A fixture copied to `root` on the S3 emulator and registered as `ns.<name>` of `warehouse`.
+async fn register_copy(fixture: &Fixture, root: &Root, warehouse: &str, name: &str) {
+    let dir = fixture.table_dir();
+    let dir = dir.to_str().expect("UTF-8 paths");
+    copy_table(
+        &Root::new(icetrim::internals::io::FileIO::local(), dir),
+        root,
+        &Rewrite::from_local(dir, &root.root),
+        false,
+    )
+    .await;
+    let files = root.files().await;
+    let newest = rest_catalog::newest_metadata_name(
+        files
+            .iter()
+            .map(|(rel, _, _)| rel.as_str())
+            .filter(|rel| rel.starts_with("metadata/") && !rel[9..].contains('/')),
+    )
+    .expect("a metadata file in the copy")
+    .to_string();
+    rest_catalog::register(warehouse, &["ns"], name, &root.uri(&newest)).await;
+}
+
+/// pyiceberg (every ref) and chdb (current rows) reading `ns.<name>` through the catalog.
+fn read(warehouse: &str, name: &str) -> Value {
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/rest_catalog/read.py");
+    let endpoint = crate::support::emulator_var("ICETRIM_S3_ENDPOINT");
+    let bucket = crate::support::emulator_var("ICETRIM_S3_BUCKET");
+    let uri = rest_catalog::uri();
+    let args = [
+        uri.as_str(),
+        warehouse,
+        "ns",
+        name,
+        endpoint.as_str(),
+        bucket.as_str(),
+    ];
+    let out = fixtures::run_python_json(&script, &args);
+    assert!(out.get("error").is_none(), "read ns.{name}: {out}");
+    out
+}
+
+/// The `(table, procedure) -> (status, reason)` of a `SYSTEM MAINTAIN` answer.
+fn verdict<'a>(rows: &'a [String], table: &str, procedure: &str) -> (&'a str, &'a str) {
+    rows.iter()
+        .map(|r| r.split('\t').collect::<Vec<_>>())
+        .find(|c| c[1] == table && c[2] == procedure)
+        .map(|c| (c[3], c[4]))
+        .unwrap_or_else(|| panic!("no row for {table} {procedure} in {rows:#?}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_run_maintains_a_catalog_database_by_its_policy() {
+    let now = fixtures::now_ms();
+    let linear = fixtures::make_fixture("py_v2_linear", now, false);
+    let gc_off = fixtures::make_fixture("py_v2_gc_disabled", now, false);
+    let warehouse = crate::support::unique("maintain");
+    rest_catalog::warehouse(&warehouse, serde_json::json!({})).await;
+    let (io, base) = s3_emulator("maintain");
+    let small = Root::new(io.clone(), &format!("{base}/small"));
+    let no_gc = Root::new(io.clone(), &format!("{base}/no_gc"));
+    let outer = Root::new(io.clone(), &format!("{base}/outer"));
+    let inner = Root::new(io.clone(), &format!("{base}/outer/inner"));
+    register_copy(&linear, &small, &warehouse, "small").await;
+    register_copy(&gc_off, &no_gc, &warehouse, "no_gc").await;
+    register_copy(&linear, &outer, &warehouse, "outer").await;
+    register_copy(&linear, &inner, &warehouse, "inner").await;
+    let names = ["small", "no_gc", "outer", "inner"];
+    let before: Vec<Value> = names.iter().map(|n| read(&warehouse, n)).collect();
+    let inner_files = inner.files().await;
+    let no_gc_files = no_gc.files().await;
+
+    // The database's own policy layer: orphan removal on for every table of it.
+    let mut s = session();
+    let with_orphans = rest_catalog::create_database(
+        "lake",
+        &warehouse,
+        "vended_credentials = 0, iceberg_maintain_orphans_enabled = 1",
+    );
+    run(&mut s, &with_orphans).await;
+
+    let explained = rows(
+        &mut s,
+        "EXPLAIN SYSTEM MAINTAIN DATABASE lake NAMESPACE 'ns'",
+    )
+    .await;
+    assert_eq!(explained.len(), 16, "{explained:#?}");
+    for table in ["ns.small", "ns.outer", "ns.inner"] {
+        assert_eq!(verdict(&explained, table, "rewrite_data_files").0, "due");
+        assert_eq!(verdict(&explained, table, "expire_snapshots").0, "due");
+    }
+    assert_eq!(
+        verdict(&explained, "ns.no_gc", "rewrite_data_files").0,
+        "due"
+    );
+    let (status, reason) = verdict(&explained, "ns.no_gc", "expire_snapshots");
+    assert_eq!(
+        (status, reason.contains("gc.enabled = false")),
+        ("skipped", true)
+    );
+    let orphans = explained
+        .iter()
+        .find(|r| r.contains("ns.small\tremove_orphan_files"))
+        .expect("an orphans row");
+    assert!(
+        orphans.contains("(database lake setting iceberg_maintain_orphans_enabled)"),
+        "{orphans}"
+    );
+    // The outer table's orphan scan protects the inner table (without that it would refuse).
+    assert_eq!(
+        verdict(&explained, "ns.outer", "remove_orphan_files").0,
+        "not due"
+    );
+    // EXPLAIN changed nothing.
+    assert_eq!(inner.files().await, inner_files);
+
+    // The real run, orphan removal off by the statement (it overrides the database).
+    let done = rows(
+        &mut s,
+        "SYSTEM MAINTAIN DATABASE lake SETTINGS iceberg_maintain_orphans_enabled = 0",
+    )
+    .await;
+    for table in ["ns.small", "ns.outer", "ns.inner", "ns.no_gc"] {
+        assert_eq!(
+            verdict(&done, table, "rewrite_data_files").0,
+            "ok",
+            "{done:#?}"
+        );
+    }
+    for table in ["ns.small", "ns.outer", "ns.inner"] {
+        assert_eq!(
+            verdict(&done, table, "expire_snapshots").0,
+            "ok",
+            "{done:#?}"
+        );
+    }
+    assert_eq!(verdict(&done, "ns.no_gc", "expire_snapshots").0, "skipped");
+    assert_eq!(
+        verdict(&done, "ns.no_gc", "remove_orphan_files").0,
+        "skipped"
+    );
+    assert_eq!(
+        verdict(&done, "ns.small", "remove_orphan_files").0,
+        "disabled"
+    );
+    // Nothing of the gc.enabled = false table was deleted; the inner table's files that it still
+    // lists are all there although they lie under the outer table's location.
+    let no_gc_now = no_gc.files().await;
+    for file in &no_gc_files {
+        assert!(no_gc_now.contains(file), "{file:?} of no_gc deleted");
+    }
+    let inner_now: Vec<String> = inner.files().await.into_iter().map(|f| f.0).collect();
+    run(&mut s, "USE lake").await;
+    let inner_live = rows(
+        &mut s,
+        "SELECT file_path FROM system.iceberg_files WHERE table = 'ns.inner'",
+    )
+    .await;
+    assert!(!inner_live.is_empty());
+    for path in &inner_live {
+        let relative = path.trim_start_matches(&format!("{}/", inner.root));
+        assert!(inner_now.iter().any(|f| f == relative), "{path} gone");
+    }
+    // Every table reads as before (pyiceberg: the refs it still has; ClickHouse: current rows).
+    for (name, before) in names.iter().zip(&before) {
+        let after = read(&warehouse, name);
+        assert_eq!(before["clickhouse"], after["clickhouse"], "ns.{name}");
+        assert_eq!(
+            before["pyiceberg"]["main"], after["pyiceberg"]["main"],
+            "ns.{name}"
+        );
+    }
+    // A second run finds nothing due.
+    let again = rows(
+        &mut s,
+        "SYSTEM MAINTAIN DATABASE lake SETTINGS iceberg_maintain_orphans_enabled = 0",
+    )
+    .await;
+    assert!(
+        again
+            .iter()
+            .all(|r| !r.contains("\tok\t") && !r.contains("\tdue\t")),
+        "{again:#?}"
+    );
+    // With orphan removal on (the database's setting), the outer table's scan cannot vouch for
+    // the inner table any more: the inner table's older metadata files list manifest lists its
+    // expiry deleted. That table's orphan removal fails and deletes nothing; the other tables
+    // still run, and the statement fails naming the failure.
+    let error = s
+        .execute("SYSTEM MAINTAIN DATABASE lake")
+        .await
+        .expect_err("the outer table's orphan removal refuses");
+    let text = error.to_string();
+    assert!(
+        text.contains("1 of 4 table(s) failed")
+            && text.contains("lake.ns.outer remove_orphan_files")
+            && text.contains("nothing was deleted"),
+        "{text}"
+    );
+    let inner_after: Vec<String> = inner.files().await.into_iter().map(|f| f.0).collect();
+    assert_eq!(inner_after, inner_now);
+    for name in names {
+        read(&warehouse, name);
+    }
+}
