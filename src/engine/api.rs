@@ -11,13 +11,17 @@
 //! procedure's shape: the single-table check, then its plan and its explain, count or execute,
 //! within the progress scope).
 //! The ClickHouse gate settings (`allow_experimental_expire_snapshots`, …) are SQL session
-//! switches and do not apply here: calling the method is the opt-in. Nor are privileges checked:
-//! a `Table` has no session and no user; it is the embedder acting as itself (statements run
-//! through a [`super::Session`] are checked against its user's grants).
+//! switches and do not apply here: calling the method is the opt-in. Privileges: a table opened
+//! through a session ([`super::Session::table`]) carries the session's user, and every run checks
+//! the privilege its statement would need (`ALTER EXECUTE`, `ALTER SETTINGS` for properties, any
+//! privilege to read metadata) with the check statements go through; a `Table` opened directly
+//! ([`Table::open`], [`Table::with_io`], [`Table::open_catalog`]) has no user: it is the embedder
+//! acting as itself.
 
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use super::access::{Authorizer, GrantObject, Need, Privilege};
 use super::api_procedures::{
     ExpireSnapshots, RemoveOrphanFiles, RewriteDataFiles, RewriteManifests,
 };
@@ -46,6 +50,41 @@ pub struct Table {
     /// A path table, or a catalog table ([`Table::open_catalog`]).
     source: TableSource,
     before_commit: Option<BeforeCommit>,
+    /// The session user whose privileges each run checks (a table from `Session::table`);
+    /// `None`: the embedder acting as itself.
+    guard: Option<TableGuard>,
+}
+
+/// A session user's privileges on one table, checked by every run of a [`Table`] that
+/// `Session::table` opened, with the check SQL statements go through.
+#[derive(Clone)]
+pub(super) struct TableGuard {
+    pub(super) authorizer: Arc<dyn Authorizer>,
+    pub(super) user: String,
+    pub(super) object: GrantObject,
+}
+
+impl std::fmt::Debug for TableGuard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TableGuard")
+            .field("user", &self.user)
+            .field("object", &self.object)
+            .finish_non_exhaustive()
+    }
+}
+
+impl TableGuard {
+    /// `privilege` on the table, as the statement doing the same would need it.
+    fn needs(&self, privilege: Privilege) -> Result<()> {
+        let need = Need::Grant(privilege, self.object.clone());
+        super::access::check(self.authorizer.as_ref(), &self.user, &[need])
+    }
+
+    /// Any privilege on the table: what reading its metadata needs.
+    fn sees(&self) -> Result<()> {
+        let need = Need::See(Privilege::ShowTables, self.object.clone());
+        super::access::check(self.authorizer.as_ref(), &self.user, &[need])
+    }
 }
 
 impl Table {
@@ -99,6 +138,7 @@ impl Table {
             clock: Arc::new(SystemClock),
             source: target.source,
             before_commit: None,
+            guard: None,
         })
     }
 
@@ -137,6 +177,27 @@ impl Table {
             clock: Arc::new(SystemClock),
             source: TableSource::Path,
             before_commit: None,
+            guard: None,
+        }
+    }
+
+    /// A table a session opened ([`super::Session::table`]): its target's storage and location,
+    /// the session's settings and clock, and `guard`, the session user's privileges.
+    pub(super) fn bound(
+        target: MaintenanceTarget,
+        clock: Arc<dyn Clock>,
+        guard: TableGuard,
+    ) -> Table {
+        Table {
+            io: target.io,
+            location: target.location,
+            name: target.table_name,
+            metadata_settings: target.metadata_settings,
+            settings: target.settings,
+            clock,
+            source: target.source,
+            before_commit: target.before_commit,
+            guard: Some(guard),
         }
     }
 
@@ -208,7 +269,10 @@ impl Table {
     /// The target a read of this table's metadata uses: the table's settings, no progress sink.
     #[cfg(feature = "datafusion")]
     pub(super) fn read_target(&self) -> Result<MaintenanceTarget> {
-        Run::new(self).target()
+        if let Some(guard) = &self.guard {
+            guard.sees()?;
+        }
+        Run::new(self).unchecked_target()
     }
 }
 
@@ -275,8 +339,21 @@ impl<'t> Run<'t> {
         }
     }
 
-    /// The target, with "now" read once for the whole run (as a statement reads it).
+    /// The target of a run that changes the table (`ALTER EXECUTE`'s privilege when the table
+    /// is a session's), with "now" read once for the whole run (as a statement reads it).
     pub(super) fn target(&self) -> Result<MaintenanceTarget> {
+        self.target_needing(Privilege::AlterExecute)
+    }
+
+    /// [`Self::target`], for a run that needs `privilege` (as its statement would).
+    pub(super) fn target_needing(&self, privilege: Privilege) -> Result<MaintenanceTarget> {
+        if let Some(guard) = &self.table.guard {
+            guard.needs(privilege)?;
+        }
+        self.unchecked_target()
+    }
+
+    fn unchecked_target(&self) -> Result<MaintenanceTarget> {
         if let Some(e) = &self.setting_error {
             return Err(e.clone());
         }

@@ -17,6 +17,7 @@
 
 use std::time::Duration;
 
+use super::access::Privilege;
 use super::api::{Run, Table, Timestamp};
 use super::procedures::run;
 use crate::error::{Error, Result};
@@ -222,14 +223,24 @@ impl AlterRefs<'_> {
 
     /// Run it.
     pub async fn execute(self) -> Result<SnapshotOutcome> {
-        let target = self.run.target()?;
+        let target = self.run.target_needing(self.privilege())?;
         run::<shape::ChangeTable>(&target, &self.change()?, false).await
     }
 
     /// What it would change; nothing is written.
     pub async fn explain(self) -> Result<SnapshotOutcome> {
-        let target = self.run.target()?;
+        let target = self.run.target_needing(self.privilege())?;
         run::<shape::ChangeTable>(&target, &self.change()?, true).await
+    }
+
+    /// What the statement would need: `ALTER SETTINGS` for properties, `ALTER EXECUTE` for refs.
+    fn privilege(&self) -> Privilege {
+        match self.change {
+            TableChange::SetProperties(_) | TableChange::UnsetProperties { .. } => {
+                Privilege::AlterSettings
+            }
+            _ => Privilege::AlterExecute,
+        }
     }
 }
 

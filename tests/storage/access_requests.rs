@@ -151,3 +151,82 @@ async fn a_hosts_authorizer_decides_before_storage() {
     assert!(!explained[0].rows.is_empty());
     assert!(counter.snapshot().total() > 0);
 }
+
+/// The typed API through a session (`Session::table`) is checked as the statements are: a reader
+/// (SELECT only) may read the table's metadata but not expire it, a maintainer (ALTER EXECUTE)
+/// may expire but not set a property (ALTER SETTINGS), a stranger may not even read; nothing
+/// denied reaches storage.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_typed_api_of_a_session_checks_the_same_privileges() {
+    let counter = RequestCounter::new();
+    let engine = engine_on_s3(&counter, None, "default").await;
+    let mut admin = engine.session();
+    admin
+        .execute(
+            "CREATE USER reader; CREATE USER ops; CREATE USER stranger;
+             GRANT SELECT ON default.t TO reader; GRANT ALTER EXECUTE ON default.* TO ops",
+        )
+        .await
+        .expect("users and grants");
+    let before = counter.snapshot().total();
+    let as_user = |name: &str| {
+        let mut session = engine.session();
+        session.set_user(name).expect("a known user");
+        session
+    };
+
+    let reader = as_user("reader").table("t").await.expect("opens");
+    let denied = reader.expire_snapshots().dry_run(true).execute().await;
+    let denied = denied.expect_err("a reader may not expire");
+    assert_eq!(
+        denied.to_string(),
+        "Code: 497. DB::Exception: reader: Not enough privileges. To execute this query, it's \
+         necessary to have the grant ALTER EXECUTE ON default.t. (ACCESS_DENIED)"
+    );
+    let denied = reader.set_properties([("k", "v")]).execute().await;
+    assert_eq!(denied.expect_err("nor set a property").code(), 497);
+    assert_eq!(
+        counter.snapshot().total(),
+        before,
+        "nothing denied reached storage"
+    );
+    #[cfg(feature = "datafusion")]
+    {
+        let snapshots = reader
+            .metadata_table(icetrim::MetadataTable::Snapshots)
+            .collect()
+            .await
+            .expect("a reader reads the metadata");
+        let rows: usize = snapshots.iter().map(|b| b.num_rows()).sum();
+        assert_eq!(rows, 4);
+    }
+
+    let ops = as_user("ops").table("t").await.expect("opens");
+    let planned = ops
+        .expire_snapshots()
+        .retain_last(1)
+        .dry_run(true)
+        .execute()
+        .await;
+    assert!(planned.expect("ops expires").metrics.dry_run);
+    let at = counter.snapshot().total();
+    let denied = ops.set_properties([("k", "v")]).execute().await;
+    let denied = denied.expect_err("ops may not set properties");
+    assert!(
+        denied.to_string().contains("ALTER SETTINGS ON default.t"),
+        "{denied}"
+    );
+    assert_eq!(counter.snapshot().total(), at);
+
+    #[cfg(feature = "datafusion")]
+    {
+        let stranger = as_user("stranger").table("t").await.expect("opens");
+        let denied = stranger
+            .metadata_table(icetrim::MetadataTable::Snapshots)
+            .collect()
+            .await
+            .expect_err("a stranger may not read");
+        assert_eq!(denied.code(), 497, "{denied}");
+        assert_eq!(counter.snapshot().total(), at);
+    }
+}

@@ -17,6 +17,14 @@ pub(super) enum Access {
 }
 
 impl Access {
+    /// The authorizer, shared (a session-bound `Table` keeps it).
+    pub(super) fn shared_authorizer(&self) -> Arc<dyn Authorizer> {
+        match self {
+            Access::Store(store) => Arc::clone(store) as Arc<dyn Authorizer>,
+            Access::Host(host) => Arc::clone(host),
+        }
+    }
+
     pub(super) fn authorizer(&self) -> &dyn Authorizer {
         match self {
             Access::Store(store) => store.as_ref(),

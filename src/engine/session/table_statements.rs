@@ -1,8 +1,11 @@
 //! The statements that act on one table: `ALTER TABLE … EXECUTE`, `OPTIMIZE TABLE [… MANIFEST]`,
 //! the ref and property statements, and their `EXPLAIN`: where the table is (path or catalog),
-//! the gates, then the procedure or change through `engine/procedures.rs`.
+//! the gates, then the procedure or change through `engine/procedures.rs`; and a table opened for
+//! the typed API on the session's behalf (`Session::table`).
 
 use super::*;
+use crate::engine::access::GrantObject;
+use crate::engine::api::{Table, TableGuard};
 use crate::maintain::target::{MaintenanceTarget, TableSource};
 
 impl Session {
@@ -102,6 +105,62 @@ impl Session {
         // The arguments' warnings (a DST gap or fold) come before the run's own.
         result.warnings.splice(0..0, notes);
         Ok(result)
+    }
+
+    /// The table `name` (`t`, `db.t`, or a catalog table ``lake.`ns.t` ``, as SQL names it) for
+    /// the typed API, bound to this session: its settings, clock and storage as a statement would
+    /// use them, and its user, whose privilege each run checks as the statement doing the same
+    /// would be checked (`ALTER EXECUTE` for procedures and refs, `ALTER SETTINGS` for
+    /// properties, any privilege to read metadata). Opening loads a catalog table; a path table
+    /// costs no I/O.
+    ///
+    /// ```
+    /// use icetrim::engine::Engine;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> icetrim::Result<()> {
+    /// let dir = tempfile::tempdir().map_err(|e| icetrim::Error::logical(e.to_string()))?;
+    /// let location = dir.path().join("t").to_string_lossy().into_owned();
+    /// icetrim::Table::write_demo(&location).await?;
+    /// let mut session = Engine::builder().build()?.session();
+    /// session
+    ///     .execute(&format!("CREATE TABLE t ENGINE = IcebergLocal('{location}'); CREATE USER reader"))
+    ///     .await?;
+    /// session.execute("GRANT SELECT ON default.t TO reader").await?;
+    /// session.set_user("reader")?;
+    /// let table = session.table("t").await?;
+    /// let denied = table.expire_snapshots().dry_run(true).execute().await.unwrap_err();
+    /// assert_eq!(denied.code(), 497);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn table(&self, name: &str) -> Result<Table> {
+        let statement = crate::sql::parse_statement(&format!("SHOW CREATE TABLE {name}"))?;
+        let Statement::ShowCreateTable { name, .. } = statement else {
+            return Err(Error::bad_arguments(format!(
+                "'{name}' is not a table name"
+            )));
+        };
+        let place = self.place_of(&name).await?;
+        let runtime = &self.shared.runtime;
+        let target = match &place {
+            TablePlace::Catalog(def) => {
+                let catalog = self.catalogs.get(def)?;
+                let open =
+                    catalog_db::open_table_in(runtime, &self.settings, def, catalog, &name.table);
+                let progress = Progress::new(None, self.cancel.clone());
+                catalog_db::cancellable(&progress, open)
+                    .await
+                    .map_err(|e| catalog_db::scrub(e, def))?
+            }
+            TablePlace::Path(def) => open_table(runtime, &self.settings, def)?,
+        };
+        let guard = TableGuard {
+            authorizer: self.shared.access.shared_authorizer(),
+            user: self.user.clone(),
+            object: GrantObject::table(self.database_of(&name), &name.table),
+        };
+        Ok(Table::bound(target, Arc::clone(&runtime.clock), guard))
     }
 
     /// Where the table `name` is, the one routing of every statement on a table: a catalog
