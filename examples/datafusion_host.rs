@@ -24,9 +24,12 @@ use icetrim::datafusion::arrow::datatypes::{DataType, Field, Schema};
 use icetrim::datafusion::arrow::util::pretty::pretty_format_batches;
 use icetrim::datafusion::catalog::MemTable;
 use icetrim::datafusion::prelude::SessionContext;
-use icetrim::engine::{Authorizer, Engine, GrantObject, Privilege};
+use icetrim::engine::{Authorizer, Engine, GrantObject, Privilege, split_statements};
 use parquet::arrow::ArrowWriter;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+
+/// The mixed script: icetrim's statements and the host's DataFusion SQL.
+const SCRIPT: &str = include_str!("../sql-examples/datafusion_host.sql");
 
 /// The host's access rules: `ops` may do anything; every other user may read (`SELECT` and
 /// seeing names), never change a table.
@@ -103,18 +106,12 @@ pub async fn run(dir: &Path) -> Result<Vec<Answer>, Box<dyn std::error::Error>> 
 
     let ctx = host_for("ops", &owners).await?;
 
-    let statements = [
-        format!("CREATE TABLE events ENGINE = IcebergLocal('{events}')"),
-        "SELECT team, count(*) AS tables FROM owners GROUP BY team ORDER BY team".to_string(),
-        "ALTER TABLE events EXECUTE expire_snapshots(retention_period = '3d', \
-         retain_last = 5, dry_run = 1)"
-            .to_string(),
-        "SELECT o.team, s.\"table\", count(*) AS snapshots \
-         FROM icetrim.system.iceberg_snapshots s JOIN owners o ON s.\"table\" = o.table_name \
-         GROUP BY o.team, s.\"table\" ORDER BY o.team"
-            .to_string(),
-    ];
-    let script = statements.join(";\n");
+    // The script is `sql-examples/datafusion_host.sql`, on this run's table.
+    let script = SCRIPT.replace("/tmp/icetrim-example/events", &events);
+    let statements: Vec<String> = split_statements(&script)
+        .into_iter()
+        .map(|(text, _line)| text.to_string())
+        .collect();
     let frames = icetrim::host::sql(&ctx, &script).await?;
     let mut answers = Vec::new();
     for (statement, frame) in statements.into_iter().zip(frames) {
