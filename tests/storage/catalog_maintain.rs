@@ -24,15 +24,7 @@ async fn register_copy(fixture: &Fixture, root: &Root, warehouse: &str, name: &s
         false,
     )
     .await;
-    let files = root.files().await;
-    let newest = rest_catalog::newest_metadata_name(
-        files
-            .iter()
-            .map(|(rel, _, _)| rel.as_str())
-            .filter(|rel| rel.starts_with("metadata/") && !rel[9..].contains('/')),
-    )
-    .expect("a metadata file in the copy")
-    .to_string();
+    let newest = root.newest_metadata().await;
     rest_catalog::register(warehouse, &["ns"], name, &root.uri(&newest)).await;
 }
 

@@ -157,15 +157,7 @@ impl Place {
     /// Register the copy in moto's Glue as `<fresh glue database>.t`; the session's database
     /// shows that Glue database only (`namespaces`).
     async fn register_in_glue(&mut self) {
-        let files = self.root.files().await;
-        let newest = common::rest_catalog::newest_metadata_name(
-            files
-                .iter()
-                .map(|(rel, _, _)| rel.as_str())
-                .filter(|rel| rel.starts_with("metadata/") && !rel[9..].contains('/')),
-        )
-        .expect("a metadata file in the copy")
-        .to_string();
+        let newest = self.root.newest_metadata().await;
         let namespace = common::unique("sessions").replace('-', "_");
         let root = self.root.root.clone();
         common::glue_catalog::register(&namespace, "t", &root, &self.root.uri(&newest)).await;

@@ -43,6 +43,19 @@ impl Root {
         format!("{}/{relative}", self.root)
     }
 
+    /// The name (relative to the root) of the newest metadata file directly under `metadata/`.
+    pub async fn newest_metadata(&self) -> String {
+        let files = self.files().await;
+        super::rest_catalog::newest_metadata_name(
+            files
+                .iter()
+                .map(|(rel, _, _)| rel.as_str())
+                .filter(|rel| rel.starts_with("metadata/") && !rel[9..].contains('/')),
+        )
+        .expect("a metadata file in the copy")
+        .to_string()
+    }
+
     /// Every file under the root: (path relative to it, size, last-modified ms).
     pub async fn files(&self) -> Vec<(String, u64, Option<i64>)> {
         let listed: Vec<_> = self
