@@ -27,6 +27,8 @@ own behaviour, so concurrent tests do not see each other's tables. Test hooks (n
        `s3.session-token-expires-at-ms` (advertise_ms: advertise that lifetime instead);
        s3_endpoint: the endpoint to vend (e.g. that proxy); expired_vends: N: the next N
        credentials vended (loads and refreshes alike) had expired an hour before;
+       throttle: {"status", "count", "retry_after"?}: the next `count` catalog requests answer
+       `status` (429, 503) with that Retry-After header;
        azure: {"endpoint", "key"}: the warehouse's tables live on azurite (pyiceberg reaches
        them with the account key, azurite_io.py); vend an account SAS token
        (`adls.sas-token.<account host>`, valid lifetime_ms or an hour) and the blob endpoint
@@ -44,7 +46,7 @@ own behaviour, so concurrent tests do not see each other's tables. Test hooks (n
        "commit-then-drop-blind" (applied, connection closed, and the next load of the table
        answers 503), "truncate-load" (the next load answers half a JSON document).
   POST /admin/expire-tokens: every token issued so far stops working (401 → the client refreshes).
-  GET  /admin/log: the requests seen: [{"method", "path", "query", "auth", "delegation", "body"}].
+  GET  /admin/log: the requests seen: [{"method", "path", "query", "auth", "delegation", "time", "body"}].
 
 Usage: server.py --port P --db /path/catalog.db --warehouse s3://bucket/prefix --s3-endpoint URL
 Prints "ready <port>" on stdout once listening.
@@ -165,6 +167,7 @@ class Handler(BaseHTTPRequestHandler):
                     "query": url.query,
                     "auth": self.headers.get("Authorization"),
                     "delegation": self.headers.get("X-Iceberg-Access-Delegation"),
+                    "time": time.time(),
                     "body": raw.decode("utf-8", "replace") if raw else None,
                 }
             )
@@ -196,6 +199,8 @@ class Handler(BaseHTTPRequestHandler):
             warehouse, rest = rest[0], rest[1:]
             if not self.authorized(warehouse):
                 return
+            if self.throttled(warehouse):
+                return
             return self.catalog_route(method, warehouse, rest, query, raw)
         except (NoSuchTableError, NoSuchNamespaceError) as e:
             kind = "NoSuchTableException" if isinstance(e, NoSuchTableError) else "NoSuchNamespaceException"
@@ -213,6 +218,24 @@ class Handler(BaseHTTPRequestHandler):
     def behaviour(self, warehouse):
         with STATE.lock:
             return STATE.warehouses.get(warehouse, {})
+
+    def throttled(self, warehouse):
+        """Answer the warehouse's `throttle` status (with its Retry-After) while its count lasts."""
+        with STATE.lock:
+            throttle = STATE.warehouses.get(warehouse, {}).get("throttle")
+            if not throttle or throttle.get("count", 0) <= 0:
+                return False
+            throttle["count"] -= 1
+        code = throttle.get("status", 429)
+        data = json.dumps(error_body(code, "SlowDownException", "slow down")).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        if throttle.get("retry_after") is not None:
+            self.send_header("Retry-After", str(throttle["retry_after"]))
+        self.end_headers()
+        self.wfile.write(data)
+        return True
 
     def authorized(self, warehouse):
         b = self.behaviour(warehouse)

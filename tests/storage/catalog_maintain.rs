@@ -189,21 +189,43 @@ async fn one_run_maintains_a_catalog_database_by_its_policy() {
             .all(|r| !r.contains("\tok\t") && !r.contains("\tdue\t")),
         "{again:#?}"
     );
-    // With orphan removal on (the database's setting), the outer table's scan cannot vouch for
-    // the inner table any more: the inner table's older metadata files list manifest lists its
-    // expiry deleted. That table's orphan removal fails and deletes nothing; the other tables
-    // still run, and the statement fails naming the failure.
+    // With orphan removal on (the database's setting) the outer table's scan protects the inner
+    // table, whose older metadata files name manifest lists its own expiry deleted: it reads what
+    // is there and passes over what is gone. A table whose metadata file is gone fails alone: the
+    // others run, and the statement fails naming it. The catalog throttles the run's first
+    // requests (429 with Retry-After: 1): each is sent again after the wait it asked for.
+    let broken = Root::new(io.clone(), &format!("{base}/broken"));
+    register_copy(&linear, &broken, &warehouse, "broken").await;
+    let newest = broken.newest_metadata().await;
+    io.delete(&broken.uri(&newest)).await.expect("delete");
+    let throttle = serde_json::json!({"throttle": {"status": 429, "count": 3, "retry_after": 1}});
+    rest_catalog::warehouse(&warehouse, throttle).await;
+    let seen = rest_catalog::log().await.len();
     let error = s
         .execute("SYSTEM MAINTAIN DATABASE lake")
         .await
-        .expect_err("the outer table's orphan removal refuses");
+        .expect_err("the broken table fails");
     let text = error.to_string();
     assert!(
-        text.contains("1 of 4 table(s) failed")
-            && text.contains("lake.ns.outer remove_orphan_files")
-            && text.contains("nothing was deleted"),
+        text.contains("1 of 5 table(s) failed") && text.contains("lake.ns.broken open"),
         "{text}"
     );
+    let log: Vec<Value> = rest_catalog::log()
+        .await
+        .into_iter()
+        .skip(seen)
+        .filter(|e| e["path"].as_str().is_some_and(|p| p.starts_with("/v1/")))
+        .collect();
+    let first = &log[0];
+    let resent: Vec<&Value> = log
+        .iter()
+        .filter(|e| e["path"] == first["path"] && e["method"] == first["method"])
+        .collect();
+    assert!(resent.len() >= 4, "3 throttled + 1 answered: {resent:#?}");
+    for pair in resent[..4].windows(2) {
+        let gap = pair[1]["time"].as_f64().unwrap() - pair[0]["time"].as_f64().unwrap();
+        assert!(gap >= 0.95, "sent again {gap} s after a Retry-After of 1 s");
+    }
     let inner_after: Vec<String> = inner.files().await.into_iter().map(|f| f.0).collect();
     assert_eq!(inner_after, inner_now);
     for name in names {
