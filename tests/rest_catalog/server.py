@@ -21,6 +21,7 @@ own behaviour, so concurrent tests do not see each other's tables. Test hooks (n
        required; vend: answer vended S3 credentials when X-Iceberg-Access-Delegation asks;
        expiring: the load's vended credentials expire within a second and name a dead endpoint
        (only those of GET .../credentials work); hang_loads: table loads answer after 30 s;
+       delay_loads_ms: table loads answer after that many ms;
        config_storage: GET /v1/config's `defaults` carry the S3 emulator's endpoint and keys;
        lifetime_ms: vended session tokens `vended.<expires-at-ms>.<n>` that expire after that
        long (tests/py/expiring_s3_proxy.py enforces it), advertised in
@@ -425,6 +426,7 @@ class Handler(BaseHTTPRequestHandler):
     def load(self, warehouse, namespace, name):
         if self.behaviour(warehouse).get("hang_loads"):
             time.sleep(30)
+        time.sleep(self.behaviour(warehouse).get("delay_loads_ms", 0) / 1000)
         key = (warehouse, namespace, name)
         with STATE.lock:
             blind = STATE.blind_loads.get(key, 0)

@@ -232,3 +232,80 @@ async fn one_run_maintains_a_catalog_database_by_its_policy() {
         read(&warehouse, name);
     }
 }
+
+/// Tables run in parallel up to `iceberg_maintain_max_parallel_tables`. The catalog answers each
+/// table load after a second: four at once, every table's first load arrives before the first
+/// is answered; one at a time, each arrives after the one before was answered. The answer is
+/// the same, in name order.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tables_run_in_parallel_up_to_the_setting() {
+    let now = fixtures::now_ms();
+    let linear = fixtures::make_fixture("py_v2_linear", now, false);
+    let warehouse = crate::support::unique("parallel");
+    let slow = serde_json::json!({"delay_loads_ms": 1000});
+    rest_catalog::warehouse(&warehouse, slow).await;
+    let (io, base) = s3_emulator("parallel");
+    let names = ["t1", "t2", "t3", "t4"];
+    for name in names {
+        let root = Root::new(io.clone(), &format!("{base}/{name}"));
+        register_copy(&linear, &root, &warehouse, name).await;
+    }
+    let mut s = session();
+    let database = rest_catalog::create_database("lake", &warehouse, "vended_credentials = 0");
+    run(&mut s, &database).await;
+    let prefix = format!("/v1/{warehouse}/namespaces/ns/tables/");
+    let mut answers = Vec::new();
+    for parallel in [4, 1] {
+        let seen = rest_catalog::log().await.len();
+        let statement = format!(
+            "EXPLAIN SYSTEM MAINTAIN DATABASE lake \
+             SETTINGS iceberg_maintain_max_parallel_tables = {parallel}"
+        );
+        answers.push(rows(&mut s, &statement).await);
+        let mut first_loads = std::collections::BTreeMap::new();
+        for entry in rest_catalog::log().await.into_iter().skip(seen) {
+            let path = entry["path"].as_str().unwrap_or_default();
+            let Some(table) = path.strip_prefix(&prefix) else {
+                continue;
+            };
+            if entry["method"] == "GET" && !table.contains('/') {
+                let time = entry["time"].as_f64().expect("time");
+                first_loads.entry(table.to_string()).or_insert(time);
+            }
+        }
+        let mut times: Vec<f64> = first_loads.into_values().collect();
+        assert_eq!(times.len(), 4, "parallel {parallel}");
+        times.sort_by(f64::total_cmp);
+        if parallel == 4 {
+            let spread = times[3] - times[0];
+            assert!(spread < 0.9, "loads {spread} s apart: not in parallel");
+        } else {
+            for pair in times.windows(2) {
+                let gap = pair[1] - pair[0];
+                assert!(
+                    gap >= 0.95,
+                    "a table loaded {gap} s after the one before: {:#?}",
+                    rest_catalog::log()
+                        .await
+                        .into_iter()
+                        .skip(seen)
+                        .collect::<Vec<_>>()
+                );
+            }
+        }
+    }
+    assert_eq!(answers[0], answers[1]);
+    assert_eq!(answers[0].len(), 16, "{:#?}", answers[0]);
+    for (i, name) in names.iter().enumerate() {
+        assert!(
+            answers[0][i * 4].contains(&format!("ns.{name}\t")),
+            "{:#?}",
+            answers[0]
+        );
+    }
+    let zero = s
+        .execute("SYSTEM MAINTAIN DATABASE lake SETTINGS iceberg_maintain_max_parallel_tables = 0")
+        .await
+        .expect_err("0 tables at once");
+    assert!(zero.to_string().contains("at least 1"), "{zero}");
+}
