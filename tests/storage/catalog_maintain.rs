@@ -28,23 +28,28 @@ async fn register_copy(fixture: &Fixture, root: &Root, warehouse: &str, name: &s
     rest_catalog::register(warehouse, &["ns"], name, &root.uri(&newest)).await;
 }
 
-/// pyiceberg (every ref) and chdb (current rows) reading `ns.<name>` through the catalog.
-fn read(warehouse: &str, name: &str) -> Value {
+/// pyiceberg (every ref) and chdb (current rows) reading each `ns.<name>` through the catalog
+/// (one process for all of them).
+fn read_all(warehouse: &str, names: &[&str]) -> Vec<Value> {
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/rest_catalog/read.py");
     let endpoint = crate::support::emulator_var("ICETRIM_S3_ENDPOINT");
     let bucket = crate::support::emulator_var("ICETRIM_S3_BUCKET");
     let uri = rest_catalog::uri();
+    let tables = names.join(",");
     let args = [
         uri.as_str(),
         warehouse,
         "ns",
-        name,
+        tables.as_str(),
         endpoint.as_str(),
         bucket.as_str(),
     ];
     let out = fixtures::run_python_json(&script, &args);
-    assert!(out.get("error").is_none(), "read ns.{name}: {out}");
-    out
+    assert!(out.get("error").is_none(), "read {tables}: {out}");
+    if names.len() == 1 {
+        return vec![out];
+    }
+    names.iter().map(|name| out[*name].clone()).collect()
 }
 
 /// The `(table, procedure) -> (status, reason)` of a `SYSTEM MAINTAIN` answer.
@@ -73,7 +78,7 @@ async fn one_run_maintains_a_catalog_database_by_its_policy() {
     register_copy(&linear, &outer, &warehouse, "outer").await;
     register_copy(&linear, &inner, &warehouse, "inner").await;
     let names = ["small", "no_gc", "outer", "inner"];
-    let before: Vec<Value> = names.iter().map(|n| read(&warehouse, n)).collect();
+    let before = read_all(&warehouse, &names);
     let inner_files = inner.files().await;
     let no_gc_files = no_gc.files().await;
 
@@ -169,8 +174,8 @@ async fn one_run_maintains_a_catalog_database_by_its_policy() {
         assert!(inner_now.iter().any(|f| f == relative), "{path} gone");
     }
     // Every table reads as before (pyiceberg: the refs it still has; ClickHouse: current rows).
-    for (name, before) in names.iter().zip(&before) {
-        let after = read(&warehouse, name);
+    let after = read_all(&warehouse, &names);
+    for ((name, before), after) in names.iter().zip(&before).zip(&after) {
         assert_eq!(before["clickhouse"], after["clickhouse"], "ns.{name}");
         assert_eq!(
             before["pyiceberg"]["main"], after["pyiceberg"]["main"],
@@ -228,9 +233,7 @@ async fn one_run_maintains_a_catalog_database_by_its_policy() {
     }
     let inner_after: Vec<String> = inner.files().await.into_iter().map(|f| f.0).collect();
     assert_eq!(inner_after, inner_now);
-    for name in names {
-        read(&warehouse, name);
-    }
+    read_all(&warehouse, &names);
 }
 
 /// Tables run in parallel up to `iceberg_maintain_max_parallel_tables`. The catalog answers each
