@@ -15,7 +15,7 @@ use super::result::QueryResult;
 use crate::error::{Error, ErrorKind, Result};
 use crate::format::{Column, Value};
 use crate::maintain::expire::retention::table_retention;
-use crate::maintain::target::MaintenanceTarget;
+use crate::maintain::target::{MaintenanceTarget, TableSource};
 use crate::maintain::upkeep::{
     self, Gate, KNOBS, ORPHANS_MIN_OLDER_THAN_MS, PolicyLayers, UpkeepPolicy, UpkeepProcedure,
 };
@@ -174,10 +174,14 @@ pub async fn maintain_table(
             ..row(procedure, "failed", reason, e.to_string())
         }
     };
-    let maintained_by = table
+    let whole_table = table
         .catalog_database
         .as_ref()
         .and_then(|def| upkeep::catalog_maintainer(&def.args, def.settings.get("warehouse")));
+    let own = match (&table.target.source, whole_table) {
+        (TableSource::Catalog(t), None) => t.catalog.own_maintenance(&t.ident).await,
+        _ => Vec::new(),
+    };
     stop_if_cancelled(progress)?;
     let policy = match policy_of(&table, run).await {
         Ok(policy) => policy,
@@ -202,7 +206,10 @@ pub async fn maintain_table(
         }
         let gate = match check_gates(name, &table.target.settings) {
             Err(e) => Gate::Skipped(e.message().to_string()),
-            Ok(()) => upkeep::gate(&policy, procedure, maintained_by),
+            Ok(()) => {
+                let by = upkeep::maintainer_of(procedure, whole_table, &own);
+                upkeep::gate(&policy, procedure, by)
+            }
         };
         match gate {
             Gate::Disabled(reason) => {
