@@ -59,12 +59,15 @@ impl Session {
                     reason: String::new(),
                     detail: e.to_string(),
                     error: Some(e.kind()),
+                    ..MaintainRow::default()
                 }),
             }
         }
+        let logged = self.log_maintenance(&run, &rows);
         if let Some(error) = failures_error(&rows, count) {
             return Err(error);
         }
+        logged?;
         Ok(rows)
     }
 

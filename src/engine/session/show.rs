@@ -84,6 +84,9 @@ impl Session {
             .as_deref()
             .map(OutputFormat::from_name)
             .transpose()?;
+        if let Some(format) = format {
+            format.check_columns(&columns)?;
+        }
         Ok(SelectRows {
             columns,
             format,

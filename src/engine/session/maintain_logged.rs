@@ -1,0 +1,47 @@
+//! What connects `SYSTEM MAINTAIN` to the engine's maintenance log: each run's rows appended as
+//! entries (not `EXPLAIN`'s), and the entries a session may read (those of tables it holds some
+//! privilege on) for `system.iceberg_maintenance_log` and `system.iceberg_maintenance_metrics`.
+
+use super::*;
+use crate::engine::access::GrantObject;
+use crate::engine::maintain::{MaintainRow, MaintainRun};
+use crate::engine::maintain_log::LogEntry;
+
+impl Session {
+    /// Appends the rows of `run` to the log, one run id for them all. An error names the log
+    /// file that could not be written (the entries stay in memory).
+    pub(super) fn log_maintenance(&self, run: &MaintainRun, rows: &[MaintainRow]) -> Result<()> {
+        if run.explain || rows.is_empty() {
+            return Ok(());
+        }
+        let now = self.shared.runtime.clock.now_ms();
+        let run_id = uuid::Uuid::new_v4().to_string();
+        let entries = rows
+            .iter()
+            .map(|row| LogEntry::of(row, &run_id, run.dry_run, now))
+            .collect();
+        self.shared.maintenance_log.append(entries).map_err(|e| {
+            Error::new(
+                e.kind(),
+                format!(
+                    "SYSTEM MAINTAIN ran (every commit stands) but its log could not be \
+                     written: {}",
+                    e.message()
+                ),
+            )
+        })
+    }
+
+    /// The log's entries about tables this session's user holds some privilege on.
+    pub(crate) fn visible_log_entries(&self) -> Vec<LogEntry> {
+        let authorizer = self.shared.access.authorizer();
+        self.shared
+            .maintenance_log
+            .entries()
+            .into_iter()
+            .filter(|e| {
+                authorizer.allows_any(&self.user, &GrantObject::table(&e.database, &e.table))
+            })
+            .collect()
+    }
+}
