@@ -14,7 +14,9 @@ impl Session {
         if run.explain || rows.is_empty() {
             return Ok(());
         }
-        let now = self.shared.runtime.clock.now_ms();
+        // The run ended when its last procedure did (the clock may stand still: tests, replays).
+        let ended = rows.iter().map(|r| r.ended_ms).max().unwrap_or(0);
+        let now = self.shared.runtime.clock.now_ms().max(ended);
         let run_id = uuid::Uuid::new_v4().to_string();
         let entries = rows
             .iter()
