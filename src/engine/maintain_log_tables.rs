@@ -37,6 +37,10 @@ pub(crate) enum LogTable {
 impl LogTable {
     pub const ALL: [LogTable; 2] = [LogTable::Log, LogTable::Metrics];
 
+    pub fn from_name(name: &str) -> Option<LogTable> {
+        LogTable::ALL.into_iter().find(|t| t.name() == name)
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             LogTable::Log => "iceberg_maintenance_log",
@@ -44,7 +48,7 @@ impl LogTable {
         }
     }
 
-    fn schema(self) -> SchemaRef {
+    pub fn schema(self) -> SchemaRef {
         let fields = match self {
             LogTable::Log => log_fields(),
             LogTable::Metrics => metric_fields(),
