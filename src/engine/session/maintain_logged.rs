@@ -34,7 +34,8 @@ impl Session {
         })
     }
 
-    /// The log's entries about tables this session's user holds some privilege on.
+    /// The log's entries about tables this session's user holds some privilege on (a host's
+    /// context reads them through this; a session's own query through its table source).
     pub(crate) fn visible_log_entries(&self) -> Vec<LogEntry> {
         let authorizer = self.shared.access.authorizer();
         self.shared

@@ -153,8 +153,9 @@ impl Session {
 
     /// A DataFusion context holding this session's `system` schema.
     pub(super) async fn query_context(&self) -> Result<datafusion::prelude::SessionContext> {
-        let source: Arc<dyn TableSource> = Arc::new(self.table_source().await?);
-        let log: Arc<dyn LogSource> = Arc::new(LogAsItWas(self.visible_log_entries()));
+        let tables = Arc::new(self.table_source().await?);
+        let source: Arc<dyn TableSource> = tables.clone();
+        let log: Arc<dyn LogSource> = tables;
         let ctx = session_context(&self.query_options());
         let allow_unfiltered = self.settings.metadata_tables_allow_full_scan();
         let schema = system_schema(source, log, allow_unfiltered)?;
@@ -168,13 +169,16 @@ impl Session {
     }
 }
 
-/// The log entries a session could see when its query started.
-struct LogAsItWas(Vec<LogEntry>);
-
+/// The log entries about tables the session's user sees, read when a query scans the log.
 #[async_trait]
-impl LogSource for LogAsItWas {
+impl LogSource for SessionTables {
     async fn entries(&self) -> Vec<LogEntry> {
-        self.0.clone()
+        self.shared
+            .maintenance_log
+            .entries()
+            .into_iter()
+            .filter(|e| self.sees_table(&e.database, &e.table))
+            .collect()
     }
 }
 
