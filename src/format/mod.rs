@@ -5,7 +5,7 @@
 
 mod describe;
 mod pretty;
-pub mod prometheus;
+pub(crate) mod prometheus;
 mod relative_paths;
 mod text;
 mod value;
@@ -91,7 +91,8 @@ impl OutputFormat {
     }
 
     /// Whether a result of `columns` can be printed in this format: `Prometheus` needs columns
-    /// `name` and `value` (see [`prometheus`]); every other format prints anything.
+    /// `name` and `value` (and optional `help`, `type`, `labels`, `timestamp` of the right types);
+    /// every other format prints anything.
     pub fn check_columns(self, columns: &[Column]) -> Result<()> {
         match self {
             OutputFormat::Prometheus => prometheus::check_columns(columns),

@@ -80,7 +80,8 @@ async fn a_hosts_registered_store_serves_icetrims_s3_tables() {
 
 /// A host's context reads the maintenance log as it is when each query runs: a `SYSTEM MAINTAIN`
 /// sent through `host::sql` after `install` shows in `icetrim.system.iceberg_maintenance_log`,
-/// its metrics in `icetrim.system.iceberg_maintenance_metrics`.
+/// its metrics in `icetrim.system.iceberg_maintenance_metrics`, its rows typed in
+/// `Engine::maintenance_log`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_host_reads_the_maintenance_log_live() {
     let dir = tempfile::tempdir().expect("temp dir");
@@ -132,4 +133,21 @@ async fn a_host_reads_the_maintenance_log_live() {
         .as_primitive::<icetrim::datafusion::arrow::datatypes::Float64Type>()
         .value(0);
     assert_eq!(value, 1.0);
+    // The same rows, typed, from the engine.
+    let logged = engine.maintenance_log();
+    let compaction = logged
+        .iter()
+        .find(|e| e.procedure == "rewrite_data_files")
+        .expect("the compaction's row");
+    assert_eq!(compaction.status, "ok");
+    assert!(!compaction.dry_run);
+    let rewritten = compaction
+        .metrics
+        .iter()
+        .find(|(name, _)| name == "rewritten_data_files_count");
+    let rewritten = rewritten.map(|(_, n)| *n).expect("files rewritten");
+    assert!(rewritten >= 2, "{compaction:?}");
+    let reason = format!("rewritten_data_files_count={rewritten}");
+    assert!(compaction.reason.contains(&reason), "{compaction:?}");
+    assert!(logged.iter().all(|e| e.run_id == compaction.run_id));
 }

@@ -48,3 +48,11 @@ impl Session {
             .collect()
     }
 }
+
+impl Engine {
+    /// Every row the maintenance log holds, oldest first, whoever ran it (a session's
+    /// `system.iceberg_maintenance_log` shows only the tables its user sees).
+    pub fn maintenance_log(&self) -> Vec<LogEntry> {
+        self.shared.maintenance_log.entries()
+    }
+}
