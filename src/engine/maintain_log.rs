@@ -398,6 +398,22 @@ mod tests {
     }
 
     #[test]
+    fn a_file_that_cannot_be_written_is_an_error_naming_it_and_the_entries_stay() {
+        let dir = temp_dir("unwritable");
+        let missing = dir.join("no_such_folder").join("icetrim.prom");
+        let outputs = LogOutputs {
+            metrics_file: Some(missing.clone()),
+            ..Default::default()
+        };
+        let log = MaintenanceLog::in_memory(10, outputs);
+        let error = log.append(vec![entry("r1", "t", "ok")]).unwrap_err();
+        assert_eq!(error.kind(), ErrorKind::FileDoesntExist);
+        assert!(error.message().contains("no_such_folder"), "{error}");
+        assert_eq!(log.entries().len(), 1);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
     fn a_failed_row_keeps_its_code_name_and_loses_url_secrets() {
         let row = MaintainRow {
             database: "lake".into(),

@@ -177,6 +177,7 @@ pub fn exposition(entries: &[LogEntry]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
 
     fn entry(run: &str, table: &str, procedure: &str, status: &str) -> LogEntry {
         LogEntry {
@@ -272,6 +273,74 @@ mod tests {
         unique.sort();
         unique.dedup();
         assert_eq!(seen.len(), unique.len(), "{seen:?}");
+    }
+
+    fn arbitrary_entry() -> impl Strategy<Value = LogEntry> {
+        let statuses = prop::sample::select(vec!["ok", "failed", "not due", "skipped", "due"]);
+        (
+            0..4usize,
+            0..3usize,
+            0..3usize,
+            statuses,
+            0..5i64,
+            0..1_000i64,
+            0..1_000i64,
+        )
+            .prop_map(|(run, table, procedure, status, deleted, start, took)| {
+                let mut e = entry(
+                    &format!("r{run}"),
+                    &format!("t{table}"),
+                    [
+                        "rewrite_data_files",
+                        "expire_snapshots",
+                        "remove_orphan_files",
+                    ][procedure],
+                    status,
+                );
+                // Odd runs are dry runs (a run is dry or not as a whole).
+                e.dry_run = run % 2 == 1;
+                e.metrics = vec![("deleted_data_files_count".into(), deleted)];
+                e.start_time_ms = start;
+                e.end_time_ms = start + took;
+                e
+            })
+    }
+
+    fn total(rows: &[MetricRow], name: &str) -> f64 {
+        rows.iter()
+            .filter(|r| r.name == name)
+            .map(|r| r.value)
+            .sum()
+    }
+
+    proptest! {
+        /// Whatever the log holds: one run counted per run id, one procedure per real row, the
+        /// files and durations of the real rows, each name's rows together and the exposition
+        /// one sample line per row.
+        #[test]
+        fn aggregates_add_up(entries in prop::collection::vec(arbitrary_entry(), 0..40)) {
+            let rows = metric_rows(&entries);
+            let runs: std::collections::BTreeSet<&str> =
+                entries.iter().map(|e| e.run_id.as_str()).collect();
+            prop_assert_eq!(total(&rows, RUNS.0), runs.len() as f64);
+            let real: Vec<&LogEntry> = entries.iter().filter(|e| !e.dry_run).collect();
+            prop_assert_eq!(total(&rows, PROCEDURES.0), real.len() as f64);
+            let deleted: i64 = real
+                .iter()
+                .filter(|e| !e.failed())
+                .map(|e| e.metrics[0].1)
+                .sum();
+            prop_assert_eq!(total(&rows, FILES_DELETED.0), deleted as f64);
+            let took: i64 = real.iter().map(|e| e.duration_ms()).sum();
+            prop_assert!((total(&rows, DURATION.0) - took as f64 / 1000.0).abs() < 1e-6);
+            let mut names: Vec<&str> = rows.iter().map(|r| r.name).collect();
+            names.dedup();
+            let distinct: std::collections::BTreeSet<&str> = names.iter().copied().collect();
+            prop_assert_eq!(names.len(), distinct.len());
+            let text = exposition(&entries);
+            let samples = text.lines().filter(|l| !l.is_empty() && !l.starts_with('#')).count();
+            prop_assert_eq!(samples, rows.len());
+        }
     }
 
     #[test]

@@ -319,6 +319,7 @@ fn quoted(chars: &mut std::iter::Peekable<std::str::Chars<'_>>) -> Option<String
 mod tests {
     use super::*;
     use crate::error::ErrorKind;
+    use proptest::prelude::*;
 
     fn columns(spec: &[(&str, &str)]) -> Vec<Column> {
         spec.iter().map(|(n, t)| Column::new(*n, *t)).collect()
@@ -501,6 +502,28 @@ w'}"#,
             ]))
             .is_ok()
         );
+    }
+
+    proptest! {
+        /// A label value of any text, printed as the query layer prints a map cell, comes out of
+        /// the exposition escaped: unescaping the sample's label gives the text back.
+        #[test]
+        fn label_values_round_trip(value in "[a-z\\\\'\"\n,:{}= ]{0,12}") {
+            let cell = format!("{{'k':'{}'}}", value.replace('\\', "\\\\").replace('\'', "\\'"));
+            let cols = columns(&[("name", "String"), ("labels", "Map(String, String)"), ("value", "Int64")]);
+            let text = render(&cols, &[vec!["m".into(), cell.into(), Value::Int(1)]]).unwrap();
+            let inside = text
+                .strip_prefix("m{k=\"")
+                .and_then(|t| t.strip_suffix("\"} 1\n\n"))
+                .unwrap_or_else(|| panic!("{text:?}"));
+            prop_assert!(!inside.contains('\n'));
+            let unescaped = inside
+                .replace("\\\\", "\u{0}")
+                .replace("\\n", "\n")
+                .replace("\\\"", "\"")
+                .replace('\u{0}', "\\");
+            prop_assert_eq!(unescaped, value);
+        }
     }
 
     #[test]
