@@ -9,7 +9,8 @@
 //! - labels sorted by key, values escaped (`\` `"` and newline as `\\` `\"` `\n`); a new line in
 //!   HELP becomes a space;
 //! - values as the number they are (`NaN`, `+Inf`, `-Inf` for the IEEE specials); a timestamp of
-//!   0 or NULL is left out;
+//!   0 or NULL is left out. Unlike ClickHouse, `Nullable` number columns are taken (the query
+//!   layer marks computed columns nullable where ClickHouse would not); a NULL value is `NaN`;
 //! - for `histogram` and `summary`, the rows labelled `{'sum':''}` and `{'count':''}` become
 //!   `<name>_sum` and `<name>_count` after the other rows; a histogram's other rows are
 //!   `<name>_bucket`, and a `le="+Inf"` bucket equal to the count is added when missing.
@@ -169,8 +170,9 @@ fn render_group(out: &mut String, name: &str, rows: &[Vec<Value>], layout: Layou
             timestamp: layout
                 .timestamp
                 .and_then(|i| row.get(i))
+                .filter(|v| !matches!(v, Value::Null))
                 .map(|v| number_text(Some(v)))
-                .filter(|t| t != "0" && t != "NULL"),
+                .filter(|t| t != "0"),
             labels,
         };
         let only = |key: &str| {
@@ -258,7 +260,9 @@ fn number_text(value: Option<&Value>) -> String {
         Some(Value::Str(s)) if s.eq_ignore_ascii_case("nan") => "NaN".to_string(),
         Some(Value::Str(s)) if s.eq_ignore_ascii_case("inf") => "+Inf".to_string(),
         Some(Value::Str(s)) if s.eq_ignore_ascii_case("-inf") => "-Inf".to_string(),
-        Some(Value::Null) | None => "NULL".to_string(),
+        // ClickHouse refuses a Nullable value column; the query layer marks columns nullable
+        // more often than ClickHouse, so they are taken and a NULL is "no value".
+        Some(Value::Null) | None => "NaN".to_string(),
         Some(other) => other.to_string(),
     }
 }
@@ -468,8 +472,11 @@ w'}"#,
     #[test]
     fn only_name_and_value_are_required_and_other_columns_are_ignored() {
         let cols = columns(&[("other", "String"), ("value", "Int64"), ("name", "String")]);
-        let rows = vec![vec!["x".into(), Value::Int(-5), "m".into()]];
-        assert_eq!(render(&cols, &rows).unwrap(), "m -5\n\n");
+        let rows = vec![
+            vec!["x".into(), Value::Int(-5), "m".into()],
+            vec!["x".into(), Value::Null, "m".into()],
+        ];
+        assert_eq!(render(&cols, &rows).unwrap(), "m -5\nm NaN\n\n");
         assert_eq!(render(&cols, &[]).unwrap(), "");
     }
 
