@@ -23,7 +23,7 @@ use crate::plan::{
     CompactOptions, ExpireOptions, OrphanOptions, ProcedureCall, RewriteManifestsOptions,
 };
 use crate::progress::{Progress, cancelled_error};
-use crate::settings::Settings;
+use crate::settings::{MAINTAIN_MAX_PARALLEL_TABLES, Settings};
 
 /// The settings a `SYSTEM MAINTAIN` statement takes besides the `iceberg_maintain_*` knobs.
 pub const DRY_RUN: &str = "dry_run";
@@ -37,6 +37,8 @@ pub struct MaintainRun {
     pub session: BTreeMap<String, String>,
     pub dry_run: bool,
     pub explain: bool,
+    /// Tables maintained at once (the statement's setting, else the session's; at least 1).
+    pub max_parallel_tables: u64,
 }
 
 impl MaintainRun {
@@ -50,11 +52,22 @@ impl MaintainRun {
     ) -> Result<MaintainRun> {
         let mut run = MaintainRun {
             explain,
+            max_parallel_tables: session_settings.maintain_max_parallel_tables(),
             ..Default::default()
         };
         for (name, text) in settings {
             if name == DRY_RUN {
                 run.dry_run = upkeep::parse_value(upkeep::KnobKind::Bool, name, text)? != 0;
+                continue;
+            }
+            if name == MAINTAIN_MAX_PARALLEL_TABLES {
+                let n = upkeep::parse_value(upkeep::KnobKind::UInt, name, text)?;
+                if n == 0 {
+                    return Err(Error::bad_arguments(format!(
+                        "{MAINTAIN_MAX_PARALLEL_TABLES} must be at least 1"
+                    )));
+                }
+                run.max_parallel_tables = n;
                 continue;
             }
             let Some(knob) = upkeep::knob_of_setting(name) else {

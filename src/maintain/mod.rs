@@ -14,7 +14,8 @@
 //! - [`rewrite_manifests`]: `rewrite_manifests` and `OPTIMIZE TABLE t MANIFEST`.
 //! - [`compact`]: `OPTIMIZE TABLE` and `rewrite_data_files`.
 //! - [`upkeep`]: the maintenance policy of `SYSTEM MAINTAIN` (knobs, precedence, floors) and its
-//!   per-procedure gates.
+//!   per-procedure gates; [`upkeep_share`]: how a run maintaining tables in parallel splits its
+//!   memory and request budgets.
 //!
 //! - [`shape`]: the one shape every procedure implements ([`shape::MaintenanceProcedure`]: plan
 //!   on the newest metadata, then explain, count or execute the plan) and the one function that
@@ -54,6 +55,7 @@ pub mod rewrite_manifests;
 pub mod shape;
 pub mod target;
 pub mod upkeep;
+pub mod upkeep_share;
 
 pub use compact::{CompactMetrics, CompactOutcome};
 pub use expire::{ExpireMetrics, ExpireOutcome};

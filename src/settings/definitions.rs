@@ -159,6 +159,13 @@ pub const SESSION_SETTINGS: &[SettingDef] = &[
         doc: "SYSTEM MAINTAIN maintains tables a catalog maintains itself (S3 Tables, Glue optimizers)",
     },
     SettingDef {
+        name: "iceberg_maintain_max_parallel_tables",
+        ty: SettingType::UInt,
+        default: SettingValue::UInt(4),
+        doc: "SYSTEM MAINTAIN maintains up to this many tables at once; the session's compaction \
+              memory and metadata read and delete concurrency are split among them, not multiplied",
+    },
+    SettingDef {
         name: "iceberg_metadata_read_concurrency",
         ty: SettingType::UInt,
         default: SettingValue::UInt(32),
@@ -256,6 +263,7 @@ pub(super) const AT_LEAST_ONE: &[&str] = &[
     "iceberg_commit_max_attempts",
     "iceberg_expire_default_min_snapshots_to_keep",
     "iceberg_compaction_max_memory_bytes",
+    "iceberg_maintain_max_parallel_tables",
 ];
 
 /// The largest `max_parser_depth` (the SQL front end's own ceiling, which an engine test ties to
