@@ -126,7 +126,7 @@ pub struct TableToMaintain {
 }
 
 /// One row of the answer: a procedure on a table.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct MaintainRow {
     pub database: String,
     pub table: String,
@@ -140,6 +140,14 @@ pub struct MaintainRow {
     pub detail: String,
     /// A failure's kind.
     pub error: Option<ErrorKind>,
+    /// When the procedure's decision started and when its run (or the decision alone) ended, in
+    /// milliseconds since the epoch: the statement's "now" plus the time elapsed since the
+    /// table's maintenance began (equal for a row nothing ran for).
+    pub started_ms: i64,
+    pub ended_ms: i64,
+    /// The procedure's non-zero metrics as numbers (`reason` shows them as text): what a run did
+    /// (`ok`) or what a dry run found due (`due`); empty otherwise.
+    pub metrics: Vec<(String, i64)>,
 }
 
 impl MaintainRow {
@@ -162,7 +170,7 @@ pub async fn maintain_table(
         status: status.to_string(),
         reason,
         detail,
-        error: None,
+        ..Default::default()
     };
     let failure = |procedure: &str, reason: String, e: &Error| {
         let e = match &table.catalog_database {
@@ -183,9 +191,14 @@ pub async fn maintain_table(
         _ => Vec::new(),
     };
     stop_if_cancelled(progress)?;
+    let clock = Stopwatch::new(table.target.now_ms);
     let policy = match policy_of(&table, run).await {
         Ok(policy) => policy,
-        Err(e) => return Ok(vec![failure("policy", String::new(), &e)]),
+        Err(e) => {
+            return Ok(vec![
+                clock.stamp(failure("policy", String::new(), &e), clock.base_ms),
+            ]);
+        }
     };
     let (policy, retention) = policy;
     let mut rows = Vec::new();
@@ -193,6 +206,7 @@ pub async fn maintain_table(
     for procedure in UpkeepProcedure::ORDER {
         // Between procedures: every commit so far stands, the next one does not start.
         stop_if_cancelled(progress)?;
+        let started = clock.now_ms();
         let name = procedure.name();
         let knobs = match procedure {
             UpkeepProcedure::Expire => retention.clone(),
@@ -201,7 +215,7 @@ pub async fn maintain_table(
         let detail = |error: String| if run.explain { knobs.clone() } else { error };
         if failed {
             let reason = "an earlier procedure of this table failed".to_string();
-            rows.push(row(name, "skipped", reason, String::new()));
+            rows.push(clock.stamp(row(name, "skipped", reason, String::new()), started));
             continue;
         }
         let gate = match check_gates(name, &table.target.settings) {
@@ -211,33 +225,77 @@ pub async fn maintain_table(
                 upkeep::gate(&policy, procedure, by)
             }
         };
-        match gate {
-            Gate::Disabled(reason) => {
-                rows.push(row(name, "disabled", reason, detail(String::new())))
-            }
-            Gate::Skipped(reason) => rows.push(row(name, "skipped", reason, detail(String::new()))),
+        let done = match gate {
+            Gate::Disabled(reason) => row(name, "disabled", reason, detail(String::new())),
+            Gate::Skipped(reason) => row(name, "skipped", reason, detail(String::new())),
             Gate::Plan => {
                 match plan_and_run(&table.target, run, &policy, procedure, progress).await? {
-                    Step::Done(status, reason) => {
-                        rows.push(row(name, status, reason, detail(String::new())))
+                    Step::Done(NOT_DUE, _) => {
+                        row(name, NOT_DUE, "nothing to do".into(), detail(String::new()))
                     }
-                    Step::Failed(reason, e) => {
+                    Step::Done(status, metrics) => MaintainRow {
+                        metrics: metrics.clone(),
+                        ..row(name, status, reason_of(&metrics), detail(String::new()))
+                    },
+                    Step::Failed(work, e) => {
                         failed = true;
-                        rows.push(failure(name, reason, &e));
+                        failure(name, reason_of(&work), &e)
                     }
                 }
             }
-        }
+        };
+        rows.push(clock.stamp(done, started));
     }
     Ok(rows)
 }
 
+const NOT_DUE: &str = "not due";
+
 /// How one procedure of a table's run ended.
 enum Step {
-    /// `due` / `not due` (a decision) or `ok` (a run), with the reason or the metrics.
-    Done(&'static str, String),
+    /// `due` / `not due` (a decision) or `ok` (a run), with the non-zero metrics (none: nothing
+    /// to do).
+    Done(&'static str, Vec<(String, i64)>),
     /// The procedure failed (the work it was due for, and the error).
-    Failed(String, Error),
+    Failed(Vec<(String, i64)>, Error),
+}
+
+/// A row's reason: the metrics as `name=value, …`.
+fn reason_of(metrics: &[(String, i64)]) -> String {
+    let parts: Vec<String> = metrics
+        .iter()
+        .map(|(name, value)| format!("{name}={value}"))
+        .collect();
+    parts.join(", ")
+}
+
+/// Wall-clock times of a table's run: the statement's "now" plus the time elapsed since.
+struct Stopwatch {
+    base_ms: i64,
+    began: std::time::Instant,
+}
+
+impl Stopwatch {
+    fn new(base_ms: i64) -> Self {
+        Stopwatch {
+            base_ms,
+            began: std::time::Instant::now(),
+        }
+    }
+
+    fn now_ms(&self) -> i64 {
+        let elapsed = i64::try_from(self.began.elapsed().as_millis()).unwrap_or(i64::MAX);
+        self.base_ms.saturating_add(elapsed)
+    }
+
+    /// `row`, started at `started_ms` and ended now.
+    fn stamp(&self, row: MaintainRow, started_ms: i64) -> MaintainRow {
+        MaintainRow {
+            started_ms,
+            ended_ms: self.now_ms(),
+            ..row
+        }
+    }
 }
 
 /// Decide `procedure` by a dry run through the executor SQL uses; unless explaining or dry, run
@@ -258,11 +316,11 @@ async fn plan_and_run(
     let planned = match attempt(true).await {
         Ok(result) => result,
         Err(e) if e.kind() == ErrorKind::QueryWasCancelled => return Err(e),
-        Err(e) => return Ok(Step::Failed(String::new(), e)),
+        Err(e) => return Ok(Step::Failed(Vec::new(), e)),
     };
     let work = nonzero_metrics(&planned);
     if work.is_empty() {
-        return Ok(Step::Done("not due", "nothing to do".into()));
+        return Ok(Step::Done(NOT_DUE, work));
     }
     if run.explain || run.dry_run {
         return Ok(Step::Done("due", work));
@@ -343,18 +401,17 @@ fn call_of(
     }
 }
 
-/// The procedure's metrics that are not zero, as `name=value, …` (`dry_run` left out).
-fn nonzero_metrics(result: &QueryResult) -> String {
+/// The procedure's metrics that are not zero (`dry_run` left out).
+fn nonzero_metrics(result: &QueryResult) -> Vec<(String, i64)> {
     let Some(metrics) = &result.metrics else {
-        return String::new();
+        return Vec::new();
     };
-    let parts: Vec<String> = metrics
+    metrics
         .named_values()
         .into_iter()
         .filter(|(name, value)| *name != DRY_RUN && *value != 0)
-        .map(|(name, value)| format!("{name}={value}"))
-        .collect();
-    parts.join(", ")
+        .map(|(name, value)| (name.to_string(), value))
+        .collect()
 }
 
 /// The answer's columns: EXPLAIN's or a run's.

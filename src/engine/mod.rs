@@ -15,6 +15,10 @@ pub(crate) mod catalog_db;
 pub(crate) mod ddl;
 pub(crate) mod describe;
 pub(crate) mod maintain;
+pub(crate) mod maintain_log;
+#[cfg(feature = "datafusion")]
+pub(crate) mod maintain_log_tables;
+pub(crate) mod maintain_metrics;
 pub(crate) mod params;
 pub(crate) mod procedures;
 pub(crate) mod registry;
@@ -33,6 +37,7 @@ pub use api_inspect::MetadataScan;
 pub use api_maintain::{Maintain, MaintainRow};
 pub use api_procedures::{ExpireSnapshots, RemoveOrphanFiles, RewriteDataFiles, RewriteManifests};
 pub use api_snapshots::{AlterRefs, ManageSnapshots};
+pub use maintain_log::{LOG_CAPACITY, LOG_FILE, LogEntry};
 pub use result::{Metrics, QueryResult, SelectRows, StatementOutput};
 #[cfg(feature = "datafusion")]
 pub(crate) use session::live_system_schema;

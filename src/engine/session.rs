@@ -51,6 +51,7 @@ mod databases;
 pub use databases::KnownNames;
 mod dispatch;
 mod maintain;
+mod maintain_logged;
 #[cfg(feature = "datafusion")]
 mod metadata_query;
 #[cfg(feature = "datafusion")]
@@ -91,6 +92,8 @@ struct Shared {
     access: Access,
     /// The user of a new session.
     default_user: String,
+    /// Every `SYSTEM MAINTAIN` run's rows (`system.iceberg_maintenance_log`).
+    maintenance_log: Arc<super::maintain_log::MaintenanceLog>,
 }
 
 /// An optional progress sink that prints as `set` / `none` in `Debug`.
@@ -138,9 +141,25 @@ pub struct EngineBuilder {
     authorizer: Option<Arc<dyn Authorizer>>,
     user: Option<String>,
     io_override: Option<crate::io::FileIO>,
+    log_outputs: super::maintain_log::LogOutputs,
 }
 
 impl EngineBuilder {
+    /// Also append every maintenance log entry to `file`, one JSON line each (for log
+    /// shippers; the shell's `--maintenance-log-file`). See `system.iceberg_maintenance_log`.
+    pub fn maintenance_log_file(mut self, file: impl Into<PathBuf>) -> Self {
+        self.log_outputs.shipper_file = Some(file.into());
+        self
+    }
+
+    /// After every `SYSTEM MAINTAIN` run, write the maintenance metrics as Prometheus text to
+    /// `file` (to `file.tmp`, then renamed over it: for node_exporter's textfile collector; the
+    /// shell's `--metrics-file`).
+    pub fn metrics_file(mut self, file: impl Into<PathBuf>) -> Self {
+        self.log_outputs.metrics_file = Some(file.into());
+        self
+    }
+
     /// Decide every privilege with `authorizer` instead of icetrim's own grant store (users and
     /// grants persisted under the data path). With it, `CREATE USER`, `DROP USER`, `GRANT`,
     /// `REVOKE`, `SHOW GRANTS` and `SHOW USERS` are refused: the host manages its users. See
@@ -241,6 +260,8 @@ impl EngineBuilder {
             Some(dir) => Registry::open(dir)?,
             None => Registry::in_memory(),
         };
+        let maintenance_log =
+            super::maintain_log::open(self.data_path.as_deref(), self.log_outputs)?;
         let mut runtime = match self.clock {
             Some(clock) => Runtime::new(clock),
             None => Runtime::default(),
@@ -266,6 +287,7 @@ impl EngineBuilder {
                 progress: self.progress,
                 access,
                 default_user,
+                maintenance_log: Arc::new(maintenance_log),
             }),
         })
     }

@@ -5,6 +5,7 @@
 
 mod describe;
 mod pretty;
+pub(crate) mod prometheus;
 mod relative_paths;
 mod text;
 mod value;
@@ -31,11 +32,12 @@ pub enum OutputFormat {
     Json,
     Vertical,
     Markdown,
+    Prometheus,
 }
 
 impl OutputFormat {
     /// Every format with its canonical name.
-    pub const ALL: [(OutputFormat, &'static str); 10] = [
+    pub const ALL: [(OutputFormat, &'static str); 11] = [
         (OutputFormat::PrettyCompact, "PrettyCompact"),
         (OutputFormat::Pretty, "Pretty"),
         (OutputFormat::TabSeparated, "TabSeparated"),
@@ -46,6 +48,7 @@ impl OutputFormat {
         (OutputFormat::Json, "JSON"),
         (OutputFormat::Vertical, "Vertical"),
         (OutputFormat::Markdown, "Markdown"),
+        (OutputFormat::Prometheus, "Prometheus"),
     ];
 
     /// Other names ClickHouse accepts for these formats.
@@ -87,7 +90,19 @@ impl OutputFormat {
             .map_or("TabSeparated", |(_, n)| n)
     }
 
-    /// Render a result. `elapsed_seconds` only appears in `JSON`'s statistics.
+    /// Whether a result of `columns` can be printed in this format: `Prometheus` needs columns
+    /// `name` and `value` (and optional `help`, `type`, `labels`, `timestamp` of the right types);
+    /// every other format prints anything.
+    pub fn check_columns(self, columns: &[Column]) -> Result<()> {
+        match self {
+            OutputFormat::Prometheus => prometheus::check_columns(columns),
+            _ => Ok(()),
+        }
+    }
+
+    /// Render a result. `elapsed_seconds` only appears in `JSON`'s statistics. `Prometheus`
+    /// expects columns [`check_columns`](Self::check_columns) accepted; otherwise it prints the
+    /// error, as a comment line.
     pub fn render(self, columns: &[Column], rows: &[Vec<Value>], elapsed_seconds: f64) -> String {
         match self {
             OutputFormat::PrettyCompact => pretty::render(columns, rows, pretty::Frame::Compact),
@@ -106,6 +121,8 @@ impl OutputFormat {
             OutputFormat::Json => text::json_document(columns, rows, elapsed_seconds),
             OutputFormat::Vertical => text::vertical(columns, rows),
             OutputFormat::Markdown => text::markdown(columns, rows),
+            OutputFormat::Prometheus => prometheus::render(columns, rows)
+                .unwrap_or_else(|error| format!("# {}\n", error.message())),
         }
     }
 }

@@ -81,6 +81,15 @@ pub struct Args {
     #[arg(long, value_name = "DIR")]
     pub path: Option<PathBuf>,
 
+    /// After every SYSTEM MAINTAIN, write the maintenance metrics (Prometheus text) to FILE,
+    /// atomically (FILE.tmp renamed over FILE), for node_exporter's textfile collector.
+    #[arg(long, value_name = "FILE")]
+    pub metrics_file: Option<PathBuf>,
+
+    /// Also append every maintenance log row to FILE as one JSON line (for log shippers).
+    #[arg(long, value_name = "FILE")]
+    pub maintenance_log_file: Option<PathBuf>,
+
     /// Run as user NAME (default `default`, which holds every privilege): each statement is
     /// checked against NAME's grants, kept under --path. A name, not a login.
     #[arg(short = 'u', long, value_name = "NAME")]

@@ -139,6 +139,9 @@ fn try_main(args: &Args, out: &mut Output) -> Result<u8, Failure> {
         .as_deref()
         .map(OutputFormat::from_name)
         .transpose()?;
+    if format == Some(OutputFormat::Prometheus) {
+        return Err(crate::format::prometheus::needs_a_select().into());
+    }
     let terminal_default = if std::io::stdout().is_terminal() {
         OutputFormat::PrettyCompact
     } else {
@@ -170,6 +173,12 @@ fn try_main(args: &Args, out: &mut Output) -> Result<u8, Failure> {
     }
     if let Some(user) = &args.user {
         builder = builder.user(user);
+    }
+    if let Some(file) = &args.metrics_file {
+        builder = builder.metrics_file(file);
+    }
+    if let Some(file) = &args.maintenance_log_file {
+        builder = builder.maintenance_log_file(file);
     }
     let engine = builder.build()?;
     let mut session = engine.session();

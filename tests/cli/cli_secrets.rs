@@ -4,8 +4,9 @@
 //! query and userinfo, an `IcebergAzure` URL's SAS query and fragment, a connection string's
 //! `SharedAccessSignature`, `AccountKey` and `BlobEndpoint`), in statements that are refused and
 //! in statements that succeed (on azurite, with a real SAS token), and is looked for in standard
-//! output and error (errors, warnings, `SHOW CREATE`, `EXPLAIN`, the system tables), in the
-//! interactive shell's history file and in the `--path` files.
+//! output and error (errors, warnings, `SHOW CREATE`, `EXPLAIN`, the system tables, the
+//! maintenance log of a failed `SYSTEM MAINTAIN`), in the interactive shell's history file and in
+//! the `--path` files (with the maintenance log's JSON lines and metrics files put there too).
 //!
 //! A secret icetrim refuses is kept nowhere. A secret it uses (a SAS token, an account key) is
 //! kept in the table's definition file under `--path` (mode 0600, the credential store that lets
@@ -170,6 +171,17 @@ fn statements(folder: &str, sas: &str) -> Vec<(String, String)> {
             "ALTER TABLE bad EXECUTE remove_orphan_files(dry_run = 1);".to_string(),
             "(AZURE_BLOB_STORAGE_ERROR)".to_string(),
         ),
+        // A maintenance run that fails on storage: its log row keeps the error, not the SAS.
+        (
+            "SYSTEM MAINTAIN TABLE bad;".to_string(),
+            "(AZURE_BLOB_STORAGE_ERROR)".to_string(),
+        ),
+        (
+            "SELECT procedure, status, error_code, error FROM system.iceberg_maintenance_log \
+             WHERE table = 'bad';"
+                .to_string(),
+            "failed\tAZURE_BLOB_STORAGE_ERROR".to_string(),
+        ),
     ]);
     all
 }
@@ -241,13 +253,23 @@ async fn no_url_secret_in_output_errors_or_path_files() {
     let path = tempfile::tempdir().expect("tempdir");
     let script: Vec<(String, String)> = statements(&folder, &sas);
     let input: String = script.iter().map(|(sql, _)| format!("{sql}\n")).collect();
+    let shipped = path.path().join("maintenance.jsonl");
+    let metrics = path.path().join("icetrim.prom");
     let output = run(
         &[
             "--ignore-error",
             "--path",
             path.path().to_str().expect("UTF-8"),
+            "--maintenance-log-file",
+            shipped.to_str().expect("UTF-8"),
+            "--metrics-file",
+            metrics.to_str().expect("UTF-8"),
         ],
         &input,
+    );
+    assert!(
+        shipped.exists() && metrics.exists(),
+        "the log files are written"
     );
     let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
     let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
@@ -268,9 +290,10 @@ async fn no_url_secret_in_output_errors_or_path_files() {
         refused,
         "{stderr}"
     );
+    // SYSTEM MAINTAIN's error quotes the failed table's error: two for it.
     assert_eq!(
         stderr.matches("(AZURE_BLOB_STORAGE_ERROR)").count(),
-        3,
+        5,
         "{stderr}"
     );
     assert!(stderr.contains("?[HIDDEN]"), "{stderr}");

@@ -9,6 +9,7 @@ mod catalog_owned;
 mod cli_grants;
 mod cli_habits;
 mod cli_limits;
+mod cli_maintenance_log;
 mod cli_script;
 mod cli_secrets;
 mod cli_tty;

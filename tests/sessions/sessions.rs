@@ -688,6 +688,7 @@ sessions! {
     expire_statistics => "expire_statistics.test",
     expire_table_properties => "expire_table_properties.test",
     maintain_table => "maintain_table.test",
+    maintenance_log => "maintenance_log.test",
     gates => "gates.test",
     hints => "hints.test",
     introspection => "introspection.test",

@@ -1,7 +1,8 @@
 //! A DataFusion host's object store serves icetrim's S3 tables: the table is registered with a
 //! bare `s3://bucket/path` (no endpoint, no credentials: icetrim's own client would go to AWS),
 //! the host registers a store for the bucket in its `RuntimeEnv` (the emulator's, counted), and
-//! icetrim's expiry and metadata tables read through it.
+//! icetrim's expiry and metadata tables read through it. Also: the host's context reads the
+//! maintenance log live.
 
 use std::sync::Arc;
 
@@ -75,4 +76,78 @@ async fn a_hosts_registered_store_serves_icetrims_s3_tables() {
         requests.get >= 7,
         "the lists and metadata came through the host: {requests:?}"
     );
+}
+
+/// A host's context reads the maintenance log as it is when each query runs: a `SYSTEM MAINTAIN`
+/// sent through `host::sql` after `install` shows in `icetrim.system.iceberg_maintenance_log`,
+/// its metrics in `icetrim.system.iceberg_maintenance_metrics`, its rows typed in
+/// `Engine::maintenance_log`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_host_reads_the_maintenance_log_live() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let location = dir.path().join("t").display().to_string();
+    let now_ms = icetrim::Clock::now_ms(&icetrim::SystemClock);
+    let mut opts = GenerateOptions::new(&location, FormatVersion::V2, 6, 1, 3, now_ms);
+    opts.parquet_data = true;
+    generate(&FileIO::local(), &opts)
+        .await
+        .expect("generate a local table");
+    let ctx = SessionContext::new();
+    let engine = Engine::builder().build().expect("engine");
+    icetrim::host::install(&ctx, &engine).expect("installs");
+    let count = "SELECT count(*) FROM icetrim.system.iceberg_maintenance_log \
+                 WHERE procedure = 'rewrite_data_files' AND status = 'ok'";
+    let before = ctx.sql(count).await.expect("plans").collect().await;
+    let before = before.expect("runs")[0]
+        .column(0)
+        .as_primitive::<Int64Type>()
+        .value(0);
+    assert_eq!(before, 0);
+    icetrim::host::sql(
+        &ctx,
+        &format!(
+            "CREATE TABLE t ENGINE = IcebergLocal('{location}');
+             SYSTEM MAINTAIN TABLE t;"
+        ),
+    )
+    .await
+    .expect("maintains through the host");
+    let after = ctx.sql(count).await.expect("plans").collect().await;
+    let after = after.expect("runs")[0]
+        .column(0)
+        .as_primitive::<Int64Type>()
+        .value(0);
+    assert_eq!(after, 1);
+    let runs = ctx
+        .sql(
+            "SELECT value FROM icetrim.system.iceberg_maintenance_metrics \
+             WHERE name = 'icetrim_maintain_runs'",
+        )
+        .await
+        .expect("plans")
+        .collect()
+        .await
+        .expect("runs");
+    let value = runs[0]
+        .column(0)
+        .as_primitive::<icetrim::datafusion::arrow::datatypes::Float64Type>()
+        .value(0);
+    assert_eq!(value, 1.0);
+    // The same rows, typed, from the engine.
+    let logged = engine.maintenance_log();
+    let compaction = logged
+        .iter()
+        .find(|e| e.procedure == "rewrite_data_files")
+        .expect("the compaction's row");
+    assert_eq!(compaction.status, "ok");
+    assert!(!compaction.dry_run);
+    let rewritten = compaction
+        .metrics
+        .iter()
+        .find(|(name, _)| name == "rewritten_data_files_count");
+    let rewritten = rewritten.map(|(_, n)| *n).expect("files rewritten");
+    assert!(rewritten >= 2, "{compaction:?}");
+    let reason = format!("rewritten_data_files_count={rewritten}");
+    assert!(compaction.reason.contains(&reason), "{compaction:?}");
+    assert!(logged.iter().all(|e| e.run_id == compaction.run_id));
 }

@@ -147,6 +147,13 @@ impl Session {
                 let columns = schema.fields().iter().map(|f| f.name().clone()).collect();
                 (table.name(), columns)
             })
+            .chain(
+                crate::engine::maintain_log_tables::LogTable::ALL.map(|table| {
+                    let schema = table.schema();
+                    let columns = schema.fields().iter().map(|f| f.name().clone()).collect();
+                    (table.name(), columns)
+                }),
+            )
             .collect();
         #[cfg(not(feature = "datafusion"))]
         let system_tables = Vec::new();

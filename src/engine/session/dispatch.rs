@@ -16,6 +16,10 @@ impl Session {
             .format()
             .map(OutputFormat::from_name)
             .transpose()?;
+        // Only a SELECT's columns can be `name` and `value`: refused before anything runs.
+        if format == Some(OutputFormat::Prometheus) && !matches!(statement, Statement::Select(_)) {
+            return Err(crate::format::prometheus::needs_a_select());
+        }
         let mut result = match statement {
             Statement::CreateUser(_)
             | Statement::DropUser(_)

@@ -61,9 +61,11 @@ impl Session {
         for result in results {
             rows.extend(result?);
         }
+        let logged = self.log_maintenance(&run, &rows);
         if let Some(error) = failures_error(&rows, count) {
             return Err(error);
         }
+        logged?;
         Ok(rows)
     }
 
@@ -106,6 +108,7 @@ impl Session {
                 reason: String::new(),
                 detail: e.to_string(),
                 error: Some(e.kind()),
+                ..MaintainRow::default()
             }]),
         }
     }

@@ -11,6 +11,8 @@ use super::newest::{Found, newest_metadata};
 use super::*;
 use crate::catalog::Catalog;
 use crate::engine::access::GrantObject;
+use crate::engine::maintain_log::LogEntry;
+use crate::engine::maintain_log_tables::{LogSource, LogTable, LogTableProvider};
 use crate::engine::registry::{DatabaseDef, TableDef};
 use crate::inspect::provider::MetadataTableProvider;
 use crate::inspect::{InspectedTable, MetadataTable, TableSource};
@@ -151,9 +153,12 @@ impl Session {
 
     /// A DataFusion context holding this session's `system` schema.
     pub(super) async fn query_context(&self) -> Result<datafusion::prelude::SessionContext> {
-        let source: Arc<dyn TableSource> = Arc::new(self.table_source().await?);
+        let tables = Arc::new(self.table_source().await?);
+        let source: Arc<dyn TableSource> = tables.clone();
+        let log: Arc<dyn LogSource> = tables;
         let ctx = session_context(&self.query_options());
-        let schema = system_schema(source, self.settings.metadata_tables_allow_full_scan())?;
+        let allow_unfiltered = self.settings.metadata_tables_allow_full_scan();
+        let schema = system_schema(source, log, allow_unfiltered)?;
         let catalog = ctx.catalog("icetrim").ok_or_else(|| {
             Error::logical("the query context has no catalog `icetrim`".to_string())
         })?;
@@ -164,14 +169,35 @@ impl Session {
     }
 }
 
-/// The `system` schema: every metadata table over `source`.
+/// The log entries about tables the session's user sees, read when a query scans the log.
+#[async_trait]
+impl LogSource for SessionTables {
+    async fn entries(&self) -> Vec<LogEntry> {
+        self.shared
+            .maintenance_log
+            .entries()
+            .into_iter()
+            .filter(|e| self.sees_table(&e.database, &e.table))
+            .collect()
+    }
+}
+
+/// The `system` schema: every metadata table over `source`, the maintenance log and metrics
+/// over `log`.
 fn system_schema(
     source: Arc<dyn TableSource>,
+    log: Arc<dyn LogSource>,
     allow_unfiltered: bool,
 ) -> Result<Arc<dyn SchemaProvider>> {
     let schema = MemorySchemaProvider::new();
     for table in MetadataTable::ALL {
         let provider = MetadataTableProvider::new(*table, Arc::clone(&source), allow_unfiltered);
+        schema
+            .register_table(table.name().to_string(), Arc::new(provider))
+            .map_err(crate::query::to_error)?;
+    }
+    for table in LogTable::ALL {
+        let provider = LogTableProvider::new(table, Arc::clone(&log));
         schema
             .register_table(table.name().to_string(), Arc::new(provider))
             .map_err(crate::query::to_error)?;
@@ -206,6 +232,13 @@ impl TableSource for LiveTables {
     }
 }
 
+#[async_trait]
+impl LogSource for LiveTables {
+    async fn entries(&self) -> Vec<LogEntry> {
+        self.session.lock().await.visible_log_entries()
+    }
+}
+
 /// The `system` schema of `session` for a host's context: the metadata tables over the
 /// session's tables as they are when each query runs (`allow_unfiltered`: the session's
 /// `iceberg_metadata_tables_allow_full_scan`).
@@ -216,5 +249,5 @@ pub(crate) fn live_system_schema(
     let source = Arc::new(LiveTables {
         session: Arc::clone(session),
     });
-    system_schema(source, allow_unfiltered)
+    system_schema(source.clone(), source, allow_unfiltered)
 }

@@ -41,10 +41,13 @@ impl Session {
 
     #[cfg(feature = "datafusion")]
     fn describe_system_table(&self, name: &str) -> Result<QueryResult> {
-        let table = crate::inspect::MetadataTable::from_name(name)
-            .ok_or_else(|| unknown_system_table(name))?;
-        let rows = table
-            .schema()
+        let schema = match crate::inspect::MetadataTable::from_name(name) {
+            Some(table) => table.schema(),
+            None => crate::engine::maintain_log_tables::LogTable::from_name(name)
+                .ok_or_else(|| unknown_system_table(name))?
+                .schema(),
+        };
+        let rows = schema
             .fields()
             .iter()
             .map(|f| crate::format::describe_row(f.name(), crate::query::clickhouse_type(f)))
@@ -84,6 +87,9 @@ impl Session {
             .as_deref()
             .map(OutputFormat::from_name)
             .transpose()?;
+        if let Some(format) = format {
+            format.check_columns(&columns)?;
+        }
         Ok(SelectRows {
             columns,
             format,
@@ -114,6 +120,7 @@ impl Session {
         let mut names: Vec<&'static str> = crate::inspect::MetadataTable::ALL
             .iter()
             .map(|t| t.name())
+            .chain(crate::engine::maintain_log_tables::LogTable::ALL.map(|t| t.name()))
             .collect();
         #[cfg(not(feature = "datafusion"))]
         let mut names: Vec<&'static str> = Vec::new();
