@@ -3,12 +3,16 @@
 //! rewrite manifests → expire → orphans), the policy's gate, the decision (a dry run of the
 //! procedure through the same executor SQL uses: due when it finds anything to do), and for a
 //! real run the procedure itself ([`run_procedure_on`]). Cancellation stops between procedures;
-//! every commit made so far stands. A procedure that fails ends that table's run (its later
+//! every commit made so far stands. Before the first procedure of a run that can change the table,
+//! the run takes the table's maintenance lease ([`super::maintain_lease`]); a table another
+//! maintainer holds is one `skipped` row, and a run whose lease was lost stops before its next
+//! procedure. A procedure that fails ends that table's run (its later
 //! procedures are skipped); the caller goes on with the next table.
 
 use std::collections::BTreeMap;
 
 use super::catalog_db::scrub;
+use super::maintain_lease::{self, LeaseTaken};
 use super::procedures::{check_gates, run_procedure_on};
 use super::registry::DatabaseDef;
 use super::result::QueryResult;
@@ -22,7 +26,7 @@ use crate::maintain::upkeep::{
 use crate::plan::{
     CompactOptions, ExpireOptions, OrphanOptions, ProcedureCall, RewriteManifestsOptions,
 };
-use crate::progress::{Progress, cancelled_error};
+use crate::progress::{CancelToken, Progress, cancelled_error};
 use crate::settings::Settings;
 
 /// The settings a `SYSTEM MAINTAIN` statement takes besides the `iceberg_maintain_*` knobs.
@@ -37,6 +41,9 @@ pub struct MaintainRun {
     pub session: BTreeMap<String, String>,
     pub dry_run: bool,
     pub explain: bool,
+    /// Once cancelled, the run stops before its next procedure (the one running finishes): how
+    /// `icetrim maintain` stops on SIGTERM.
+    pub stop: Option<CancelToken>,
 }
 
 impl MaintainRun {
@@ -165,23 +172,43 @@ pub async fn maintain_table(
         .catalog_database
         .as_ref()
         .and_then(|def| upkeep::catalog_maintainer(&def.args, def.settings.get("warehouse")));
-    stop_if_cancelled(progress)?;
+    stop_if_cancelled(progress, run)?;
     let policy = match policy_of(&table, run).await {
         Ok(policy) => policy,
         Err(e) => return Ok(vec![failure("policy", String::new(), &e)]),
     };
     let (policy, retention) = policy;
+    // Two maintainers never work on one table at once (see `maintain_lease`).
+    let lease = match maintain_lease::take(&table.target, &policy, run).await {
+        Ok(LeaseTaken::Busy(reason)) => {
+            return Ok(vec![row("lease", "skipped", reason, "".into())]);
+        }
+        Ok(lease) => lease,
+        Err(e) => return Ok(vec![failure("lease", String::new(), &e)]),
+    };
     let mut rows = Vec::new();
     let mut failed = false;
+    let mut stopped: Option<String> = None;
+    let mut outcome = Ok(());
     for procedure in UpkeepProcedure::ORDER {
         // Between procedures: every commit so far stands, the next one does not start.
-        stop_if_cancelled(progress)?;
+        if let Err(e) = stop_if_cancelled(progress, run) {
+            outcome = Err(e);
+            break;
+        }
         let name = procedure.name();
         let knobs = match procedure {
             UpkeepProcedure::Expire => retention.clone(),
             _ => policy.describe_for(procedure),
         };
         let detail = |error: String| if run.explain { knobs.clone() } else { error };
+        if stopped.is_none() {
+            stopped = maintain_lease::lost(&lease);
+        }
+        if let Some(reason) = &stopped {
+            rows.push(row(name, "skipped", reason.clone(), String::new()));
+            continue;
+        }
         if failed {
             let reason = "an earlier procedure of this table failed".to_string();
             rows.push(row(name, "skipped", reason, String::new()));
@@ -197,19 +224,25 @@ pub async fn maintain_table(
             }
             Gate::Skipped(reason) => rows.push(row(name, "skipped", reason, detail(String::new()))),
             Gate::Plan => {
-                match plan_and_run(&table.target, run, &policy, procedure, progress).await? {
-                    Step::Done(status, reason) => {
+                match plan_and_run(&table.target, run, &policy, procedure, progress).await {
+                    Ok(Step::Done(status, reason)) => {
                         rows.push(row(name, status, reason, detail(String::new())))
                     }
-                    Step::Failed(reason, e) => {
+                    Ok(Step::Failed(reason, e)) => {
                         failed = true;
                         rows.push(failure(name, reason, &e));
+                    }
+                    Err(e) => {
+                        outcome = Err(e);
+                        break;
                     }
                 }
             }
         }
     }
-    Ok(rows)
+    // Released after a cancellation too: the next run need not wait for it to expire.
+    maintain_lease::give_back(lease).await;
+    outcome.map(|()| rows)
 }
 
 /// How one procedure of a table's run ended.
@@ -254,9 +287,10 @@ async fn plan_and_run(
     }
 }
 
-/// `QUERY_WAS_CANCELLED` once the run's token is cancelled, whatever an earlier procedure wrote.
-fn stop_if_cancelled(progress: &Progress) -> Result<()> {
-    if progress.is_cancelled() {
+/// `QUERY_WAS_CANCELLED` once the run's token is cancelled, or the run was asked to stop between
+/// procedures ([`MaintainRun::stop`]), whatever an earlier procedure wrote.
+fn stop_if_cancelled(progress: &Progress, run: &MaintainRun) -> Result<()> {
+    if progress.is_cancelled() || run.stop.as_ref().is_some_and(|t| t.is_cancelled()) {
         return Err(cancelled_error());
     }
     Ok(())

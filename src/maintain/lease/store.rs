@@ -218,12 +218,6 @@ impl Keeper {
         })
     }
 
-    /// The lease as last renewed.
-    pub fn lease(&self) -> HeldLease {
-        let state = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        state.lease.clone()
-    }
-
     /// Stop renewing and release the lease (unless it was lost).
     pub async fn release(self, now_ms: i64) -> Result<()> {
         self.task.abort();
