@@ -21,5 +21,6 @@ mod engine_progress;
 mod engine_session;
 #[cfg(feature = "datafusion")]
 mod host_example;
+mod maintain_unattended;
 mod readme_tour;
 mod storage_mistakes;
