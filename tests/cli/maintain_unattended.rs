@@ -472,3 +472,65 @@ fn orphan_removal_keeps_the_lease_and_journal_folder_however_old() {
     );
     assert!(lease.exists() && journal.exists(), "{}", text(&out));
 }
+
+#[test]
+fn a_run_whose_lease_is_taken_over_stops_before_its_next_procedure() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("t");
+    generate(&dir, 8, 50_000);
+    let sql = format!(
+        "CREATE TABLE t ENGINE = IcebergLocal('{}'); SYSTEM MAINTAIN TABLE t",
+        dir.display()
+    );
+    let mut child = Command::new(BIN)
+        .args(["maintain", "--iceberg_maintain_lease_seconds=3", "-q", &sql])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("icetrim starts");
+    // The compaction writing: the run holds a confirmed lease.
+    wait_for(&mut child, "the compaction writing", || {
+        !unfinished_uploads(&dir).is_empty()
+    });
+    // Another maintainer (its clock far ahead) takes the table over with a newer generation
+    // while the compaction runs; the holder's next renewal (after 1 s) finds it.
+    let now = chrono::Utc::now().timestamp_millis();
+    let foreign = serde_json::json!({
+        "format": "icetrim-maintain-lease/1", "generation": 1000, "holder": "other:1:x",
+        "acquired-ms": now, "expires-ms": now + 3_000, "released": false,
+        "icetrim-version": "0"
+    });
+    let name = "maintain-lease-00000000000000001000.json";
+    std::fs::write(
+        dir.join("metadata/.icetrim").join(name),
+        foreign.to_string(),
+    )
+    .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let rows = rows(&out);
+    let status = |procedure: &str| {
+        rows.iter()
+            .find(|r| r[2] == procedure)
+            .map(|r| (r[3].clone(), r[4].clone()))
+            .unwrap_or_else(|| panic!("no {procedure} row: {rows:?}"))
+    };
+    assert_eq!(
+        status("rewrite_data_files").0,
+        "ok",
+        "the running procedure finished"
+    );
+    let (expire, reason) = status("expire_snapshots");
+    assert_eq!(expire, "skipped", "{rows:?}");
+    assert!(
+        reason.contains("taken over by another maintainer"),
+        "{reason}"
+    );
+    let names: Vec<String> = leases(&dir).into_iter().map(|l| l.0).collect();
+    assert_eq!(
+        names,
+        [name],
+        "the loser neither released nor left a generation"
+    );
+    pyiceberg_reads(&dir);
+}

@@ -159,7 +159,10 @@ async fn one_run_maintains_a_catalog_database_by_its_policy() {
         .filter(|f| f.starts_with("metadata/.icetrim/maintain-lease-"))
         .collect();
     assert_eq!(leases.len(), 1, "one released lease generation: {leases:?}");
-    let lease = io.read(&format!("{}/{}", small.root, leases[0])).await.unwrap();
+    let lease = io
+        .read(&format!("{}/{}", small.root, leases[0]))
+        .await
+        .unwrap();
     let lease: Value = serde_json::from_slice(&lease).unwrap();
     assert_eq!(lease["released"], true, "{lease}");
     // Nothing of the gc.enabled = false table was deleted; the inner table's files that it still

@@ -146,7 +146,8 @@ pub async fn acquire(
 
 /// Renew `lease` at `now_ms`: the next generation, by the same holder, expiring a lease time from
 /// now. `Ok(false)` when the lease was lost (another maintainer created that generation, or a
-/// newer one exists); `lease` is updated when renewed.
+/// newer one exists: then the lost generation is removed, a newer one standing); `lease` is
+/// updated when renewed.
 pub async fn renew(io: &FileIO, lease: &mut HeldLease, now_ms: i64) -> Result<bool> {
     let generation = lease.generation.saturating_add(1);
     let expires_ms = now_ms.saturating_add(lease.lease_ms);
@@ -157,10 +158,13 @@ pub async fn renew(io: &FileIO, lease: &mut HeldLease, now_ms: i64) -> Result<bo
         expires_ms,
         false,
     );
-    if !create(io, &lease.location, &next).await? {
-        return Ok(false);
-    }
-    if !confirm_created(io, &lease.location, generation).await? {
+    if !create(io, &lease.location, &next).await?
+        || !confirm_created(io, &lease.location, generation).await?
+    {
+        // Lost: a newer generation stands, so the one this holder had can go.
+        let _ = io
+            .delete(&lease_uri(&lease.location, lease.generation))
+            .await;
         return Ok(false);
     }
     lease.generation = generation;
