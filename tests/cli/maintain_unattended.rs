@@ -534,3 +534,59 @@ fn a_run_whose_lease_is_taken_over_stops_before_its_next_procedure() {
     );
     pyiceberg_reads(&dir);
 }
+
+#[test]
+fn a_failed_table_fails_a_single_run_and_the_loop_goes_on() {
+    use std::io::BufRead;
+    let tmp = tempfile::tempdir().unwrap();
+    let (dir, state) = (tmp.path().join("t"), tmp.path().join("state"));
+    generate(&dir, 2, 100);
+    register(&state, &[("t", &dir)]);
+    // The table's newest metadata becomes unreadable after it was registered.
+    std::fs::write(newest_metadata(&dir), b"{ not json").unwrap();
+    let state = state.to_str().unwrap();
+    let once = icetrim(&["maintain", "--path", state, "--table", "t"]);
+    assert_ne!(once.status.code(), Some(0), "{}", text(&once));
+    assert!(
+        String::from_utf8_lossy(&once.stderr).contains("1 of 1 table(s) failed"),
+        "{}",
+        text(&once)
+    );
+
+    let mut child = Command::new(BIN)
+        .args(["maintain", "--every", "1s", "--path", state, "--table", "t"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("icetrim starts");
+    let stderr = child.stderr.take().unwrap();
+    let (send, lines) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+        {
+            let _ = send.send(line);
+        }
+    });
+    let mut seen = Vec::new();
+    while !seen.iter().any(|l: &String| l.contains("round 3 at")) {
+        match lines.recv_timeout(LIMIT) {
+            Ok(line) => seen.push(line),
+            Err(e) => panic!("no third round ({e}): {seen:#?}"),
+        }
+    }
+    let failures = seen
+        .iter()
+        .filter(|l| l.contains("1 of 1 table(s) failed"))
+        .count();
+    assert!(failures >= 2, "each round logs the failure: {seen:#?}");
+    // SAFETY: kill(2) on our own child's pid.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGTERM) }, 0);
+    let status = child.wait().unwrap();
+    assert_eq!(
+        status.code(),
+        Some(0),
+        "a stop that was asked for: {status}"
+    );
+}
