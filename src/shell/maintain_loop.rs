@@ -33,7 +33,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use super::args::{Args, ArgsError};
-use super::output::Output;
+use super::output::{Output, OutputError};
 use super::script::{self, ScriptOptions};
 use crate::engine::Engine;
 use crate::error::Error;
@@ -214,8 +214,14 @@ fn run(options: &MaintainOptions, args: &Args, out: &mut Output) -> Result<u8, E
             let at = chrono::Utc::now().format("%Y-%m-%d %H:%M:%S UTC");
             out.note(&format!("icetrim maintain: round {round} at {at}"));
         }
-        let code = script::run(&runtime, &mut session, &sql, script_options, out)
-            .map_err(|e| Error::logical(format!("Cannot write output: {e:?}")))?;
+        let code = match script::run(&runtime, &mut session, &sql, script_options, out) {
+            Ok(code) => code,
+            // A closed standard output (`| head`) ends the program quietly, as in `icetrim`.
+            Err(OutputError::BrokenPipe) => return Ok(0),
+            Err(OutputError::Io(e)) => {
+                return Err(Error::logical(format!("Cannot write output: {e}")));
+            }
+        };
         if stop.is_cancelled() {
             out.note("icetrim maintain: stopped between procedures as asked; every commit stands");
             return Ok(0);
