@@ -105,6 +105,10 @@ fn the_holder_trusts_its_lease_until_a_third_before_expiry_and_renews_every_thir
 }
 
 proptest! {
+    // The race model needs many interleavings to reach a take-over during a renewal gap (with
+    // clocks apart by more than the margin it fails within a few thousand cases).
+    #![proptest_config(ProptestConfig::with_cases(2000))]
+
     #[test]
     fn generation_names_round_trip(g in any::<u64>()) {
         prop_assert_eq!(generation_of(&file_name(g)), Some(g));
@@ -138,16 +142,25 @@ proptest! {
     }
 
     /// Three maintainers race on one store that has create-if-absent, list and delete only, in any
-    /// interleaving, with crashes and time passing: at no moment do two of them believe they hold
-    /// the table, and generations only grow.
+    /// interleaving, with crashes and time passing, their clocks apart by less than a third of
+    /// the lease time: at no moment do two of them believe they hold the table (each by its own
+    /// clock), and generations only grow.
     #[test]
-    fn never_two_holders(ops in proptest::collection::vec((0usize..3, 0u8..8, 0i64..300), 1..200)) {
-        let mut world = World::default();
+    fn never_two_holders(
+        ops in proptest::collection::vec((0usize..3, 0u8..8, 0i64..300), 1..200),
+        skew in [0i64..300, 0i64..300, 0i64..300],
+    ) {
         let lease_ms = 900;
+        let mut world = World { skew, ..Default::default() };
         for (actor, action, advance) in ops {
             world.step(actor, action, lease_ms);
             world.now += advance;
-            let believers = world.actors.iter().filter(|a| a.believes(world.now, lease_ms)).count();
+            let believers = world
+                .actors
+                .iter()
+                .zip(world.skew)
+                .filter(|(a, skew)| a.believes(world.now + skew, lease_ms))
+                .count();
             prop_assert!(believers <= 1, "{believers} believers: {:?}", world.actors);
             let newest = world.store.keys().next_back().copied().unwrap_or(0);
             prop_assert!(newest >= world.highest_ever, "the newest generation was deleted");
@@ -194,6 +207,8 @@ struct World {
     store: BTreeMap<u64, LeaseRecord>,
     actors: [Actor; 3],
     now: i64,
+    /// How far each maintainer's clock is ahead of `now`.
+    skew: [i64; 3],
     highest_ever: u64,
 }
 
@@ -218,7 +233,7 @@ impl World {
     }
 
     fn step(&mut self, who: usize, action: u8, lease_ms: i64) {
-        let now = self.now;
+        let now = self.now + self.skew[who];
         let name = format!("m{who}");
         let actor = std::mem::take(&mut self.actors[who]);
         self.actors[who] = match actor {
