@@ -5,7 +5,11 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
+# The Python packages download while the tests compile (both take minutes on a fresh machine).
+cargo test --all-targets --features glue --no-run "$@" &
+build=$!
 scripts/test-env.sh
+wait "$build"
 export ICETRIM_PYTHON="$root/.venv/bin/python"
 scripts/emulators.sh start
 trap 'scripts/emulators.sh stop' EXIT

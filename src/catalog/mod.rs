@@ -126,6 +126,13 @@ pub trait Catalog: Send + Sync + fmt::Debug {
     async fn list_tables(&self) -> Result<Vec<TableIdent>>;
     /// The table's current metadata and the storage that reaches its files.
     async fn load_table(&self, ident: &TableIdent) -> Result<LoadedTable>;
+    /// The maintenance the catalog does itself on the table (an AWS Glue table optimizer that
+    /// is on). Empty when it does none, or when it cannot be told (the caller then maintains
+    /// the table: a concurrent commit of the catalog's own maintenance is a conflict, never a
+    /// lost change).
+    async fn own_maintenance(&self, _ident: &TableIdent) -> Vec<OwnMaintenance> {
+        Vec::new()
+    }
     /// Commit `new`, computed from `base` (the metadata [`Catalog::load_table`] returned, at
     /// `base_location`).
     async fn commit(
@@ -135,6 +142,24 @@ pub trait Catalog: Send + Sync + fmt::Debug {
         base: &TableMetadata,
         new: &TableMetadata,
     ) -> Result<CatalogCommit>;
+}
+
+/// Maintenance a catalog does itself on a table, and who does it (for messages).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OwnMaintenance {
+    pub kind: OwnMaintenanceKind,
+    pub by: &'static str,
+}
+
+/// What a catalog's own maintenance does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OwnMaintenanceKind {
+    /// Rewrites small data files (a Glue `compaction` optimizer).
+    Compaction,
+    /// Expires snapshots (a Glue `retention` optimizer).
+    SnapshotRetention,
+    /// Deletes orphan files (a Glue `orphan_file_deletion` optimizer).
+    OrphanFiles,
 }
 
 /// A table of a catalog database, as a maintenance target holds it.

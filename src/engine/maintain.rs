@@ -19,7 +19,7 @@ use super::result::QueryResult;
 use crate::error::{Error, ErrorKind, Result};
 use crate::format::{Column, Value};
 use crate::maintain::expire::retention::table_retention;
-use crate::maintain::target::MaintenanceTarget;
+use crate::maintain::target::{MaintenanceTarget, TableSource};
 use crate::maintain::upkeep::{
     self, Gate, KNOBS, ORPHANS_MIN_OLDER_THAN_MS, PolicyLayers, UpkeepPolicy, UpkeepProcedure,
 };
@@ -27,7 +27,7 @@ use crate::plan::{
     CompactOptions, ExpireOptions, OrphanOptions, ProcedureCall, RewriteManifestsOptions,
 };
 use crate::progress::{CancelToken, Progress, cancelled_error};
-use crate::settings::Settings;
+use crate::settings::{MAINTAIN_MAX_PARALLEL_TABLES, Settings};
 
 /// The settings a `SYSTEM MAINTAIN` statement takes besides the `iceberg_maintain_*` knobs.
 pub const DRY_RUN: &str = "dry_run";
@@ -41,6 +41,8 @@ pub struct MaintainRun {
     pub session: BTreeMap<String, String>,
     pub dry_run: bool,
     pub explain: bool,
+    /// Tables maintained at once (the statement's setting, else the session's; at least 1).
+    pub max_parallel_tables: u64,
     /// Once cancelled, the run stops before its next procedure (the one running finishes): how
     /// `icetrim maintain` stops on SIGTERM.
     pub stop: Option<CancelToken>,
@@ -57,11 +59,22 @@ impl MaintainRun {
     ) -> Result<MaintainRun> {
         let mut run = MaintainRun {
             explain,
+            max_parallel_tables: session_settings.maintain_max_parallel_tables(),
             ..Default::default()
         };
         for (name, text) in settings {
             if name == DRY_RUN {
                 run.dry_run = upkeep::parse_value(upkeep::KnobKind::Bool, name, text)? != 0;
+                continue;
+            }
+            if name == MAINTAIN_MAX_PARALLEL_TABLES {
+                let n = upkeep::parse_value(upkeep::KnobKind::UInt, name, text)?;
+                if n == 0 {
+                    return Err(Error::bad_arguments(format!(
+                        "{MAINTAIN_MAX_PARALLEL_TABLES} must be at least 1"
+                    )));
+                }
+                run.max_parallel_tables = n;
                 continue;
             }
             let Some(knob) = upkeep::knob_of_setting(name) else {
@@ -168,10 +181,14 @@ pub async fn maintain_table(
             ..row(procedure, "failed", reason, e.to_string())
         }
     };
-    let maintained_by = table
+    let whole_table = table
         .catalog_database
         .as_ref()
         .and_then(|def| upkeep::catalog_maintainer(&def.args, def.settings.get("warehouse")));
+    let own = match (&table.target.source, whole_table) {
+        (TableSource::Catalog(t), None) => t.catalog.own_maintenance(&t.ident).await,
+        _ => Vec::new(),
+    };
     stop_if_cancelled(progress, run)?;
     let policy = match policy_of(&table, run).await {
         Ok(policy) => policy,
@@ -216,7 +233,10 @@ pub async fn maintain_table(
         }
         let gate = match check_gates(name, &table.target.settings) {
             Err(e) => Gate::Skipped(e.message().to_string()),
-            Ok(()) => upkeep::gate(&policy, procedure, maintained_by),
+            Ok(()) => {
+                let by = upkeep::maintainer_of(procedure, whole_table, &own);
+                upkeep::gate(&policy, procedure, by)
+            }
         };
         match gate {
             Gate::Disabled(reason) => {

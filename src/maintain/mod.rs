@@ -16,7 +16,8 @@
 //! - [`lease`]: the per-table maintenance lease of `SYSTEM MAINTAIN` (generation-numbered files
 //!   under `metadata/.icetrim/`, created if absent) and its background renewal.
 //! - [`upkeep`]: the maintenance policy of `SYSTEM MAINTAIN` (knobs, precedence, floors) and its
-//!   per-procedure gates.
+//!   per-procedure gates; [`upkeep_share`]: how a run maintaining tables in parallel splits its
+//!   memory and request budgets.
 //!
 //! - [`shape`]: the one shape every procedure implements ([`shape::MaintenanceProcedure`]: plan
 //!   on the newest metadata, then explain, count or execute the plan) and the one function that
@@ -57,6 +58,7 @@ pub mod rewrite_manifests;
 pub mod shape;
 pub mod target;
 pub mod upkeep;
+pub mod upkeep_share;
 
 pub use compact::{CompactMetrics, CompactOutcome};
 pub use expire::{ExpireMetrics, ExpireOutcome};

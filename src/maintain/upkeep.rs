@@ -17,6 +17,7 @@
 
 use std::collections::BTreeMap;
 
+use crate::catalog::{OwnMaintenance, OwnMaintenanceKind};
 use crate::error::{Error, Result};
 
 /// The shortest `older-than` orphan removal accepts: 24 hours, in ms.
@@ -369,6 +370,26 @@ pub fn catalog_maintainer(args: &[String], warehouse: Option<&String>) -> Option
         .is_some_and(|url| url.to_ascii_lowercase().contains("s3tables."));
     let warehouse_says = warehouse.is_some_and(|w| w.starts_with("arn:aws:s3tables:"));
     (url_says || warehouse_says).then_some("S3 Tables")
+}
+
+/// Who maintains `procedure` of a table instead of icetrim: a catalog that maintains the whole
+/// table (`whole_table`, e.g. S3 Tables), else the catalog's own maintenance of that kind (an
+/// AWS Glue table optimizer; none rewrites manifests). `None`: icetrim does.
+pub fn maintainer_of(
+    procedure: UpkeepProcedure,
+    whole_table: Option<&'static str>,
+    own: &[OwnMaintenance],
+) -> Option<&'static str> {
+    if whole_table.is_some() {
+        return whole_table;
+    }
+    let kind = match procedure {
+        UpkeepProcedure::Compact => OwnMaintenanceKind::Compaction,
+        UpkeepProcedure::Expire => OwnMaintenanceKind::SnapshotRetention,
+        UpkeepProcedure::Orphans => OwnMaintenanceKind::OrphanFiles,
+        UpkeepProcedure::RewriteManifests => return None,
+    };
+    own.iter().find(|o| o.kind == kind).map(|o| o.by)
 }
 
 /// What the policy says of a procedure before it plans.

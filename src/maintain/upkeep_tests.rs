@@ -291,3 +291,61 @@ fn s3_tables_is_recognised_by_endpoint_or_warehouse() {
     );
     assert_eq!(catalog_maintainer(&[], None), None);
 }
+
+#[test]
+fn a_catalogs_own_maintenance_takes_its_procedures_only() {
+    use crate::catalog::{OwnMaintenance, OwnMaintenanceKind};
+    let own = [
+        OwnMaintenance {
+            kind: OwnMaintenanceKind::Compaction,
+            by: "the Glue compaction optimizer",
+        },
+        OwnMaintenance {
+            kind: OwnMaintenanceKind::OrphanFiles,
+            by: "the Glue orphan file deletion optimizer",
+        },
+    ];
+    let by = |p| maintainer_of(p, None, &own);
+    assert_eq!(
+        by(UpkeepProcedure::Compact),
+        Some("the Glue compaction optimizer")
+    );
+    assert_eq!(
+        by(UpkeepProcedure::Orphans),
+        Some("the Glue orphan file deletion optimizer")
+    );
+    assert_eq!(by(UpkeepProcedure::Expire), None);
+    assert_eq!(by(UpkeepProcedure::RewriteManifests), None);
+    // A catalog that maintains the whole table takes every procedure.
+    for p in UpkeepProcedure::ORDER {
+        assert_eq!(maintainer_of(p, Some("S3 Tables"), &[]), Some("S3 Tables"));
+        assert_eq!(maintainer_of(p, None, &[]), None);
+    }
+    // The gate skips what another maintains, unless forced.
+    let policy = effective_upkeep(&PolicyLayers::default()).unwrap();
+    let gate_of = gate(
+        &policy,
+        UpkeepProcedure::Compact,
+        by(UpkeepProcedure::Compact),
+    );
+    assert_eq!(
+        gate_of,
+        Gate::Skipped(
+            "maintained by the Glue compaction optimizer (set iceberg_maintain_force = 1 to \
+             maintain it anyway)"
+                .to_string()
+        )
+    );
+    let forced = map(&[("iceberg_maintain_force", "1")]);
+    let policy = effective_upkeep(&PolicyLayers {
+        statement: Some(&forced),
+        ..Default::default()
+    })
+    .unwrap();
+    let gate_of = gate(
+        &policy,
+        UpkeepProcedure::Compact,
+        by(UpkeepProcedure::Compact),
+    );
+    assert_eq!(gate_of, Gate::Plan);
+}

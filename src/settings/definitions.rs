@@ -166,6 +166,13 @@ pub const SESSION_SETTINGS: &[SettingDef] = &[
               third while it works; another maintainer takes the table over only after it expires",
     },
     SettingDef {
+        name: "iceberg_maintain_max_parallel_tables",
+        ty: SettingType::UInt,
+        default: SettingValue::UInt(4),
+        doc: "SYSTEM MAINTAIN maintains up to this many tables at once; the session's compaction \
+              memory and metadata read and delete concurrency are split among them, not multiplied",
+    },
+    SettingDef {
         name: "iceberg_metadata_read_concurrency",
         ty: SettingType::UInt,
         default: SettingValue::UInt(32),
@@ -263,6 +270,7 @@ pub(super) const AT_LEAST_ONE: &[&str] = &[
     "iceberg_commit_max_attempts",
     "iceberg_expire_default_min_snapshots_to_keep",
     "iceberg_compaction_max_memory_bytes",
+    "iceberg_maintain_max_parallel_tables",
 ];
 
 /// The largest `max_parser_depth` (the SQL front end's own ceiling, which an engine test ties to

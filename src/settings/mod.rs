@@ -20,6 +20,10 @@ use crate::time_zone::SessionTimeZone;
 mod definitions;
 
 use definitions::AT_LEAST_ONE;
+
+/// How many tables `SYSTEM MAINTAIN` maintains at once (a session setting, and a statement
+/// setting of `SYSTEM MAINTAIN` itself).
+pub const MAINTAIN_MAX_PARALLEL_TABLES: &str = "iceberg_maintain_max_parallel_tables";
 pub use definitions::{
     MAX_PARSER_DEPTH_CEILING, SESSION_SETTINGS, SettingDef, SettingType, SettingValue,
     TABLE_SETTINGS,
@@ -302,6 +306,11 @@ impl Settings {
     /// At least 1 (0 is refused when set).
     pub fn metadata_read_concurrency(&self) -> usize {
         usize::try_from(self.get_uint("iceberg_metadata_read_concurrency").max(1)).unwrap_or(1)
+    }
+
+    /// At least 1 (0 is refused when set).
+    pub fn maintain_max_parallel_tables(&self) -> u64 {
+        self.get_uint(MAINTAIN_MAX_PARALLEL_TABLES).max(1)
     }
 
     /// At least 1.

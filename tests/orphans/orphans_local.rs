@@ -406,16 +406,79 @@ async fn an_unreadable_other_table_refuses_even_when_protected() {
         "corrupt file not named: {e}"
     );
     assert_eq!(all_files(&nested.root()), before);
-    // A manifest list only b's older metadata names is gone: b cannot be read whole.
+    // A manifest list b's newest metadata names is gone: b cannot be read whole.
     std::fs::remove_file(&corrupt).unwrap();
-    let only_old = nested.facts["b_only_in_old_metadata"].as_str().unwrap();
-    std::fs::remove_file(only_old).unwrap();
+    let newest = nested.facts["tables"]["b"]["metadata_path"]
+        .as_str()
+        .unwrap();
+    let current = current_manifest_list(Path::new(newest));
+    std::fs::remove_file(&current).unwrap();
     let before = all_files(&nested.root());
     let e = run_on(&rt, &a, aggressive(now, true, false), false)
         .await
         .expect_err("an unreadable manifest list of another table must refuse");
-    assert!(e.message().contains(only_old), "{e}");
+    assert!(e.message().contains(&current), "{e}");
     assert_eq!(all_files(&nested.root()), before);
+}
+
+/// The local path of the current snapshot's manifest list in the metadata file at `path`.
+fn current_manifest_list(path: &Path) -> String {
+    let metadata: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
+    let current = &metadata["current-snapshot-id"];
+    let snapshots = metadata["snapshots"].as_array().unwrap();
+    let snapshot = snapshots
+        .iter()
+        .find(|s| &s["snapshot-id"] == current)
+        .unwrap();
+    let list = snapshot["manifest-list"].as_str().unwrap();
+    list.strip_prefix("file://").unwrap_or(list).to_string()
+}
+
+/// Another table's own expiry deletes manifest lists and manifests its older metadata files
+/// still name: protecting it reads what is there and passes over what is gone, while what its
+/// newest metadata reaches stays required (the test above).
+#[tokio::test]
+async fn an_other_tables_expired_files_named_by_its_old_metadata_do_not_stop_the_run() {
+    use icetrim::internals::engine::run_procedure;
+    use icetrim::internals::plan::{ExpireOptions, ProcedureCall};
+    let now = now_ms();
+    let nested = Nested::build();
+    let rt = runtime(now, None);
+    // b1's manifest list is named only by b's older metadata files.
+    let only_old = nested.facts["b_only_in_old_metadata"].as_str().unwrap();
+    std::fs::remove_file(only_old).unwrap();
+    // And b's own expiry, keeping one snapshot, deletes more of what they name.
+    let b = local_table(&nested.location("b"), &[]);
+    let expire = ExpireOptions {
+        expire_before_ms: Some(now),
+        retain_last: Some(1),
+        ..Default::default()
+    };
+    let settings = icetrim::Settings::new();
+    run_procedure(&rt, &settings, &b, ProcedureCall::Expire(expire), false)
+        .await
+        .expect("b's expiry");
+    let before = all_files(&nested.root());
+    let a = local_table(&nested.location("a"), &[]);
+    let r = run_on(&rt, &a, aggressive(now, true, false), false)
+        .await
+        .expect("a protected run passes over b's expired files");
+    assert_eq!(
+        metrics(&r),
+        icetrim::OrphanMetrics {
+            deleted_data_files_count: 1,
+            deleted_manifest_lists_count: 1,
+            ..Default::default()
+        },
+        "{:?}",
+        r.warnings
+    );
+    let mut expected = before;
+    expected.remove(&nested.stray("a_data"));
+    expected.remove(&nested.stray("a_list"));
+    assert_eq!(all_files(&nested.root()), expected);
+    nested.assert_all_readable();
 }
 
 #[tokio::test]

@@ -26,6 +26,8 @@ lacks, so icetrim's Glue commit protocol can be tested on its failure paths.
   - `fail_get_table_after_loss`: N — when an update is dropped or swallowed, `fail_get_table`
     becomes N (the confirming reads fail too: the outcome cannot be known).
   - `require_key`: an access key id, or null for any.
+  - `optimizers`: {"DATABASE.TABLE": {"compaction" | "retention" | "orphan_file_deletion": enabled}}
+    — answered by the proxy (moto lacks `BatchGetTableOptimizer`).
 Stats: `ops` (count per Glue operation), `conflicts_injected`, `writer_snapshots`,
 `updates_dropped`, `updates_swallowed`.
 """
@@ -52,6 +54,7 @@ STATE = {
         "fail_get_table": 0,
         "fail_get_table_after_loss": 0,
         "require_key": None,
+        "optimizers": {},
     },
     "stats": {
         "ops": {},
@@ -184,7 +187,27 @@ class Handler(BaseHTTPRequestHandler):
             if operation == "UpdateTable":
                 self._update_table(body)
                 return
+            if operation == "BatchGetTableOptimizer":
+                self._table_optimizers(body)
+                return
         self._forward(body)
+
+    def _table_optimizers(self, body):
+        """Under LOCK. Answers from `optimizers` as AWS Glue does: each asked optimizer that
+        exists (enabled or not) in `TableOptimizers`, each missing one in `Failures`."""
+        found, failures = [], []
+        for entry in json.loads(body or b"{}").get("Entries", []):
+            key = f"{entry.get('databaseName')}.{entry.get('tableName')}"
+            kind = entry.get("type")
+            state = STATE["mode"]["optimizers"].get(key, {}).get(kind)
+            names = {k: entry.get(k) for k in ("catalogId", "databaseName", "tableName")}
+            if state is None:
+                error = {"ErrorCode": "EntityNotFoundException", "ErrorMessage": "no optimizer"}
+                failures.append({**names, "type": kind, "error": error})
+                continue
+            configuration = {"roleArn": "arn:aws:iam::123456789012:role/optimizer", "enabled": state}
+            found.append({**names, "tableOptimizer": {"type": kind, "configuration": configuration}})
+        self._answer(200, {"TableOptimizers": found, "Failures": failures}, "application/x-amz-json-1.1")
 
     def _update_table(self, body):
         """Under LOCK."""

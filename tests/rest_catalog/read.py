@@ -6,7 +6,8 @@
 
 Usage: read.py URI WAREHOUSE NAMESPACE TABLE S3_ENDPOINT BUCKET [CREDENTIAL]
 Prints {"pyiceberg": {ref: [rows, digest]}, "clickhouse": [rows, digest]} (digest: the sum of
-each row's hash, mod 2**61) or {"error": "..."}.
+each row's hash, mod 2**61) or {"error": "..."}. TABLE may name several tables, comma-separated
+(one process, one chdb session): then it prints {TABLE: that object, ...}.
 """
 
 import hashlib
@@ -28,7 +29,7 @@ def arrow_rows(arrow):
 
 
 def main(argv):
-    uri, warehouse, namespace, table, s3, bucket = argv[1:7]
+    uri, warehouse, namespace, tables, s3, bucket = argv[1:7]
     credential = argv[7] if len(argv) > 7 else None
     from pyiceberg.catalog import load_catalog
 
@@ -44,11 +45,6 @@ def main(argv):
     if credential:
         props["credential"] = credential
     catalog = load_catalog("rest", **props)
-    t = catalog.load_table((*namespace.split("."), table))
-    out = {"pyiceberg": {}}
-    for name, ref in t.metadata.refs.items():
-        rows = arrow_rows(t.scan(snapshot_id=ref.snapshot_id).to_arrow())
-        out["pyiceberg"][name] = [len(rows), digest(rows)]
 
     import chdb
 
@@ -61,11 +57,22 @@ def main(argv):
         f"aws_access_key_id = 'testing', aws_secret_access_key = 'testing', region = 'us-east-1', "
         f"vended_credentials = 0{auth}"
     )
+    names = tables.split(",")
+    outs = {name: read_table(catalog, session, namespace, name) for name in names}
+    print(json.dumps(outs if len(names) > 1 else outs[names[0]]))
+    return 0
+
+
+def read_table(catalog, session, namespace, table):
+    t = catalog.load_table((*namespace.split("."), table))
+    out = {"pyiceberg": {}}
+    for name, ref in t.metadata.refs.items():
+        rows = arrow_rows(t.scan(snapshot_id=ref.snapshot_id).to_arrow())
+        out["pyiceberg"][name] = [len(rows), digest(rows)]
     result = session.query(f"SELECT * FROM lake.`{namespace}.{table}`", "JSONEachRow")
     rows = [json.loads(line) for line in result.bytes().decode().splitlines() if line.strip()]
     out["clickhouse"] = [len(rows), len(rows)]
-    print(json.dumps(out))
-    return 0
+    return out
 
 
 if __name__ == "__main__":

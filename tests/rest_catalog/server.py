@@ -21,12 +21,15 @@ own behaviour, so concurrent tests do not see each other's tables. Test hooks (n
        required; vend: answer vended S3 credentials when X-Iceberg-Access-Delegation asks;
        expiring: the load's vended credentials expire within a second and name a dead endpoint
        (only those of GET .../credentials work); hang_loads: table loads answer after 30 s;
+       delay_loads_ms: table loads answer after that many ms;
        config_storage: GET /v1/config's `defaults` carry the S3 emulator's endpoint and keys;
        lifetime_ms: vended session tokens `vended.<expires-at-ms>.<n>` that expire after that
        long (tests/py/expiring_s3_proxy.py enforces it), advertised in
        `s3.session-token-expires-at-ms` (advertise_ms: advertise that lifetime instead);
        s3_endpoint: the endpoint to vend (e.g. that proxy); expired_vends: N: the next N
        credentials vended (loads and refreshes alike) had expired an hour before;
+       throttle: {"status", "count", "retry_after"?}: the next `count` catalog requests answer
+       `status` (429, 503) with that Retry-After header;
        azure: {"endpoint", "key"}: the warehouse's tables live on azurite (pyiceberg reaches
        them with the account key, azurite_io.py); vend an account SAS token
        (`adls.sas-token.<account host>`, valid lifetime_ms or an hour) and the blob endpoint
@@ -44,7 +47,7 @@ own behaviour, so concurrent tests do not see each other's tables. Test hooks (n
        "commit-then-drop-blind" (applied, connection closed, and the next load of the table
        answers 503), "truncate-load" (the next load answers half a JSON document).
   POST /admin/expire-tokens: every token issued so far stops working (401 → the client refreshes).
-  GET  /admin/log: the requests seen: [{"method", "path", "query", "auth", "delegation", "body"}].
+  GET  /admin/log: the requests seen: [{"method", "path", "query", "auth", "delegation", "time", "body"}].
 
 Usage: server.py --port P --db /path/catalog.db --warehouse s3://bucket/prefix --s3-endpoint URL
 Prints "ready <port>" on stdout once listening.
@@ -165,6 +168,7 @@ class Handler(BaseHTTPRequestHandler):
                     "query": url.query,
                     "auth": self.headers.get("Authorization"),
                     "delegation": self.headers.get("X-Iceberg-Access-Delegation"),
+                    "time": time.time(),
                     "body": raw.decode("utf-8", "replace") if raw else None,
                 }
             )
@@ -196,6 +200,8 @@ class Handler(BaseHTTPRequestHandler):
             warehouse, rest = rest[0], rest[1:]
             if not self.authorized(warehouse):
                 return
+            if self.throttled(warehouse):
+                return
             return self.catalog_route(method, warehouse, rest, query, raw)
         except (NoSuchTableError, NoSuchNamespaceError) as e:
             kind = "NoSuchTableException" if isinstance(e, NoSuchTableError) else "NoSuchNamespaceException"
@@ -213,6 +219,24 @@ class Handler(BaseHTTPRequestHandler):
     def behaviour(self, warehouse):
         with STATE.lock:
             return STATE.warehouses.get(warehouse, {})
+
+    def throttled(self, warehouse):
+        """Answer the warehouse's `throttle` status (with its Retry-After) while its count lasts."""
+        with STATE.lock:
+            throttle = STATE.warehouses.get(warehouse, {}).get("throttle")
+            if not throttle or throttle.get("count", 0) <= 0:
+                return False
+            throttle["count"] -= 1
+        code = throttle.get("status", 429)
+        data = json.dumps(error_body(code, "SlowDownException", "slow down")).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        if throttle.get("retry_after") is not None:
+            self.send_header("Retry-After", str(throttle["retry_after"]))
+        self.end_headers()
+        self.wfile.write(data)
+        return True
 
     def authorized(self, warehouse):
         b = self.behaviour(warehouse)
@@ -402,6 +426,7 @@ class Handler(BaseHTTPRequestHandler):
     def load(self, warehouse, namespace, name):
         if self.behaviour(warehouse).get("hang_loads"):
             time.sleep(30)
+        time.sleep(self.behaviour(warehouse).get("delay_loads_ms", 0) / 1000)
         key = (warehouse, namespace, name)
         with STATE.lock:
             blind = STATE.blind_loads.get(key, 0)

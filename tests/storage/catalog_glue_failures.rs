@@ -242,3 +242,71 @@ async fn glue_failures_are_clickhouse_errors_that_name_the_endpoint_and_the_tabl
     let after = fx.read();
     assert_eq!(after["metadata_location"], fx.facts["metadata_location"]);
 }
+
+/// The `(procedure, decision, reason)` of each row of a `SYSTEM MAINTAIN` EXPLAIN.
+fn decisions(rows: &[String]) -> Vec<(String, String, String)> {
+    rows.iter()
+        .map(|r| {
+            let c: Vec<&str> = r.split('\t').collect();
+            (c[2].to_string(), c[3].to_string(), c[4].to_string())
+        })
+        .collect()
+}
+
+/// A Glue table whose compaction and retention optimizers are on: `SYSTEM MAINTAIN` leaves
+/// compaction and expiry to Glue (skipped, naming the optimizer) unless forced; an optimizer that
+/// is off, and a Glue that cannot say (moto has no `BatchGetTableOptimizer`), leave them to
+/// icetrim.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn glue_table_optimizers_that_are_on_take_their_procedures() {
+    let (fx, proxy, mut s) = behind_proxy(json!({})).await;
+    let key = format!("{}.{}", fx.database, fx.table);
+    let optimizers = json!({"compaction": true, "retention": true, "orphan_file_deletion": false});
+    proxy.mode(json!({"optimizers": {key: optimizers}})).await;
+    let explain = format!(
+        "EXPLAIN SYSTEM MAINTAIN TABLE {} SETTINGS iceberg_maintain_orphans_enabled = 1",
+        fx.sql_name()
+    );
+    let by_glue = decisions(&rows(&mut s, &explain).await);
+    let skipped = |procedure: &str, by: &str| {
+        (
+            procedure.to_string(),
+            "skipped".to_string(),
+            format!("maintained by {by} (set iceberg_maintain_force = 1 to maintain it anyway)"),
+        )
+    };
+    assert!(
+        by_glue.contains(&skipped(
+            "rewrite_data_files",
+            "the Glue compaction optimizer"
+        )),
+        "{by_glue:#?}"
+    );
+    assert!(
+        by_glue.contains(&skipped(
+            "expire_snapshots",
+            "the Glue snapshot retention optimizer"
+        )),
+        "{by_glue:#?}"
+    );
+    for (procedure, decision, _) in &by_glue {
+        if procedure == "rewrite_manifests" || procedure == "remove_orphan_files" {
+            assert_ne!(decision, "skipped", "{by_glue:#?}");
+        }
+    }
+    let stats = proxy.stats().await;
+    assert_eq!(stats["ops"]["BatchGetTableOptimizer"], 1, "{stats}");
+    // Forced: icetrim plans them all.
+    let forced = decisions(&rows(&mut s, &format!("{explain}, iceberg_maintain_force = 1")).await);
+    assert!(forced.iter().all(|(_, d, _)| d != "skipped"), "{forced:#?}");
+    // Straight on moto, which cannot answer: icetrim maintains the table.
+    let mut direct = session();
+    rows(&mut direct, &create_database(&moto(), "testing")).await;
+    let unknown = decisions(&rows(&mut direct, &explain).await);
+    assert_eq!(unknown.len(), 4, "{unknown:#?}");
+    assert!(
+        unknown.iter().all(|(_, d, _)| d != "skipped"),
+        "{unknown:#?}"
+    );
+    assert_eq!(unknown, forced);
+}

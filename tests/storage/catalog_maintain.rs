@@ -28,23 +28,28 @@ async fn register_copy(fixture: &Fixture, root: &Root, warehouse: &str, name: &s
     rest_catalog::register(warehouse, &["ns"], name, &root.uri(&newest)).await;
 }
 
-/// pyiceberg (every ref) and chdb (current rows) reading `ns.<name>` through the catalog.
-fn read(warehouse: &str, name: &str) -> Value {
+/// pyiceberg (every ref) and chdb (current rows) reading each `ns.<name>` through the catalog
+/// (one process for all of them).
+fn read_all(warehouse: &str, names: &[&str]) -> Vec<Value> {
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/rest_catalog/read.py");
     let endpoint = crate::support::emulator_var("ICETRIM_S3_ENDPOINT");
     let bucket = crate::support::emulator_var("ICETRIM_S3_BUCKET");
     let uri = rest_catalog::uri();
+    let tables = names.join(",");
     let args = [
         uri.as_str(),
         warehouse,
         "ns",
-        name,
+        tables.as_str(),
         endpoint.as_str(),
         bucket.as_str(),
     ];
     let out = fixtures::run_python_json(&script, &args);
-    assert!(out.get("error").is_none(), "read ns.{name}: {out}");
-    out
+    assert!(out.get("error").is_none(), "read {tables}: {out}");
+    if names.len() == 1 {
+        return vec![out];
+    }
+    names.iter().map(|name| out[*name].clone()).collect()
 }
 
 /// The `(table, procedure) -> (status, reason)` of a `SYSTEM MAINTAIN` answer.
@@ -73,7 +78,7 @@ async fn one_run_maintains_a_catalog_database_by_its_policy() {
     register_copy(&linear, &outer, &warehouse, "outer").await;
     register_copy(&linear, &inner, &warehouse, "inner").await;
     let names = ["small", "no_gc", "outer", "inner"];
-    let before: Vec<Value> = names.iter().map(|n| read(&warehouse, n)).collect();
+    let before = read_all(&warehouse, &names);
     let inner_files = inner.files().await;
     let no_gc_files = no_gc.files().await;
 
@@ -184,8 +189,8 @@ async fn one_run_maintains_a_catalog_database_by_its_policy() {
         assert!(inner_now.iter().any(|f| f == relative), "{path} gone");
     }
     // Every table reads as before (pyiceberg: the refs it still has; ClickHouse: current rows).
-    for (name, before) in names.iter().zip(&before) {
-        let after = read(&warehouse, name);
+    let after = read_all(&warehouse, &names);
+    for ((name, before), after) in names.iter().zip(&before).zip(&after) {
         assert_eq!(before["clickhouse"], after["clickhouse"], "ns.{name}");
         assert_eq!(
             before["pyiceberg"]["main"], after["pyiceberg"]["main"],
@@ -204,21 +209,43 @@ async fn one_run_maintains_a_catalog_database_by_its_policy() {
             .all(|r| !r.contains("\tok\t") && !r.contains("\tdue\t")),
         "{again:#?}"
     );
-    // With orphan removal on (the database's setting), the outer table's scan cannot vouch for
-    // the inner table any more: the inner table's older metadata files list manifest lists its
-    // expiry deleted. That table's orphan removal fails and deletes nothing; the other tables
-    // still run, and the statement fails naming the failure.
+    // With orphan removal on (the database's setting) the outer table's scan protects the inner
+    // table, whose older metadata files name manifest lists its own expiry deleted: it reads what
+    // is there and passes over what is gone. A table whose metadata file is gone fails alone: the
+    // others run, and the statement fails naming it. The catalog throttles the run's first
+    // requests (429 with Retry-After: 1): each is sent again after the wait it asked for.
+    let broken = Root::new(io.clone(), &format!("{base}/broken"));
+    register_copy(&linear, &broken, &warehouse, "broken").await;
+    let newest = broken.newest_metadata().await;
+    io.delete(&broken.uri(&newest)).await.expect("delete");
+    let throttle = serde_json::json!({"throttle": {"status": 429, "count": 3, "retry_after": 1}});
+    rest_catalog::warehouse(&warehouse, throttle).await;
+    let seen = rest_catalog::log().await.len();
     let error = s
         .execute("SYSTEM MAINTAIN DATABASE lake")
         .await
-        .expect_err("the outer table's orphan removal refuses");
+        .expect_err("the broken table fails");
     let text = error.to_string();
     assert!(
-        text.contains("1 of 4 table(s) failed")
-            && text.contains("lake.ns.outer remove_orphan_files")
-            && text.contains("nothing was deleted"),
+        text.contains("1 of 5 table(s) failed") && text.contains("lake.ns.broken open"),
         "{text}"
     );
+    let log: Vec<Value> = rest_catalog::log()
+        .await
+        .into_iter()
+        .skip(seen)
+        .filter(|e| e["path"].as_str().is_some_and(|p| p.starts_with("/v1/")))
+        .collect();
+    let first = &log[0];
+    let resent: Vec<&Value> = log
+        .iter()
+        .filter(|e| e["path"] == first["path"] && e["method"] == first["method"])
+        .collect();
+    assert!(resent.len() >= 4, "3 throttled + 1 answered: {resent:#?}");
+    for pair in resent[..4].windows(2) {
+        let gap = pair[1]["time"].as_f64().unwrap() - pair[0]["time"].as_f64().unwrap();
+        assert!(gap >= 0.95, "sent again {gap} s after a Retry-After of 1 s");
+    }
     // (Each run leaves the table's maintenance lease at a newer generation: not a table file.)
     let table_files = |files: Vec<String>| -> Vec<String> {
         files
@@ -228,7 +255,82 @@ async fn one_run_maintains_a_catalog_database_by_its_policy() {
     };
     let inner_after: Vec<String> = inner.files().await.into_iter().map(|f| f.0).collect();
     assert_eq!(table_files(inner_after), table_files(inner_now));
+    read_all(&warehouse, &names);
+}
+
+/// Tables run in parallel up to `iceberg_maintain_max_parallel_tables`. The catalog answers each
+/// table load after a second: four at once, every table's first load arrives before the first
+/// is answered; one at a time, each arrives after the one before was answered. The answer is
+/// the same, in name order.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tables_run_in_parallel_up_to_the_setting() {
+    let now = fixtures::now_ms();
+    let linear = fixtures::make_fixture("py_v2_linear", now, false);
+    let warehouse = crate::support::unique("parallel");
+    let slow = serde_json::json!({"delay_loads_ms": 1000});
+    rest_catalog::warehouse(&warehouse, slow).await;
+    let (io, base) = s3_emulator("parallel");
+    let names = ["t1", "t2", "t3", "t4"];
     for name in names {
-        read(&warehouse, name);
+        let root = Root::new(io.clone(), &format!("{base}/{name}"));
+        register_copy(&linear, &root, &warehouse, name).await;
     }
+    let mut s = session();
+    let database = rest_catalog::create_database("lake", &warehouse, "vended_credentials = 0");
+    run(&mut s, &database).await;
+    let prefix = format!("/v1/{warehouse}/namespaces/ns/tables/");
+    let mut answers = Vec::new();
+    for parallel in [4, 1] {
+        let seen = rest_catalog::log().await.len();
+        let statement = format!(
+            "EXPLAIN SYSTEM MAINTAIN DATABASE lake \
+             SETTINGS iceberg_maintain_max_parallel_tables = {parallel}"
+        );
+        answers.push(rows(&mut s, &statement).await);
+        let mut first_loads = std::collections::BTreeMap::new();
+        for entry in rest_catalog::log().await.into_iter().skip(seen) {
+            let path = entry["path"].as_str().unwrap_or_default();
+            let Some(table) = path.strip_prefix(&prefix) else {
+                continue;
+            };
+            if entry["method"] == "GET" && !table.contains('/') {
+                let time = entry["time"].as_f64().expect("time");
+                first_loads.entry(table.to_string()).or_insert(time);
+            }
+        }
+        let mut times: Vec<f64> = first_loads.into_values().collect();
+        assert_eq!(times.len(), 4, "parallel {parallel}");
+        times.sort_by(f64::total_cmp);
+        if parallel == 4 {
+            let spread = times[3] - times[0];
+            assert!(spread < 0.9, "loads {spread} s apart: not in parallel");
+        } else {
+            for pair in times.windows(2) {
+                let gap = pair[1] - pair[0];
+                assert!(
+                    gap >= 0.95,
+                    "a table loaded {gap} s after the one before: {:#?}",
+                    rest_catalog::log()
+                        .await
+                        .into_iter()
+                        .skip(seen)
+                        .collect::<Vec<_>>()
+                );
+            }
+        }
+    }
+    assert_eq!(answers[0], answers[1]);
+    assert_eq!(answers[0].len(), 16, "{:#?}", answers[0]);
+    for (i, name) in names.iter().enumerate() {
+        assert!(
+            answers[0][i * 4].contains(&format!("ns.{name}\t")),
+            "{:#?}",
+            answers[0]
+        );
+    }
+    let zero = s
+        .execute("SYSTEM MAINTAIN DATABASE lake SETTINGS iceberg_maintain_max_parallel_tables = 0")
+        .await
+        .expect_err("0 tables at once");
+    assert!(zero.to_string().contains("at least 1"), "{zero}");
 }

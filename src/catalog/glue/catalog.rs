@@ -22,7 +22,12 @@
 
 use super::commit::{GlueCommitOutcome, commit};
 use super::{GlueCatalog, GlueOptions, GlueTable};
-use crate::catalog::{Catalog, CatalogCommit, CatalogConfig, LoadedTable, TableIdent};
+use aws_sdk_glue::types::TableOptimizerType;
+
+use crate::catalog::{
+    Catalog, CatalogCommit, CatalogConfig, LoadedTable, OwnMaintenance, OwnMaintenanceKind,
+    TableIdent,
+};
 use crate::error::{Error, ErrorKind, Result};
 use crate::iceberg::locate::read_metadata;
 use crate::iceberg::metadata::TableMetadata;
@@ -163,6 +168,36 @@ impl Catalog for GlueDatabase {
         }
         tables.sort();
         Ok(tables)
+    }
+
+    async fn own_maintenance(&self, ident: &TableIdent) -> Vec<OwnMaintenance> {
+        let Ok((database, name)) = self.glue_name(ident) else {
+            return Vec::new();
+        };
+        let Ok(kinds) = self.client.enabled_optimizers(database, name).await else {
+            return Vec::new();
+        };
+        kinds
+            .iter()
+            .filter_map(|kind| {
+                let (kind, by) = match kind {
+                    TableOptimizerType::Compaction => (
+                        OwnMaintenanceKind::Compaction,
+                        "the Glue compaction optimizer",
+                    ),
+                    TableOptimizerType::Retention => (
+                        OwnMaintenanceKind::SnapshotRetention,
+                        "the Glue snapshot retention optimizer",
+                    ),
+                    TableOptimizerType::OrphanFileDeletion => (
+                        OwnMaintenanceKind::OrphanFiles,
+                        "the Glue orphan file deletion optimizer",
+                    ),
+                    _ => return None,
+                };
+                Some(OwnMaintenance { kind, by })
+            })
+            .collect()
     }
 
     async fn load_table(&self, ident: &TableIdent) -> Result<LoadedTable> {

@@ -22,6 +22,8 @@ pub(super) enum GlueCall {
     Tables,
     /// `GetTable`.
     Table,
+    /// `BatchGetTableOptimizer`.
+    Optimizers,
 }
 
 impl GlueCall {
@@ -30,6 +32,7 @@ impl GlueCall {
             GlueCall::Databases => "GetDatabases",
             GlueCall::Tables => "GetTables",
             GlueCall::Table => "GetTable",
+            GlueCall::Optimizers => "BatchGetTableOptimizer",
         }
     }
 }

@@ -41,7 +41,7 @@ use std::fmt;
 
 use aws_sdk_glue::config::retry::RetryConfig;
 use aws_sdk_glue::config::{BehaviorVersion, Credentials, Region};
-use aws_sdk_glue::types::{Table, TableInput};
+use aws_sdk_glue::types::{BatchGetTableOptimizerEntry, Table, TableInput, TableOptimizerType};
 
 use crate::error::Result;
 use errors::{GlueCall, sdk_error};
@@ -277,6 +277,55 @@ impl GlueCatalog {
                 return Ok(names);
             }
         }
+    }
+
+    /// The kinds of table optimizer (`BatchGetTableOptimizer`) that are on for the table. Sent
+    /// once, without the client's retries: an endpoint or a role that cannot answer (no
+    /// `glue:GetTableOptimizer` permission, an emulator without the operation) is an error the
+    /// caller takes as "cannot tell".
+    pub async fn enabled_optimizers(
+        &self,
+        database: &str,
+        table: &str,
+    ) -> Result<Vec<TableOptimizerType>> {
+        let kinds = [
+            TableOptimizerType::Compaction,
+            TableOptimizerType::Retention,
+            TableOptimizerType::OrphanFileDeletion,
+        ];
+        let catalog_id = self.options.catalog_id.clone();
+        let entries = kinds.iter().map(|kind| {
+            BatchGetTableOptimizerEntry::builder()
+                .set_catalog_id(catalog_id.clone())
+                .database_name(database)
+                .table_name(table)
+                .r#type(kind.clone())
+                .build()
+        });
+        let once = aws_sdk_glue::config::Builder::default().retry_config(RetryConfig::disabled());
+        let answer = self
+            .client
+            .batch_get_table_optimizer()
+            .set_entries(Some(entries.collect()))
+            .customize()
+            .config_override(once)
+            .send()
+            .await
+            .map_err(|e| {
+                sdk_error(
+                    &self.options,
+                    GlueCall::Optimizers,
+                    Some((database, Some(table))),
+                    e,
+                )
+            })?;
+        Ok(answer
+            .table_optimizers()
+            .iter()
+            .filter_map(|found| found.table_optimizer())
+            .filter(|o| o.configuration().and_then(|c| c.enabled()) == Some(true))
+            .filter_map(|o| o.r#type().cloned())
+            .collect())
     }
 
     /// `GetTable`: the table and its current metadata location. A table that is not Iceberg or

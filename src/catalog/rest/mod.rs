@@ -19,6 +19,8 @@
 //!   (the answer's metadata); 409 → conflict; 400 with a multi-id `remove-snapshots` → once more
 //!   with one id per update; 5xx, a timeout or a lost connection → reload: committed when the
 //!   reloaded metadata shows our commit ([`super::landed`]), else unknown.
+//! - A 429, or a read's 503, is sent again after the wait its `Retry-After` asks (or a growing
+//!   one), a few times at most ([`throttle`]).
 //! - Every request has a connect timeout and a request timeout; errors name the catalog endpoint
 //!   and the table, never a secret.
 
@@ -26,6 +28,7 @@ pub mod auth;
 pub mod credentials;
 pub mod diff;
 mod requests;
+mod throttle;
 
 use requests::{Failure, error_of};
 use std::sync::Arc;

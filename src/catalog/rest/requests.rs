@@ -2,6 +2,7 @@
 //! how a request failed before an answer, and the errors of an answer (status, the REST
 //! `ErrorModel`), none of which ever quotes a secret or a URL's query.
 
+use super::throttle;
 use super::*;
 
 /// An HTTP answer: status and body.
@@ -21,7 +22,8 @@ pub(super) enum Failure {
 }
 
 impl RestCatalog {
-    /// Send one request with auth; on a 401 refresh an OAuth token once and resend.
+    /// Send one request with auth; on a 401 refresh an OAuth token once and resend; on a 429
+    /// (or a read's 503) wait as [`throttle`] says and resend.
     pub(super) async fn send(
         &self,
         method: reqwest::Method,
@@ -30,6 +32,7 @@ impl RestCatalog {
         headers: &[(&str, &str)],
     ) -> std::result::Result<Answer, Failure> {
         let mut refreshed = false;
+        let mut retries = 0;
         loop {
             let mut request = self.http.request(method.clone(), url);
             for (name, value) in headers {
@@ -52,6 +55,23 @@ impl RestCatalog {
             let status = response.status().as_u16();
             if status == 401 && !refreshed && self.auth.can_refresh() {
                 refreshed = true;
+                continue;
+            }
+            let busy = throttle::Busy {
+                status,
+                read: method == reqwest::Method::GET,
+                retry_after: response
+                    .headers()
+                    .get(reqwest::header::RETRY_AFTER)
+                    .and_then(|v| v.to_str().ok()),
+            };
+            let now = chrono::Utc::now();
+            // The clock's sub-millisecond digits spread parallel requests' waits well enough.
+            let jitter = f64::from(now.timestamp_subsec_nanos() % 1_000_000) / 1_000_000.0;
+            if let Some(wait) = throttle::wait_before_retry(busy, retries, now, jitter) {
+                retries += 1;
+                drop(response);
+                tokio::time::sleep(wait).await;
                 continue;
             }
             let body = response.bytes().await.map_err(|e| classify(&e))?;

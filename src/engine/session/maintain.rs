@@ -1,13 +1,17 @@
 //! `SYSTEM MAINTAIN TABLE t | DATABASE db [NAMESPACE 'ns']` and its `EXPLAIN`: which tables, each
 //! opened where it lives (a path table or a catalog database's table), then each maintained by
-//! [`crate::engine::maintain::maintain_table`] in turn. A table that cannot be opened or whose
+//! [`crate::engine::maintain::maintain_table`]. A table that cannot be opened or whose
 //! maintenance fails is a `failed` row; the others still run, and the statement then fails
-//! naming every failure.
+//! naming every failure. Up to `iceberg_maintain_max_parallel_tables` tables run at once, sharing
+//! the session's compaction memory and request concurrency ([`crate::maintain::upkeep_share`]).
 
 use super::*;
 use crate::engine::maintain::{
     MaintainRow, MaintainRun, TableToMaintain, failures_error, maintain_table, result_of,
 };
+use futures::StreamExt;
+
+use crate::maintain::upkeep_share::{RunBudget, TableShare, table_share};
 use crate::sql::{MaintainTarget, SystemMaintain};
 
 /// A table to maintain, not yet opened: its database and name as the user writes them.
@@ -46,27 +50,65 @@ impl Session {
             .tables_to_maintain(&statement.target, &progress)
             .await?;
         let count = listed.len();
+        let share = table_share(&self.run_budget(run.max_parallel_tables), count);
+        // Up to `share.parallel` tables at once, answered in name order. Every table in flight
+        // finishes (or stops between procedures when cancelled) before the answer.
+        let results: Vec<Result<Vec<MaintainRow>>> = futures::stream::iter(listed)
+            .map(|table| self.maintain_listed(table, &run, &share, &progress))
+            .buffered(share.parallel)
+            .collect()
+            .await;
         let mut rows = Vec::new();
-        for table in listed {
-            let (database, name) = (table.database.clone(), table.table.clone());
-            match self.open_to_maintain(table, &progress).await {
-                Ok(opened) => rows.extend(maintain_table(opened, &run, &progress).await?),
-                Err(e) if e.kind() == ErrorKind::QueryWasCancelled => return Err(e),
-                Err(e) => rows.push(MaintainRow {
-                    database,
-                    table: name,
-                    procedure: "open".into(),
-                    status: "failed".into(),
-                    reason: String::new(),
-                    detail: e.to_string(),
-                    error: Some(e.kind()),
-                }),
-            }
+        for result in results {
+            rows.extend(result?);
         }
         if let Some(error) = failures_error(&rows, count) {
             return Err(error);
         }
         Ok(rows)
+    }
+
+    /// The session's budgets a run splits among the tables it maintains at once.
+    fn run_budget(&self, max_parallel_tables: u64) -> RunBudget {
+        let as_u64 = |n: usize| u64::try_from(n).unwrap_or(u64::MAX);
+        RunBudget {
+            max_parallel_tables,
+            compaction_memory_bytes: self.settings.compaction_max_memory_bytes(),
+            read_concurrency: as_u64(self.settings.metadata_read_concurrency()),
+            delete_concurrency: as_u64(self.settings.delete_concurrency()),
+        }
+    }
+
+    /// One listed table opened with its share of the run's budgets and maintained; a table that
+    /// cannot be opened is a `failed` row. `Err` only for cancellation.
+    async fn maintain_listed(
+        &self,
+        table: Listed,
+        run: &MaintainRun,
+        share: &TableShare,
+        progress: &Progress,
+    ) -> Result<Vec<MaintainRow>> {
+        if progress.is_cancelled() {
+            return Err(crate::progress::cancelled_error());
+        }
+        let (database, name) = (table.database.clone(), table.table.clone());
+        let opened = match self.open_to_maintain(table, progress).await {
+            Ok(mut opened) => take_share(&mut opened.target.settings, share).map(|()| opened),
+            Err(e) => Err(e),
+        };
+        match opened {
+            Ok(opened) => maintain_table(opened, run, progress).await,
+            Err(e) if e.kind() == ErrorKind::QueryWasCancelled => Err(e),
+            Err(e) => Ok(vec![MaintainRow {
+                database,
+                table: name,
+                procedure: "open".into(),
+                status: "failed".into(),
+                reason: String::new(),
+                detail: e.to_string(),
+                error: Some(e.kind()),
+            }]),
+        }
     }
 
     /// The tables `target` names, in name order.
@@ -149,4 +191,22 @@ impl Session {
             catalog_database,
         })
     }
+}
+
+/// Lower a table's compaction memory and read and delete concurrency to its share of the run's
+/// (a table's own setting that is lower stays).
+fn take_share(settings: &mut crate::settings::Settings, share: &TableShare) -> Result<()> {
+    for (name, value) in [
+        (
+            "iceberg_compaction_max_memory_bytes",
+            share.compaction_memory_bytes,
+        ),
+        ("iceberg_metadata_read_concurrency", share.read_concurrency),
+        ("iceberg_delete_concurrency", share.delete_concurrency),
+    ] {
+        if value < settings.get_uint(name) {
+            settings.set(name, &crate::literal::Literal::Number(value.to_string()))?;
+        }
+    }
+    Ok(())
 }

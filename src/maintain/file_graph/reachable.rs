@@ -282,13 +282,30 @@ pub async fn collect_reachable_reporting(
 /// [`References::read_into`] then reads each distinct list and manifest once. The metadata files
 /// may belong to several tables (other tables found under a location, all their metadata files):
 /// their references are placed relative to the set's own location.
+///
+/// What a metadata file added with [`Reach::IfPresent`] names is read when it is there and passed
+/// over when it is gone: an older metadata file of another table names manifest lists that
+/// table's own expiry deleted. What a [`Reach::Required`] one names must be read.
 #[derive(Default)]
 pub struct References {
     /// Files named directly (metadata files, metadata-log, version hints, statistics), in order.
     singles: Vec<String>,
-    /// Manifest lists by identity key, each with the first spelling seen.
-    lists: HashMap<String, String>,
+    /// Manifest lists by identity key, each with the first spelling seen and whether it must be
+    /// read (a list named by any required metadata file is required).
+    lists: HashMap<String, (String, bool)>,
+    /// Manifests named inline (v1) by metadata files that are not required.
+    inline_if_present: Vec<String>,
     manifests: Manifests,
+}
+
+/// Whether what a metadata file names must be read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reach {
+    /// Every list and manifest it reaches must be read; one that is gone fails the read.
+    Required,
+    /// Read what is there; a list or manifest that is gone (and not named by a required
+    /// metadata file) is passed over.
+    IfPresent,
 }
 
 impl References {
@@ -301,6 +318,18 @@ impl References {
         metadata_path: &str,
         table_location: &str,
     ) {
+        self.add_metadata_reaching(metadata, metadata_path, table_location, Reach::Required);
+    }
+
+    /// [`References::add_metadata`], saying whether what it names must be read.
+    pub fn add_metadata_reaching(
+        &mut self,
+        metadata: &TableMetadata,
+        metadata_path: &str,
+        table_location: &str,
+        reach: Reach,
+    ) {
+        let required = reach == Reach::Required;
         self.singles.push(metadata_path.to_string());
         self.singles.push(version_hint_path(table_location));
         for entry in metadata.metadata_log() {
@@ -312,15 +341,20 @@ impl References {
         for snapshot in metadata.snapshots() {
             match &snapshot.manifest_list {
                 Some(list) => {
-                    self.lists
+                    let entry = self
+                        .lists
                         .entry(path_key(list))
-                        .or_insert_with(|| list.clone());
+                        .or_insert_with(|| (list.clone(), required));
+                    entry.1 |= required;
                 }
-                None => {
+                None if required => {
                     for manifest in &snapshot.manifests {
                         self.manifests.add(manifest);
                     }
                 }
+                None => self
+                    .inline_if_present
+                    .extend(snapshot.manifests.iter().cloned()),
             }
         }
     }
@@ -330,7 +364,8 @@ impl References {
         self.singles.push(uri.to_string());
     }
 
-    /// Read every gathered manifest list and manifest into `reachable`.
+    /// Read every gathered manifest list and manifest into `reachable`: the required lists
+    /// first, so that every manifest they name is required, then the others.
     pub async fn read_into(
         self,
         io: &FileIO,
@@ -341,6 +376,7 @@ impl References {
         let References {
             singles,
             lists,
+            inline_if_present,
             mut manifests,
         } = self;
         for uri in &singles {
@@ -348,36 +384,41 @@ impl References {
         }
         drop(singles);
         progress.phase(Phase::ReadingManifestLists, Some(lists.len()))?;
-        let jobs = lists.into_values().map(|list| ReadJob {
-            id: list.clone(),
-            required: true,
-            uri: list,
-            length: None,
-        });
-        let mut decoded = read_decoded(
-            io,
-            jobs.collect(),
-            concurrency,
-            Arc::new(decode_list),
-            progress,
-        );
-        while let Some((list, decoded_list)) = decoded.try_next().await? {
-            reachable.insert(&list);
-            let decoded_list = decoded_list.ok_or_else(|| unread("manifest list", &list))?;
-            for (manifest, item) in decoded_list.iter() {
-                manifests.add_listed(manifest, item.length);
+        let (required, if_present): (Vec<_>, Vec<_>) =
+            lists.into_values().partition(|(_, required)| *required);
+        for (lists, required) in [(required, true), (if_present, false)] {
+            let lists = lists.into_iter().map(|(list, _)| list).collect();
+            read_lists(
+                io,
+                lists,
+                required,
+                concurrency,
+                progress,
+                &mut reachable,
+                &mut manifests,
+            )
+            .await?;
+            if required {
+                manifests.required = manifests.uris.len();
             }
-            decoded_list.recycle();
         }
-        drop(decoded);
+        for manifest in &inline_if_present {
+            manifests.add(manifest);
+        }
+        drop(inline_if_present);
         let root = Arc::clone(&reachable.root);
-        let Manifests { uris, lengths, .. } = manifests;
+        let Manifests {
+            uris,
+            lengths,
+            required,
+            ..
+        } = manifests;
         let jobs: Vec<ReadJob<usize>> = uris
             .iter()
             .enumerate()
             .map(|(index, uri)| ReadJob {
                 id: index,
-                required: true,
+                required: index < required,
                 uri: uri.clone(),
                 length: lengths.get(index).copied().flatten(),
             })
@@ -386,15 +427,59 @@ impl References {
         let place = Arc::new(move |bytes: &[u8], uri: &str| place_manifest(bytes, uri, &root));
         let mut decoded = read_decoded(io, jobs, concurrency, place, progress);
         while let Some((index, placed)) = decoded.try_next().await? {
-            let uri = uris.get(index).map_or("", String::as_str);
-            reachable.add_placed(placed.ok_or_else(|| unread("manifest", uri))?);
+            match placed {
+                Some(placed) => reachable.add_placed(placed),
+                None if index < required => {
+                    let uri = uris.get(index).map_or("", String::as_str);
+                    return Err(unread("manifest", uri));
+                }
+                // Gone, and named only by what need not be read.
+                None => {}
+            }
         }
         Ok(reachable)
     }
 }
 
-/// Every file is read as required, so none comes back unread; if one did, the set would be
-/// partial, and a partial reachable set makes live files look orphaned.
+/// Read `lists` into `reachable`, adding every manifest they name. A list that is not
+/// `required` and is gone is passed over.
+async fn read_lists(
+    io: &FileIO,
+    lists: Vec<String>,
+    required: bool,
+    concurrency: usize,
+    progress: &Progress,
+    reachable: &mut ReachableFiles,
+    manifests: &mut Manifests,
+) -> Result<()> {
+    let jobs = lists
+        .into_iter()
+        .map(|list| ReadJob {
+            id: list.clone(),
+            required,
+            uri: list,
+            length: None,
+        })
+        .collect();
+    let mut decoded = read_decoded(io, jobs, concurrency, Arc::new(decode_list), progress);
+    while let Some((list, decoded_list)) = decoded.try_next().await? {
+        let Some(decoded_list) = decoded_list else {
+            if required {
+                return Err(unread("manifest list", &list));
+            }
+            continue;
+        };
+        reachable.insert(&list);
+        for (manifest, item) in decoded_list.iter() {
+            manifests.add_listed(manifest, item.length);
+        }
+        decoded_list.recycle();
+    }
+    Ok(())
+}
+
+/// A required file never comes back unread (a gone one fails the read); if one did, the set
+/// would be partial, and a partial reachable set makes live files look orphaned.
 fn unread(what: &str, uri: &str) -> Error {
     Error::logical(format!("{what} '{uri}' was not read"))
 }
@@ -410,6 +495,8 @@ struct Manifests {
     /// Each of `uris`' `manifest_length` as the first list naming it gives it (v1 inline
     /// manifests: unknown).
     lengths: Vec<Option<u64>>,
+    /// `uris[..required]` must be read (named by required lists or metadata files).
+    required: usize,
 }
 
 impl Manifests {

@@ -7,9 +7,9 @@ use futures::{StreamExt, TryStreamExt};
 
 use super::other_tables::{NAMED_TABLES, OtherTable, Protection, is_foreign_metadata};
 use crate::error::{Error, ErrorKind, Result};
-use crate::iceberg::locate::{file_name, read_metadata};
+use crate::iceberg::locate::{file_name, parse_file_name, read_metadata};
 use crate::io::{FileIO, is_under};
-use crate::maintain::file_graph::reachable::{ReachableFiles, References};
+use crate::maintain::file_graph::reachable::{Reach, ReachableFiles, References};
 use crate::progress::Progress;
 
 /// Search the whole `location` for foreign metadata (when the scan itself was narrowed).
@@ -72,7 +72,9 @@ pub async fn refusal(
     ))
 }
 
-/// Read every metadata file of every table in `others` and gather what they reach.
+/// Read every metadata file of every table in `others` and gather what they reach. What the
+/// newest metadata file of each table reaches must be read; an older one's manifest lists and
+/// manifests are protected when they are there (that table's own expiry deleted some of them).
 pub async fn protect(
     io: &FileIO,
     table_name: &str,
@@ -119,7 +121,8 @@ pub async fn protect(
             references.add_file(&file);
             continue;
         };
-        references.add_metadata(&metadata, &file, &other.location);
+        let reach = reach_of(other, &file);
+        references.add_metadata_reaching(&metadata, &file, &other.location, reach);
         let field = metadata.location().trim_end_matches('/').to_string();
         if is_under(location, &field) && !folders.contains(&field) {
             folders.push(field.clone());
@@ -144,6 +147,17 @@ pub async fn protect(
         folders,
         reachable,
     })
+}
+
+/// Whether what `file` (a metadata file of `other`) names must be read: it is `other`'s newest,
+/// or its version cannot be told from its name (so it might be the newest).
+fn reach_of(other: &OtherTable, file: &str) -> Reach {
+    let versioned = parse_file_name(file).and_then(|n| n.version).is_some();
+    if !versioned || other.newest().map(String::as_str) == Some(file) {
+        Reach::Required
+    } else {
+        Reach::IfPresent
+    }
 }
 
 fn unreadable(e: Error, table_name: &str, other: &str, file: &str) -> Error {
