@@ -226,7 +226,8 @@ pub mod internals {
     /// See `src/maintain/`.
     pub mod maintain {
         pub use crate::maintain::{
-            compact, expire, file_graph, manage_snapshots, report, rewrite_manifests, shape, target,
+            compact, expire, file_graph, lease, manage_snapshots, report, rewrite_manifests, shape,
+            target,
         };
     }
     /// See `src/plan/`.

@@ -87,6 +87,7 @@ pub const DATABASE_SETTINGS: &[DatabaseSetting] = &[
     flag("iceberg_maintain_orphans_enabled"),
     text("iceberg_maintain_orphans_older_than_ms"),
     flag("iceberg_maintain_force"),
+    text("iceberg_maintain_lease_seconds"),
 ];
 
 /// The setting `name`, if `DataLakeCatalog` has it.

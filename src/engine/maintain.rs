@@ -3,12 +3,16 @@
 //! rewrite manifests → expire → orphans), the policy's gate, the decision (a dry run of the
 //! procedure through the same executor SQL uses: due when it finds anything to do), and for a
 //! real run the procedure itself ([`run_procedure_on`]). Cancellation stops between procedures;
-//! every commit made so far stands. A procedure that fails ends that table's run (its later
+//! every commit made so far stands. Before the first procedure of a run that can change the table,
+//! the run takes the table's maintenance lease ([`super::maintain_lease`]); a table another
+//! maintainer holds is one `skipped` row, and a run whose lease was lost stops before its next
+//! procedure. A procedure that fails ends that table's run (its later
 //! procedures are skipped); the caller goes on with the next table.
 
 use std::collections::BTreeMap;
 
 use super::catalog_db::scrub;
+use super::maintain_lease::{self, LeaseTaken};
 use super::procedures::{check_gates, run_procedure_on};
 use super::registry::DatabaseDef;
 use super::result::QueryResult;
@@ -22,7 +26,7 @@ use crate::maintain::upkeep::{
 use crate::plan::{
     CompactOptions, ExpireOptions, OrphanOptions, ProcedureCall, RewriteManifestsOptions,
 };
-use crate::progress::{Progress, cancelled_error};
+use crate::progress::{CancelToken, Progress, cancelled_error};
 use crate::settings::{MAINTAIN_MAX_PARALLEL_TABLES, Settings};
 
 /// The settings a `SYSTEM MAINTAIN` statement takes besides the `iceberg_maintain_*` knobs.
@@ -39,6 +43,9 @@ pub struct MaintainRun {
     pub explain: bool,
     /// Tables maintained at once (the statement's setting, else the session's; at least 1).
     pub max_parallel_tables: u64,
+    /// Once cancelled, the run stops before its next procedure (the one running finishes): how
+    /// `icetrim maintain` stops on SIGTERM.
+    pub stop: Option<CancelToken>,
 }
 
 impl MaintainRun {
@@ -190,7 +197,7 @@ pub async fn maintain_table(
         (TableSource::Catalog(t), None) => t.catalog.own_maintenance(&t.ident).await,
         _ => Vec::new(),
     };
-    stop_if_cancelled(progress)?;
+    stop_if_cancelled(progress, run)?;
     let clock = Stopwatch::new(table.target.now_ms);
     let policy = match policy_of(&table, run).await {
         Ok(policy) => policy,
@@ -201,11 +208,28 @@ pub async fn maintain_table(
         }
     };
     let (policy, retention) = policy;
+    // Two maintainers never work on one table at once (see `maintain_lease`).
+    let lease = match maintain_lease::take(&table.target, &policy, run).await {
+        Ok(LeaseTaken::Busy(reason)) => {
+            let busy = row("lease", "skipped", reason, String::new());
+            return Ok(vec![clock.stamp(busy, clock.base_ms)]);
+        }
+        Ok(lease) => lease,
+        Err(e) => {
+            let failed = failure("lease", String::new(), &e);
+            return Ok(vec![clock.stamp(failed, clock.base_ms)]);
+        }
+    };
     let mut rows = Vec::new();
     let mut failed = false;
+    let mut stopped: Option<String> = None;
+    let mut outcome = Ok(());
     for procedure in UpkeepProcedure::ORDER {
         // Between procedures: every commit so far stands, the next one does not start.
-        stop_if_cancelled(progress)?;
+        if let Err(e) = stop_if_cancelled(progress, run) {
+            outcome = Err(e);
+            break;
+        }
         let started = clock.now_ms();
         let name = procedure.name();
         let knobs = match procedure {
@@ -213,6 +237,14 @@ pub async fn maintain_table(
             _ => policy.describe_for(procedure),
         };
         let detail = |error: String| if run.explain { knobs.clone() } else { error };
+        if stopped.is_none() {
+            stopped = maintain_lease::lost(&lease);
+        }
+        if let Some(reason) = &stopped {
+            let skipped = row(name, "skipped", reason.clone(), String::new());
+            rows.push(clock.stamp(skipped, started));
+            continue;
+        }
         if failed {
             let reason = "an earlier procedure of this table failed".to_string();
             rows.push(clock.stamp(row(name, "skipped", reason, String::new()), started));
@@ -229,24 +261,30 @@ pub async fn maintain_table(
             Gate::Disabled(reason) => row(name, "disabled", reason, detail(String::new())),
             Gate::Skipped(reason) => row(name, "skipped", reason, detail(String::new())),
             Gate::Plan => {
-                match plan_and_run(&table.target, run, &policy, procedure, progress).await? {
-                    Step::Done(NOT_DUE, _) => {
+                match plan_and_run(&table.target, run, &policy, procedure, progress).await {
+                    Ok(Step::Done(NOT_DUE, _)) => {
                         row(name, NOT_DUE, "nothing to do".into(), detail(String::new()))
                     }
-                    Step::Done(status, metrics) => MaintainRow {
+                    Ok(Step::Done(status, metrics)) => MaintainRow {
                         metrics: metrics.clone(),
                         ..row(name, status, reason_of(&metrics), detail(String::new()))
                     },
-                    Step::Failed(work, e) => {
+                    Ok(Step::Failed(work, e)) => {
                         failed = true;
                         failure(name, reason_of(&work), &e)
+                    }
+                    Err(e) => {
+                        outcome = Err(e);
+                        break;
                     }
                 }
             }
         };
         rows.push(clock.stamp(done, started));
     }
-    Ok(rows)
+    // Released after a cancellation too: the next run need not wait for it to expire.
+    maintain_lease::give_back(lease).await;
+    outcome.map(|()| rows)
 }
 
 const NOT_DUE: &str = "not due";
@@ -332,9 +370,10 @@ async fn plan_and_run(
     }
 }
 
-/// `QUERY_WAS_CANCELLED` once the run's token is cancelled, whatever an earlier procedure wrote.
-fn stop_if_cancelled(progress: &Progress) -> Result<()> {
-    if progress.is_cancelled() {
+/// `QUERY_WAS_CANCELLED` once the run's token is cancelled, or the run was asked to stop between
+/// procedures ([`MaintainRun::stop`]), whatever an earlier procedure wrote.
+fn stop_if_cancelled(progress: &Progress, run: &MaintainRun) -> Result<()> {
+    if progress.is_cancelled() || run.stop.as_ref().is_some_and(|t| t.is_cancelled()) {
         return Err(cancelled_error());
     }
     Ok(())

@@ -15,6 +15,7 @@ pub(crate) mod catalog_db;
 pub(crate) mod ddl;
 pub(crate) mod describe;
 pub(crate) mod maintain;
+pub(crate) mod maintain_lease;
 pub(crate) mod maintain_log;
 #[cfg(feature = "datafusion")]
 pub(crate) mod maintain_log_tables;

@@ -312,6 +312,7 @@ impl Engine {
             warned_catalog_owned: Arc::default(),
             early_warnings: EarlyWarnings::default(),
             user: self.shared.default_user.clone(),
+            maintain_stop: None,
         }
     }
 
@@ -421,6 +422,8 @@ pub struct Session {
     early_warnings: EarlyWarnings,
     /// Whose privileges every statement is checked against.
     user: String,
+    /// Once cancelled, `SYSTEM MAINTAIN` stops before its next procedure.
+    maintain_stop: Option<CancelToken>,
 }
 
 /// An optional [`WarningSink`] that prints as `set` / `none` in `Debug`.
@@ -466,6 +469,14 @@ impl Session {
     /// ```
     pub fn set_early_warnings(&mut self, sink: Option<WarningSink>) {
         self.early_warnings = EarlyWarnings(sink);
+    }
+
+    /// `SYSTEM MAINTAIN` stops before its next procedure once `token` is cancelled (the
+    /// procedure running finishes; every commit stands), with `QUERY_WAS_CANCELLED`. This is how
+    /// `icetrim maintain` stops on SIGTERM; [`execute_with`](Self::execute_with)'s token instead
+    /// stops the running procedure too.
+    pub fn set_maintain_stop(&mut self, token: Option<CancelToken>) {
+        self.maintain_stop = token;
     }
 
     /// Sets query parameter `name` (for `{name:Type}` placeholders) to `value`, as

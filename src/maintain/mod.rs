@@ -13,6 +13,8 @@
 //!   write-audit-publish, branches and tags, table properties).
 //! - [`rewrite_manifests`]: `rewrite_manifests` and `OPTIMIZE TABLE t MANIFEST`.
 //! - [`compact`]: `OPTIMIZE TABLE` and `rewrite_data_files`.
+//! - [`lease`]: the per-table maintenance lease of `SYSTEM MAINTAIN` (generation-numbered files
+//!   under `metadata/.icetrim/`, created if absent) and its background renewal.
 //! - [`upkeep`]: the maintenance policy of `SYSTEM MAINTAIN` (knobs, precedence, floors) and its
 //!   per-procedure gates; [`upkeep_share`]: how a run maintaining tables in parallel splits its
 //!   memory and request budgets.
@@ -47,6 +49,7 @@
 pub mod compact;
 pub mod expire;
 pub mod file_graph;
+pub mod lease;
 pub mod manage_snapshots;
 pub mod old_metadata;
 pub mod orphans;

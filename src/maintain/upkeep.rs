@@ -93,6 +93,16 @@ pub const FORCE: KnobDef = KnobDef {
     doc: "maintain tables a catalog maintains itself (S3 Tables, Glue optimizers)",
 };
 
+/// How long a maintainer's lease on a table lasts, seconds (renewed every third of it while the
+/// table's procedures run; see [`super::lease`]).
+pub const LEASE_SECONDS: KnobDef = KnobDef {
+    property: "icetrim.maintain.lease-seconds",
+    setting: "iceberg_maintain_lease_seconds",
+    kind: KnobKind::UInt,
+    default: 600,
+    doc: "a run holds the table's maintenance lease this many seconds, renewed every third (at least 1)",
+};
+
 /// Every knob, in EXPLAIN's order.
 pub const KNOBS: &[KnobDef] = &[
     ENABLED,
@@ -101,6 +111,7 @@ pub const KNOBS: &[KnobDef] = &[
     ORPHANS_ENABLED,
     ORPHANS_OLDER_THAN_MS,
     FORCE,
+    LEASE_SECONDS,
 ];
 
 /// The knob whose setting is `name`.
@@ -185,6 +196,12 @@ impl UpkeepPolicy {
     pub fn manifests_min_count(&self) -> u64 {
         self.knob(&MANIFESTS_MIN_COUNT).value
     }
+    /// The maintenance lease time, ms.
+    pub fn lease_ms(&self) -> i64 {
+        i64::try_from(self.knob(&LEASE_SECONDS).value)
+            .unwrap_or(i64::MAX / 1000)
+            .saturating_mul(1000)
+    }
     pub fn orphans_older_than_ms(&self) -> i64 {
         i64::try_from(self.knob(&ORPHANS_OLDER_THAN_MS).value).unwrap_or(i64::MAX)
     }
@@ -219,6 +236,12 @@ pub fn effective_upkeep(layers: &PolicyLayers) -> Result<UpkeepPolicy> {
              ms): {} is {} ms; a shorter threshold can delete files of a commit still in flight",
             knob.describe(),
             knob.value
+        )));
+    }
+    if policy.knob(&LEASE_SECONDS).value == 0 {
+        return Err(Error::bad_arguments(format!(
+            "The maintenance lease must last at least 1 second: {}",
+            policy.knob(&LEASE_SECONDS).describe()
         )));
     }
     Ok(policy)

@@ -58,6 +58,7 @@ fn statement_beats_property_beats_database_beats_session() {
             &KnobSource::Database("lake".into()),
             &KnobSource::Default,
             &KnobSource::Session,
+            &KnobSource::Default,
         ]
     );
     let text: Vec<String> = policy.knobs.iter().map(Knob::describe).collect();
@@ -243,6 +244,26 @@ proptest! {
             prop_assert_ne!(gate(&policy, procedure, Some("S3 Tables")), Gate::Plan);
         }
     }
+}
+
+#[test]
+fn the_lease_time_is_a_knob_of_at_least_one_second() {
+    let policy = effective_upkeep(&PolicyLayers::default()).unwrap();
+    assert_eq!(policy.lease_ms(), 600_000);
+    let properties = map(&[("icetrim.maintain.lease-seconds", "30")]);
+    let layers = PolicyLayers {
+        properties: Some(&properties),
+        ..Default::default()
+    };
+    assert_eq!(effective_upkeep(&layers).unwrap().lease_ms(), 30_000);
+    let zero = map(&[("iceberg_maintain_lease_seconds", "0")]);
+    let layers = PolicyLayers {
+        statement: Some(&zero),
+        ..Default::default()
+    };
+    let error = effective_upkeep(&layers).unwrap_err();
+    assert_eq!(error.kind(), crate::error::ErrorKind::BadArguments);
+    assert!(error.message().contains("at least 1 second"), "{error}");
 }
 
 #[test]

@@ -159,6 +159,13 @@ pub const SESSION_SETTINGS: &[SettingDef] = &[
         doc: "SYSTEM MAINTAIN maintains tables a catalog maintains itself (S3 Tables, Glue optimizers)",
     },
     SettingDef {
+        name: "iceberg_maintain_lease_seconds",
+        ty: SettingType::UInt,
+        default: SettingValue::UInt(600),
+        doc: "SYSTEM MAINTAIN holds each table's maintenance lease this many seconds, renewed every \
+              third while it works; another maintainer takes the table over only after it expires",
+    },
+    SettingDef {
         name: "iceberg_maintain_max_parallel_tables",
         ty: SettingType::UInt,
         default: SettingValue::UInt(4),

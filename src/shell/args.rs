@@ -41,6 +41,8 @@ Examples:
   icetrim -d lake -q \"SHOW TABLES\"          start in database lake
   icetrim --param_keep=5 -q \"ALTER TABLE t EXECUTE expire_snapshots(retain_last = {keep:UInt64})\"
   icetrim --max_query_size=1048576 < big.sql  any session setting, as --<name>=<value>
+  icetrim maintain --every 1h --path ~/.icetrim -d lake   SYSTEM MAINTAIN DATABASE lake every hour
+                                            (without --every: once, for cron; --table NAME, -q SQL)
 
 Exit status: 0 on success; after an error (a command-line mistake too), its ClickHouse code
 modulo 256 (1 if that is 0); a procedure whose planned deletes partly failed ends with

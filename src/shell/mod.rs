@@ -9,6 +9,8 @@
 //! ClickHouse errors too ([`args`]: `UNRECOGNIZED_ARGUMENTS`, `BAD_ARGUMENTS`) under the same
 //! rule; `--help` and `--version` print and exit with 0.
 //!
+//! `icetrim maintain …` runs `SYSTEM MAINTAIN` unattended, once or in a loop ([`maintain_loop`]).
+//!
 //! Results without a `FORMAT` clause print as PrettyCompact when standard output is a terminal
 //! (the interactive shell, `-q`, a script), as TabSeparated otherwise, as clickhouse-client
 //! prints them.
@@ -18,6 +20,7 @@ pub mod completion;
 pub mod demo;
 pub mod history;
 pub mod interactive;
+pub mod maintain_loop;
 pub mod output;
 pub mod progress_bar;
 pub mod script;
@@ -38,7 +41,11 @@ use statements::ShellStatement;
 
 /// The binary's `main`: parses the command line, runs, and turns the outcome into the exit status.
 pub fn main() -> ExitCode {
-    match Args::parse_with_params(std::env::args_os()) {
+    let command_line: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if maintain_loop::is_maintain(&command_line) {
+        return ExitCode::from(maintain_loop::main(command_line));
+    }
+    match Args::parse_with_params(command_line) {
         Ok(args) => ExitCode::from(run(args)),
         Err(args::ArgsError::Print(help)) => help.exit(),
         Err(args::ArgsError::Invalid(error)) => {

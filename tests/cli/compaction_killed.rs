@@ -16,7 +16,7 @@ const BIN: &str = env!("CARGO_BIN_EXE_icetrim");
 const START_LIMIT: Duration = Duration::from_secs(300);
 
 /// Every regular file under `dir` named `<name>#<digits>`.
-fn unfinished_uploads(dir: &Path) -> Vec<PathBuf> {
+pub(super) fn unfinished_uploads(dir: &Path) -> Vec<PathBuf> {
     let mut found = Vec::new();
     let mut folders = vec![dir.to_path_buf()];
     while let Some(folder) = folders.pop() {

@@ -22,5 +22,6 @@ mod engine_progress;
 mod engine_session;
 #[cfg(feature = "datafusion")]
 mod host_example;
+mod maintain_unattended;
 mod readme_tour;
 mod storage_mistakes;

@@ -155,6 +155,21 @@ async fn one_run_maintains_a_catalog_database_by_its_policy() {
         verdict(&done, "ns.small", "remove_orphan_files").0,
         "disabled"
     );
+    // The run held each table's lease under the table's location and released it.
+    let leases: Vec<String> = small
+        .files()
+        .await
+        .into_iter()
+        .map(|f| f.0)
+        .filter(|f| f.starts_with("metadata/.icetrim/maintain-lease-"))
+        .collect();
+    assert_eq!(leases.len(), 1, "one released lease generation: {leases:?}");
+    let lease = io
+        .read(&format!("{}/{}", small.root, leases[0]))
+        .await
+        .unwrap();
+    let lease: Value = serde_json::from_slice(&lease).unwrap();
+    assert_eq!(lease["released"], true, "{lease}");
     // Nothing of the gc.enabled = false table was deleted; the inner table's files that it still
     // lists are all there although they lie under the outer table's location.
     let no_gc_now = no_gc.files().await;
@@ -231,8 +246,15 @@ async fn one_run_maintains_a_catalog_database_by_its_policy() {
         let gap = pair[1]["time"].as_f64().unwrap() - pair[0]["time"].as_f64().unwrap();
         assert!(gap >= 0.95, "sent again {gap} s after a Retry-After of 1 s");
     }
+    // (Each run leaves the table's maintenance lease at a newer generation: not a table file.)
+    let table_files = |files: Vec<String>| -> Vec<String> {
+        files
+            .into_iter()
+            .filter(|f| !f.starts_with("metadata/.icetrim/maintain-lease-"))
+            .collect()
+    };
     let inner_after: Vec<String> = inner.files().await.into_iter().map(|f| f.0).collect();
-    assert_eq!(inner_after, inner_now);
+    assert_eq!(table_files(inner_after), table_files(inner_now));
     read_all(&warehouse, &names);
 }
 

@@ -23,6 +23,7 @@ mod glue_support;
 #[cfg(feature = "datafusion")]
 mod host_stores;
 mod local_errors;
+mod maintain_lease;
 mod metadata_cloud;
 mod refs_base_moved;
 mod refs_base_moved_cases;

@@ -43,7 +43,8 @@ impl Session {
             .iter()
             .map(|(name, value)| (name.clone(), setting_value_text(value)))
             .collect();
-        let run = MaintainRun::from_settings(&settings, &self.settings, explain)?;
+        let mut run = MaintainRun::from_settings(&settings, &self.settings, explain)?;
+        run.stop = self.maintain_stop.clone();
         let progress = Progress::new(self.progress.0.clone(), self.cancel.clone());
         let listed = self
             .tables_to_maintain(&statement.target, &progress)

@@ -145,7 +145,9 @@ pub async fn pending(io: &FileIO, location: &str) -> Result<(Vec<PendingJournal>
     let mut found = Vec::new();
     let mut warnings = Vec::new();
     for file in listed {
-        if !file.uri.ends_with(".json") {
+        // The folder also holds the maintenance lease (`maintain-lease-*.json`): not a journal.
+        let name = file.uri.rsplit('/').next().unwrap_or_default();
+        if !name.starts_with("expiry-") || !name.ends_with(".json") {
             continue;
         }
         let bytes = match io.read(&file.uri).await {
