@@ -45,7 +45,7 @@ own behaviour, so concurrent tests do not see each other's tables. Test hooks (n
        "hang" (no answer for 30 s), "append-first" (a concurrent writer appends a copy of one row
        through the catalog just before the commit is applied, so its requirements fail: 409),
        "commit-then-drop-blind" (applied, connection closed, and the next load of the table
-       answers 503), "truncate-load" (the next load answers half a JSON document).
+       answers 500), "truncate-load" (the next load answers half a JSON document).
   POST /admin/expire-tokens: every token issued so far stops working (401 → the client refreshes).
   GET  /admin/log: the requests seen: [{"method", "path", "query", "auth", "delegation", "time", "body"}].
 
@@ -436,7 +436,8 @@ class Handler(BaseHTTPRequestHandler):
             if truncate:
                 del STATE.failures[key]
         if blind:
-            return self.send_json(503, error_body(503, "ServiceUnavailableException", "injected"))
+            # 500, not 503: a client sends a read's 503 again, and this load must fail.
+            return self.send_json(500, error_body(500, "InternalServerError", "injected"))
         with STATE.lock:
             table = catalog_for(warehouse).load_table(namespace + (name,))
         config, creds = self.vended(warehouse)
