@@ -35,7 +35,6 @@ use std::time::{Duration, Instant};
 use super::args::{Args, ArgsError};
 use super::output::{Output, OutputError};
 use super::script::{self, ScriptOptions};
-use crate::engine::Engine;
 use crate::error::Error;
 use crate::format::OutputFormat;
 use crate::progress::CancelToken;
@@ -173,17 +172,7 @@ fn run(options: &MaintainOptions, args: &Args, out: &mut Output) -> Result<u8, E
         .max_blocking_threads(super::blocking_threads())
         .build()
         .map_err(|e| Error::logical(format!("Cannot start the async runtime: {e}")))?;
-    let mut builder = Engine::builder();
-    for (name, value) in &args.settings {
-        builder = builder.setting(name, value);
-    }
-    if let Some(path) = &args.path {
-        builder = builder.data_path(path);
-    }
-    if let Some(user) = &args.user {
-        builder = builder.user(user);
-    }
-    let engine = builder.build()?;
+    let engine = super::engine_of(args)?;
     let mut session = engine.session();
     session.set_early_warnings(Some(Arc::new(|warning: &str| {
         eprintln!("Warning: {warning}");

@@ -132,6 +132,28 @@ impl From<OutputError> for Failure {
 /// 1,000-file local delete then started ~300 threads; starting one costs more than the unlink it
 /// runs. Reads and deletes stay concurrent (queued on these threads), and remote stores do not
 /// use them for network I/O. `ICETRIM_BLOCKING_THREADS` overrides.
+/// The engine the command-line options ask for: settings, `--path`, `--user`, and the
+/// maintenance log's and metrics' files (the shell and `icetrim maintain` alike).
+fn engine_of(args: &Args) -> crate::error::Result<Engine> {
+    let mut builder = Engine::builder();
+    for (name, value) in &args.settings {
+        builder = builder.setting(name, value);
+    }
+    if let Some(path) = &args.path {
+        builder = builder.data_path(path);
+    }
+    if let Some(user) = &args.user {
+        builder = builder.user(user);
+    }
+    if let Some(file) = &args.metrics_file {
+        builder = builder.metrics_file(file);
+    }
+    if let Some(file) = &args.maintenance_log_file {
+        builder = builder.maintenance_log_file(file);
+    }
+    builder.build()
+}
+
 fn blocking_threads() -> usize {
     std::env::var("ICETRIM_BLOCKING_THREADS")
         .ok()
@@ -171,23 +193,7 @@ fn try_main(args: &Args, out: &mut Output) -> Result<u8, Failure> {
             Err(demo::DemoFailure::Output(e)) => Err(Failure::Output(e)),
         };
     }
-    let mut builder = Engine::builder();
-    for (name, value) in &args.settings {
-        builder = builder.setting(name, value);
-    }
-    if let Some(path) = &args.path {
-        builder = builder.data_path(path);
-    }
-    if let Some(user) = &args.user {
-        builder = builder.user(user);
-    }
-    if let Some(file) = &args.metrics_file {
-        builder = builder.metrics_file(file);
-    }
-    if let Some(file) = &args.maintenance_log_file {
-        builder = builder.maintenance_log_file(file);
-    }
-    let engine = builder.build()?;
+    let engine = engine_of(args)?;
     let mut session = engine.session();
     // A warning that must come before a commit is printed at once, not after the result.
     session.set_early_warnings(Some(std::sync::Arc::new(|warning: &str| {

@@ -545,12 +545,30 @@ fn a_failed_table_fails_a_single_run_and_the_loop_goes_on() {
     // The table's newest metadata becomes unreadable after it was registered.
     std::fs::write(newest_metadata(&dir), b"{ not json").unwrap();
     let state = state.to_str().unwrap();
-    let once = icetrim(&["maintain", "--path", state, "--table", "t"]);
+    let metrics = tmp.path().join("icetrim.prom");
+    let metrics_arg = metrics.to_str().unwrap();
+    let once = icetrim(&[
+        "maintain",
+        "--path",
+        state,
+        "--table",
+        "t",
+        "--metrics-file",
+        metrics_arg,
+    ]);
     assert_ne!(once.status.code(), Some(0), "{}", text(&once));
     assert!(
         String::from_utf8_lossy(&once.stderr).contains("1 of 1 table(s) failed"),
         "{}",
         text(&once)
+    );
+    // The run's metrics file counts the failed run, as the shell's would.
+    let exposition = std::fs::read_to_string(&metrics).expect("icetrim maintain wrote the metrics");
+    assert!(
+        exposition
+            .lines()
+            .any(|l| l.starts_with("icetrim_maintain_runs{") && l.contains("status=\"failed\"")),
+        "{exposition}"
     );
 
     let mut child = Command::new(BIN)
