@@ -279,6 +279,12 @@ mod tests {
 
     const L: i64 = 60_000;
 
+    /// The generations listed under `loc`, in listing order.
+    async fn generations(io: &FileIO, loc: &str) -> Vec<u64> {
+        let listed = list(io, loc).await.unwrap();
+        listed.iter().map(|l| l.generation).collect()
+    }
+
     #[tokio::test]
     async fn acquire_renew_release_and_take_over_in_memory() {
         let io = FileIO::memory();
@@ -296,12 +302,7 @@ mod tests {
         );
         assert!(renew(&io, &mut a, 5_000).await.unwrap());
         assert_eq!((a.generation, a.expires_ms), (2, 5_000 + L));
-        let gens: Vec<u64> = list(&io, loc)
-            .await
-            .unwrap()
-            .iter()
-            .map(|l| l.generation)
-            .collect();
+        let gens = generations(&io, loc).await;
         assert_eq!(
             gens,
             [2],
@@ -335,12 +336,7 @@ mod tests {
         let stale = record(1, "late", 2, 2 + L, false);
         assert!(create(&io, loc, &stale).await.unwrap());
         assert!(!confirm_created(&io, loc, 1).await.unwrap());
-        let gens: Vec<u64> = list(&io, loc)
-            .await
-            .unwrap()
-            .iter()
-            .map(|l| l.generation)
-            .collect();
+        let gens = generations(&io, loc).await;
         assert_eq!(gens, [2], "the stale generation removed itself");
     }
 }
