@@ -1,7 +1,7 @@
 //! icetrim against ClickHouse (chdb 4.4) on the same generated tables, in one run.
 //!
 //! ```text
-//! scripts/bench.sh [--quick] [--only 1,2,3,4,5,6,7] [--large-orphans] [--dir DIR] [--keep]
+//! scripts/bench.sh [--quick] [--only 1,2,3,4,5,6,7,8] [--large-orphans] [--dir DIR] [--keep]
 //!                  [--ch-timeout SECONDS]
 //! ```
 //!
@@ -23,10 +23,14 @@
 //! 5. expire on the S3 emulator (moto; `scripts/emulators.sh start` and source
 //!    `target/emulators.env` first, else skipped) at two history sizes: requests by kind;
 //! 6. and 7. icetrim alone over simulated object-store latency (`latency`): the expiry of
-//!    scenario 2's table and the orphan scan of scenario 4's, each against its latency floor.
+//!    scenario 2's table and the orphan scan of scenario 4's, each against its latency floor;
+//! 8. a catalog's tables (`fleet`): `SYSTEM MAINTAIN DATABASE` over 50 and 500 [10, 50] tables
+//!    of the test REST catalog over the same latency, against one statement at a time (needs
+//!    the emulators, as 5 does).
 //!
 //! Both tools get the same SQL text; the result rows are compared and a difference is printed.
 
+mod fleet;
 mod inproc;
 mod latency;
 mod measure;
@@ -102,7 +106,7 @@ fn main() -> ExitCode {
         Ok(a) => a,
         Err(e) => {
             eprintln!(
-                "{e}\nusage: scripts/bench.sh [--quick] [--only 1,2,3,4,5,6,7] [--large-orphans] [--dir DIR] [--keep] [--ch-timeout SECONDS]"
+                "{e}\nusage: scripts/bench.sh [--quick] [--only 1,2,3,4,5,6,7,8] [--large-orphans] [--dir DIR] [--keep] [--ch-timeout SECONDS]"
             );
             return ExitCode::from(2);
         }

@@ -28,6 +28,8 @@ pub struct Report {
     pub s3: Vec<S3Run>,
     /// Scenarios 6 and 7: runs over simulated latency.
     pub latency: Vec<crate::latency::LatencyRun>,
+    /// Scenario 8: a catalog's tables maintained by one statement and one statement at a time.
+    pub fleet: Vec<crate::fleet::FleetRun>,
     pub notes: Vec<String>,
 }
 
@@ -125,6 +127,19 @@ impl Report {
             out.push_str(crate::latency::HEADER);
             out.push('\n');
             for run in &self.latency {
+                out.push_str(&run.line());
+                out.push('\n');
+            }
+        }
+        if !self.fleet.is_empty() {
+            out.push_str(
+                "\nA catalog's tables (test REST catalog, S3 emulator behind the same simulated \
+                 latency): `SYSTEM MAINTAIN DATABASE` against the same procedures one `ALTER TABLE \
+                 … EXECUTE` at a time on an identical copy:\n\n",
+            );
+            out.push_str(crate::fleet::HEADER);
+            out.push('\n');
+            for run in &self.fleet {
                 out.push_str(&run.line());
                 out.push('\n');
             }

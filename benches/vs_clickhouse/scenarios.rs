@@ -67,6 +67,9 @@ pub fn run_all(args: &Args) -> Result<Report, String> {
     if wanted(7) {
         bench.latency_orphans()?;
     }
+    if wanted(8) {
+        bench.fleet()?;
+    }
     Ok(bench.report)
 }
 
@@ -412,6 +415,31 @@ impl Bench<'_> {
             &Self::LATENCY_CONCURRENCY,
         )?;
         self.report.latency.extend(runs);
+        Ok(())
+    }
+
+    fn fleet(&mut self) -> Result<(), String> {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| format!("tokio runtime: {e}"))?;
+        for n in [self.size(50, 10), self.size(500, 50)] {
+            eprintln!("8. SYSTEM MAINTAIN DATABASE over {n} tables, 30 ms simulated latency");
+            match rt.block_on(crate::fleet::run(n, self.now_ms))? {
+                Some(run) => {
+                    eprintln!("  {}", run.line());
+                    self.report.fleet.push(run);
+                }
+                None => {
+                    self.report.notes.push(
+                        "8. skipped: the emulators and the test REST catalog are not running \
+                         (scripts/emulators.sh start; set -a; source target/emulators.env; set +a)"
+                            .into(),
+                    );
+                    break;
+                }
+            }
+        }
         Ok(())
     }
 

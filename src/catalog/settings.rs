@@ -84,6 +84,7 @@ pub const DATABASE_SETTINGS: &[DatabaseSetting] = &[
     flag("iceberg_maintain_enabled"),
     text("iceberg_maintain_compact_min_input_files"),
     text("iceberg_maintain_manifests_min_count"),
+    flag("iceberg_maintain_expire_clean_expired_metadata"),
     flag("iceberg_maintain_orphans_enabled"),
     text("iceberg_maintain_orphans_older_than_ms"),
     flag("iceberg_maintain_force"),

@@ -2,12 +2,13 @@
 //! ([`crate::maintain::upkeep`]), then, procedure by procedure in the safe order (compact →
 //! rewrite manifests → expire → orphans), the policy's gate, the decision (a dry run of the
 //! procedure through the same executor SQL uses: due when it finds anything to do), and for a
-//! real run the procedure itself ([`run_procedure_on`]). Cancellation stops between procedures;
-//! every commit made so far stands. Before the first procedure of a run that can change the table,
-//! the run takes the table's maintenance lease ([`super::maintain_lease`]); a table another
-//! maintainer holds is one `skipped` row, and a run whose lease was lost stops before its next
-//! procedure. A procedure that fails ends that table's run (its later
-//! procedures are skipped); the caller goes on with the next table.
+//! real run the procedure itself ([`run_procedure_on`]). Before the first procedure a real run
+//! finds due, it takes the table's maintenance lease ([`super::maintain_lease`]): a run that
+//! finds nothing due writes nothing at all; a table another maintainer holds ends with one
+//! `skipped` `lease` row, and a run whose lease was lost stops before its next procedure.
+//! Cancellation stops between procedures (every commit made so far stands): the procedure that
+//! was running and those that did not start get `cancelled` rows. A procedure that fails ends
+//! that table's run (its later procedures are skipped); the caller goes on with the next table.
 
 use std::collections::BTreeMap;
 
@@ -16,6 +17,7 @@ use super::maintain_lease::{self, LeaseTaken};
 use super::procedures::{check_gates, run_procedure_on};
 use super::registry::DatabaseDef;
 use super::result::QueryResult;
+use crate::catalog::OwnMaintenance;
 use crate::error::{Error, ErrorKind, Result};
 use crate::format::{Column, Value};
 use crate::maintain::expire::retention::table_retention;
@@ -155,40 +157,31 @@ pub struct MaintainRow {
     /// The procedure's non-zero metrics as numbers (`reason` shows them as text): what a run did
     /// (`ok`) or what a dry run found due (`due`); empty otherwise.
     pub metrics: Vec<(String, i64)>,
+    /// What a run's deletes freed, in bytes, as far as the procedure knows (`expire_snapshots`:
+    /// the sizes the metadata records; `remove_orphan_files`: the listed sizes); `None` when
+    /// nothing ran, for a dry run, and for procedures that delete nothing.
+    pub freed_bytes: Option<i64>,
 }
 
 impl MaintainRow {
     pub fn failed(&self) -> bool {
         self.error.is_some()
     }
+
+    /// A procedure a cancellation stopped or kept from starting.
+    pub fn cancelled(&self) -> bool {
+        self.status == CANCELLED
+    }
 }
 
-/// The rows of `table`'s maintenance under `run`. `Err` only for cancellation (every commit so
-/// far stands); a table's failure is a `failed` row.
+/// The rows of `table`'s maintenance under `run`. A table's failure is a `failed` row; a
+/// cancellation ends it with `cancelled` rows for the procedures that did not run (every
+/// commit so far stands).
 pub async fn maintain_table(
     table: TableToMaintain,
     run: &MaintainRun,
     progress: &Progress,
-) -> Result<Vec<MaintainRow>> {
-    let row = |procedure: &str, status: &str, reason: String, detail: String| MaintainRow {
-        database: table.database.clone(),
-        table: table.table.clone(),
-        procedure: procedure.to_string(),
-        status: status.to_string(),
-        reason,
-        detail,
-        ..Default::default()
-    };
-    let failure = |procedure: &str, reason: String, e: &Error| {
-        let e = match &table.catalog_database {
-            Some(def) => scrub(e.clone(), def),
-            None => e.clone(),
-        };
-        MaintainRow {
-            error: Some(e.kind()),
-            ..row(procedure, "failed", reason, e.to_string())
-        }
-    };
+) -> Vec<MaintainRow> {
     let whole_table = table
         .catalog_database
         .as_ref()
@@ -197,114 +190,270 @@ pub async fn maintain_table(
         (TableSource::Catalog(t), None) => t.catalog.own_maintenance(&t.ident).await,
         _ => Vec::new(),
     };
-    stop_if_cancelled(progress, run)?;
     let clock = Stopwatch::new(table.target.now_ms);
-    let policy = match policy_of(&table, run).await {
+    let (policy, retention) = match policy_of(&table, run).await {
         Ok(policy) => policy,
         Err(e) => {
-            return Ok(vec![
-                clock.stamp(failure("policy", String::new(), &e), clock.base_ms),
-            ]);
+            let failed = failure_row(&table, "policy", String::new(), &e);
+            return vec![clock.stamp(failed, clock.base_ms)];
         }
     };
-    let (policy, retention) = policy;
-    // Two maintainers never work on one table at once (see `maintain_lease`).
-    let lease = match maintain_lease::take(&table.target, &policy, run).await {
-        Ok(LeaseTaken::Busy(reason)) => {
-            let busy = row("lease", "skipped", reason, String::new());
-            return Ok(vec![clock.stamp(busy, clock.base_ms)]);
-        }
-        Ok(lease) => lease,
-        Err(e) => {
-            let failed = failure("lease", String::new(), &e);
-            return Ok(vec![clock.stamp(failed, clock.base_ms)]);
-        }
+    let mut runner = TableRunner {
+        table: &table,
+        run,
+        progress,
+        clock,
+        policy,
+        retention,
+        maintained_by: (whole_table, own),
+        lease: LeaseTaken::NotNeeded,
+        halted: None,
+        rows: Vec::new(),
     };
-    let mut rows = Vec::new();
-    let mut failed = false;
-    let mut stopped: Option<String> = None;
-    let mut outcome = Ok(());
     for procedure in UpkeepProcedure::ORDER {
-        // Between procedures: every commit so far stands, the next one does not start.
-        if let Err(e) = stop_if_cancelled(progress, run) {
-            outcome = Err(e);
+        if !runner.step(procedure).await {
             break;
         }
-        let started = clock.now_ms();
-        let name = procedure.name();
-        let knobs = match procedure {
-            UpkeepProcedure::Expire => retention.clone(),
-            _ => policy.describe_for(procedure),
-        };
-        let detail = |error: String| if run.explain { knobs.clone() } else { error };
-        if stopped.is_none() {
-            stopped = maintain_lease::lost(&lease);
-        }
-        if let Some(reason) = &stopped {
-            let skipped = row(name, "skipped", reason.clone(), String::new());
-            rows.push(clock.stamp(skipped, started));
-            continue;
-        }
-        if failed {
-            let reason = "an earlier procedure of this table failed".to_string();
-            rows.push(clock.stamp(row(name, "skipped", reason, String::new()), started));
-            continue;
-        }
-        let gate = match check_gates(name, &table.target.settings) {
-            Err(e) => Gate::Skipped(e.message().to_string()),
-            Ok(()) => {
-                let by = upkeep::maintainer_of(procedure, whole_table, &own);
-                upkeep::gate(&policy, procedure, by)
-            }
-        };
-        let done = match gate {
-            Gate::Disabled(reason) => row(name, "disabled", reason, detail(String::new())),
-            Gate::Skipped(reason) => row(name, "skipped", reason, detail(String::new())),
-            Gate::Plan => {
-                match plan_and_run(&table.target, run, &policy, procedure, progress).await {
-                    Ok(Step::Done(NOT_DUE, _)) => {
-                        row(name, NOT_DUE, "nothing to do".into(), detail(String::new()))
-                    }
-                    Ok(Step::Done(status, metrics)) => MaintainRow {
-                        metrics: metrics.clone(),
-                        ..row(name, status, reason_of(&metrics), detail(String::new()))
-                    },
-                    Ok(Step::Failed(work, e)) => {
-                        failed = true;
-                        failure(name, reason_of(&work), &e)
-                    }
-                    Err(e) => {
-                        outcome = Err(e);
-                        break;
-                    }
-                }
-            }
-        };
-        rows.push(clock.stamp(done, started));
     }
-    // Released after a cancellation too: the next run need not wait for it to expire.
-    maintain_lease::give_back(lease).await;
-    outcome.map(|()| rows)
+    // Released after a failure or a cancellation too: the next run need not wait for it.
+    maintain_lease::give_back(runner.lease).await;
+    runner.rows
 }
 
 const NOT_DUE: &str = "not due";
+/// The status of a procedure a cancellation stopped (or kept from starting).
+pub const CANCELLED: &str = "cancelled";
+
+/// One table's run in progress: its policy, its lease (taken before the first procedure that
+/// changes the table) and the rows so far.
+struct TableRunner<'a> {
+    table: &'a TableToMaintain,
+    run: &'a MaintainRun,
+    progress: &'a Progress,
+    clock: Stopwatch,
+    policy: UpkeepPolicy,
+    /// Expiry's retention, as EXPLAIN shows it.
+    retention: String,
+    /// A catalog that maintains the whole table, and the catalog's own maintenance of it.
+    maintained_by: (Option<&'static str>, Vec<OwnMaintenance>),
+    lease: LeaseTaken,
+    /// Once set, every later procedure gets this `(status, reason)` row without running.
+    halted: Option<(&'static str, String)>,
+    rows: Vec<MaintainRow>,
+}
+
+impl TableRunner<'_> {
+    /// A row of this table.
+    fn row(&self, procedure: &str, status: &str, reason: String, detail: String) -> MaintainRow {
+        MaintainRow {
+            database: self.table.database.clone(),
+            table: self.table.table.clone(),
+            procedure: procedure.to_string(),
+            status: status.to_string(),
+            reason,
+            detail,
+            ..Default::default()
+        }
+    }
+
+    fn push(&mut self, row: MaintainRow, started_ms: i64) {
+        let row = self.clock.stamp(row, started_ms);
+        self.rows.push(row);
+    }
+
+    /// Decide and (unless explaining or dry) run `procedure`; `false` when the table's run ends
+    /// here (its lease is another maintainer's, or could not be taken).
+    async fn step(&mut self, procedure: UpkeepProcedure) -> bool {
+        let started = self.clock.now_ms();
+        let name = procedure.name();
+        // Between procedures: every commit so far stands, the next one does not start.
+        if self.halted.is_none() && stop_if_cancelled(self.progress, self.run).is_err() {
+            self.halted = Some((CANCELLED, cancelled_reason(false)));
+        }
+        if self.halted.is_none() {
+            let lost = maintain_lease::lost(&self.lease);
+            self.halted = lost.map(|reason| ("skipped", reason));
+        }
+        if let Some((status, reason)) = self.halted.clone() {
+            let row = self.row(name, status, reason, String::new());
+            self.push(row, started);
+            return true;
+        }
+        let knobs = match procedure {
+            UpkeepProcedure::Expire => {
+                format!(
+                    "{}, {}",
+                    self.retention,
+                    self.policy.describe_for(procedure)
+                )
+            }
+            _ => self.policy.describe_for(procedure),
+        };
+        let detail = if self.run.explain {
+            knobs
+        } else {
+            String::new()
+        };
+        let gate = match check_gates(name, &self.table.target.settings) {
+            Err(e) => Gate::Skipped(e.message().to_string()),
+            Ok(()) => {
+                let (whole, own) = &self.maintained_by;
+                upkeep::gate(
+                    &self.policy,
+                    procedure,
+                    upkeep::maintainer_of(procedure, *whole, own),
+                )
+            }
+        };
+        let row = match gate {
+            Gate::Disabled(reason) => self.row(name, "disabled", reason, detail),
+            Gate::Skipped(reason) => self.row(name, "skipped", reason, detail),
+            Gate::Plan => match self.decide_and_run(procedure).await {
+                Step::Done(status, work) => MaintainRow {
+                    metrics: work.metrics.clone(),
+                    freed_bytes: work.freed_bytes,
+                    ..self.row(name, status, work.reason(), detail)
+                },
+                Step::Failed(work, e) if e.kind() == ErrorKind::QueryWasCancelled => {
+                    self.halted = Some((CANCELLED, cancelled_reason(false)));
+                    let reason = if work.metrics.is_empty() {
+                        cancelled_reason(true)
+                    } else {
+                        format!("{}; {}", cancelled_reason(true), work.reason())
+                    };
+                    self.row(name, CANCELLED, reason, String::new())
+                }
+                Step::Failed(work, e) => {
+                    self.halted = Some((
+                        "skipped",
+                        "an earlier procedure of this table failed".to_string(),
+                    ));
+                    failure_row(self.table, name, work.reason(), &e)
+                }
+                Step::Lease(row) => {
+                    self.push(row, started);
+                    return false;
+                }
+            },
+        };
+        self.push(row, started);
+        true
+    }
+
+    /// Decide `procedure` by a dry run through the executor SQL uses; unless explaining or dry,
+    /// run it when due, holding the table's lease.
+    async fn decide_and_run(&mut self, procedure: UpkeepProcedure) -> Step {
+        let planned = match self.attempt(procedure, true).await {
+            Ok(result) => result,
+            Err(e) => return Step::Failed(Work::default(), e),
+        };
+        let work = Work::of(&planned);
+        if work.metrics.is_empty() {
+            return Step::Done(NOT_DUE, work);
+        }
+        if self.run.explain || self.run.dry_run {
+            return Step::Done("due", work);
+        }
+        if let Some(row) = self.hold_lease().await {
+            return Step::Lease(row);
+        }
+        match self.attempt(procedure, false).await {
+            // Another writer did the work between the decision and the run.
+            Ok(done) if Work::of(&done).metrics.is_empty() => Step::Done(NOT_DUE, Work::of(&done)),
+            Ok(done) => Step::Done("ok", Work::of(&done)),
+            Err(e) => Step::Failed(work, e),
+        }
+    }
+
+    /// One attempt of `procedure` (a dry run when `dry_run`), its own progress scope: a cancel
+    /// after one procedure wrote still stops the next.
+    async fn attempt(&self, procedure: UpkeepProcedure, dry_run: bool) -> Result<QueryResult> {
+        let target = &self.table.target;
+        let call = call_of(procedure, &self.policy, target, dry_run);
+        let scope = self.progress.next_scope();
+        run_procedure_on(target.clone(), call, false, &scope).await
+    }
+
+    /// Take the table's lease unless held: `None` once held, else the `lease` row that ends the
+    /// table's run (another maintainer holds it, or it could not be taken).
+    async fn hold_lease(&mut self) -> Option<MaintainRow> {
+        if matches!(self.lease, LeaseTaken::Held(_)) {
+            return None;
+        }
+        match maintain_lease::take(&self.table.target, &self.policy, self.run).await {
+            Ok(LeaseTaken::Busy(reason)) => {
+                Some(self.row("lease", "skipped", reason, String::new()))
+            }
+            Ok(lease) => {
+                self.lease = lease;
+                None
+            }
+            Err(e) => Some(failure_row(self.table, "lease", String::new(), &e)),
+        }
+    }
+}
+
+/// A `failed` row of `table` (a catalog database's secrets scrubbed from the error).
+fn failure_row(table: &TableToMaintain, procedure: &str, reason: String, e: &Error) -> MaintainRow {
+    let e = match &table.catalog_database {
+        Some(def) => scrub(e.clone(), def),
+        None => e.clone(),
+    };
+    MaintainRow {
+        database: table.database.clone(),
+        table: table.table.clone(),
+        procedure: procedure.to_string(),
+        status: "failed".to_string(),
+        reason,
+        detail: e.to_string(),
+        error: Some(e.kind()),
+        ..Default::default()
+    }
+}
+
+/// Why a procedure has a `cancelled` row: it was running (`true`), or never started.
+fn cancelled_reason(running: bool) -> String {
+    if running {
+        "cancelled while running: what it committed stands, nothing else was changed".to_string()
+    } else {
+        "the run was cancelled before it started".to_string()
+    }
+}
+
+/// What a procedure found due or did: its non-zero metrics, and the bytes its deletes freed.
+#[derive(Debug, Clone, Default)]
+struct Work {
+    metrics: Vec<(String, i64)>,
+    freed_bytes: Option<i64>,
+}
+
+impl Work {
+    fn of(result: &QueryResult) -> Work {
+        Work {
+            metrics: nonzero_metrics(result),
+            freed_bytes: result.freed_bytes,
+        }
+    }
+
+    /// A row's reason: the metrics as `name=value, …`.
+    fn reason(&self) -> String {
+        let parts: Vec<String> = self
+            .metrics
+            .iter()
+            .map(|(name, value)| format!("{name}={value}"))
+            .collect();
+        parts.join(", ")
+    }
+}
 
 /// How one procedure of a table's run ended.
 enum Step {
-    /// `due` / `not due` (a decision) or `ok` (a run), with the non-zero metrics (none: nothing
-    /// to do).
-    Done(&'static str, Vec<(String, i64)>),
-    /// The procedure failed (the work it was due for, and the error).
-    Failed(Vec<(String, i64)>, Error),
-}
-
-/// A row's reason: the metrics as `name=value, …`.
-fn reason_of(metrics: &[(String, i64)]) -> String {
-    let parts: Vec<String> = metrics
-        .iter()
-        .map(|(name, value)| format!("{name}={value}"))
-        .collect();
-    parts.join(", ")
+    /// `due` / `not due` (a decision) or `ok` (a run).
+    Done(&'static str, Work),
+    /// The procedure failed or was cancelled (the work it was due for, and the error).
+    Failed(Work, Error),
+    /// The table's lease is another maintainer's or could not be taken: the row that says so.
+    Lease(MaintainRow),
 }
 
 /// Wall-clock times of a table's run: the statement's "now" plus the time elapsed since.
@@ -336,43 +485,9 @@ impl Stopwatch {
     }
 }
 
-/// Decide `procedure` by a dry run through the executor SQL uses; unless explaining or dry, run
-/// it when due. `Err` only for cancellation.
-async fn plan_and_run(
-    target: &MaintenanceTarget,
-    run: &MaintainRun,
-    policy: &UpkeepPolicy,
-    procedure: UpkeepProcedure,
-    progress: &Progress,
-) -> Result<Step> {
-    // Each attempt its own progress scope: a cancel after one procedure wrote still stops the next.
-    let attempt = |dry_run: bool| {
-        let call = call_of(procedure, policy, target, dry_run);
-        let scope = progress.next_scope();
-        async move { run_procedure_on(target.clone(), call, false, &scope).await }
-    };
-    let planned = match attempt(true).await {
-        Ok(result) => result,
-        Err(e) if e.kind() == ErrorKind::QueryWasCancelled => return Err(e),
-        Err(e) => return Ok(Step::Failed(Vec::new(), e)),
-    };
-    let work = nonzero_metrics(&planned);
-    if work.is_empty() {
-        return Ok(Step::Done(NOT_DUE, work));
-    }
-    if run.explain || run.dry_run {
-        return Ok(Step::Done("due", work));
-    }
-    match attempt(false).await {
-        Ok(done) => Ok(Step::Done("ok", nonzero_metrics(&done))),
-        Err(e) if e.kind() == ErrorKind::QueryWasCancelled => Err(e),
-        Err(e) => Ok(Step::Failed(work, e)),
-    }
-}
-
 /// `QUERY_WAS_CANCELLED` once the run's token is cancelled, or the run was asked to stop between
 /// procedures ([`MaintainRun::stop`]), whatever an earlier procedure wrote.
-fn stop_if_cancelled(progress: &Progress, run: &MaintainRun) -> Result<()> {
+pub fn stop_if_cancelled(progress: &Progress, run: &MaintainRun) -> Result<()> {
     if progress.is_cancelled() || run.stop.as_ref().is_some_and(|t| t.is_cancelled()) {
         return Err(cancelled_error());
     }
@@ -429,6 +544,7 @@ fn call_of(
         }
         UpkeepProcedure::Expire => ProcedureCall::Expire(ExpireOptions {
             dry_run,
+            clean_expired_metadata: policy.expire_clean_metadata(),
             ..Default::default()
         }),
         UpkeepProcedure::Orphans => ProcedureCall::Orphans(OrphanOptions {

@@ -1,6 +1,6 @@
 //! The maintenance lease around one table's `SYSTEM MAINTAIN` run ([`crate::maintain::lease`]):
-//! taken before the first procedure, renewed in the background while the procedures run,
-//! released at the end (also after a failure or a cancellation).
+//! taken before the first procedure the run finds due, renewed in the background while the
+//! procedures run, released at the end (also after a failure or a cancellation).
 //!
 //! Only a run that can change the table takes it: EXPLAIN and `dry_run = 1` write nothing, so
 //! they take no lease (a lease write would be a change) and run beside a maintainer. A table whose

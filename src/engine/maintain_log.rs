@@ -53,8 +53,9 @@ pub struct LogEntry {
     /// The procedure's non-zero metrics, in the procedure's order.
     #[serde(with = "metrics_object")]
     pub metrics: Vec<(String, i64)>,
-    /// Bytes the procedure deleted. `None`: not known (no procedure reports the sizes of the
-    /// files it deletes).
+    /// Bytes the procedure's deletes freed, as far as known (`expire_snapshots`: the sizes the
+    /// metadata records and the manifest lists' as read; `remove_orphan_files`: the listed
+    /// sizes). `None`: a dry run, nothing ran, or a procedure that deletes nothing.
     pub bytes_freed: Option<i64>,
     /// The ClickHouse name of a failure's code (`CANNOT_OPEN_FILE`).
     pub error_code: Option<String>,
@@ -82,7 +83,7 @@ impl LogEntry {
             start_time_ms: start,
             end_time_ms: end,
             metrics: row.metrics.clone(),
-            bytes_freed: None,
+            bytes_freed: row.freed_bytes,
             error_code: row.error.map(|kind| kind.name().to_string()),
             error: match row.error {
                 Some(_) => mask_urls_in(&row.detail),

@@ -25,7 +25,7 @@ pub struct MetricRow {
 
 const RUNS: (&str, &str) = (
     "icetrim_maintain_runs",
-    "SYSTEM MAINTAIN runs in the log, by outcome (failed: some table failed) and dry_run.",
+    "SYSTEM MAINTAIN runs in the log, by outcome (failed: some table failed; cancelled: stopped between procedures) and dry_run.",
 );
 const PROCEDURES: (&str, &str) = (
     "icetrim_maintain_procedures",
@@ -38,6 +38,10 @@ const LAST_SUCCESS: (&str, &str) = (
 const FILES_DELETED: (&str, &str) = (
     "icetrim_maintain_files_deleted",
     "Files deleted (the deleted_*_count metrics) by runs in the log, by table and procedure.",
+);
+const BYTES_FREED: (&str, &str) = (
+    "icetrim_maintain_bytes_freed",
+    "Bytes the deletes of runs in the log freed (as far as known: sizes the metadata records, listed sizes), by table and procedure.",
 );
 const DURATION: (&str, &str) = (
     "icetrim_maintain_duration_seconds",
@@ -53,14 +57,17 @@ fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
 
 /// The metrics of `entries` (oldest first), grouped by name, each name's samples in label order.
 pub fn metric_rows(entries: &[LogEntry]) -> Vec<MetricRow> {
-    let mut runs: BTreeMap<&str, (bool, bool)> = BTreeMap::new();
+    // Per run: dry, some table failed, some procedure cancelled.
+    let mut runs: BTreeMap<&str, (bool, bool, bool)> = BTreeMap::new();
     let mut procedures: BTreeMap<[&str; 4], f64> = BTreeMap::new();
     let mut table_runs: BTreeMap<([&str; 2], &str), (bool, i64)> = BTreeMap::new();
     let mut deleted: BTreeMap<[&str; 3], f64> = BTreeMap::new();
+    let mut freed: BTreeMap<[&str; 3], f64> = BTreeMap::new();
     let mut duration: BTreeMap<[&str; 3], f64> = BTreeMap::new();
     for e in entries {
-        let run = runs.entry(&e.run_id).or_insert((e.dry_run, false));
+        let run = runs.entry(&e.run_id).or_insert((e.dry_run, false, false));
         run.1 |= e.failed();
+        run.2 |= e.status == super::maintain::CANCELLED;
         if e.dry_run {
             continue;
         }
@@ -82,6 +89,9 @@ pub fn metric_rows(entries: &[LogEntry]) -> Vec<MetricRow> {
                 .sum();
             *deleted.entry([db, table, procedure]).or_default() += files as f64;
         }
+        if let Some(bytes) = e.bytes_freed {
+            *freed.entry([db, table, procedure]).or_default() += bytes as f64;
+        }
         *duration.entry([db, table, procedure]).or_default() += e.duration_ms() as f64 / 1000.0;
     }
     let mut rows = Vec::new();
@@ -95,11 +105,13 @@ pub fn metric_rows(entries: &[LogEntry]) -> Vec<MetricRow> {
         })
     };
     let mut run_counts: BTreeMap<(&str, &str), f64> = BTreeMap::new();
-    for (dry, failed) in runs.values() {
-        let key = (
-            if *dry { "1" } else { "0" },
-            if *failed { "failed" } else { "ok" },
-        );
+    for (dry, failed, cancelled) in runs.values() {
+        let status = match (failed, cancelled) {
+            (true, _) => "failed",
+            (false, true) => "cancelled",
+            (false, false) => "ok",
+        };
+        let key = (if *dry { "1" } else { "0" }, status);
         *run_counts.entry(key).or_default() += 1.0;
     }
     for ((dry, status), n) in run_counts {
@@ -124,7 +136,12 @@ pub fn metric_rows(entries: &[LogEntry]) -> Vec<MetricRow> {
         let l = labels(&[("database", db), ("table", table)]);
         push(LAST_SUCCESS, l, end_ms as f64 / 1000.0);
     }
-    for (metric, sums) in [(FILES_DELETED, deleted), (DURATION, duration)] {
+    let sums = [
+        (FILES_DELETED, deleted),
+        (BYTES_FREED, freed),
+        (DURATION, duration),
+    ];
+    for (metric, sums) in sums {
         for ([db, table, procedure], value) in sums {
             let l = [("database", db), ("table", table), ("procedure", procedure)];
             push(metric, labels(&l), value);
@@ -212,7 +229,9 @@ mod tests {
             ("deleted_manifest_lists_count".into(), 2),
             ("rewritten_bytes_count".into(), 999),
         ];
+        expired.bytes_freed = Some(4_000);
         let mut later = entry("r2", "a", "expire_snapshots", "ok");
+        later.bytes_freed = Some(96);
         later.end_time_ms = 20_000;
         later.metrics = vec![("deleted_data_files_count".into(), 1)];
         let mut dry = entry("r3", "a", "expire_snapshots", "due");
@@ -225,6 +244,7 @@ mod tests {
             entry("r1", "b", "expire_snapshots", "skipped"),
             later,
             dry,
+            entry("r4", "c", "expire_snapshots", "cancelled"),
         ];
         let rows = metric_rows(&entries);
         let runs = "icetrim_maintain_runs";
@@ -240,6 +260,10 @@ mod tests {
             value(&rows, runs, &[("dry_run", "1"), ("status", "ok")]),
             Some(1.0)
         );
+        assert_eq!(
+            value(&rows, runs, &[("dry_run", "0"), ("status", "cancelled")]),
+            Some(1.0)
+        );
         let a_expire = [
             ("database", "db"),
             ("procedure", "expire_snapshots"),
@@ -251,6 +275,20 @@ mod tests {
         assert_eq!(
             value(&rows, "icetrim_maintain_files_deleted", &a_expire),
             Some(6.0)
+        );
+        assert_eq!(
+            value(&rows, "icetrim_maintain_bytes_freed", &a_expire),
+            Some(4_096.0)
+        );
+        let b_compact = [
+            ("database", "db"),
+            ("procedure", "rewrite_data_files"),
+            ("table", "b"),
+        ];
+        assert_eq!(
+            value(&rows, "icetrim_maintain_bytes_freed", &b_compact),
+            None,
+            "nothing known freed"
         );
         assert_eq!(
             value(&rows, "icetrim_maintain_duration_seconds", &a_expire),

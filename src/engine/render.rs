@@ -13,6 +13,7 @@ pub fn render(outcome: impl Reported) -> QueryResult {
         body,
         warnings,
         failed_deletions,
+        freed_bytes,
     } = outcome.into_report();
     let mut result = match body {
         ReportBody::Explain { columns, rows } => QueryResult::table(
@@ -29,6 +30,7 @@ pub fn render(outcome: impl Reported) -> QueryResult {
     };
     result.warnings = warnings;
     result.failed_deletions = failed_deletions;
+    result.freed_bytes = freed_bytes;
     result
 }
 
@@ -58,7 +60,9 @@ mod tests {
             metrics,
             explain: None,
             warnings: vec!["w".into()],
+            freed_bytes: Some(4096),
         });
+        assert_eq!(result.freed_bytes, Some(4096));
         let Some(Metrics::Orphans(m)) = result.metrics else {
             panic!("no orphan metrics");
         };

@@ -31,6 +31,9 @@ pub struct QueryResult {
     /// `remove_orphan_files`; failed deletes of `expire_snapshots`, which ClickHouse's rows do
     /// not count); 0 otherwise.
     pub failed_deletions: i64,
+    /// The bytes a procedure's deletes freed, as far as known (`expire_snapshots`: the sizes
+    /// the metadata records; `remove_orphan_files`: the listed sizes); `None` otherwise.
+    pub freed_bytes: Option<i64>,
     /// The table a procedure ran on (its location), so that Pretty formats can show paths
     /// relative to it.
     pub location: Option<String>,

@@ -95,6 +95,9 @@ pub struct Report {
     pub warnings: Vec<String>,
     /// Planned deletes that failed (the shell fails a script on them).
     pub failed_deletions: i64,
+    /// The bytes a run's deletes freed, as far as known (see the procedure's outcome); `None`
+    /// for a dry run, EXPLAIN and procedures that delete nothing.
+    pub freed_bytes: Option<i64>,
 }
 
 impl Report {
@@ -115,6 +118,7 @@ impl Report {
             body,
             warnings,
             failed_deletions: 0,
+            freed_bytes: None,
         }
     }
 }

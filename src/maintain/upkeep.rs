@@ -68,6 +68,15 @@ pub const MANIFESTS_MIN_COUNT: KnobDef = KnobDef {
     default: 100,
     doc: "manifest rewrite is due above this many manifests (ClickHouse's OPTIMIZE ... MANIFEST)",
 };
+/// Expiry also removes the partition specs and schemas no retained snapshot uses (Apache Iceberg
+/// 1.10's `cleanExpiredMetadata`, off by default there too).
+pub const EXPIRE_CLEAN_METADATA: KnobDef = KnobDef {
+    property: "icetrim.maintain.expire.clean-expired-metadata",
+    setting: "iceberg_maintain_expire_clean_expired_metadata",
+    kind: KnobKind::Bool,
+    default: 0,
+    doc: "expiry also removes partition specs and schemas no retained snapshot uses (Java's clean_expired_metadata)",
+};
 /// Orphan removal (off by default, as in Amoro).
 pub const ORPHANS_ENABLED: KnobDef = KnobDef {
     property: "icetrim.maintain.orphans.enabled",
@@ -108,6 +117,7 @@ pub const KNOBS: &[KnobDef] = &[
     ENABLED,
     COMPACT_MIN_INPUT_FILES,
     MANIFESTS_MIN_COUNT,
+    EXPIRE_CLEAN_METADATA,
     ORPHANS_ENABLED,
     ORPHANS_OLDER_THAN_MS,
     FORCE,
@@ -195,6 +205,9 @@ impl UpkeepPolicy {
     }
     pub fn manifests_min_count(&self) -> u64 {
         self.knob(&MANIFESTS_MIN_COUNT).value
+    }
+    pub fn expire_clean_metadata(&self) -> bool {
+        self.flag(&EXPIRE_CLEAN_METADATA)
     }
     /// The maintenance lease time, ms.
     pub fn lease_ms(&self) -> i64 {
@@ -350,7 +363,7 @@ impl UpkeepProcedure {
         match self {
             UpkeepProcedure::Compact => &[COMPACT_MIN_INPUT_FILES],
             UpkeepProcedure::RewriteManifests => &[MANIFESTS_MIN_COUNT],
-            UpkeepProcedure::Expire => &[],
+            UpkeepProcedure::Expire => &[EXPIRE_CLEAN_METADATA],
             UpkeepProcedure::Orphans => &[ORPHANS_ENABLED, ORPHANS_OLDER_THAN_MS],
         }
     }

@@ -141,6 +141,13 @@ pub const SESSION_SETTINGS: &[SettingDef] = &[
         doc: "SYSTEM MAINTAIN: manifest rewrite is due above this many manifests",
     },
     SettingDef {
+        name: "iceberg_maintain_expire_clean_expired_metadata",
+        ty: SettingType::Bool,
+        default: SettingValue::Bool(false),
+        doc: "SYSTEM MAINTAIN: expiry also removes the partition specs and schemas no retained \
+              snapshot uses (expire_snapshots' clean_expired_metadata)",
+    },
+    SettingDef {
         name: "iceberg_maintain_orphans_enabled",
         ty: SettingType::Bool,
         default: SettingValue::Bool(false),

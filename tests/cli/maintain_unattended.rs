@@ -102,6 +102,12 @@ fn live_count(dir: &Path) -> usize {
     runtime.block_on(live_files(dir)).len()
 }
 
+/// The compaction of the table at `dir` is writing its output: a staging file under `data/`
+/// (a lease or metadata write stages its own file under `metadata/`, which does not count).
+fn compaction_writing(dir: &Path) -> bool {
+    !unfinished_uploads(&dir.join("data")).is_empty()
+}
+
 /// Waits until `ready` holds, failing when `child` ends first.
 fn wait_for(child: &mut Child, what: &str, ready: impl Fn() -> bool) {
     let started = Instant::now();
@@ -214,7 +220,7 @@ fn a_killed_run_delays_its_table_by_the_lease_then_the_next_run_converges() {
         .spawn()
         .expect("icetrim starts");
     wait_for(&mut child, "the compaction writing", || {
-        !unfinished_uploads(&dir).is_empty()
+        compaction_writing(&dir)
     });
     child.kill().expect("SIGKILL");
     assert_eq!(child.wait().unwrap().signal(), Some(libc::SIGKILL));
@@ -255,6 +261,7 @@ fn a_killed_run_delays_its_table_by_the_lease_then_the_next_run_converges() {
         done.iter().all(|r| r[3] != "failed" && r[2] != "lease"),
         "{done:?}"
     );
+    let leased = leases(&dir);
     let out = icetrim(&run);
     let again = rows(&out);
     assert!(
@@ -263,6 +270,8 @@ fn a_killed_run_delays_its_table_by_the_lease_then_the_next_run_converges() {
             .all(|r| r[3] == "not due" || r[3] == "disabled"),
         "the next run finds nothing due: {again:?}"
     );
+    // A run that finds nothing due writes nothing, not even a lease.
+    assert_eq!(leases(&dir), leased);
     assert_eq!(live_count(&dir), 1);
     pyiceberg_reads(&dir);
 }
@@ -288,7 +297,7 @@ fn sigterm_stops_the_loop_between_procedures_and_exits_zero() {
         .spawn()
         .expect("icetrim starts");
     wait_for(&mut child, "the compaction writing", || {
-        !unfinished_uploads(&dir).is_empty()
+        compaction_writing(&dir)
     });
     // SAFETY: kill(2) on our own child's pid.
     assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGTERM) }, 0);
@@ -313,6 +322,27 @@ fn sigterm_stops_the_loop_between_procedures_and_exits_zero() {
     assert!(unfinished_uploads(&dir).is_empty());
     let newest = leases(&dir).pop().expect("a lease").1;
     assert_eq!(newest["released"], true, "the lease was released: {newest}");
+    // The log under --path keeps the cancelled run: the compaction that finished, and the
+    // procedures the stop kept from starting.
+    let log = std::fs::read_to_string(state.join("maintenance_log.jsonl")).expect("the log");
+    let entries: Vec<serde_json::Value> = log
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect();
+    let status = |procedure: &str| {
+        entries
+            .iter()
+            .find(|e| e["procedure"] == procedure)
+            .map(|e| e["status"].as_str().unwrap_or_default().to_string())
+    };
+    assert_eq!(status("rewrite_data_files").as_deref(), Some("ok"), "{log}");
+    for procedure in [
+        "rewrite_manifests",
+        "expire_snapshots",
+        "remove_orphan_files",
+    ] {
+        assert_eq!(status(procedure).as_deref(), Some("cancelled"), "{log}");
+    }
     pyiceberg_reads(&dir);
 }
 
@@ -490,7 +520,7 @@ fn a_run_whose_lease_is_taken_over_stops_before_its_next_procedure() {
         .expect("icetrim starts");
     // The compaction writing: the run holds a confirmed lease.
     wait_for(&mut child, "the compaction writing", || {
-        !unfinished_uploads(&dir).is_empty()
+        compaction_writing(&dir)
     });
     // Another maintainer (its clock far ahead) takes the table over with a newer generation
     // while the compaction runs; the holder's next renewal (after 1 s) finds it.

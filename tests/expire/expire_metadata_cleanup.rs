@@ -117,6 +117,62 @@ async fn clean_expired_metadata_removes_unused_schemas_and_specs() {
     );
 }
 
+/// `SYSTEM MAINTAIN` cleans unused schemas and specs with its expiry only when the policy says
+/// so (`icetrim.maintain.expire.clean-expired-metadata`, off by default as in Java); EXPLAIN
+/// shows the knob and its source, and the cleanup alone makes expiry due.
+#[tokio::test]
+async fn system_maintain_cleans_unused_metadata_when_its_policy_says() {
+    use crate::support::catalog::{rows, run, session};
+    let (_tmp, dir) = build_with(2, 6, &["overwrite"]);
+    let mut s = session();
+    let create = format!("CREATE TABLE t ENGINE = IcebergLocal('{}')", dir.display());
+    run(&mut s, &create).await;
+    // Retention: every snapshot but the current one may go (the session's defaults).
+    run(&mut s, "SET iceberg_expire_default_max_snapshot_age_ms = 0").await;
+    let expire_row = |rows: Vec<String>| -> Vec<String> {
+        let row = rows
+            .into_iter()
+            .find(|r| r.contains("\texpire_snapshots\t"))
+            .expect("an expiry row");
+        row.split('\t').map(str::to_string).collect()
+    };
+    let only_expiry = "iceberg_maintain_compact_min_input_files = 1000";
+    let plain = expire_row(
+        rows(
+            &mut s,
+            &format!("EXPLAIN SYSTEM MAINTAIN TABLE t SETTINGS {only_expiry}"),
+        )
+        .await,
+    );
+    assert!(!plain[4].contains("removed_"), "{plain:?}");
+    assert!(
+        plain[5].ends_with("iceberg_maintain_expire_clean_expired_metadata=0 (default)"),
+        "{plain:?}"
+    );
+    let before = pyread(&dir).await;
+    let on = format!("{only_expiry}, iceberg_maintain_expire_clean_expired_metadata = 1");
+    let explained = expire_row(
+        rows(
+            &mut s,
+            &format!("EXPLAIN SYSTEM MAINTAIN TABLE t SETTINGS {on}"),
+        )
+        .await,
+    );
+    assert!(
+        explained[4].ends_with("removed_schemas_count=1, removed_partition_specs_count=1"),
+        "{explained:?}"
+    );
+    let done = expire_row(rows(&mut s, &format!("SYSTEM MAINTAIN TABLE t SETTINGS {on}")).await);
+    assert_eq!(done[3], "ok", "{done:?}");
+    let after_md = metadata_json(&current_metadata(&dir).await);
+    assert_eq!(ids(&after_md, "schemas", "schema-id"), [1]);
+    assert_eq!(ids(&after_md, "partition-specs", "spec-id"), [1]);
+    assert_eq!(pyread(&dir).await["refs"], before["refs"]);
+    // Nothing left to clean or expire: not due.
+    let again = expire_row(rows(&mut s, &format!("SYSTEM MAINTAIN TABLE t SETTINGS {on}")).await);
+    assert_eq!(again[3], "not due", "{again:?}");
+}
+
 /// A retained snapshot without `schema-id` could have been written with any schema: every schema
 /// stays (specs are still cleaned). The current schema and default spec always stay.
 #[tokio::test]

@@ -5,9 +5,14 @@
   ClickHouse (chdb): a DataLakeCatalog database on the catalog, the table's current rows.
 
 Usage: read.py URI WAREHOUSE NAMESPACE TABLE S3_ENDPOINT BUCKET [CREDENTIAL]
-Prints {"pyiceberg": {ref: [rows, digest]}, "clickhouse": [rows, digest]} (digest: the sum of
-each row's hash, mod 2**61) or {"error": "..."}. TABLE may name several tables, comma-separated
-(one process, one chdb session): then it prints {TABLE: that object, ...}.
+Prints {"pyiceberg": {ref: [rows, digest]}, "clickhouse": [rows, rows],
+"clickhouse_refs": {ref: [rows, digest]}} (digest: the sum of each row's hash, mod 2**61; ClickHouse
+reads every ref pyiceberg lists by its snapshot id) or {"error": "..."}. TABLE may name several
+tables, comma-separated (one process, one chdb session): then it prints {TABLE: that object, ...}.
+
+A URI `glue+ENDPOINT` reads through AWS Glue at ENDPOINT (moto) instead: pyiceberg's
+`GlueCatalog` and a ClickHouse Glue `DataLakeCatalog`; NAMESPACE is the Glue database, WAREHOUSE
+is ignored.
 """
 
 import hashlib
@@ -44,19 +49,38 @@ def main(argv):
     }
     if credential:
         props["credential"] = credential
-    catalog = load_catalog("rest", **props)
-
     import chdb
 
     session = chdb.session.Session()
-    session.query("SET allow_database_iceberg = 1")
-    auth = f", catalog_credential = '{credential}'" if credential else ""
-    session.query(
-        f"CREATE DATABASE lake ENGINE = DataLakeCatalog('{uri}/v1') SETTINGS catalog_type = 'rest', "
-        f"warehouse = '{warehouse}', storage_endpoint = '{s3}/{bucket}', "
-        f"aws_access_key_id = 'testing', aws_secret_access_key = 'testing', region = 'us-east-1', "
-        f"vended_credentials = 0{auth}"
-    )
+    if uri.startswith("glue+"):
+        glue = uri[len("glue+"):]
+        catalog = load_catalog(
+            "glue",
+            **{
+                "type": "glue",
+                "glue.endpoint": glue,
+                "glue.region": "us-east-1",
+                "glue.access-key-id": "testing",
+                "glue.secret-access-key": "testing",
+                **{k: v for k, v in props.items() if k.startswith("s3.")},
+            },
+        )
+        session.query("SET allow_database_glue_catalog = 1")
+        session.query(
+            f"CREATE DATABASE lake ENGINE = DataLakeCatalog('{glue}') SETTINGS catalog_type = 'glue', "
+            f"region = 'us-east-1', aws_access_key_id = 'testing', aws_secret_access_key = 'testing', "
+            f"storage_endpoint = '{s3}'"
+        )
+    else:
+        catalog = load_catalog("rest", **props)
+        session.query("SET allow_database_iceberg = 1")
+        auth = f", catalog_credential = '{credential}'" if credential else ""
+        session.query(
+            f"CREATE DATABASE lake ENGINE = DataLakeCatalog('{uri}/v1') SETTINGS catalog_type = 'rest', "
+            f"warehouse = '{warehouse}', storage_endpoint = '{s3}/{bucket}', "
+            f"aws_access_key_id = 'testing', aws_secret_access_key = 'testing', region = 'us-east-1', "
+            f"vended_credentials = 0{auth}"
+        )
     names = tables.split(",")
     outs = {name: read_table(catalog, session, namespace, name) for name in names}
     print(json.dumps(outs if len(names) > 1 else outs[names[0]]))
@@ -69,9 +93,16 @@ def read_table(catalog, session, namespace, table):
     for name, ref in t.metadata.refs.items():
         rows = arrow_rows(t.scan(snapshot_id=ref.snapshot_id).to_arrow())
         out["pyiceberg"][name] = [len(rows), digest(rows)]
-    result = session.query(f"SELECT * FROM lake.`{namespace}.{table}`", "JSONEachRow")
-    rows = [json.loads(line) for line in result.bytes().decode().splitlines() if line.strip()]
+    def clickhouse_rows(settings=""):
+        result = session.query(f"SELECT * FROM lake.`{namespace}.{table}`{settings}", "JSONEachRow")
+        return [json.loads(line) for line in result.bytes().decode().splitlines() if line.strip()]
+
+    rows = clickhouse_rows()
     out["clickhouse"] = [len(rows), len(rows)]
+    out["clickhouse_refs"] = {}
+    for name, ref in t.metadata.refs.items():
+        rows = clickhouse_rows(f" SETTINGS iceberg_snapshot_id = {ref.snapshot_id}")
+        out["clickhouse_refs"][name] = [len(rows), digest(rows)]
     return out
 
 

@@ -14,6 +14,7 @@ mod catalog_glue;
 mod catalog_glue_failures;
 mod catalog_local_files;
 mod catalog_maintain;
+mod catalog_maintain_fleet;
 mod catalog_rest;
 mod catalog_rest_replan;
 mod catalog_vended;

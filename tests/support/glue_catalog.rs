@@ -40,11 +40,22 @@ async fn call(operation: &str, payload: Value) -> Value {
 /// Create Glue database `database` and in it the Iceberg table `table` whose current metadata is
 /// `metadata_location` (what Java's and pyiceberg's `register_table` write).
 pub async fn register(database: &str, table: &str, location: &str, metadata_location: &str) {
+    create_glue_database(database).await;
+    add_table(database, table, location, metadata_location).await;
+}
+
+/// Create Glue database `database`.
+pub async fn create_glue_database(database: &str) {
     call(
         "CreateDatabase",
         json!({"DatabaseInput": {"Name": database}}),
     )
     .await;
+}
+
+/// In the existing Glue database `database`, the Iceberg table `table` whose current metadata is
+/// `metadata_location`.
+pub async fn add_table(database: &str, table: &str, location: &str, metadata_location: &str) {
     call(
         "CreateTable",
         json!({

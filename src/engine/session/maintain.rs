@@ -8,6 +8,7 @@
 use super::*;
 use crate::engine::maintain::{
     MaintainRow, MaintainRun, TableToMaintain, failures_error, maintain_table, result_of,
+    stop_if_cancelled,
 };
 use futures::StreamExt;
 
@@ -58,11 +59,19 @@ impl Session {
             .buffered(share.parallel)
             .collect()
             .await;
+        // A cancelled run is logged too: what it did, and what it did not start.
         let mut rows = Vec::new();
+        let mut cancelled = false;
         for result in results {
-            rows.extend(result?);
+            match result {
+                Ok(table_rows) => rows.extend(table_rows),
+                Err(_) => cancelled = true,
+            }
         }
         let logged = self.log_maintenance(&run, &rows);
+        if cancelled || rows.iter().any(MaintainRow::cancelled) {
+            return Err(crate::progress::cancelled_error());
+        }
         if let Some(error) = failures_error(&rows, count) {
             return Err(error);
         }
@@ -82,7 +91,8 @@ impl Session {
     }
 
     /// One listed table opened with its share of the run's budgets and maintained; a table that
-    /// cannot be opened is a `failed` row. `Err` only for cancellation.
+    /// cannot be opened is a `failed` row. `Err` only for a cancellation before the table's
+    /// maintenance began (then nothing of it ran).
     async fn maintain_listed(
         &self,
         table: Listed,
@@ -90,16 +100,14 @@ impl Session {
         share: &TableShare,
         progress: &Progress,
     ) -> Result<Vec<MaintainRow>> {
-        if progress.is_cancelled() {
-            return Err(crate::progress::cancelled_error());
-        }
+        stop_if_cancelled(progress, run)?;
         let (database, name) = (table.database.clone(), table.table.clone());
         let opened = match self.open_to_maintain(table, progress).await {
             Ok(mut opened) => take_share(&mut opened.target.settings, share).map(|()| opened),
             Err(e) => Err(e),
         };
         match opened {
-            Ok(opened) => maintain_table(opened, run, progress).await,
+            Ok(opened) => Ok(maintain_table(opened, run, progress).await),
             Err(e) if e.kind() == ErrorKind::QueryWasCancelled => Err(e),
             Err(e) => Ok(vec![MaintainRow {
                 database,

@@ -32,6 +32,9 @@ pub struct DeleteReport {
     pub failed: Vec<(String, String)>,
     /// Manifests and lists kept because something they name could not be deleted.
     pub held: usize,
+    /// The bytes of the deleted files whose size the metadata records (a file already gone
+    /// counts: its bytes are no longer stored).
+    pub freed_bytes: i64,
 }
 
 impl DeleteReport {
@@ -157,7 +160,7 @@ async fn delete_stage(
     failed_ids: &mut HashSet<PathId>,
 ) {
     let mut uris = Vec::with_capacity(batch.len());
-    let mut sent: Vec<(FileCategory, PathId)> = Vec::with_capacity(batch.len());
+    let mut sent: Vec<(FileCategory, PathId, Option<i64>)> = Vec::with_capacity(batch.len());
     for (category, file) in batch {
         let uri = plan.uri(file.path).unwrap_or_default();
         if uri.is_empty() || !is_under(location, uri) {
@@ -169,15 +172,19 @@ async fn delete_stage(
             continue;
         }
         uris.push(uri.to_string());
-        sent.push((*category, file.path));
+        sent.push((*category, file.path, file.size));
     }
     if uris.is_empty() {
         return;
     }
     let outcomes = io.delete_many_with(&uris, in_flight).await;
-    for ((category, id), outcome) in sent.into_iter().zip(outcomes) {
+    for ((category, id, size), outcome) in sent.into_iter().zip(outcomes) {
         match outcome.result {
-            Ok(()) => report.add(category, 1),
+            Ok(()) => {
+                report.add(category, 1);
+                let size = size.unwrap_or(0).max(0);
+                report.freed_bytes = report.freed_bytes.saturating_add(size);
+            }
             Err(e) => {
                 failed_ids.insert(id);
                 report.failed.push((outcome.uri, e.message().to_string()));

@@ -41,6 +41,10 @@ pub struct ExpireOutcome {
     /// Planned deletes that failed after the commit (each named in a warning; the files stay,
     /// for `remove_orphan_files`). ClickHouse's metric rows have no place for it.
     pub failed_deletions: i64,
+    /// A run: the bytes its deletes freed, summed over the deleted files whose size it knows (the
+    /// sizes manifests record for data and delete files, the manifest lists' for manifests, the
+    /// statistics files' own, and the manifest lists' as read).
+    pub freed_bytes: Option<i64>,
 }
 
 impl Reported for ExpireOutcome {
@@ -48,6 +52,7 @@ impl Reported for ExpireOutcome {
         let metrics = ReportBody::Metrics(Metrics::Expire(self.metrics));
         let mut report = Report::explain_or(self.explain, metrics, self.warnings);
         report.failed_deletions = self.failed_deletions;
+        report.freed_bytes = self.freed_bytes;
         report
     }
 }
@@ -401,6 +406,7 @@ impl Procedure for Expiry<'_> {
         warnings.extend(target.progress.cancel_warning());
         let mut done = outcome(report.counts, false, warnings, &cleanup);
         done.failed_deletions = i64::try_from(report.failed.len()).unwrap_or(i64::MAX);
+        done.freed_bytes = Some(report.freed_bytes);
         Ok(done)
     }
 
@@ -572,6 +578,7 @@ fn outcome(
         explain: None,
         warnings,
         failed_deletions: 0,
+        freed_bytes: None,
     }
 }
 

@@ -25,6 +25,8 @@ pub struct Deleted {
     /// Deleted files by category, and failures.
     pub tally: OrphanMetrics,
     pub warnings: Vec<String>,
+    /// The listed sizes of the files deleted (or already gone).
+    pub freed_bytes: u64,
 }
 
 /// Delete `orphans` (all under `location`).
@@ -37,16 +39,20 @@ pub async fn delete_orphans(
 ) -> Deleted {
     let mut tally = OrphanMetrics::default();
     let mut failed: Vec<String> = Vec::new();
+    let mut freed_bytes = 0u64;
     progress.start(Phase::DeletingFiles, Some(orphans.len()));
     for chunk in orphans.chunks(DELETE_CHUNK) {
         if !progress.keep_going() {
             break;
         }
-        for (category, uri, result) in
+        for (category, size, uri, result) in
             delete_chunk(io, location, chunk, concurrency, progress).await
         {
             match result {
-                Ok(()) => tally.count_deleted(category),
+                Ok(()) => {
+                    tally.count_deleted(category);
+                    freed_bytes = freed_bytes.saturating_add(size);
+                }
                 Err(reason) => {
                     tally.count_failed();
                     if failed.len() < FAILED_EXAMPLES {
@@ -65,13 +71,17 @@ pub async fn delete_orphans(
     } else {
         Vec::new()
     };
-    Deleted { tally, warnings }
+    Deleted {
+        tally,
+        warnings,
+        freed_bytes,
+    }
 }
 
 /// Paths per `delete_many_with` call: large enough to keep the requests of one call in flight.
 pub const DELETE_CHUNK: usize = 8192;
 
-type Outcomes = Vec<(OrphanCategory, String, Result<(), String>)>;
+type Outcomes = Vec<(OrphanCategory, u64, String, Result<(), String>)>;
 
 /// One chunk: up to `in_flight` delete requests at once (each of up to 1000 keys on S3).
 async fn delete_chunk(
@@ -87,19 +97,20 @@ async fn delete_chunk(
     for orphan in chunk {
         if deletable(location, &orphan.uri) {
             uris.push(orphan.uri.clone());
-            categories.push(orphan.category);
+            categories.push((orphan.category, orphan.size));
         } else {
             outcomes.push((
                 orphan.category,
+                orphan.size,
                 orphan.uri.clone(),
                 Err(format!("not inside the table location '{location}'")),
             ));
         }
     }
     let answers = io.delete_below(location, &uris, in_flight).await;
-    for (category, answer) in categories.into_iter().zip(answers) {
+    for ((category, size), answer) in categories.into_iter().zip(answers) {
         let result = answer.result.map_err(|e| e.message().to_string());
-        outcomes.push((category, answer.uri, result));
+        outcomes.push((category, size, answer.uri, result));
     }
     progress.advance(chunk.len() as u64, chunk.iter().map(|o| o.size).sum());
     outcomes
@@ -114,7 +125,7 @@ mod tests {
         Orphan {
             uri: uri.into(),
             category,
-            size: 1,
+            size: 10,
             last_modified_ms: 0,
             reason: Default::default(),
         }
@@ -141,6 +152,8 @@ mod tests {
         assert_eq!(out.tally.deleted_data_files_count, 2);
         assert_eq!(out.tally.deleted_manifest_files_count, 1);
         assert_eq!(out.tally.failed_deletions_count, 2);
+        // Deleted and already gone count their listed sizes; the refused ones do not.
+        assert_eq!(out.freed_bytes, 30);
         assert!(
             io.head("memory:///u/x").await.is_ok(),
             "outside file deleted"

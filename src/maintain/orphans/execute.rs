@@ -26,6 +26,8 @@ pub struct OrphanOutcome {
     pub explain: Option<Vec<OrphanExplainRow>>,
     /// Things the user should know that did not fail the statement.
     pub warnings: Vec<String>,
+    /// A run: the listed sizes of the files it deleted.
+    pub freed_bytes: Option<i64>,
 }
 
 impl Reported for OrphanOutcome {
@@ -34,6 +36,7 @@ impl Reported for OrphanOutcome {
         let metrics = ReportBody::Metrics(Metrics::Orphans(self.metrics));
         let mut report = Report::explain_or(self.explain, metrics, self.warnings);
         report.failed_deletions = failed_deletions;
+        report.freed_bytes = self.freed_bytes;
         report
     }
 }
@@ -101,6 +104,7 @@ impl MaintenanceProcedure for RemoveOrphans {
             metrics: plan.scan.dry_run_tally(),
             explain: None,
             warnings: warnings.chain(plan.scan.warnings()).collect(),
+            freed_bytes: None,
         }
     }
 
@@ -233,6 +237,7 @@ async fn delete_planned(target: &MaintenanceTarget, plan: OrphanPlan) -> Result<
         metrics: tally,
         explain: None,
         warnings: warnings.collect(),
+        freed_bytes: Some(i64::try_from(deleted.freed_bytes).unwrap_or(i64::MAX)),
     })
 }
 
