@@ -309,6 +309,7 @@ impl TableRunner<'_> {
             Gate::Disabled(reason) => self.row(name, "disabled", reason, detail),
             Gate::Skipped(reason) => self.row(name, "skipped", reason, detail),
             Gate::Plan => match self.decide_and_run(procedure).await {
+                Step::Done(NOT_DUE, _) => self.row(name, NOT_DUE, "nothing to do".into(), detail),
                 Step::Done(status, work) => MaintainRow {
                     metrics: work.metrics.clone(),
                     freed_bytes: work.freed_bytes,

@@ -387,7 +387,7 @@ mod tests {
         assert!(
             text.starts_with(
                 "# HELP icetrim_maintain_runs SYSTEM MAINTAIN runs in the log, by outcome (failed: \
-             some table failed) and dry_run.\n# TYPE icetrim_maintain_runs gauge\n\
+             some table failed; cancelled: stopped between procedures) and dry_run.\n# TYPE icetrim_maintain_runs gauge\n\
              icetrim_maintain_runs{dry_run=\"0\",status=\"ok\"} 1\n\n"
             ),
             "{text}"

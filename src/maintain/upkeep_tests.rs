@@ -55,6 +55,7 @@ fn statement_beats_property_beats_database_beats_session() {
             &KnobSource::Default,
             &KnobSource::Statement,
             &KnobSource::Property,
+            &KnobSource::Default,
             &KnobSource::Database("lake".into()),
             &KnobSource::Default,
             &KnobSource::Session,

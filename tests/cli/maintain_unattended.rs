@@ -463,7 +463,8 @@ fn the_cronjob_and_cron_recipes_run_as_written() {
 fn orphan_removal_keeps_the_lease_and_journal_folder_however_old() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("t");
-    generate(&dir, 2, 100);
+    // Eight small files: compaction is due, so the run takes (and releases) a lease.
+    generate(&dir, 8, 100);
     let table = format!("CREATE TABLE t ENGINE = IcebergLocal('{}');", dir.display());
     let out = icetrim(&[
         "maintain",
