@@ -184,16 +184,11 @@ struct Fleet {
     namespace: String,
     members: Vec<Member>,
     session: Session,
-    // The fixtures copied from (their folders live as long as the fleet).
-    _fixtures: Vec<Fixture>,
 }
 
 impl Fleet {
-    async fn build(kind: Kind) -> Fleet {
-        let now = fixtures::now_ms();
-        let started = std::time::Instant::now();
-        let fixtures = build_fixtures(now);
-        eprintln!("fixtures built in {:.1} s", started.elapsed().as_secs_f64());
+    /// Copies of `fixtures` (built from [`SHAPE_FIXTURES`]) registered in `kind`'s catalog.
+    async fn build(kind: Kind, fixtures: &[Fixture]) -> Fleet {
         let (io, base) = s3_emulator("fleet");
         let mut members = Vec::new();
         for shape in SHAPES {
@@ -265,7 +260,6 @@ impl Fleet {
             namespace,
             members,
             session,
-            _fixtures: fixtures,
         }
     }
 
@@ -358,7 +352,7 @@ fn metrics_of(reason: &str) -> Vec<(String, i64)> {
         .collect()
 }
 
-async fn maintain_the_fleet(kind: Kind) {
+async fn maintain_the_fleet(kind: Kind, fixtures: &[Fixture]) {
     let clock = std::time::Instant::now();
     let lap = |what: &str| {
         eprintln!(
@@ -366,7 +360,7 @@ async fn maintain_the_fleet(kind: Kind) {
             clock.elapsed().as_secs_f64()
         )
     };
-    let mut fleet = Fleet::build(kind).await;
+    let mut fleet = Fleet::build(kind, fixtures).await;
     lap("built");
     // Before: one table of each shape (the copies of a shape hold the same rows).
     let firsts: Vec<&str> = SHAPES
@@ -561,13 +555,37 @@ async fn maintain_the_fleet(kind: Kind) {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn one_run_maintains_fifty_rest_catalog_tables_by_their_policies() {
-    maintain_the_fleet(Kind::Rest).await;
-}
-
-#[cfg(feature = "glue")]
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn one_run_maintains_fifty_glue_tables_by_their_policies() {
-    maintain_the_fleet(Kind::Glue).await;
+/// Both catalogs at once, as one test: the fleets mostly wait on moto, the REST test server,
+/// pyiceberg and chdb, so they share one test slot (and one build of the fixtures) and leave the
+/// other to the rest of this binary. Each fleet runs on a thread and runtime of its own.
+#[test]
+fn one_run_maintains_fifty_tables_in_each_catalog_by_their_policies() {
+    let started = std::time::Instant::now();
+    let fixtures = build_fixtures(fixtures::now_ms());
+    eprintln!("fixtures built in {:.1} s", started.elapsed().as_secs_f64());
+    let mut kinds = vec![Kind::Rest];
+    if cfg!(feature = "glue") {
+        kinds.push(Kind::Glue);
+    }
+    std::thread::scope(|scope| {
+        let fixtures = &fixtures;
+        let fleets: Vec<_> = kinds
+            .into_iter()
+            .map(|kind| {
+                scope.spawn(move || {
+                    tokio::runtime::Builder::new_multi_thread()
+                        .worker_threads(2)
+                        .enable_all()
+                        .build()
+                        .expect("a runtime")
+                        .block_on(maintain_the_fleet(kind, fixtures))
+                })
+            })
+            .collect();
+        for fleet in fleets {
+            if let Err(panic) = fleet.join() {
+                std::panic::resume_unwind(panic);
+            }
+        }
+    });
 }
