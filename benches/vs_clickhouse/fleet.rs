@@ -15,9 +15,7 @@ use futures::StreamExt;
 use icetrim::engine::{Engine, Session};
 use icetrim::internals::generate::{GenerateOptions, generate};
 use icetrim::internals::iceberg::spec::FormatVersion;
-use icetrim::internals::io::{
-    FileIO, Latency, LatencyProfile, RequestCounter, S3Options, StorageOptions,
-};
+use icetrim::internals::io::{FileIO, Latency, LatencyProfile, RequestCounter};
 
 /// One fleet size measured both ways.
 pub struct FleetRun {
@@ -70,20 +68,6 @@ pub fn emulators() -> Option<(String, String, String)> {
         var("ICETRIM_S3_BUCKET")?,
         var("ICETRIM_REST_URI")?,
     ))
-}
-
-fn s3_io(endpoint: &str) -> FileIO {
-    FileIO::new(StorageOptions {
-        s3: S3Options {
-            access_key_id: Some("testing".into()),
-            secret_access_key: Some("testing".into()),
-            region: Some("us-east-1".into()),
-            endpoint: Some(endpoint.to_string()),
-            allow_http: true,
-            ..Default::default()
-        },
-        ..Default::default()
-    })
 }
 
 /// Table `i` of a set: 12 commits of 2 small Parquet files over 10 days.
@@ -210,7 +194,7 @@ pub async fn run(n: usize, now_ms: i64) -> Result<Option<FleetRun>, String> {
     let Some((endpoint, bucket, rest)) = emulators() else {
         return Ok(None);
     };
-    let io = s3_io(&endpoint);
+    let io = crate::inproc::emulator_io(&endpoint);
     let root = format!("s3://{bucket}/fleet-{}", uuid::Uuid::new_v4().simple());
     let started = Instant::now();
     let set_a = build_set(&io, &rest, &format!("{root}/a"), n, now_ms).await?;

@@ -240,15 +240,9 @@ pub fn s3_emulator() -> Option<(String, String)> {
     Some((endpoint, bucket))
 }
 
-/// Generate `opts` (its location is replaced) on the emulator and expire it with `options`,
-/// counting every request of the expiry.
-pub fn s3_expiry(
-    endpoint: &str,
-    bucket: &str,
-    mut opts: GenerateOptions,
-    options: &ExpireOptions,
-) -> Result<S3Run, String> {
-    let io = FileIO::new(StorageOptions {
+/// A `FileIO` on the S3 emulator at `endpoint` (moto's keys).
+pub fn emulator_io(endpoint: &str) -> FileIO {
+    FileIO::new(StorageOptions {
         s3: S3Options {
             access_key_id: Some("testing".into()),
             secret_access_key: Some("testing".into()),
@@ -258,7 +252,18 @@ pub fn s3_expiry(
             ..Default::default()
         },
         ..Default::default()
-    });
+    })
+}
+
+/// Generate `opts` (its location is replaced) on the emulator and expire it with `options`,
+/// counting every request of the expiry.
+pub fn s3_expiry(
+    endpoint: &str,
+    bucket: &str,
+    mut opts: GenerateOptions,
+    options: &ExpireOptions,
+) -> Result<S3Run, String> {
+    let io = emulator_io(endpoint);
     opts.location = format!(
         "s3://{bucket}/bench-{}-{}",
         opts.snapshots,

@@ -191,6 +191,16 @@ pub async fn maintain_table(
         _ => Vec::new(),
     };
     let clock = Stopwatch::new(table.target.now_ms);
+    // A real run decides each procedure by a dry run, then runs it: both (and the procedures
+    // after) read each manifest list and manifest once. EXPLAIN and dry runs keep no cache.
+    let table = if run.explain || run.dry_run {
+        table
+    } else {
+        TableToMaintain {
+            target: table.target.with_table_cache(),
+            ..table
+        }
+    };
     let (policy, retention) = match policy_of(&table, run).await {
         Ok(policy) => policy,
         Err(e) => {

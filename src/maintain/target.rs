@@ -93,10 +93,23 @@ impl MaintenanceTarget {
     ///   ([`ReadCache::reserve`]).
     ///
     /// The engine gives every procedure its statement target this way (`engine::procedures`).
+    /// A target that reads through a cache already ([`MaintenanceTarget::with_table_cache`])
+    /// keeps it.
     pub fn for_statement(&self, intent: Intent) -> MaintenanceTarget {
+        match intent {
+            Intent::Run if self.io.read_cache().is_none() => self.with_table_cache(),
+            _ => self.clone(),
+        }
+    }
+
+    /// This target reading manifest lists and manifests through one fresh [`ReadCache`] when it
+    /// lives on an object store (within `iceberg_statement_cache_max_bytes`; none when 0): a
+    /// statement's run, and a `SYSTEM MAINTAIN` run of one table, whose decisions (dry runs)
+    /// and runs then read each immutable file once.
+    pub fn with_table_cache(&self) -> MaintenanceTarget {
         let budget = self.settings.statement_cache_max_bytes();
         let mut target = self.clone();
-        if budget > 0 && intent == Intent::Run && self.on_object_store() {
+        if budget > 0 && self.on_object_store() {
             target.io = self.io.with_read_cache(Arc::new(ReadCache::new(budget)));
         }
         target
@@ -315,6 +328,19 @@ mod tests {
 
     fn cached(t: &MaintenanceTarget, intent: Intent) -> bool {
         t.for_statement(intent).io.read_cache().is_some()
+    }
+
+    #[test]
+    fn a_table_cache_serves_every_statement_of_the_table() {
+        let t = target("s3://b/t", None).with_table_cache();
+        let table_cache = t.io.read_cache().expect("a cache on S3");
+        for intent in [Intent::DryRun, Intent::Run] {
+            let statement = t.for_statement(intent);
+            let cache = statement.io.read_cache().expect("the table's cache");
+            assert!(Arc::ptr_eq(table_cache, cache), "{intent:?}");
+        }
+        let local = target("/tmp/t", None).with_table_cache();
+        assert!(local.io.read_cache().is_none(), "local files: no cache");
     }
 
     #[test]
