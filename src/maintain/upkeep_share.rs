@@ -1,5 +1,6 @@
 //! How a `SYSTEM MAINTAIN` run that maintains several tables at once splits its budgets: the
-//! session's compaction memory and its metadata read and delete concurrency are one budget for
+//! session's compaction memory, its metadata read and delete concurrency and its read cache
+//! bound (`iceberg_statement_cache_max_bytes`) are one budget for
 //! the whole run, shared evenly by the tables running at the same time, never multiplied by
 //! the parallelism. Data in, data out: no I/O.
 
@@ -14,6 +15,7 @@ pub struct RunBudget {
     pub compaction_memory_bytes: u64,
     pub read_concurrency: u64,
     pub delete_concurrency: u64,
+    pub read_cache_bytes: u64,
 }
 
 /// What each of the tables maintained at once gets.
@@ -25,6 +27,7 @@ pub struct TableShare {
     pub compaction_memory_bytes: u64,
     pub read_concurrency: u64,
     pub delete_concurrency: u64,
+    pub read_cache_bytes: u64,
 }
 
 /// The share of `budget` each of at most `tables` tables running at once gets.
@@ -37,6 +40,7 @@ pub fn table_share(budget: &RunBudget, tables: usize) -> TableShare {
         compaction_memory_bytes: budget.compaction_memory_bytes / parallel,
         read_concurrency: (budget.read_concurrency / parallel).max(1),
         delete_concurrency: (budget.delete_concurrency / parallel).max(1),
+        read_cache_bytes: budget.read_cache_bytes / parallel,
     }
 }
 
@@ -53,6 +57,7 @@ mod tests {
             compaction_memory_bytes: memory,
             read_concurrency: 32,
             delete_concurrency: 10,
+            read_cache_bytes: GIB,
         }
     }
 
@@ -96,12 +101,14 @@ mod tests {
                 compaction_memory_bytes: memory,
                 read_concurrency: read,
                 delete_concurrency: delete,
+                read_cache_bytes: memory,
             };
             let share = table_share(&b, tables);
             let n = share.parallel as u64;
             prop_assert!(n >= 1 && n <= parallel.max(1));
             prop_assert!(n <= (tables as u64).max(1));
             prop_assert!(share.compaction_memory_bytes * n <= memory);
+            prop_assert!(share.read_cache_bytes * n <= memory);
             prop_assert!(n == 1 || share.compaction_memory_bytes >= COMPACTION_MEMORY_FLOOR);
             // Concurrency: at least one each; beyond that, never more than the budget.
             prop_assert!(share.read_concurrency >= 1 && share.delete_concurrency >= 1);

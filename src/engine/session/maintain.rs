@@ -87,6 +87,7 @@ impl Session {
             compaction_memory_bytes: self.settings.compaction_max_memory_bytes(),
             read_concurrency: as_u64(self.settings.metadata_read_concurrency()),
             delete_concurrency: as_u64(self.settings.delete_concurrency()),
+            read_cache_bytes: self.settings.statement_cache_max_bytes(),
         }
     }
 
@@ -103,11 +104,7 @@ impl Session {
         stop_if_cancelled(progress, run)?;
         let (database, name) = (table.database.clone(), table.table.clone());
         let opened = match self.open_to_maintain(table, progress).await {
-            Ok(mut opened) => {
-                let cache =
-                    self.settings.statement_cache_max_bytes() / share.parallel.max(1) as u64;
-                take_share(&mut opened.target.settings, share, cache).map(|()| opened)
-            }
+            Ok(mut opened) => take_share(&mut opened.target.settings, share).map(|()| opened),
             Err(e) => Err(e),
         };
         match opened {
@@ -208,15 +205,11 @@ impl Session {
     }
 }
 
-/// Lower a table's compaction memory, read and delete concurrency and read cache (`cache`
-/// bytes) to its share of the run's (a table's own setting that is lower stays).
-fn take_share(
-    settings: &mut crate::settings::Settings,
-    share: &TableShare,
-    cache: u64,
-) -> Result<()> {
+/// Lower a table's compaction memory, read and delete concurrency and read cache bound to its
+/// share of the run's (a table's own setting that is lower stays).
+fn take_share(settings: &mut crate::settings::Settings, share: &TableShare) -> Result<()> {
     for (name, value) in [
-        ("iceberg_statement_cache_max_bytes", cache),
+        ("iceberg_statement_cache_max_bytes", share.read_cache_bytes),
         (
             "iceberg_compaction_max_memory_bytes",
             share.compaction_memory_bytes,
