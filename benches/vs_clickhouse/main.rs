@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! scripts/bench.sh [--quick] [--only 1,2,3,4,5,6,7,8] [--large-orphans] [--dir DIR] [--keep]
-//!                  [--ch-timeout SECONDS]
+//!                  [--ch-timeout SECONDS] [--fleet-sizes 50,500]
 //! ```
 //!
 //! Every table is built by icetrim's generator (`icetrim-generate`), twice with the same seed at two
@@ -26,7 +26,7 @@
 //!    scenario 2's table and the orphan scan of scenario 4's, each against its latency floor;
 //! 8. a catalog's tables (`fleet`): `SYSTEM MAINTAIN DATABASE` over 50 and 500 [10, 50] tables
 //!    of the test REST catalog over the same latency, against one statement at a time (needs
-//!    the emulators, as 5 does).
+//!    the emulators, as 5 does); `--fleet-sizes` picks other sizes (`--fleet-sizes 500`).
 //!
 //! Both tools get the same SQL text; the result rows are compared and a difference is printed.
 
@@ -50,6 +50,8 @@ pub struct Args {
     pub dir: PathBuf,
     pub keep: bool,
     pub ch_timeout: Duration,
+    /// Scenario 8's table counts, when not the default ones.
+    pub fleet_sizes: Option<Vec<usize>>,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -60,6 +62,7 @@ fn parse_args() -> Result<Args, String> {
         dir: std::env::temp_dir().join("icetrim-bench"),
         keep: false,
         ch_timeout: Duration::from_secs(600),
+        fleet_sizes: None,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -84,6 +87,15 @@ fn parse_args() -> Result<Args, String> {
                     .map_err(|e| format!("--only {list}: {e}"))?;
                 args.only = Some(picked);
             }
+            "--fleet-sizes" => {
+                let list = value()?;
+                let sizes = list
+                    .split(',')
+                    .map(|s| s.trim().parse::<usize>())
+                    .collect::<Result<Vec<_>, _>>()
+                    .map_err(|e| format!("--fleet-sizes {list}: {e}"))?;
+                args.fleet_sizes = Some(sizes);
+            }
             other => return Err(format!("unknown argument '{other}'")),
         }
     }
@@ -106,7 +118,7 @@ fn main() -> ExitCode {
         Ok(a) => a,
         Err(e) => {
             eprintln!(
-                "{e}\nusage: scripts/bench.sh [--quick] [--only 1,2,3,4,5,6,7,8] [--large-orphans] [--dir DIR] [--keep] [--ch-timeout SECONDS]"
+                "{e}\nusage: scripts/bench.sh [--quick] [--only 1,2,3,4,5,6,7,8] [--large-orphans] [--dir DIR] [--keep] [--ch-timeout SECONDS] [--fleet-sizes 50,500]"
             );
             return ExitCode::from(2);
         }

@@ -423,7 +423,11 @@ impl Bench<'_> {
             .enable_all()
             .build()
             .map_err(|e| format!("tokio runtime: {e}"))?;
-        for n in [self.size(50, 10), self.size(500, 50)] {
+        let sizes = match &self.args.fleet_sizes {
+            Some(sizes) => sizes.clone(),
+            None => vec![self.size(50, 10), self.size(500, 50)],
+        };
+        for n in sizes {
             eprintln!("8. SYSTEM MAINTAIN DATABASE over {n} tables, 30 ms simulated latency");
             match rt.block_on(crate::fleet::run(n, self.now_ms))? {
                 Some(run) => {

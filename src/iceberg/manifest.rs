@@ -19,7 +19,7 @@ pub use crate::iceberg::partition_tuple::{PartitionTuple, PartitionValue};
 pub use crate::iceberg::avro::manifest_writer::{ManifestWriter, NewManifest, WrittenManifest};
 
 use crate::error::Result;
-use crate::iceberg::avro::container::Container;
+use crate::iceberg::avro::container::{BlockPosition, Container};
 use crate::iceberg::avro::entry_decode::decode_entry;
 use crate::iceberg::avro::projection::EntryPlan;
 use crate::iceberg::manifest_list::ManifestFile;
@@ -214,6 +214,36 @@ pub fn read_manifest_projected(bytes: &[u8], file_name: &str) -> Result<Vec<Proj
     Ok(out)
 }
 
+/// Entries of the manifest, every field kept, from the block at `from` on: whole blocks until at
+/// least `at_least` entries are read, and where the next block starts (`None` at the end). A large
+/// manifest (a merged one holds 50,000 entries and more) is so read a part at a time.
+pub fn read_manifest_part(
+    bytes: &[u8],
+    file_name: &str,
+    from: BlockPosition,
+    at_least: usize,
+) -> Result<(Vec<ManifestEntry>, Option<BlockPosition>)> {
+    let container = Container::open(bytes, file_name)?;
+    EntryPlan::new(&container.header.schema).map_err(|m| container.error(m))?;
+    let record = container
+        .header
+        .schema
+        .as_record()
+        .ok_or_else(|| container.error("manifest schema is not a record"))?;
+    let mut entries = Vec::new();
+    let read = std::cell::Cell::new(0usize);
+    let next = container.for_each_datum_from(
+        from,
+        |c| {
+            entries.push(decode_entry(c, record)?);
+            read.set(entries.len());
+            Ok(())
+        },
+        || read.get() >= at_least,
+    )?;
+    Ok((entries, next))
+}
+
 /// The whole manifest, every field of every entry kept.
 pub fn read_manifest(bytes: &[u8], file_name: &str) -> Result<Manifest> {
     let container = Container::open(bytes, file_name)?;
@@ -288,6 +318,16 @@ impl Inheritable for ManifestEntry {
 /// Fills inherited fields of the entries of one manifest (in file order) from its list entry.
 pub fn inherit<E: Inheritable>(entries: &mut [E], manifest: &ManifestFile) {
     let mut next_row_id = manifest.first_row_id;
+    inherit_part(entries, manifest, &mut next_row_id);
+}
+
+/// [`inherit`] for a part of a manifest's entries read in order: `next_row_id` starts as the list
+/// entry's `first_row_id` and carries from one part to the next.
+pub fn inherit_part<E: Inheritable>(
+    entries: &mut [E],
+    manifest: &ManifestFile,
+    next_row_id: &mut Option<i64>,
+) {
     for e in entries {
         let added = e.status() == EntryStatus::Added;
         let takes_sequence = added || manifest.sequence_number == 0;
@@ -304,9 +344,9 @@ pub fn inherit<E: Inheritable>(entries: &mut [E], manifest: &ManifestFile) {
             sequence_number.get_or_insert(manifest.sequence_number);
             file_sequence_number.get_or_insert(manifest.sequence_number);
         }
-        if let (true, None, Some(next)) = (assigns_row_id, *first_row_id, next_row_id) {
+        if let (true, None, Some(next)) = (assigns_row_id, *first_row_id, *next_row_id) {
             *first_row_id = Some(next);
-            next_row_id = Some(next.saturating_add(records.max(0)));
+            *next_row_id = Some(next.saturating_add(records.max(0)));
         }
     }
 }

@@ -311,7 +311,13 @@ pub async fn locate(
     settings: &MetadataSettings,
 ) -> Result<LocatedMetadata> {
     let location = location.trim_end_matches('/').to_string();
-    let listing = list_metadata_dir(io, &location).await?;
+    let mut listing = list_metadata_dir(io, &location).await?;
+    let folder_empty = listing.is_empty();
+    // Only metadata files and the hint matter below. A long-lived table's folder also holds every
+    // manifest list and manifest (100,000 snapshots: 18 MB of names), which are not kept while
+    // its metadata is read.
+    listing.retain(|n| n == "version-hint.text" || parse_file_name(n).is_some());
+    listing.shrink_to_fit();
     let version_hint = listing
         .iter()
         .any(|n| n == "version-hint.text")
@@ -355,7 +361,7 @@ pub async fn locate(
         .collect();
     if candidates.is_empty() {
         let mut error = no_metadata(&location, None);
-        if listing.is_empty() {
+        if folder_empty {
             let below = tables_below(io, &location).await;
             error = error.append(&warehouse_hint(&location, &below));
         }

@@ -8,8 +8,9 @@
 //!   deduplicated by path) and `iceberg_all_manifests` (every snapshot's list, with
 //!   `reference_snapshot_id`).
 //!
-//! Manifests are read a few at a time but sent in list order, one batch per manifest (at most
-//! [`BATCH_ROWS`] rows), so a large table is never held whole in memory.
+//! Manifests are read a few at a time but sent in list order, decoded a few Avro blocks at a time
+//! and sent in batches of at most [`BATCH_ROWS`] rows, so neither a large table nor a large
+//! manifest is ever held whole in memory.
 //!
 //! One Arrow schema serves every Iceberg table, so what pyiceberg types per table is text here:
 //! `partition` is a `Map(String, Nullable(String))` (field name to value) and `readable_metrics`
@@ -21,9 +22,9 @@
 mod columns;
 mod manifests;
 mod partitions;
+mod seen;
 mod values;
 
-use std::collections::HashSet;
 use std::sync::Arc;
 
 use datafusion::arrow::array::Int64Array;
@@ -35,7 +36,8 @@ use serde_json::Value as Json;
 
 use super::{BatchSink, InspectedTable, Scope};
 use crate::error::{Error, Result};
-use crate::iceberg::manifest::{ManifestEntry, inherit, read_manifest};
+use crate::iceberg::avro::container::BlockPosition;
+use crate::iceberg::manifest::{ManifestEntry, inherit_part, read_manifest_part};
 use crate::iceberg::manifest_list::{ManifestFile, read_manifest_list};
 use crate::iceberg::spec::{MAIN_BRANCH, Snapshot};
 
@@ -198,27 +200,56 @@ pub(crate) async fn manifest_list(
     decode_list(path, bytes).await
 }
 
-/// The entries of each manifest of a list (inheritance applied), in list order: the files are
-/// fetched [`MANIFEST_READS`] at a time ahead, and decoded only when asked for. Reading ahead
-/// is plain I/O: a decoding permit (shared by every statement) is taken only by the caller's
-/// own `next`, so a stream left unpolled while its rows are sent never holds one.
+/// The entries of each manifest of a list (inheritance applied), in list order, a part of a
+/// manifest at a time (whole Avro blocks, at least [`BATCH_ROWS`] entries): the files are fetched
+/// [`MANIFEST_READS`] at a time ahead, and decoded only when asked for. Reading ahead is plain
+/// I/O: a decoding permit (shared by every statement) is taken only by the caller's own `next`,
+/// so a stream left unpolled while its rows are sent never holds one. A merged manifest of 50,000
+/// entries is never decoded whole.
 pub(crate) struct ManifestEntries<'a> {
     reads: BoxStream<'a, Result<(&'a ManifestFile, Bytes)>>,
+    /// The manifest being read: its bytes, where its next part starts, the next row id.
+    current: Option<PartlyRead<'a>>,
+}
+
+struct PartlyRead<'a> {
+    manifest: &'a ManifestFile,
+    bytes: Bytes,
+    next: BlockPosition,
+    next_row_id: Option<i64>,
 }
 
 impl<'a> ManifestEntries<'a> {
+    /// The next part of a manifest's entries; a manifest may come in several parts, in order.
     pub(crate) async fn next(&mut self) -> Option<Result<(&'a ManifestFile, Vec<ManifestEntry>)>> {
-        let (m, bytes) = match self.reads.next().await? {
+        let mut part = match self.current.take() {
+            Some(part) => part,
+            None => match self.reads.next().await? {
+                Ok((manifest, bytes)) => PartlyRead {
+                    manifest,
+                    bytes,
+                    next: BlockPosition::default(),
+                    next_row_id: manifest.first_row_id,
+                },
+                Err(e) => return Some(Err(e)),
+            },
+        };
+        let path = part.manifest.manifest_path.clone();
+        let (bytes, from) = (part.bytes.clone(), part.next);
+        let decoded =
+            crate::pool::off_task(move || read_manifest_part(&bytes, &path, from, BATCH_ROWS))
+                .await;
+        let (mut entries, next) = match decoded {
             Ok(read) => read,
             Err(e) => return Some(Err(e)),
         };
-        let path = m.manifest_path.clone();
-        let decoded = crate::pool::off_task(move || read_manifest(&bytes, &path)).await;
-        Some(decoded.map(|manifest| {
-            let mut entries = manifest.entries;
-            inherit(&mut entries, m);
-            (m, entries)
-        }))
+        let manifest = part.manifest;
+        inherit_part(&mut entries, manifest, &mut part.next_row_id);
+        if let Some(next) = next {
+            part.next = next;
+            self.current = Some(part);
+        }
+        Some(Ok((manifest, entries)))
     }
 }
 
@@ -236,7 +267,10 @@ pub(crate) fn manifest_entries<'a>(
         })
         .buffered(MANIFEST_READS)
         .boxed();
-    ManifestEntries { reads }
+    ManifestEntries {
+        reads,
+        current: None,
+    }
 }
 
 /// Which shape of entry rows: live files, or every entry.
@@ -334,13 +368,13 @@ pub(crate) async fn produce_all(
     sink: &BatchSink,
 ) -> Result<bool> {
     let shape = TableShape::of(table);
-    let mut seen: HashSet<String> = HashSet::new();
+    let mut seen = seen::SeenPaths::default();
     let mut lists = every_manifest_list(table);
     while let Some(next) = lists.next().await {
         let (_, list) = next?;
         let new: Vec<ManifestFile> = list
             .into_iter()
-            .filter(|m| seen.insert(m.manifest_path.clone()))
+            .filter(|m| seen.insert(&m.manifest_path))
             .collect();
         let mut manifests = manifest_entries(table, &new);
         while let Some(next) = manifests.next().await {

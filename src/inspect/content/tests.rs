@@ -24,18 +24,22 @@ async fn table(location: &str, partitions: usize) -> (InspectedTable, Generated)
     o.collect_expected = true;
     o.max_manifests = 4;
     let generated = generate(&io, &o).await.unwrap();
+    (open(io, location, "t").await, generated)
+}
+
+/// The table at `location` as `db.name`.
+async fn open(io: FileIO, location: &str, name: &str) -> InspectedTable {
     let located = locate(&io, location, &MetadataSettings::default())
         .await
         .unwrap();
-    let t = InspectedTable {
+    InspectedTable {
         database: "db".into(),
-        name: "t".into(),
+        name: name.into(),
         metadata: Arc::new(located.metadata),
         metadata_location: Some(located.path),
         io,
         settings: crate::settings::Settings::new(),
-    };
-    (t, generated)
+    }
 }
 
 fn strings(batch: &RecordBatch, name: &str) -> Vec<Option<String>> {
@@ -512,4 +516,41 @@ async fn partitions_count_the_live_files() {
     assert_eq!(got, data);
     assert_eq!(got_deletes, deletes);
     assert!((1..=3).contains(&rows), "{rows} partitions");
+}
+
+/// A manifest larger than a batch is decoded a part at a time (whole Avro blocks, at least a
+/// batch's worth), and its parts, inheritance included (v3 row ids carry from part to part), are
+/// exactly the whole manifest's entries.
+#[tokio::test]
+async fn a_large_manifest_comes_in_parts_equal_to_the_whole() {
+    use super::{BATCH_ROWS, manifest_entries, manifest_list};
+    use crate::iceberg::manifest::{inherit, read_manifest};
+    let location = "memory:///large";
+    let io = FileIO::memory();
+    let o = GenerateOptions::new(location, FormatVersion::V3, 1, 30_000, 3, 1_000_000_000_000);
+    generate(&io, &o).await.unwrap();
+    let t = open(io, location, "large").await;
+    let snapshot = t.metadata.snapshots().last().unwrap().clone();
+    let list = manifest_list(&t, &snapshot).await.unwrap();
+    assert_eq!(list.len(), 1);
+    let bytes = t.io.read(&list[0].manifest_path).await.unwrap();
+    let mut whole = read_manifest(&bytes, "m").unwrap().entries;
+    inherit(&mut whole, &list[0]);
+    assert_eq!(whole.len(), 30_000);
+    assert!(
+        whole.iter().any(|e| e.data_file.first_row_id.is_some()),
+        "v3 row ids are inherited"
+    );
+    let mut parts = Vec::new();
+    let mut entries = manifest_entries(&t, &list);
+    while let Some(part) = entries.next().await {
+        let (manifest, part) = part.unwrap();
+        assert_eq!(manifest.manifest_path, list[0].manifest_path);
+        parts.push(part);
+    }
+    assert!(parts.len() > 1, "{} part(s)", parts.len());
+    let (last, full) = parts.split_last().unwrap();
+    assert!(full.iter().all(|p| p.len() >= BATCH_ROWS));
+    assert!(!last.is_empty());
+    assert_eq!(parts.concat(), whole);
 }
