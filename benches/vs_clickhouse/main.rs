@@ -78,28 +78,23 @@ fn parse_args() -> Result<Args, String> {
                 let secs: u64 = value()?.parse().map_err(|e| format!("--ch-timeout: {e}"))?;
                 args.ch_timeout = Duration::from_secs(secs);
             }
-            "--only" => {
-                let list = value()?;
-                let picked = list
-                    .split(',')
-                    .map(|s| s.trim().parse::<u32>())
-                    .collect::<Result<Vec<_>, _>>()
-                    .map_err(|e| format!("--only {list}: {e}"))?;
-                args.only = Some(picked);
-            }
-            "--fleet-sizes" => {
-                let list = value()?;
-                let sizes = list
-                    .split(',')
-                    .map(|s| s.trim().parse::<usize>())
-                    .collect::<Result<Vec<_>, _>>()
-                    .map_err(|e| format!("--fleet-sizes {list}: {e}"))?;
-                args.fleet_sizes = Some(sizes);
-            }
+            "--only" => args.only = Some(list("--only", &value()?)?),
+            "--fleet-sizes" => args.fleet_sizes = Some(list("--fleet-sizes", &value()?)?),
             other => return Err(format!("unknown argument '{other}'")),
         }
     }
     Ok(args)
+}
+
+/// A comma-separated list of numbers, the value of `flag`.
+fn list<T: std::str::FromStr>(flag: &str, text: &str) -> Result<Vec<T>, String>
+where
+    T::Err: std::fmt::Display,
+{
+    text.split(',')
+        .map(|s| s.trim().parse::<T>())
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| format!("{flag} {text}: {e}"))
 }
 
 fn main() -> ExitCode {

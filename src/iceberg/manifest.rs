@@ -22,6 +22,7 @@ use crate::error::Result;
 use crate::iceberg::avro::container::{BlockPosition, Container};
 use crate::iceberg::avro::entry_decode::decode_entry;
 use crate::iceberg::avro::projection::EntryPlan;
+use crate::iceberg::avro::schema::Record;
 use crate::iceberg::manifest_list::ManifestFile;
 use crate::iceberg::spec::{DataContent, EntryStatus, FormatVersion, ManifestContent, SnapshotId};
 
@@ -224,37 +225,37 @@ pub fn read_manifest_part(
     at_least: usize,
 ) -> Result<(Vec<ManifestEntry>, Option<BlockPosition>)> {
     let container = Container::open(bytes, file_name)?;
-    EntryPlan::new(&container.header.schema).map_err(|m| container.error(m))?;
-    let record = container
-        .header
-        .schema
-        .as_record()
-        .ok_or_else(|| container.error("manifest schema is not a record"))?;
+    let record = entry_record(&container)?;
     let mut entries = Vec::new();
-    let read = std::cell::Cell::new(0usize);
     let next = container.for_each_datum_from(
         from,
         |c| {
             entries.push(decode_entry(c, record)?);
-            read.set(entries.len());
             Ok(())
         },
-        || read.get() >= at_least,
+        |read| read >= at_least,
     )?;
     Ok((entries, next))
+}
+
+/// The record schema of a manifest's entries, checked to be one icetrim reads.
+fn entry_record<'c>(container: &'c Container<'_>) -> Result<&'c std::sync::Arc<Record>> {
+    EntryPlan::new(&container.header.schema).map_err(|m| container.error(m))?;
+    container
+        .header
+        .schema
+        .as_record()
+        .ok_or_else(|| container.error("manifest schema is not a record"))
 }
 
 /// The whole manifest, every field of every entry kept.
 pub fn read_manifest(bytes: &[u8], file_name: &str) -> Result<Manifest> {
     let container = Container::open(bytes, file_name)?;
-    EntryPlan::new(&container.header.schema).map_err(|m| container.error(m))?;
-    let node = container.header.schema.clone();
-    let record = node
-        .as_record()
-        .ok_or_else(|| container.error("manifest schema is not a record"))?;
+    // Shared, not borrowed: the header is moved out below.
+    let record = std::sync::Arc::clone(entry_record(&container)?);
     let mut entries = Vec::new();
     container.for_each_datum(|c| {
-        entries.push(decode_entry(c, record)?);
+        entries.push(decode_entry(c, &record)?);
         Ok(())
     })?;
     let header = container.header;

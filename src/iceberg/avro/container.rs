@@ -146,13 +146,14 @@ impl<'a> Container<'a> {
     }
 
     /// [`Self::for_each_datum`] from the block at `from` on, stopping after the first whole block
-    /// at which `enough` says yes: where the next block starts (`None` at the end of the file).
-    /// Lets a caller decode a large file a few blocks at a time.
+    /// at which `enough` says yes to the number of objects read by this call: where the next block
+    /// starts (`None` at the end of the file). Lets a caller decode a large file a few blocks at a
+    /// time.
     pub fn for_each_datum_from(
         &self,
         from: BlockPosition,
         mut datum: impl FnMut(&mut Cursor<'_>) -> Decoded<()>,
-        mut enough: impl FnMut() -> bool,
+        mut enough: impl FnMut(usize) -> bool,
     ) -> Result<Option<BlockPosition>> {
         let mut scratch = SCRATCH.take().unwrap_or_default();
         let result = self.blocks_from(from, &mut scratch, &mut datum, &mut enough);
@@ -165,7 +166,7 @@ impl<'a> Container<'a> {
         scratch: &mut Vec<u8>,
         datum: &mut impl FnMut(&mut Cursor<'_>) -> Decoded<()>,
     ) -> Result<()> {
-        self.blocks_from(BlockPosition::default(), scratch, datum, &mut || false)
+        self.blocks_from(BlockPosition::default(), scratch, datum, &mut |_| false)
             .map(|_| ())
     }
 
@@ -174,7 +175,7 @@ impl<'a> Container<'a> {
         from: BlockPosition,
         scratch: &mut Vec<u8>,
         datum: &mut impl FnMut(&mut Cursor<'_>) -> Decoded<()>,
-        enough: &mut impl FnMut() -> bool,
+        enough: &mut impl FnMut(usize) -> bool,
     ) -> Result<Option<BlockPosition>> {
         let body = self
             .body
@@ -182,6 +183,7 @@ impl<'a> Container<'a> {
             .ok_or_else(|| self.error(format!("block {} starts past the end", from.block_no)))?;
         let mut c = Cursor::new(body);
         let mut block_no = from.block_no;
+        let mut objects = 0;
         while c.remaining() > 0 {
             let (count, data) = self.next_block(&mut c, block_no)?;
             let data: &[u8] = if self.header.codec == Codec::Null {
@@ -212,7 +214,8 @@ impl<'a> Container<'a> {
                 )));
             }
             block_no += 1;
-            if enough() && c.remaining() > 0 {
+            objects += count;
+            if enough(objects) && c.remaining() > 0 {
                 return Ok(Some(BlockPosition {
                     offset: from.offset + c.position(),
                     block_no,
@@ -424,21 +427,19 @@ mod tests {
                                 seen.push(d.read_long()?);
                                 Ok(())
                             },
-                            || false,
+                            |_| false,
                         )
                         .unwrap();
                     assert!(next.is_none(), "never enough reads to the end");
                     seen.truncate(before);
-                    let read = std::cell::Cell::new(0);
                     let next = c
                         .for_each_datum_from(
                             from,
                             |d| {
                                 seen.push(d.read_long()?);
-                                read.set(read.get() + 1);
                                 Ok(())
                             },
-                            || read.get() >= at_least,
+                            |read| read >= at_least,
                         )
                         .unwrap();
                     let part = seen.len() - before;
