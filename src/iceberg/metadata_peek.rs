@@ -187,7 +187,7 @@ pub async fn read_head(io: &FileIO, path: &str) -> Result<MetadataHead> {
     if !compressed && let Scanned::Complete(found) = top_level_members(&bytes, &HEAD_MEMBERS) {
         return head_of(&found, path);
     }
-    let metadata = TableMetadata::parse(&bytes, path)?;
+    let metadata = TableMetadata::parse_bytes(bytes, path)?;
     Ok(MetadataHead {
         table_uuid: metadata.table_uuid().map(str::to_string),
         last_updated_ms: Some(metadata.last_updated_ms()),

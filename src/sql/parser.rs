@@ -439,17 +439,17 @@ fn parse_describe(p: &mut Parser, sql: &str, format: Option<String>) -> PResult<
     })
 }
 
-/// A query: its text up to `FORMAT` (or the end), every token consumed. The query engine parses
-/// it; a syntax error is reported there.
+/// A query: its text up to `FORMAT` (or the end), every token consumed but a `;` (the trailing
+/// one is gone already, so another statement follows: the caller's end check refuses it). The
+/// query engine parses the text; a syntax error in it is reported there.
 fn parse_select(p: &mut Parser, sql: &str, format: Option<String>) -> Statement {
     let start = p.peek_token_ref().span.start;
     let mut end = start;
     loop {
-        let token = p.next_token();
-        if token.token == Token::EOF {
+        if matches!(p.peek_token_ref().token, Token::EOF | Token::SemiColon) {
             break;
         }
-        end = token.span.end;
+        end = p.next_token().span.end;
     }
     let (start, end) = (byte_offset(sql, start), byte_offset(sql, end));
     let text = without_comments(sql.get(start..end).unwrap_or_default());

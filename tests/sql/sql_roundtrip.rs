@@ -184,6 +184,24 @@ fn every_query_form_is_kept_as_written() {
     }
 }
 
+/// One trailing `;` ends a query; anything after it is a second statement, which one statement's
+/// parse refuses (a script's splitter cuts statements apart before they get here).
+#[test]
+fn a_query_ends_at_its_semicolon() {
+    let Ok(Statement::Select(select)) = parse_statement("SELECT 1 ;") else {
+        panic!("not a SELECT");
+    };
+    assert_eq!(select.text, "SELECT 1");
+    for sql in ["SELECT 1;;", "SELECT 1; SELECT 2", "EXPLAIN SELECT 1 ; ;"] {
+        let e = error_of(sql);
+        assert_eq!(e.kind(), ErrorKind::SyntaxError, "{sql}: {e}");
+        assert!(
+            e.message().contains("Expected: end of statement, found: ;"),
+            "{sql}: {e}"
+        );
+    }
+}
+
 #[test]
 fn foreign_statements_are_not_implemented() {
     for (sql, kind) in [

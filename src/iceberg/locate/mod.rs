@@ -514,7 +514,7 @@ async fn read_all(
 /// Read and parse one metadata file.
 pub async fn read_metadata(io: &FileIO, path: &str) -> Result<TableMetadata> {
     let bytes = io.read(path).await?;
-    TableMetadata::parse(&bytes, path)
+    TableMetadata::parse_bytes(bytes, path)
 }
 
 /// Names of the files directly under `<location>/metadata/`; none when the folder is missing.

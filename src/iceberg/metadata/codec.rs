@@ -84,6 +84,14 @@ pub fn decode<'a>(bytes: &'a [u8], file: &str) -> Result<std::borrow::Cow<'a, [u
     Ok(std::borrow::Cow::Owned(out))
 }
 
+/// [`decode`] of bytes that may be kept: plain JSON is returned as is, not copied.
+pub fn decode_bytes(bytes: bytes::Bytes, file: &str) -> Result<bytes::Bytes> {
+    match decode(&bytes, file)? {
+        std::borrow::Cow::Borrowed(_) => Ok(bytes),
+        std::borrow::Cow::Owned(text) => Ok(bytes::Bytes::from(text)),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -15,7 +15,8 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 
 use super::TableMetadata;
-use super::snapshots::{SNAPSHOTS, SnapshotList};
+use super::held::compact_text;
+use super::snapshots::{SNAPSHOT_LOG, SNAPSHOTS, SnapshotLog};
 use crate::error::{Error, Result};
 use crate::iceberg::spec::{
     FormatVersion, MAIN_BRANCH, RefKind, Snapshot, SnapshotId, SnapshotLogEntry, SnapshotRef,
@@ -41,8 +42,8 @@ pub fn parse_previous_versions_max(text: &str) -> Result<usize> {
 }
 
 impl TableMetadata {
-    /// Apply `change` to a copy of the members (the snapshots' contents are not among them: see
-    /// [`Self::members`]); keep it only when the result validates.
+    /// Apply `change` to a copy of the members (the contents of `snapshots` and `snapshot-log`
+    /// are not among them: see [`Self::members`]); keep it only when the result validates.
     pub(crate) fn edit(&mut self, change: impl FnOnce(&mut Json) -> Result<()>) -> Result<()> {
         let mut json = self.json.clone();
         change(&mut json)?;
@@ -111,13 +112,18 @@ impl TableMetadata {
         let move_main =
             self.format_version() >= FormatVersion::V2 || self.json.contains_key("refs");
         let main = self.ref_named(MAIN_BRANCH).cloned();
+        let logged = id.filter(|_| changed);
         self.edit(|json| {
             json.insert("current-snapshot-id".into(), id.unwrap_or(-1).into());
-            if let (Some(id), true) = (id, changed) {
-                array_member(json, "snapshot-log")?.push(log_entry(id, timestamp_ms));
+            if logged.is_some() {
+                array_member(json, SNAPSHOT_LOG)?;
             }
             Ok(())
         })?;
+        if let Some(id) = logged {
+            let (text, entry) = log_entry(id, timestamp_ms);
+            Arc::make_mut(&mut self.snapshot_log).push(text, entry);
+        }
         if !move_main {
             return Ok(());
         }
@@ -140,28 +146,25 @@ impl TableMetadata {
             )));
         }
         let value = snapshot_json(snapshot, self.format_version())?;
-        let mut added = SnapshotList::default();
-        added.push_value(
-            value,
-            self.snapshots.len(),
-            self.format_version(),
-            &self.file,
-        )?;
+        // A failed push adds nothing; `snapshots` may have become `[]` from `null` by then.
         self.edit(|json| array_member(json, SNAPSHOTS).map(|_| ()))?;
-        Arc::make_mut(&mut self.snapshots).append(added);
-        Ok(())
+        let version = self.format_version();
+        Arc::make_mut(&mut self.snapshots).push_value(value, version, &self.file)
     }
 
     /// Replace `snapshot-log`.
     pub fn set_snapshot_log(&mut self, entries: &[SnapshotLogEntry]) -> Result<()> {
+        let mut log = SnapshotLog::default();
+        for e in entries {
+            let (text, entry) = log_entry(e.snapshot_id, e.timestamp_ms);
+            log.push(text, entry);
+        }
         self.edit(|json| {
-            let log = entries
-                .iter()
-                .map(|e| log_entry(e.snapshot_id, e.timestamp_ms))
-                .collect();
-            json.insert("snapshot-log".into(), Value::Array(log));
+            json.insert(SNAPSHOT_LOG.into(), Value::Array(Vec::new()));
             Ok(())
-        })
+        })?;
+        self.snapshot_log = Arc::new(log);
+        Ok(())
     }
 
     /// Keep only the `snapshot-log` entries after the last one whose snapshot is in `expired` or
@@ -176,12 +179,8 @@ impl TableMetadata {
         else {
             return Ok(());
         };
-        self.edit(|json| {
-            if let Some(Value::Array(log)) = json.get_mut("snapshot-log") {
-                log.drain(..=last_gone.min(log.len().saturating_sub(1)));
-            }
-            Ok(())
-        })
+        self.snapshot_log = Arc::new(self.snapshot_log.from_position(last_gone + 1));
+        Ok(())
     }
 
     /// An expiry's whole edit in one pass: keep the snapshots in `keep` (original order, objects
@@ -217,9 +216,6 @@ impl TableMetadata {
                         .cloned()
                         .collect(),
                 ),
-                ("snapshot-log", Value::Array(items)) if log_drop > 0 => {
-                    Value::Array(items.iter().skip(log_drop).cloned().collect())
-                }
                 ("refs", Value::Object(refs)) => Value::Object(
                     refs.iter()
                         .filter(|(name, _)| !removed_refs.contains(&name.as_str()))
@@ -235,6 +231,10 @@ impl TableMetadata {
             file: self.file.clone(),
             json,
             snapshots: Arc::new(self.snapshots.retained(|id| keep.contains(&id))),
+            snapshot_log: match log_drop {
+                0 => Arc::clone(&self.snapshot_log),
+                _ => Arc::new(self.snapshot_log.from_position(log_drop)),
+            },
             view,
         })
     }
@@ -280,6 +280,7 @@ impl TableMetadata {
             file: self.file.clone(),
             json,
             snapshots: Arc::new(snapshots),
+            snapshot_log: Arc::clone(&self.snapshot_log),
             view,
         })
     }
@@ -473,11 +474,16 @@ fn id_of(value: &Value, key: &str) -> Option<i64> {
     value.get(key).and_then(Value::as_i64)
 }
 
-fn log_entry(id: SnapshotId, timestamp_ms: i64) -> Value {
+/// A new `snapshot-log` entry: its compact text and typed form.
+fn log_entry(id: SnapshotId, timestamp_ms: i64) -> (bytes::Bytes, SnapshotLogEntry) {
     let mut entry = Map::new();
     entry.insert("snapshot-id".into(), id.into());
     entry.insert("timestamp-ms".into(), timestamp_ms.into());
-    Value::Object(entry)
+    let typed = SnapshotLogEntry {
+        snapshot_id: id,
+        timestamp_ms,
+    };
+    (compact_text(&entry), typed)
 }
 
 fn set_optional(obj: &mut Json, key: &str, value: Option<i64>) {

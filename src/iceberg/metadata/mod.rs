@@ -2,8 +2,9 @@
 //!
 //! A [`TableMetadata`] keeps the file's JSON object as parsed (serde_json with `preserve_order` and
 //! `arbitrary_precision`: member order and number text survive) next to a validated typed view
-//! ([`view`]); the snapshots, most of a long-lived table's file, are held as compact JSON texts
-//! beside their typed fields ([`snapshots`]). Reads go through the view; edits (`edit.rs`) change
+//! ([`view`]); the snapshots and the snapshot log, most of a long-lived table's file, are held as
+//! compact JSON texts (slices of the file's bytes where it wrote them compactly) beside their typed
+//! fields ([`snapshots`], [`held`]). Reads go through the view; edits (`edit.rs`) change
 //! only the JSON members they touch and then rebuild the view, so every field icetrim does not
 //! know — vendor keys, schemas, sort orders, encryption keys — is written back exactly as it was
 //! read.
@@ -12,16 +13,18 @@ mod ancestry;
 mod codec;
 mod edit;
 mod fields;
+mod held;
 mod snapshots;
 mod view;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use bytes::Bytes;
 use serde_json::{Map, Value};
 
 pub use ancestry::Ancestry;
-pub use codec::{MetadataCompression, decode};
+pub use codec::{MetadataCompression, decode, decode_bytes};
 pub use edit::{PREVIOUS_VERSIONS_MAX_PROPERTY, parse_previous_versions_max};
 pub use view::{PartitionField, PartitionSpec};
 
@@ -30,18 +33,26 @@ use crate::iceberg::spec::{
     FormatVersion, MetadataLogEntry, Snapshot, SnapshotId, SnapshotLogEntry, SnapshotRef,
     StatisticsFile,
 };
-use snapshots::{DocumentIn, DocumentOut, SnapshotList};
+use snapshots::{DocumentIn, DocumentOut, SnapshotList, SnapshotLog};
 use view::View;
+
+/// Files at least this large are kept in the buffer they were read into (a reused read buffer
+/// holds at most this much, so the buffer is at most about twice the file); smaller ones are copied
+/// into a buffer of their own first.
+const KEEP_READ_BUFFER_FROM: usize = 16 << 20;
 
 /// A parsed metadata file: the original JSON object and its typed view, always in sync.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TableMetadata {
     /// The file it was read from (or will be written to), for messages.
     file: String,
-    /// Every member; `snapshots`, when an array, is an empty placeholder for `snapshots`.
+    /// Every member; `snapshots` and `snapshot-log`, when arrays, are empty placeholders for the
+    /// two lists.
     json: Map<String, Value>,
     /// Shared between clones: edits other than snapshot edits do not copy it.
     snapshots: Arc<SnapshotList>,
+    /// Shared between clones, as `snapshots`.
+    snapshot_log: Arc<SnapshotLog>,
     view: View,
 }
 
@@ -50,14 +61,27 @@ impl TableMetadata {
     /// in errors. Malformed JSON, a missing or mistyped field, or an unknown format version is
     /// `INCORRECT_DATA` naming the file and the field's JSON path.
     pub fn parse(bytes: &[u8], file: &str) -> Result<Self> {
-        let text = decode(bytes, file)?;
+        Self::parse_bytes(Bytes::copy_from_slice(bytes), file)
+    }
+
+    /// [`Self::parse`] of bytes the metadata may keep: snapshot and log texts that the file wrote
+    /// compactly stay slices of them (no second copy of most of the file).
+    pub fn parse_bytes(bytes: Bytes, file: &str) -> Result<Self> {
+        let mut text = decode_bytes(bytes, file)?;
+        if text.len() < KEEP_READ_BUFFER_FROM {
+            // A small file may sit in a larger reused read buffer, which its slices would keep.
+            text = Bytes::copy_from_slice(&text);
+        }
         let document = DocumentIn::parse(&text, file)?;
         let view = view::derive(&document.members, file)?;
-        let snapshots = SnapshotList::from_texts(&document.snapshots, view.format_version, file)?;
+        let snapshots =
+            SnapshotList::from_texts(&document.snapshots, &text, view.format_version, file)?;
+        let snapshot_log = snapshots::log_from_texts(&document.snapshot_log, &text, file)?;
         Ok(TableMetadata {
             file: file.to_string(),
             json: document.members,
             snapshots: Arc::new(snapshots),
+            snapshot_log: Arc::new(snapshot_log),
             view,
         })
     }
@@ -65,11 +89,13 @@ impl TableMetadata {
     /// From an already parsed JSON object (the whole document, snapshots included).
     pub fn from_json(json: Map<String, Value>, file: &str) -> Result<Self> {
         let view = view::derive(&json, file)?;
-        let (json, snapshots) = snapshots::split_values(json, view.format_version, file)?;
+        let (json, snapshots, snapshot_log) =
+            snapshots::split_values(json, view.format_version, file)?;
         Ok(TableMetadata {
             file: file.to_string(),
             json,
             snapshots: Arc::new(snapshots),
+            snapshot_log: Arc::new(snapshot_log),
             view,
         })
     }
@@ -79,9 +105,10 @@ impl TableMetadata {
         let document = DocumentOut {
             members: &self.json,
             snapshots: &self.snapshots,
+            snapshot_log: &self.snapshot_log,
         };
-        // Serialising JSON values and valid JSON texts under string keys cannot fail.
-        serde_json::to_vec(&document).unwrap_or_default()
+        // Serialising JSON values into a vector cannot fail.
+        document.to_vec().unwrap_or_default()
     }
 
     /// The bytes of a file with `compression`.
@@ -89,18 +116,21 @@ impl TableMetadata {
         compression.encode(&self.to_json_bytes(), &self.file)
     }
 
-    /// The whole JSON object as it stands, built anew (the snapshots parsed back into values):
-    /// for inspection and tests, not for hot paths.
+    /// The whole JSON object as it stands, built anew (the snapshots and log entries parsed back
+    /// into values): for inspection and tests, not for hot paths.
     pub fn json(&self) -> Map<String, Value> {
         let mut json = self.json.clone();
         if let Some(slot @ Value::Array(_)) = json.get_mut(snapshots::SNAPSHOTS) {
-            *slot = Value::Array(self.snapshots.to_values());
+            *slot = Value::Array(self.snapshots.items().to_values());
+        }
+        if let Some(slot @ Value::Array(_)) = json.get_mut(snapshots::SNAPSHOT_LOG) {
+            *slot = Value::Array(self.snapshot_log.to_values());
         }
         json
     }
 
-    /// Every member but the snapshots' contents (`snapshots`, when present as an array, is empty
-    /// here): schemas, specs, refs and the rest, without copying.
+    /// Every member but the contents of `snapshots` and `snapshot-log` (each, when present as an
+    /// array, is empty here): schemas, specs, refs and the rest, without copying.
     pub fn members(&self) -> &Map<String, Value> {
         &self.json
     }
@@ -179,7 +209,7 @@ impl TableMetadata {
     }
 
     pub fn snapshot_log(&self) -> &[SnapshotLogEntry] {
-        &self.view.snapshot_log
+        self.snapshot_log.typed()
     }
 
     pub fn metadata_log(&self) -> &[MetadataLogEntry] {

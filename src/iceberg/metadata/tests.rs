@@ -412,3 +412,149 @@ fn adding_a_snapshot_to_a_table_without_any() {
         snapshot["manifest-list"]
     );
 }
+
+/// The log is held like the snapshots: a placeholder among the members, written back in its
+/// place, and each edit writes what the same edit of the whole tree writes.
+#[test]
+fn snapshot_log_is_held_out_of_the_members_and_written_in_place() {
+    let doc = v2_doc();
+    let mut m = parse_value(&doc).unwrap();
+    assert_eq!(m.members()["snapshot-log"], json!([]));
+    assert_eq!(m.json()["snapshot-log"], doc["snapshot-log"]);
+    assert_eq!(m.to_json_bytes(), doc.to_string().into_bytes());
+
+    m.set_current_snapshot(Some(1), 300).unwrap();
+    let mut expected = doc.clone();
+    expected["current-snapshot-id"] = json!(1);
+    expected["refs"]["main"]["snapshot-id"] = json!(1);
+    expected["snapshot-log"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"snapshot-id": 1, "timestamp-ms": 300}));
+    assert_eq!(m.to_json_bytes(), expected.to_string().into_bytes());
+
+    m.trim_snapshot_log_after_expired(&HashSet::from([2]))
+        .unwrap();
+    expected["snapshot-log"] = json!([{"snapshot-id": 1, "timestamp-ms": 300}]);
+    assert_eq!(m.to_json_bytes(), expected.to_string().into_bytes());
+
+    let entries = [SnapshotLogEntry {
+        snapshot_id: 2,
+        timestamp_ms: 7,
+    }];
+    m.set_snapshot_log(&entries).unwrap();
+    expected["snapshot-log"] = json!([{"snapshot-id": 2, "timestamp-ms": 7}]);
+    assert_eq!(m.to_json_bytes(), expected.to_string().into_bytes());
+    assert_eq!(m.snapshot_log(), entries);
+    let back = TableMetadata::parse(&m.to_json_bytes(), m.file()).unwrap();
+    assert_eq!(back, m);
+}
+
+#[test]
+fn snapshot_log_absent_null_or_mistyped() {
+    let mut doc = v2_doc();
+    doc["snapshot-log"] = Value::Null;
+    let mut m = parse_value(&doc).unwrap();
+    assert!(m.snapshot_log().is_empty());
+    let text = String::from_utf8(m.to_json_bytes()).unwrap();
+    assert!(text.contains(r#""snapshot-log":null"#), "{text}");
+    m.set_current_snapshot(Some(1), 300).unwrap();
+    let text = String::from_utf8(m.to_json_bytes()).unwrap();
+    assert!(
+        text.contains(r#""snapshot-log":[{"snapshot-id":1,"timestamp-ms":300}]"#),
+        "{text}"
+    );
+    doc.as_object_mut().unwrap().remove("snapshot-log");
+    assert!(parse_value(&doc).unwrap().snapshot_log().is_empty());
+    for (log, message) in [
+        (json!("many"), "'snapshot-log' must be an array"),
+        (json!([7]), "'snapshot-log[0]' must be an object"),
+        (
+            json!([{"snapshot-id": 1, "timestamp-ms": 1}, {"snapshot-id": 2}]),
+            "'snapshot-log[1].timestamp-ms'",
+        ),
+    ] {
+        doc["snapshot-log"] = log;
+        let e = err_of(&doc);
+        assert_eq!(e.kind(), ErrorKind::IncorrectData);
+        assert!(e.message().contains(message), "{e}");
+    }
+}
+
+mod held_props {
+    use std::collections::HashSet;
+
+    use proptest::prelude::*;
+    use serde_json::{Value, json};
+
+    use super::{TableMetadata, v2_doc};
+
+    /// A v2 document with `n` snapshots (some with a vendor member holding escapes and a decimal
+    /// written its own way) and a log of `log` entries over them.
+    fn doc_of(n: i64, log: &[i64]) -> Value {
+        let mut doc = v2_doc();
+        let snapshots: Vec<Value> = (1..=n)
+            .map(|id| {
+                let mut s = json!({"snapshot-id": id, "sequence-number": id, "timestamp-ms": id * 10,
+                    "manifest-list": format!("s3://b/t/metadata/snap-{id}.avro"),
+                    "summary": {"operation": "append", "added-records": id.to_string()}});
+                if id % 3 == 0 {
+                    s["x-vendor"] = json!({"note": "caf\u{e9} \"q\" /", "ratio": 0.5});
+                }
+                s
+            })
+            .collect();
+        doc["snapshots"] = Value::Array(snapshots);
+        doc["current-snapshot-id"] = json!(n);
+        doc["refs"] = json!({"main": {"snapshot-id": n, "type": "branch"}});
+        doc["snapshot-log"] = log
+            .iter()
+            .map(|&id| json!({"timestamp-ms": id * 10, "snapshot-id": id}))
+            .collect();
+        doc["statistics"] = json!([]);
+        doc["partition-statistics"] = json!([]);
+        doc
+    }
+
+    proptest! {
+        /// Whatever the file's layout (compact, pretty, escaped), the document written back is
+        /// what serde_json writes for the tree; after an expiry it is the tree's expiry, written so.
+        #[test]
+        fn written_back_as_the_tree_is(
+            n in 1i64..12,
+            log in prop::collection::vec(1i64..12, 0..16),
+            layout in 0u8..3,
+            keep_bits in any::<u16>(),
+        ) {
+            let log: Vec<i64> = log.into_iter().filter(|&id| id <= n).collect();
+            let doc = doc_of(n, &log);
+            let text = match layout {
+                0 => doc.to_string(),
+                1 => serde_json::to_string_pretty(&doc).unwrap(),
+                _ => doc.to_string().replace("caf\u{e9}", "caf\\u00e9").replace(" /", " \\/"),
+            };
+            let m = TableMetadata::parse(text.as_bytes(), "v1.metadata.json").unwrap();
+            prop_assert_eq!(m.to_json_bytes(), doc.to_string().into_bytes());
+            let again = TableMetadata::parse(&m.to_json_bytes(), "v1.metadata.json").unwrap();
+            prop_assert_eq!(&again, &m);
+
+            let keep: HashSet<i64> = (1..=n)
+                .filter(|id| id == &n || keep_bits & (1 << (id % 16)) != 0)
+                .collect();
+            let expired: HashSet<i64> = (1..=n).filter(|id| !keep.contains(id)).collect();
+            let edited = m.expiry_edit(&keep, &expired, &[], &keep).unwrap();
+            let mut tree = doc.clone();
+            tree["snapshots"]
+                .as_array_mut()
+                .unwrap()
+                .retain(|s| keep.contains(&s["snapshot-id"].as_i64().unwrap()));
+            let entries = tree["snapshot-log"].as_array().unwrap().clone();
+            let last_gone = entries
+                .iter()
+                .rposition(|e| expired.contains(&e["snapshot-id"].as_i64().unwrap()));
+            let kept_log: Vec<Value> = entries.into_iter().skip(last_gone.map_or(0, |i| i + 1)).collect();
+            tree["snapshot-log"] = Value::Array(kept_log);
+            prop_assert_eq!(edited.to_json_bytes(), tree.to_string().into_bytes());
+        }
+    }
+}

@@ -17,8 +17,8 @@ use serde_json::{Map, Value};
 use super::fields::Obj;
 use crate::error::Result;
 use crate::iceberg::spec::{
-    FormatVersion, MAIN_BRANCH, MetadataLogEntry, RefKind, Snapshot, SnapshotId, SnapshotLogEntry,
-    SnapshotRef, StatisticsFile, Summary,
+    FormatVersion, MAIN_BRANCH, MetadataLogEntry, RefKind, Snapshot, SnapshotId, SnapshotRef,
+    StatisticsFile, Summary,
 };
 
 /// One field of a partition spec.
@@ -50,7 +50,6 @@ pub(crate) struct View {
     pub next_row_id: Option<i64>,
     pub properties: BTreeMap<String, String>,
     pub refs: Vec<SnapshotRef>,
-    pub snapshot_log: Vec<SnapshotLogEntry>,
     pub metadata_log: Vec<MetadataLogEntry>,
     pub statistics: Vec<StatisticsFile>,
     pub partition_specs: Vec<PartitionSpec>,
@@ -59,8 +58,8 @@ pub(crate) struct View {
     pub current_schema_id: i32,
 }
 
-/// Validate `json` and build its typed view of every member but the snapshots' contents
-/// (`snapshots.rs` holds those; here `snapshots` need only be an array or absent).
+/// Validate `json` and build its typed view of every member but the contents of `snapshots` and
+/// `snapshot-log` (`snapshots.rs` holds those; here they need only be arrays or absent).
 pub(crate) fn derive(json: &Map<String, Value>, file: &str) -> Result<View> {
     let root = Obj::root(json, file);
     let format_version = format_version(&root)?;
@@ -79,6 +78,7 @@ pub(crate) fn derive(json: &Map<String, Value>, file: &str) -> Result<View> {
     let (schemas, current_schema_id) = schemas(&root)?;
     let (partition_specs, default_spec_id) = partition_specs(&root)?;
     root.opt_array(super::snapshots::SNAPSHOTS)?;
+    root.opt_array(super::snapshots::SNAPSHOT_LOG)?;
     let mut statistics = statistics_files(&root, "statistics", false)?;
     statistics.extend(statistics_files(&root, "partition-statistics", true)?);
     Ok(View {
@@ -91,16 +91,6 @@ pub(crate) fn derive(json: &Map<String, Value>, file: &str) -> Result<View> {
         next_row_id: root.opt_i64("next-row-id")?,
         properties: string_map(root.opt_obj("properties")?)?,
         refs: refs(&root, current_snapshot_id)?,
-        snapshot_log: root
-            .objects("snapshot-log")?
-            .iter()
-            .map(|e| {
-                Ok(SnapshotLogEntry {
-                    snapshot_id: e.req_i64("snapshot-id")?,
-                    timestamp_ms: e.req_i64("timestamp-ms")?,
-                })
-            })
-            .collect::<Result<_>>()?,
         metadata_log: root
             .objects("metadata-log")?
             .iter()

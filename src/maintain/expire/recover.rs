@@ -156,7 +156,7 @@ async fn finish_one(
         .read(base_path)
         .await
         .map_err(|e| e.context("Cannot read the journal's base metadata"))?;
-    let base = TableMetadata::parse(&bytes, base_path)?;
+    let base = TableMetadata::parse_bytes(bytes, base_path)?;
     let expired: BTreeSet<SnapshotId> = pending
         .journal
         .expired_snapshot_ids
