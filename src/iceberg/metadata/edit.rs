@@ -179,7 +179,7 @@ impl TableMetadata {
         else {
             return Ok(());
         };
-        self.snapshot_log = Arc::new(self.snapshot_log.from_position(last_gone + 1));
+        self.snapshot_log = Arc::new(self.snapshot_log.tail_from(last_gone + 1));
         Ok(())
     }
 
@@ -233,7 +233,7 @@ impl TableMetadata {
             snapshots: Arc::new(self.snapshots.retained(|id| keep.contains(&id))),
             snapshot_log: match log_drop {
                 0 => Arc::clone(&self.snapshot_log),
-                _ => Arc::new(self.snapshot_log.from_position(log_drop)),
+                _ => Arc::new(self.snapshot_log.tail_from(log_drop)),
             },
             view,
         })

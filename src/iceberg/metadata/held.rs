@@ -186,7 +186,7 @@ impl<T: Clone> HeldItems<T> {
     }
 
     /// The items from position `first` on.
-    pub(crate) fn from_position(&self, first: usize) -> Self {
+    pub(crate) fn tail_from(&self, first: usize) -> Self {
         let mut list = HeldItems {
             texts: self.texts.iter().skip(first).cloned().collect(),
             typed: self.typed.iter().skip(first).cloned().collect(),
@@ -328,10 +328,10 @@ mod tests {
                 .all(|t| !(base..base + source.len()).contains(&(t.as_ptr() as usize))),
             "repacked into a buffer of its own"
         );
-        let tail = list.from_position(8);
+        let tail = list.tail_from(8);
         assert_eq!(tail.typed(), [8, 9]);
         assert_eq!(written(&tail), r#"[{"id":8},{"id":9}]"#);
-        assert_eq!(list.from_position(11).len(), 0);
+        assert_eq!(list.tail_from(11).len(), 0);
     }
 
     #[test]
