@@ -13,4 +13,5 @@ pub mod metadata_peek;
 pub mod ownership;
 pub mod partition_tuple;
 pub mod spec;
+mod summary;
 pub mod txn;

@@ -3,7 +3,7 @@
 //! (`metadata/` for `metadata.json`, `avro/` + `manifest*.rs` for Avro); this file only says what
 //! the things are. Field names follow the Iceberg spec (<https://iceberg.apache.org/spec/>).
 
-use std::collections::BTreeMap;
+pub use super::summary::Summary;
 
 /// A snapshot id (`snapshot-id`).
 pub type SnapshotId = i64;
@@ -58,89 +58,6 @@ impl Snapshot {
     /// `summary.operation`, if present.
     pub fn operation(&self) -> Option<&str> {
         self.summary.get("operation")
-    }
-}
-
-/// A snapshot's `summary`: string properties in key order, packed into one string and its offsets.
-/// A table holds one per snapshot (100,000 and more); as a `BTreeMap` of `String`s each took about
-/// 1 KB, packed about a quarter of that.
-#[derive(Clone, Default, PartialEq, Eq)]
-pub struct Summary {
-    /// Keys and values back to back, in key order.
-    text: Box<str>,
-    /// The end of each key and each value in `text`: `[key0, value0, key1, value1, ...]`.
-    ends: Box<[u32]>,
-}
-
-impl Summary {
-    /// The value of `key`.
-    pub fn get(&self, key: &str) -> Option<&str> {
-        self.iter().find(|(k, _)| *k == key).map(|(_, v)| v)
-    }
-
-    /// The properties in key order.
-    pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> + '_ {
-        self.ends.chunks_exact(2).scan(0usize, |start, pair| {
-            let (key_end, value_end) = (pair[0] as usize, pair[1] as usize);
-            let key = self.text.get(*start..key_end).unwrap_or("");
-            let value = self.text.get(key_end..value_end).unwrap_or("");
-            *start = value_end;
-            Some((key, value))
-        })
-    }
-
-    pub fn len(&self) -> usize {
-        self.ends.len() / 2
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.ends.is_empty()
-    }
-
-    /// As a map.
-    pub fn to_map(&self) -> BTreeMap<String, String> {
-        self.iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
-    }
-}
-
-impl From<BTreeMap<String, String>> for Summary {
-    fn from(map: BTreeMap<String, String>) -> Self {
-        Summary::from_iter(map)
-    }
-}
-
-/// Later values of a repeated key win, as in a map; a summary longer than 4 GiB is cut short.
-impl<K: AsRef<str>, V: AsRef<str>> FromIterator<(K, V)> for Summary {
-    fn from_iter<I: IntoIterator<Item = (K, V)>>(items: I) -> Self {
-        let sorted: BTreeMap<String, String> = items
-            .into_iter()
-            .map(|(k, v)| (k.as_ref().to_string(), v.as_ref().to_string()))
-            .collect();
-        let mut text = String::with_capacity(sorted.iter().map(|(k, v)| k.len() + v.len()).sum());
-        let mut ends = Vec::with_capacity(sorted.len() * 2);
-        for (k, v) in &sorted {
-            let (Ok(key_end), Ok(value_end)) = (
-                u32::try_from(text.len() + k.len()),
-                u32::try_from(text.len() + k.len() + v.len()),
-            ) else {
-                break;
-            };
-            text.push_str(k);
-            text.push_str(v);
-            ends.extend([key_end, value_end]);
-        }
-        Summary {
-            text: text.into_boxed_str(),
-            ends: ends.into_boxed_slice(),
-        }
-    }
-}
-
-impl std::fmt::Debug for Summary {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_map().entries(self.iter()).finish()
     }
 }
 
@@ -252,38 +169,5 @@ impl EntryStatus {
     /// ADDED or EXISTING: the file is part of the snapshot's table state.
     pub fn is_live(self) -> bool {
         !matches!(self, EntryStatus::Deleted)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn summary_keeps_key_order_and_values() {
-        let s: Summary = [
-            ("total", "3"),
-            ("operation", "append"),
-            ("", ""),
-            ("é", "ü\0"),
-        ]
-        .into_iter()
-        .collect();
-        assert_eq!(s.len(), 4);
-        assert_eq!(s.get("operation"), Some("append"));
-        assert_eq!(s.get(""), Some(""));
-        assert_eq!(s.get("é"), Some("ü\0"));
-        assert_eq!(s.get("missing"), None);
-        let keys: Vec<&str> = s.iter().map(|(k, _)| k).collect();
-        assert_eq!(keys, ["", "operation", "total", "é"]);
-        assert_eq!(Summary::from(s.to_map()), s);
-    }
-
-    #[test]
-    fn summary_repeated_keys_keep_the_last_value() {
-        let s: Summary = [("a", "1"), ("a", "2")].into_iter().collect();
-        assert_eq!(s.to_map(), BTreeMap::from([("a".into(), "2".into())]));
-        assert!(Summary::default().is_empty());
-        assert_eq!(format!("{s:?}"), r#"{"a": "2"}"#);
     }
 }

@@ -1,7 +1,9 @@
 //! Each metadata table as a DataFusion table provider. The equality filters on `database`,
-//! `table`, `snapshot_id` and `ref` are pushed down (inexactly: DataFusion still applies them),
-//! so a query about one table opens only that table, and a per-snapshot table reads the snapshot
-//! named. Rows are produced by one spawned task per scan, aborted when the reader goes.
+//! `table`, `snapshot_id` and `ref` are pushed down, so a query about one table opens only that
+//! table, and a per-snapshot table reads the snapshot named. `database` or `table` equal to a
+//! text is applied by the scan itself, exactly (no filter over every row after it, nor the
+//! repartitioning DataFusion adds to run that filter on both cores); the others DataFusion still
+//! applies. Rows are produced by one spawned task per scan, aborted when the reader goes.
 
 use std::fmt;
 use std::sync::Arc;
@@ -52,6 +54,8 @@ pub(crate) struct Pushed {
     pub database: Option<String>,
     pub table: Option<String>,
     pub scope: Scope,
+    /// Two equalities on `database` or on `table` name different texts: no row matches.
+    pub contradictory: bool,
 }
 
 /// `column = literal` (either side), for the columns pushed down.
@@ -76,6 +80,23 @@ fn equality(expr: &Expr) -> Option<(&str, &ScalarValue)> {
     .then_some((name, value))
 }
 
+/// `database` or `table` equal to a (non-null) text: a filter the scan applies exactly.
+fn name_equality(expr: &Expr) -> Option<(&str, String)> {
+    let (column, value) = equality(expr)?;
+    matches!(column, "database" | "table").then_some((column, text(value)?))
+}
+
+/// How the scan takes `filter`.
+fn pushdown(filter: &Expr) -> TableProviderFilterPushDown {
+    if name_equality(filter).is_some() {
+        TableProviderFilterPushDown::Exact
+    } else if equality(filter).is_some() {
+        TableProviderFilterPushDown::Inexact
+    } else {
+        TableProviderFilterPushDown::Unsupported
+    }
+}
+
 fn text(value: &ScalarValue) -> Option<String> {
     match value {
         ScalarValue::Utf8(Some(s))
@@ -96,13 +117,29 @@ fn integer(value: &ScalarValue) -> Option<i64> {
 }
 
 impl Pushed {
+    /// Whether rows of `database`.`name` pass the `database` and `table` equalities (which the
+    /// scan applies exactly: DataFusion does not filter them again).
+    fn names(&self, database: &str, name: &str) -> bool {
+        self.database.as_deref().is_none_or(|d| d == database)
+            && self.table.as_deref().is_none_or(|t| t == name)
+    }
+
     /// The constraints among `filters` (`AND`ed by DataFusion: each one narrows the scan).
     pub(crate) fn from_filters(table: MetadataTable, filters: &[Expr]) -> Pushed {
         let mut pushed = Pushed::default();
+        for (column, name) in filters.iter().filter_map(name_equality) {
+            let slot = match column {
+                "database" => &mut pushed.database,
+                _ => &mut pushed.table,
+            };
+            if slot.as_ref().is_some_and(|held| *held != name) {
+                pushed.contradictory = true;
+            }
+            *slot = Some(name);
+        }
         for (column, value) in filters.iter().filter_map(equality) {
             match column {
-                "database" => pushed.database = text(value),
-                "table" => pushed.table = text(value),
+                "database" | "table" => {}
                 c if table.is_per_snapshot() && c == table.snapshot_selector() => {
                     pushed.scope.snapshot_id = integer(value)
                 }
@@ -128,13 +165,7 @@ impl TableProvider for MetadataTableProvider {
         &self,
         filters: &[&Expr],
     ) -> datafusion::error::Result<Vec<TableProviderFilterPushDown>> {
-        Ok(filters
-            .iter()
-            .map(|f| match equality(f) {
-                Some(_) => TableProviderFilterPushDown::Inexact,
-                None => TableProviderFilterPushDown::Unsupported,
-            })
-            .collect())
+        Ok(filters.iter().copied().map(pushdown).collect())
     }
 
     async fn scan(
@@ -212,19 +243,83 @@ async fn produce(
     pushed: &Pushed,
     sink: &BatchSink,
 ) -> crate::error::Result<()> {
+    if pushed.contradictory {
+        return Ok(());
+    }
     let names = source
         .names(pushed.database.as_deref(), pushed.table.as_deref())
         .await?;
     for (database, name) in names {
+        if !pushed.names(&database, &name) {
+            continue;
+        }
         // A name taken from a `table = '...'` predicate that no table has: no rows, as for a
         // path table of another name.
         let opened = match source.open(&database, &name).await {
             Err(e) if e.kind() == crate::error::ErrorKind::UnknownTable => continue,
             other => other?,
         };
+        if !pushed.names(&opened.database, &opened.name) {
+            continue;
+        }
         if !table.produce(&opened, &pushed.scope, sink).await? {
             break;
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use datafusion::logical_expr::{col, lit};
+
+    use super::*;
+
+    fn kinds(filters: &[Expr]) -> Vec<TableProviderFilterPushDown> {
+        filters.iter().map(pushdown).collect()
+    }
+
+    #[test]
+    fn names_equal_to_a_text_are_applied_exactly_and_the_rest_by_datafusion() {
+        use TableProviderFilterPushDown::{Exact, Inexact, Unsupported};
+        let filters = [
+            col("table").eq(lit("t")),
+            lit("db").eq(col("database")),
+            col("table").eq(lit(ScalarValue::Utf8(None))),
+            col("snapshot_id").eq(lit(5i64)),
+            col("ref").eq(lit("main")),
+            col("table").not_eq(lit("t")),
+            col("file_path").eq(lit("x")),
+        ];
+        assert_eq!(
+            kinds(&filters),
+            [
+                Exact,
+                Exact,
+                Inexact,
+                Inexact,
+                Inexact,
+                Unsupported,
+                Unsupported
+            ]
+        );
+        let pushed = Pushed::from_filters(MetadataTable::Files, &filters);
+        assert_eq!(pushed.table.as_deref(), Some("t"), "a NULL text leaves it");
+        assert_eq!(pushed.database.as_deref(), Some("db"));
+        assert_eq!(pushed.scope.snapshot_id, Some(5));
+        assert_eq!(pushed.scope.ref_name.as_deref(), Some("main"));
+        assert!(!pushed.contradictory);
+        assert!(pushed.names("db", "t"));
+        assert!(!pushed.names("db", "T") && !pushed.names("other", "t"));
+    }
+
+    #[test]
+    fn two_different_names_match_nothing() {
+        let same = [col("table").eq(lit("t")), lit("t").eq(col("table"))];
+        assert!(!Pushed::from_filters(MetadataTable::AllFiles, &same).contradictory);
+        let different = [col("table").eq(lit("t")), col("table").eq(lit("u"))];
+        assert!(Pushed::from_filters(MetadataTable::AllFiles, &different).contradictory);
+        let databases = [col("database").eq(lit("a")), col("database").eq(lit("b"))];
+        assert!(Pushed::from_filters(MetadataTable::Snapshots, &databases).contradictory);
+    }
 }

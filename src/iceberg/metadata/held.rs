@@ -16,8 +16,16 @@ use serde_json::{Map, Value};
 use super::fields::{Obj, field_error, type_name};
 use crate::error::{Error, Result};
 
-/// How one item's typed form is read from its object (`Obj` carries the item's path).
-pub(crate) type ItemReader<'r, T> = &'r dyn Fn(&Obj<'_>) -> Result<T>;
+/// How one item's typed form is read from its object (`Obj` carries the item's path) and its
+/// compact text (which the typed form may keep slices of).
+pub(crate) type ItemReader<'r, T> = &'r dyn Fn(&Obj<'_>, &Bytes) -> Result<T>;
+
+/// A typed item that may keep slices of its text: told when the text moves to another buffer (a
+/// repack), so that it no longer keeps the old one alive.
+pub(crate) trait HeldItem: Clone {
+    /// Point what the item keeps of its text into `text`, the same text in its new buffer.
+    fn rebase(&mut self, _text: &Bytes) {}
+}
 
 /// Each item's compact JSON text and typed form, in array order.
 #[derive(Debug, Clone)]
@@ -51,7 +59,7 @@ struct Reading<'a> {
     scratch: Vec<u8>,
 }
 
-impl<T: Clone> HeldItems<T> {
+impl<T: HeldItem> HeldItems<T> {
     /// From the items of a parsed array, borrowed from `source` (the file's JSON text).
     pub(crate) fn from_texts(
         items: &[&RawValue],
@@ -139,7 +147,6 @@ impl<T: Clone> HeldItems<T> {
                 &format!("must be an object, got {}", type_name(&value)),
             ));
         };
-        let typed = read(&Obj::at(&map, path, reading.file))?;
         reading.scratch.clear();
         serde_json::to_writer(&mut reading.scratch, &map).map_err(|e| {
             Error::logical(format!(
@@ -155,6 +162,7 @@ impl<T: Clone> HeldItems<T> {
             _ => None,
         };
         let text = borrowed.unwrap_or_else(|| Bytes::copy_from_slice(&reading.scratch));
+        let typed = read(&Obj::at(&map, path, reading.file), &text)?;
         self.push(text, typed);
         Ok(())
     }
@@ -170,6 +178,11 @@ impl<T: Clone> HeldItems<T> {
 
     pub(crate) fn len(&self) -> usize {
         self.typed.len()
+    }
+
+    #[cfg(test)]
+    pub(crate) fn texts(&self) -> &[Bytes] {
+        &self.texts
     }
 
     /// The items `keep` says yes to, in order, texts untouched (repacked when under half of the
@@ -225,8 +238,9 @@ impl<T: Clone> HeldItems<T> {
         }
         let buffer = Bytes::from(buffer);
         let mut start = 0;
-        for (text, end) in self.texts.iter_mut().zip(ends) {
+        for ((text, typed), end) in self.texts.iter_mut().zip(&mut self.typed).zip(ends) {
             *text = buffer.slice(start..end);
+            typed.rebase(text);
             start = end;
         }
     }
@@ -260,6 +274,75 @@ fn slice_of(source: &Bytes, text: &str) -> Option<Bytes> {
     (end <= source.len()).then(|| source.slice(start..end))
 }
 
+/// The text of member `key` of `object`, a compact JSON object (an item text), as a slice of it;
+/// `None` when it has no such member or is not such an object.
+pub(crate) fn member_text(object: &Bytes, key: &str) -> Option<Bytes> {
+    let bytes = object.as_ref();
+    let mut depth = 0usize;
+    let mut at = 0;
+    while let Some(&byte) = bytes.get(at) {
+        match byte {
+            b'"' => {
+                let end = string_end(bytes, at)?;
+                let name = bytes.get(at + 1..end - 1)?;
+                if depth == 1 && bytes.get(end) == Some(&b':') && name == key.as_bytes() {
+                    let stop = value_end(bytes, end + 1)?;
+                    return Some(object.slice(end + 1..stop));
+                }
+                at = end;
+            }
+            b'{' | b'[' => {
+                depth += 1;
+                at += 1;
+            }
+            b'}' | b']' => {
+                depth = depth.checked_sub(1)?;
+                at += 1;
+            }
+            _ => at += 1,
+        }
+    }
+    None
+}
+
+/// Where the JSON string opening at `open` ends (past its closing quote).
+fn string_end(bytes: &[u8], open: usize) -> Option<usize> {
+    let mut at = open + 1;
+    loop {
+        match bytes.get(at)? {
+            b'\\' => at += 2,
+            b'"' => return Some(at + 1),
+            _ => at += 1,
+        }
+    }
+}
+
+/// Where the JSON value starting at `start` ends (at the `,` or `}` after it, or past its own
+/// closing bracket).
+fn value_end(bytes: &[u8], start: usize) -> Option<usize> {
+    let mut depth = 0usize;
+    let mut at = start;
+    loop {
+        match bytes.get(at)? {
+            b'"' => at = string_end(bytes, at)?,
+            b'{' | b'[' => {
+                depth += 1;
+                at += 1;
+            }
+            b'}' | b']' if depth == 0 => return Some(at),
+            b'}' | b']' => {
+                depth -= 1;
+                at += 1;
+                if depth == 0 {
+                    return Some(at);
+                }
+            }
+            b',' if depth == 0 => return Some(at),
+            _ => at += 1,
+        }
+    }
+}
+
 pub(crate) fn item_path(member: &str, i: usize) -> String {
     format!("{member}[{i}]")
 }
@@ -274,7 +357,9 @@ pub(crate) fn compact_text(map: &Map<String, Value>) -> Bytes {
 mod tests {
     use super::*;
 
-    fn id_of(o: &Obj<'_>) -> Result<i64> {
+    impl HeldItem for i64 {}
+
+    fn id_of(o: &Obj<'_>, _text: &Bytes) -> Result<i64> {
         o.req_i64("id")
     }
 
@@ -332,6 +417,32 @@ mod tests {
         assert_eq!(tail.typed(), [8, 9]);
         assert_eq!(written(&tail), r#"[{"id":8},{"id":9}]"#);
         assert_eq!(list.tail_from(11).len(), 0);
+    }
+
+    #[test]
+    fn a_member_text_is_found_at_the_top_level_only() {
+        let object = Bytes::from_static(
+            br#"{"a":{"summary":"inner"},"s":"\"summary\":x","summary":{"operation":"append","k":"v"},"z":[1,{"summary":2}],"n":null}"#,
+        );
+        let member =
+            |key: &str| member_text(&object, key).map(|b| String::from_utf8(b.to_vec()).unwrap());
+        assert_eq!(
+            member("summary").as_deref(),
+            Some(r#"{"operation":"append","k":"v"}"#)
+        );
+        assert_eq!(member("a").as_deref(), Some(r#"{"summary":"inner"}"#));
+        assert_eq!(member("s").as_deref(), Some(r#""\"summary\":x""#));
+        assert_eq!(member("z").as_deref(), Some(r#"[1,{"summary":2}]"#));
+        assert_eq!(member("n").as_deref(), Some("null"));
+        assert_eq!(member("missing"), None);
+        for broken in [
+            &br#"{"summary":"#[..],
+            br#"{"summary":{"a":"b""#,
+            br#"{"summary"#,
+            b"}}",
+        ] {
+            assert_eq!(member_text(&Bytes::from_static(broken), "summary"), None);
+        }
     }
 
     #[test]

@@ -20,9 +20,9 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use super::fields::Obj;
-use super::held::HeldItems;
+use super::held::{HeldItem, HeldItems, member_text};
 use crate::error::{Error, ErrorKind, Result};
-use crate::iceberg::spec::{FormatVersion, Snapshot, SnapshotId, SnapshotLogEntry};
+use crate::iceberg::spec::{FormatVersion, Snapshot, SnapshotId, SnapshotLogEntry, Summary};
 
 /// The snapshots member.
 pub(crate) const SNAPSHOTS: &str = "snapshots";
@@ -46,7 +46,7 @@ impl SnapshotList {
         version: FormatVersion,
         file: &str,
     ) -> Result<Self> {
-        let read = |o: &Obj<'_>| super::view::snapshot(o, version);
+        let read = |o: &Obj<'_>, text: &Bytes| super::view::snapshot(o, text, version);
         Ok(Self::indexed(HeldItems::from_texts(
             items, source, SNAPSHOTS, file, &read,
         )?))
@@ -58,7 +58,7 @@ impl SnapshotList {
         version: FormatVersion,
         file: &str,
     ) -> Result<Self> {
-        let read = |o: &Obj<'_>| super::view::snapshot(o, version);
+        let read = |o: &Obj<'_>, text: &Bytes| super::view::snapshot(o, text, version);
         Ok(Self::indexed(HeldItems::from_values(
             items, SNAPSHOTS, file, &read,
         )?))
@@ -79,7 +79,7 @@ impl SnapshotList {
         version: FormatVersion,
         file: &str,
     ) -> Result<()> {
-        let read = |o: &Obj<'_>| super::view::snapshot(o, version);
+        let read = |o: &Obj<'_>, text: &Bytes| super::view::snapshot(o, text, version);
         let first = self.items.len();
         self.items
             .extend_values(vec![value], SNAPSHOTS, file, &read)?;
@@ -118,7 +118,24 @@ impl SnapshotList {
 /// The `snapshot-log` entries, each with its compact JSON text.
 pub(crate) type SnapshotLog = HeldItems<SnapshotLogEntry>;
 
-fn log_entry(o: &Obj<'_>) -> Result<SnapshotLogEntry> {
+/// A snapshot keeps its summary as a slice of its text when it can (see [`Summary`]).
+impl HeldItem for Snapshot {
+    fn rebase(&mut self, text: &Bytes) {
+        if let Some(summary) = summary_text(text) {
+            self.summary = summary;
+        }
+    }
+}
+
+impl HeldItem for SnapshotLogEntry {}
+
+/// The `summary` of a snapshot's compact text, held as that text (`None` when it is absent or
+/// must be packed).
+pub(super) fn summary_text(snapshot: &Bytes) -> Option<Summary> {
+    Summary::from_compact_json(member_text(snapshot, "summary")?)
+}
+
+fn log_entry(o: &Obj<'_>, _text: &Bytes) -> Result<SnapshotLogEntry> {
     Ok(SnapshotLogEntry {
         snapshot_id: o.req_i64("snapshot-id")?,
         timestamp_ms: o.req_i64("timestamp-ms")?,

@@ -324,6 +324,55 @@ fn snapshots_are_written_back_in_place_and_compact() {
     assert_eq!(m.json()["snapshots"], doc["snapshots"]);
 }
 
+/// A snapshot's summary reads from its text (a slice of the file) when it is plain; a list cut
+/// down and repacked moves the summaries with the texts, keeping nothing of the old buffer.
+#[test]
+fn summaries_are_slices_of_their_snapshot_texts_and_follow_a_repack() {
+    let within = |inner: &bytes::Bytes, outer: &bytes::Bytes| {
+        let (at, base) = (inner.as_ptr() as usize, outer.as_ptr() as usize);
+        at >= base && at + inner.len() <= base + outer.len()
+    };
+    let mut doc = v2_doc();
+    let snapshots: Vec<Value> = (1..=10)
+        .map(|id| {
+            let note = if id == 4 { "say \"hi\"" } else { "plain" };
+            json!({"snapshot-id": id, "timestamp-ms": id, "sequence-number": id,
+                   "manifest-list": format!("s3://b/t/metadata/snap-{id}.avro"),
+                   "summary": {"operation": "append", "note": note, "added-records": "5"}})
+        })
+        .collect();
+    doc["snapshots"] = Value::Array(snapshots);
+    doc["current-snapshot-id"] = json!(10);
+    doc["refs"] = json!({"main": {"snapshot-id": 10, "type": "branch"}});
+    let source = bytes::Bytes::from(doc.to_string());
+    let document = DocumentIn::parse(&source, "v1").unwrap();
+    let list =
+        SnapshotList::from_texts(&document.snapshots, &source, FormatVersion::V2, "v1").unwrap();
+    for (s, text) in list.snapshots().iter().zip(list.items().texts()) {
+        let expected = doc["snapshots"][s.snapshot_id as usize - 1]["summary"].clone();
+        let map: BTreeMap<String, String> = serde_json::from_value(expected).unwrap();
+        assert_eq!(s.summary.to_map(), map);
+        assert_eq!(s.operation(), Some("append"));
+        match s.summary.held_text() {
+            Some(held) => {
+                assert!(within(held, text) && within(held, &source));
+                assert_ne!(s.snapshot_id, 4);
+            }
+            None => assert_eq!(s.snapshot_id, 4, "the escaped one is packed"),
+        }
+    }
+    let few = list.retained(|id| id == 2 || id == 4);
+    assert_eq!(few.snapshots().len(), 2);
+    for (s, text) in few.snapshots().iter().zip(few.items().texts()) {
+        assert!(!within(text, &source), "repacked");
+        if let Some(held) = s.summary.held_text() {
+            assert!(within(held, text) && !within(held, &source), "rebased");
+        }
+        assert_eq!(s.summary.get("added-records"), Some("5"));
+    }
+    assert!(few.snapshots()[0].summary.held_text().is_some());
+}
+
 #[test]
 fn snapshot_text_keeps_numbers_and_unknown_members() {
     let mut doc = v2_doc();
@@ -501,6 +550,9 @@ mod held_props {
                 if id % 3 == 0 {
                     s["x-vendor"] = json!({"note": "caf\u{e9} \"q\" /", "ratio": 0.5});
                 }
+                if id % 4 == 0 {
+                    s["summary"]["note"] = json!("tab\there, caf\u{e9}");
+                }
                 s
             })
             .collect();
@@ -537,6 +589,12 @@ mod held_props {
             prop_assert_eq!(m.to_json_bytes(), doc.to_string().into_bytes());
             let again = TableMetadata::parse(&m.to_json_bytes(), "v1.metadata.json").unwrap();
             prop_assert_eq!(&again, &m);
+            for s in m.snapshots() {
+                let tree = &doc["snapshots"][s.snapshot_id as usize - 1]["summary"];
+                let map: std::collections::BTreeMap<String, String> =
+                    serde_json::from_value(tree.clone()).unwrap();
+                prop_assert_eq!(s.summary.to_map(), map);
+            }
 
             let keep: HashSet<i64> = (1..=n)
                 .filter(|id| id == &n || keep_bits & (1 << (id % 16)) != 0)

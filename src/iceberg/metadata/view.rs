@@ -12,6 +12,7 @@
 
 use std::collections::BTreeMap;
 
+use bytes::Bytes;
 use serde_json::{Map, Value};
 
 use super::fields::Obj;
@@ -149,8 +150,9 @@ fn summary(obj: Option<Obj<'_>>) -> Result<Summary> {
         .collect()
 }
 
-/// One item of `snapshots`.
-pub(super) fn snapshot(s: &Obj<'_>, version: FormatVersion) -> Result<Snapshot> {
+/// One item of `snapshots`, from its object and its compact text (whose summary it keeps as text
+/// when it can).
+pub(super) fn snapshot(s: &Obj<'_>, text: &Bytes, version: FormatVersion) -> Result<Snapshot> {
     let manifest_list = s.opt_str("manifest-list")?.map(str::to_string);
     let manifests = s.strings("manifests")?;
     if manifest_list.is_none() && (version >= FormatVersion::V2 || !s.has("manifests")) {
@@ -163,7 +165,10 @@ pub(super) fn snapshot(s: &Obj<'_>, version: FormatVersion) -> Result<Snapshot> 
         timestamp_ms: s.req_i64("timestamp-ms")?,
         manifest_list,
         manifests,
-        summary: summary(s.opt_obj("summary")?)?,
+        summary: match super::snapshots::summary_text(text) {
+            Some(held) => held,
+            None => summary(s.opt_obj("summary")?)?,
+        },
         schema_id: s.opt_i32("schema-id")?,
         first_row_id: s.opt_i64("first-row-id")?,
         added_rows: s.opt_i64("added-rows")?,
