@@ -33,29 +33,5 @@ if cargo tree -e normal --no-default-features --features s3 | grep -E '\bdatafus
   exit 1
 fi
 # `glue` is a default feature; `--features glue` keeps the line working for older checkouts.
-# The test programs run in two lanes at once: one lane alone leaves a fifth of the two cores idle
-# while tests wait on Python (pyiceberg, chdb) and the emulators. The second lane takes the two
-# programs that wait most (sessions and storage, about 600 s of a 1,300 s run); the first takes
-# every other target, found from tests/*/main.rs so that a new program is never left out.
-second_lane=(sessions storage)
-first_lane=()
-second_targets=()
-for name in "${second_lane[@]}"; do second_targets+=(--test "$name"); done
-for main in tests/*/main.rs; do
-  name=$(basename "$(dirname "$main")")
-  case " ${second_lane[*]} " in *" $name "*) ;; *) first_lane+=(--test "$name") ;; esac
-done
-second_log=$(mktemp)
-cargo test --features glue "${second_targets[@]}" "$@" >"$second_log" 2>&1 &
-second=$!
-first_status=0
-cargo test --features glue --lib --bins --examples --benches "${first_lane[@]}" "$@" || first_status=$?
-second_status=0
-wait "$second" || second_status=$?
-cat "$second_log"
-rm -f "$second_log"
-if [ "$first_status" != 0 ] || [ "$second_status" != 0 ]; then
-  echo "tests failed (first lane: exit $first_status, second lane: exit $second_status)" >&2
-  exit 1
-fi
+cargo test --all-targets --features glue "$@"
 cargo test --doc --features glue
