@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # icetrim against ClickHouse (chdb) on the same generated tables, in one run (see README "Benchmarks").
 #   scripts/bench.sh --quick          # small sizes, a few minutes
-#   scripts/bench.sh                  # the sizes of the README table (about half an hour)
+#   scripts/bench.sh                  # the sizes of the README table (about 45 minutes)
 # Other flags: --only 1,2,3,4,5,6,7,8  --large-orphans  --dir DIR  --keep  --ch-timeout SECONDS
 #   --fleet-sizes 50,500 (scenario 8's table counts).
 # Needs the test environment (scripts/test-env.sh: .venv with chdb). Starts the S3 emulator for

@@ -9,7 +9,6 @@ line: {"seconds": <wall time of the statement>, "rows": [[name, value], ...]} or
 import json
 import os
 import sys
-import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures"))
 
@@ -20,15 +19,9 @@ def main() -> int:
     table_dir, sql = sys.argv[1], sys.argv[2]
     sess = chdb_session.open_session()
     chdb_session.run(sess, chdb_session.attach_statement(table_dir))
-    started = time.perf_counter()
-    try:
-        _, rows = chdb_session.run(sess, sql)
-    except Exception as e:  # chdb raises its own error types
-        print(json.dumps({"error": str(e)[:2000]}))
-        return 1
-    seconds = time.perf_counter() - started
-    print(json.dumps({"seconds": seconds, "rows": rows}))
-    return 0
+    reply = chdb_session.timed(sess, sql)
+    print(json.dumps(reply))
+    return 1 if "error" in reply else 0
 
 
 if __name__ == "__main__":

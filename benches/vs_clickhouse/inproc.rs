@@ -32,6 +32,10 @@ pub struct Floor {
     /// Best of three reads that also parse the metadata JSON and inflate and decode the projected
     /// fields of every list and manifest (no interning, no sets): the decode floor.
     pub decode_seconds: f64,
+    /// Every file under the table's `metadata/` folder: how many, and the best of three reads of
+    /// them all (same reads in flight), whatever the expiry needs.
+    pub metadata_files: usize,
+    pub metadata_seconds: f64,
 }
 
 /// How a file is decoded for the decode floor.
@@ -90,12 +94,21 @@ pub fn floor_in_child(
     let text = String::from_utf8_lossy(&out.stdout);
     let fields: Vec<&str> = text.split_whitespace().collect();
     let parsed = match fields.as_slice() {
-        [files, bytes, seconds, decode] => (|| {
+        [
+            files,
+            bytes,
+            seconds,
+            decode,
+            metadata_files,
+            metadata_seconds,
+        ] => (|| {
             Some(Floor {
                 files: files.parse().ok()?,
                 bytes: bytes.parse().ok()?,
                 seconds: seconds.parse().ok()?,
                 decode_seconds: decode.parse().ok()?,
+                metadata_files: metadata_files.parse().ok()?,
+                metadata_seconds: metadata_seconds.parse().ok()?,
             })
         })(),
         _ => None,
@@ -130,7 +143,10 @@ pub fn floor_child_main() -> Option<std::process::ExitCode> {
         .and_then(|now| floor(location, &options, now));
     Some(match measured {
         Ok(f) => {
-            println!("{} {} {} {}", f.files, f.bytes, f.seconds, f.decode_seconds);
+            println!(
+                "{} {} {} {} {} {}",
+                f.files, f.bytes, f.seconds, f.decode_seconds, f.metadata_files, f.metadata_seconds
+            );
             std::process::ExitCode::SUCCESS
         }
         Err(e) => {
@@ -165,8 +181,13 @@ pub fn floor(location: &str, options: &ExpireOptions, now_ms: i64) -> Result<Flo
             }
         }
         let concurrency = t.settings.metadata_read_concurrency().max(1);
+        let everything = metadata_folder(location)?;
+        let mut best_everything = f64::INFINITY;
         let (mut best, mut best_decode, mut bytes) = (f64::INFINITY, f64::INFINITY, 0);
         for _ in 0..3 {
+            let started = Instant::now();
+            read_all(&everything, concurrency, false).await?;
+            best_everything = best_everything.min(started.elapsed().as_secs_f64());
             let started = Instant::now();
             bytes = read_all(&files, concurrency, false).await?;
             best = best.min(started.elapsed().as_secs_f64());
@@ -179,8 +200,25 @@ pub fn floor(location: &str, options: &ExpireOptions, now_ms: i64) -> Result<Flo
             bytes,
             seconds: best,
             decode_seconds: best_decode,
+            metadata_files: everything.len(),
+            metadata_seconds: best_everything,
         })
     })
+}
+
+/// Every file under `<location>/metadata/` (a local folder), to be read without decoding.
+fn metadata_folder(location: &str) -> Result<Vec<(String, Kind)>, String> {
+    let dir =
+        std::path::Path::new(location.strip_prefix("file://").unwrap_or(location)).join("metadata");
+    let entries = std::fs::read_dir(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let mut files = Vec::new();
+    for entry in entries {
+        let path = entry.map_err(|e| format!("{}: {e}", dir.display()))?.path();
+        if path.is_file() {
+            files.push((path.to_string_lossy().into_owned(), Kind::Metadata));
+        }
+    }
+    Ok(files)
 }
 
 /// Read every file (local paths or `file://` URIs), `concurrency` at once, and with `decode` also
@@ -231,6 +269,11 @@ pub struct S3Run {
     pub seconds: f64,
     pub requests: RequestCounts,
     pub rows: Vec<(String, String)>,
+    /// The key prefix of ClickHouse's copy of the same table (same generator options), in the
+    /// same bucket.
+    pub clickhouse_prefix: String,
+    /// ClickHouse's run of the same statement on its copy (filled in by the scenario).
+    pub clickhouse: Option<crate::tools::ChS3Run>,
 }
 
 /// The emulator's endpoint and bucket from `target/emulators.env` variables, when running.
@@ -255,8 +298,9 @@ pub fn emulator_io(endpoint: &str) -> FileIO {
     })
 }
 
-/// Generate `opts` (its location is replaced) on the emulator and expire it with `options`,
-/// counting every request of the expiry.
+/// Generate `opts` (its location is replaced) on the emulator twice, at two prefixes, and expire
+/// the first copy with `options`, counting every request of the expiry; the second copy is left
+/// for ClickHouse.
 pub fn s3_expiry(
     endpoint: &str,
     bucket: &str,
@@ -264,13 +308,14 @@ pub fn s3_expiry(
     options: &ExpireOptions,
 ) -> Result<S3Run, String> {
     let io = emulator_io(endpoint);
-    opts.location = format!(
-        "s3://{bucket}/bench-{}-{}",
-        opts.snapshots,
-        uuid::Uuid::new_v4().simple()
-    );
+    let prefix = format!("bench-{}-{}", opts.snapshots, uuid::Uuid::new_v4().simple());
+    let clickhouse_prefix = format!("{prefix}-clickhouse");
     let rt = runtime()?;
     rt.block_on(async {
+        let mut theirs = opts.clone();
+        theirs.location = format!("s3://{bucket}/{clickhouse_prefix}");
+        generate(&io, &theirs).await.map_err(|e| e.to_string())?;
+        opts.location = format!("s3://{bucket}/{prefix}");
         let started = Instant::now();
         let generated = generate(&io, &opts).await.map_err(|e| e.to_string())?;
         let generate_seconds = started.elapsed().as_secs_f64();
@@ -299,6 +344,8 @@ pub fn s3_expiry(
             seconds,
             requests: counter.snapshot(),
             rows,
+            clickhouse_prefix,
+            clickhouse: None,
         })
     })
 }

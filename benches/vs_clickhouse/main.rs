@@ -13,7 +13,7 @@
 //! 1. expire on 1,000 [200] fast-append snapshots whose manifest lists grow to 1,000 entries; plus
 //!    the floor: the time just to read the files the expiry must read;
 //! 2. expire on a 10,000 [1,000]-snapshot mixed history (appends, merges, deletes, overwrites,
-//!    compactions, branches, tags); ClickHouse is stopped after `--ch-timeout` (600 s) and
+//!    compactions, branches, tags); ClickHouse is stopped after `--ch-timeout` (900 s) and
 //!    reported as a lower bound;
 //! 3. expire on 100,000 [10,000] mixed snapshots, 1,000,000 [100,000] data files (not written:
 //!    only metadata), icetrim alone: dry run and real run, time and peak memory; and every row
@@ -21,7 +21,8 @@
 //! 4. remove_orphan_files on about 100,000 [10,000] files, 10% orphans (`--large-orphans`: also
 //!    about 1,000,000 files);
 //! 5. expire on the S3 emulator (moto; `scripts/emulators.sh start` and source
-//!    `target/emulators.env` first, else skipped) at two history sizes: requests by kind;
+//!    `target/emulators.env` first, else skipped) at two history sizes: requests by kind, and
+//!    ClickHouse's for the same statement on its own copy, through a counting proxy;
 //! 6. and 7. icetrim alone over simulated object-store latency (`latency`): the expiry of
 //!    scenario 2's table and the orphan scan of scenario 4's, each against its latency floor;
 //! 8. a catalog's tables (`fleet`): `SYSTEM MAINTAIN DATABASE` over 50 and 500 [10, 50] tables
@@ -61,7 +62,7 @@ fn parse_args() -> Result<Args, String> {
         large_orphans: false,
         dir: std::env::temp_dir().join("icetrim-bench"),
         keep: false,
-        ch_timeout: Duration::from_secs(600),
+        ch_timeout: Duration::from_secs(900),
         fleet_sizes: None,
     };
     let mut it = std::env::args().skip(1);

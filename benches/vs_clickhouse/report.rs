@@ -2,6 +2,7 @@
 
 use crate::inproc::{Floor, S3Run};
 use crate::measure::mb;
+use icetrim::internals::io::RequestCounts;
 
 /// One ClickHouse measurement.
 pub struct ChTime {
@@ -85,37 +86,48 @@ impl Report {
                     "\nFloor of \"{}\": reading the {} files the expiry must read ({:.1} MB) takes {} \
                      (best of 3, warm cache, 32 reads in flight); reading and decoding them (JSON \
                      parse, inflate, projected Avro decode) takes {}. icetrim (whole process) takes \
-                     {:.1}× the read floor and {:.1}× the decode floor.\n",
+                     {:.1}× the read floor and {:.1}× the decode floor. Reading every file under \
+                     `metadata/` once ({} files) takes {}: icetrim takes {:.2}× that.\n",
                     line.scenario,
                     f.files,
                     mb(f.bytes),
                     secs(f.seconds),
                     secs(f.decode_seconds),
                     line.icetrim_seconds / f.seconds,
-                    line.icetrim_seconds / f.decode_seconds
+                    line.icetrim_seconds / f.decode_seconds,
+                    f.metadata_files,
+                    secs(f.metadata_seconds),
+                    line.icetrim_seconds / f.metadata_seconds
                 ));
             }
         }
         if !self.s3.is_empty() {
             out.push_str(
-                "\nS3 emulator (moto), requests of one expiry:\n\n\
-                 | snapshots | manifests | expiry time | GET | HEAD | PUT | LIST | DELETE requests | keys deleted |\n\
-                 |---|---|---|---|---|---|---|---|---|\n",
+                "\nS3 emulator (moto), requests of one expiry (icetrim's counted by its request-counting \
+                 layer, ClickHouse's by a counting proxy in front of the emulator; each tool on its own \
+                 copy of the same table):\n\n\
+                 | snapshots | manifests | tool | expiry time | GET | HEAD | PUT | LIST | DELETE requests | keys deleted |\n\
+                 |---|---|---|---|---|---|---|---|---|---|\n",
             );
             for r in &self.s3 {
-                let q = &r.requests;
-                out.push_str(&format!(
-                    "| {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
-                    r.snapshots,
-                    r.manifests,
-                    secs(r.seconds),
-                    q.get,
-                    q.head,
-                    q.put,
-                    q.list,
-                    q.delete,
-                    q.deleted_keys
-                ));
+                let mut row = |tool: &str, seconds: f64, q: &RequestCounts| {
+                    out.push_str(&format!(
+                        "| {} | {} | {tool} | {} | {} | {} | {} | {} | {} | {} |\n",
+                        r.snapshots,
+                        r.manifests,
+                        secs(seconds),
+                        q.get,
+                        q.head,
+                        q.put,
+                        q.list,
+                        q.delete,
+                        q.deleted_keys
+                    ));
+                };
+                row("icetrim", r.seconds, &r.requests);
+                if let Some(c) = &r.clickhouse {
+                    row("ClickHouse", c.seconds, &c.requests);
+                }
             }
         }
         if !self.latency.is_empty() {

@@ -390,11 +390,29 @@ impl Bench<'_> {
             opts.tags = 3;
             opts.write_data_files = false;
             eprintln!("5. S3 emulator: {n} snapshots");
-            let run = inproc::s3_expiry(&endpoint, &bucket, opts, &self.expire_options())?;
+            let mut run = inproc::s3_expiry(&endpoint, &bucket, opts, &self.expire_options())?;
             eprintln!(
                 "  generated in {:.1} s; expiry {:.3} s: {}; {:?}",
                 run.generate_seconds, run.seconds, run.requests, run.rows
             );
+            let sql = format!(
+                "ALTER TABLE t EXECUTE expire_snapshots({})",
+                self.expire_args()
+            );
+            let theirs =
+                self.tools
+                    .clickhouse_s3(&endpoint, &bucket, &run.clickhouse_prefix, &sql)?;
+            eprintln!(
+                "  ClickHouse: {:.3} s: {}; {:?}",
+                theirs.seconds, theirs.requests, theirs.rows
+            );
+            if theirs.rows != run.rows {
+                self.report.notes.push(format!(
+                    "5. {n} snapshots: the rows differ: icetrim {:?}, ClickHouse {:?}",
+                    run.rows, theirs.rows
+                ));
+            }
+            run.clickhouse = Some(theirs);
             self.report.s3.push(run);
         }
         Ok(())

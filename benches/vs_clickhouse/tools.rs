@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
+use icetrim::internals::io::RequestCounts;
 use serde_json::Value;
 
 use crate::measure::{Measured, run};
@@ -19,6 +20,8 @@ pub struct Tools {
     pub generate: PathBuf,
     pub python: PathBuf,
     pub ch_script: PathBuf,
+    /// The runner for a table on the S3 emulator, through a request-counting proxy.
+    pub ch_s3_script: PathBuf,
     pub scratch: PathBuf,
     pub ch_timeout: Duration,
 }
@@ -44,6 +47,7 @@ impl Tools {
             generate: PathBuf::from(env!("CARGO_BIN_EXE_icetrim-generate")),
             python,
             ch_script: root.join("scripts/bench_clickhouse.py"),
+            ch_s3_script: root.join("scripts/bench_clickhouse_s3.py"),
             scratch,
             ch_timeout,
         }
@@ -103,14 +107,7 @@ impl Tools {
             return Err(format!("ClickHouse: {error}"));
         }
         let m = m.check("ClickHouse")?;
-        let rows = reply["rows"]
-            .as_array()
-            .map(|rows| {
-                rows.iter()
-                    .map(|r| (text(&r[0]), text(&r[1])))
-                    .collect::<Rows>()
-            })
-            .unwrap_or_default();
+        let rows = rows_of(&reply);
         Ok(ChRun {
             seconds: reply["seconds"].as_f64().unwrap_or(f64::NAN),
             timed_out: false,
@@ -118,6 +115,78 @@ impl Tools {
             rows,
         })
     }
+}
+
+/// One ClickHouse run on the S3 emulator: the statement's time, its rows and its requests.
+pub struct ChS3Run {
+    pub seconds: f64,
+    pub rows: Rows,
+    pub requests: RequestCounts,
+}
+
+impl Tools {
+    /// Run `statement` on ClickHouse on the `IcebergS3` table at `prefix` of `bucket` on the
+    /// emulator at `endpoint`, counting its requests (see `scripts/bench_clickhouse_s3.py`).
+    pub fn clickhouse_s3(
+        &self,
+        endpoint: &str,
+        bucket: &str,
+        prefix: &str,
+        statement: &str,
+    ) -> Result<ChS3Run, String> {
+        let mut cmd = Command::new(&self.python);
+        cmd.arg(&self.ch_s3_script)
+            .args([endpoint, bucket, prefix, statement]);
+        let m = run(&mut cmd, None, &self.scratch, Some(self.ch_timeout))?;
+        if m.timed_out {
+            return Err(format!(
+                "ClickHouse on the S3 emulator: stopped after {:.0} s",
+                m.seconds
+            ));
+        }
+        let reply: Value = serde_json::from_str(m.stdout.trim()).map_err(|e| {
+            format!(
+                "ClickHouse S3 runner: {e}: {}\n{}",
+                m.stdout.trim(),
+                m.stderr.trim()
+            )
+        })?;
+        if let Some(error) = reply.get("error") {
+            return Err(format!("ClickHouse on the S3 emulator: {error}"));
+        }
+        m.check("ClickHouse")?;
+        let count = |kind: &str| reply["requests"][kind].as_u64().unwrap_or(0);
+        let requests = RequestCounts {
+            get: count("GET"),
+            head: count("HEAD"),
+            put: count("PUT"),
+            delete: count("DELETE"),
+            deleted_keys: reply["deleted_keys"].as_u64().unwrap_or(0),
+            list: count("LIST"),
+        };
+        let other = count("POST");
+        if other > 0 {
+            return Err(format!(
+                "ClickHouse on the S3 emulator made {other} requests of another kind"
+            ));
+        }
+        Ok(ChS3Run {
+            seconds: reply["seconds"].as_f64().unwrap_or(f64::NAN),
+            rows: rows_of(&reply),
+            requests,
+        })
+    }
+}
+
+fn rows_of(reply: &Value) -> Rows {
+    reply["rows"]
+        .as_array()
+        .map(|rows| {
+            rows.iter()
+                .map(|r| (text(&r[0]), text(&r[1])))
+                .collect::<Rows>()
+        })
+        .unwrap_or_default()
 }
 
 fn text(v: &Value) -> String {
