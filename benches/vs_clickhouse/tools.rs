@@ -96,16 +96,7 @@ impl Tools {
                 rows: Vec::new(),
             });
         }
-        let reply: Value = serde_json::from_str(m.stdout.trim()).map_err(|e| {
-            format!(
-                "ClickHouse runner: {e}: {}\n{}",
-                m.stdout.trim(),
-                m.stderr.trim()
-            )
-        })?;
-        if let Some(error) = reply.get("error") {
-            return Err(format!("ClickHouse: {error}"));
-        }
+        let reply = reply_of(&m, "ClickHouse")?;
         let m = m.check("ClickHouse")?;
         let rows = rows_of(&reply);
         Ok(ChRun {
@@ -144,16 +135,7 @@ impl Tools {
                 m.seconds
             ));
         }
-        let reply: Value = serde_json::from_str(m.stdout.trim()).map_err(|e| {
-            format!(
-                "ClickHouse S3 runner: {e}: {}\n{}",
-                m.stdout.trim(),
-                m.stderr.trim()
-            )
-        })?;
-        if let Some(error) = reply.get("error") {
-            return Err(format!("ClickHouse on the S3 emulator: {error}"));
-        }
+        let reply = reply_of(&m, "ClickHouse on the S3 emulator")?;
         m.check("ClickHouse")?;
         let count = |kind: &str| reply["requests"][kind].as_u64().unwrap_or(0);
         let requests = RequestCounts {
@@ -175,6 +157,21 @@ impl Tools {
             rows: rows_of(&reply),
             requests,
         })
+    }
+}
+
+/// A ClickHouse runner's one JSON line; its `{"error": …}` as an error naming `who`.
+fn reply_of(m: &Measured, who: &str) -> Result<Value, String> {
+    let reply: Value = serde_json::from_str(m.stdout.trim()).map_err(|e| {
+        format!(
+            "{who} runner: {e}: {}\n{}",
+            m.stdout.trim(),
+            m.stderr.trim()
+        )
+    })?;
+    match reply.get("error") {
+        Some(error) => Err(format!("{who}: {error}")),
+        None => Ok(reply),
     }
 }
 
